@@ -1,0 +1,1 @@
+"""sweepbot framework: intake, journal, routing, GitHub client, config, templates, comments."""
