@@ -1,0 +1,107 @@
+"""One comment per purpose per PR: found again by a hidden marker among the bot's own comments, edited in place."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Callable
+
+import cachetools
+from gidgethub.abc import GitHubAPI
+
+from bot import logs
+
+BODY_LIMIT = 65536  # GitHub rejects longer comment and issue bodies
+MARKER_RE = re.compile(r"^<!-- sweepbot:([a-z0-9][a-z0-9:_.\-]*) -->")
+PER_PAGE = 100
+
+CREATED, UPDATED, UNCHANGED, KEPT = "created", "updated", "unchanged", "kept"
+
+
+def marker(purpose: str) -> str:
+    if not MARKER_RE.match(f"<!-- sweepbot:{purpose} -->"):
+        raise ValueError(f"bad comment purpose {purpose!r}")
+    return f"<!-- sweepbot:{purpose} -->"
+
+
+def purpose_of(body: str | None) -> str | None:
+    match = MARKER_RE.match(body or "")
+    return match.group(1) if match else None
+
+
+def fit(purpose: str, text: str, truncated_note: Callable[[int], str]) -> str:
+    """The full body for `purpose`: marker, then text; over GitHub's limit the text is cut at a line with a visible note."""
+    head = marker(purpose) + "\n"
+    body = head + text
+    if len(body) <= BODY_LIMIT:
+        return body
+    note = "\n\n" + truncated_note(BODY_LIMIT).strip() + "\n"
+    room = BODY_LIMIT - len(head) - len(note)
+    cut = text[:room]
+    if "\n" in cut[room // 2:]:
+        cut = cut[: cut.rindex("\n")]
+    if cut.count("```") % 2:  # don't leave a code fence open above the note
+        cut = cut[: cut.rindex("```")]
+    return head + cut.rstrip() + note
+
+
+def is_bots(item: dict[str, Any], bot_login: str) -> bool:
+    return (item.get("user") or {}).get("login") == bot_login
+
+
+class CommentStore:
+    """Creates or updates the bot's marked comments; serialises writers of one (repo, PR, purpose) in this process."""
+
+    def __init__(self) -> None:
+        self._locks: cachetools.LRUCache = cachetools.LRUCache(maxsize=4096)
+        # GitHub's comment listing can lag a fresh create; remember what this process made.
+        self._known: cachetools.TTLCache = cachetools.TTLCache(maxsize=8192, ttl=600)
+
+    def _lock(self, key: tuple) -> asyncio.Lock:
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = asyncio.Lock()
+        return lock
+
+    async def find(self, gh: GitHubAPI, repo: str, number: int, purpose: str, bot_login: str,
+                   listing: list[dict] | None = None) -> dict | None:
+        """The bot's comment for `purpose`, reading every page; a human's copy of the marker never counts."""
+        known = self._known.get((repo, number, purpose))
+        if listing is None:
+            listing = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}")]
+        for comment in listing:
+            if is_bots(comment, bot_login) and purpose_of(comment.get("body")) == purpose:
+                return comment
+        if known is not None:
+            return known
+        return None
+
+    async def upsert(self, gh: GitHubAPI, repo: str, number: int, purpose: str, body: str, bot_login: str, *,
+                     only_if_missing: bool = False, listing: Callable[[], Any] | None = None) -> tuple[str, dict]:
+        key = (repo, number, purpose)
+        async with self._lock(key):
+            comments = await listing() if listing else None
+            existing = await self.find(gh, repo, number, purpose, bot_login, comments)
+            if existing is None:
+                created = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+                self._known[key] = created
+                logs.event("comment created", purpose=purpose, comment=created.get("id"))
+                return CREATED, created
+            if only_if_missing:
+                return KEPT, existing
+            if existing.get("body") == body:
+                return UNCHANGED, existing
+            updated = await gh.patch(f"/repos/{repo}/issues/comments/{existing['id']}", data={"body": body})
+            self._known[key] = updated
+            logs.event("comment updated", purpose=purpose, comment=existing["id"])
+            return UPDATED, updated
+
+
+async def find_bot_issue(gh: GitHubAPI, repo: str, purpose: str, bot_login: str) -> dict | None:
+    """The bot's open issue for `purpose` (pull requests are listed by the issues API too; skip them)."""
+    async for issue in gh.getiter(f"/repos/{repo}/issues?state=open&per_page={PER_PAGE}"):
+        if "pull_request" in issue:
+            continue
+        if is_bots(issue, bot_login) and purpose_of(issue.get("body")) == purpose:
+            return issue
+    return None

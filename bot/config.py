@@ -1,0 +1,213 @@
+"""Settings from the environment, and the policy: app.yaml defaults deep-merged with a repository's override."""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+APP_YAML = Path(__file__).resolve().parent.parent / "app.yaml"
+REPO_CONFIG_PATH = ".github/sweepbot.yml"
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_DB = "./sweepbot.db"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; `errors` lists every problem found."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the process is told by its environment (Probot's names where Probot has one)."""
+
+    app_id: str | None = None
+    private_key: str | None = field(default=None, repr=False)
+    webhook_secrets: tuple[str, ...] = field(default=(), repr=False)
+    host: str = "127.0.0.1"
+    port: int = 3000
+    log_level: str = "INFO"
+    api_url: str = DEFAULT_API_URL
+    db_path: str = DEFAULT_DB
+    workers: int = 8
+    max_attempts: int = 3
+    retry_delay: float = 2.0
+    drain_timeout: float = 20.0
+    read_timeout: float = 10.0
+
+    @property
+    def live(self) -> bool:
+        """Live when the App can authenticate; otherwise the sandbox runs."""
+        return bool(self.app_id and self.private_key)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, *, dotenv: bool = True) -> "Settings":
+        if env is None:
+            if dotenv:
+                from dotenv import load_dotenv
+
+                load_dotenv(override=False)
+            env = dict(os.environ)
+        key = env.get("PRIVATE_KEY") or None
+        if key is None and env.get("PRIVATE_KEY_PATH"):
+            key = Path(env["PRIVATE_KEY_PATH"]).read_text()
+        if key is not None and "\\n" in key and "\n" not in key:
+            key = key.replace("\\n", "\n")  # keys pasted into one-line env files
+        secrets = tuple(s.strip() for s in env.get("WEBHOOK_SECRET", "").split(",") if s.strip())
+        return cls(
+            app_id=env.get("APP_ID") or None,
+            private_key=key,
+            webhook_secrets=secrets,
+            host=env.get("HOST", cls.host),
+            port=int(env.get("PORT", cls.port)),
+            log_level=env.get("LOG_LEVEL", cls.log_level).upper(),
+            api_url=env.get("GITHUB_API_URL", cls.api_url).rstrip("/"),
+            db_path=env.get("SWEEPBOT_DB", cls.db_path),
+            workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
+        )
+
+    def live_problems(self) -> list[str]:
+        """Why live mode cannot start, if it was asked for."""
+        problems = []
+        if not self.webhook_secrets:
+            problems.append("WEBHOOK_SECRET is not set: refusing to accept unsigned webhooks")
+        if not self.app_id:
+            problems.append("APP_ID is not set")
+        if not self.private_key:
+            problems.append("PRIVATE_KEY or PRIVATE_KEY_PATH is not set")
+        return problems
+
+
+def load_app_yaml(path: Path = APP_YAML) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def default_policy() -> dict[str, Any]:
+    return copy.deepcopy(load_app_yaml()["policy"])
+
+
+def merge_policy(defaults: dict[str, Any], override: Any) -> dict[str, Any]:
+    """Deep-merge `override` over `defaults`; raise ConfigError listing every unknown key or wrong type."""
+    if override is None:
+        return copy.deepcopy(defaults)
+    errors: list[str] = []
+    merged = _merge(defaults, override, "", errors)
+    if errors:
+        raise ConfigError(errors)
+    return merged
+
+
+def _merge(default: Any, value: Any, where: str, errors: list[str]) -> Any:
+    name = where or "the file"
+    if isinstance(default, dict):
+        if not isinstance(value, dict):
+            errors.append(f"{name}: expected a mapping, got {_kind(value)}")
+            return copy.deepcopy(default)
+        out = copy.deepcopy(default)
+        for key, sub in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if key not in default:
+                errors.append(f"{path}: unknown key")
+                continue
+            out[key] = _merge(default[key], sub, path, errors)
+        return out
+    if isinstance(default, list):
+        if not isinstance(value, list):
+            errors.append(f"{name}: expected a list, got {_kind(value)}")
+            return copy.deepcopy(default)
+        _check_items(default, value, where, errors)
+        return copy.deepcopy(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            errors.append(f"{name}: expected true or false, got {_kind(value)}")
+        return value
+    if isinstance(default, (int, float)) and not isinstance(value, bool) and isinstance(value, (int, float)):
+        return value
+    if isinstance(default, str):
+        if not isinstance(value, str) or not value.strip():
+            errors.append(f"{name}: expected a non-empty string, got {_kind(value)}")
+        return value
+    if type(value) is not type(default):
+        errors.append(f"{name}: expected {_kind(default)}, got {_kind(value)}")
+    return value
+
+
+def _check_items(default: list, value: list, where: str, errors: list[str]) -> None:
+    """List items take the shape of the default's items: same keys allowed, keys every default item has are required."""
+    if not default:
+        return
+    sample = default[0]
+    for i, item in enumerate(value):
+        path = f"{where}[{i}]"
+        if isinstance(sample, dict):
+            allowed = set().union(*(d.keys() for d in default))
+            required = set.intersection(*(set(d) for d in default))
+            if not isinstance(item, dict):
+                errors.append(f"{path}: expected a mapping, got {_kind(item)}")
+                continue
+            for key in item:
+                if key not in allowed:
+                    errors.append(f"{path}.{key}: unknown key")
+            for key in sorted(required - set(item)):
+                errors.append(f"{path}.{key}: required")
+            for key in set(item) & allowed:
+                model = next(d[key] for d in default if key in d)
+                _merge(model, item[key], f"{path}.{key}", errors)
+        else:
+            _merge(sample, item, path, errors)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
+def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError."""
+    defaults = default_policy() if defaults is None else defaults
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"]) from None
+    if data is None:
+        return copy.deepcopy(defaults)
+    merged = merge_policy(defaults, data)
+    _check_semantics(merged)
+    return merged
+
+
+def _check_semantics(policy: dict[str, Any]) -> None:
+    errors = []
+    primaries = policy["labels"]["primary"]
+    if not primaries:
+        errors.append("labels.primary: at least one primary label is required")
+    if sum(1 for p in primaries if p.get("recommended")) > 1:
+        errors.append("labels.primary: at most one label can be recommended")
+    names = [p["name"] for p in primaries] + list(policy["labels"]["modifiers"].values())
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        errors.append(f"labels: names used twice: {', '.join(dupes)}")
+    commands = list(policy["commands"].values())
+    for name in commands:
+        if not name.replace("-", "").isalnum() or name != name.lower():
+            errors.append(f"commands: {name!r} must be lower-case letters, digits and dashes")
+    if len(set(commands)) != len(commands):
+        errors.append("commands: two commands share a name")
+    for i, rule in enumerate(policy["autolabels"]):
+        color = str(rule.get("color", ""))
+        if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):
+            errors.append(f"autolabels[{i}].color: expected six hex digits, got {color!r}")
+        if not rule.get("paths"):
+            errors.append(f"autolabels[{i}].paths: at least one pattern is required")
+    if errors:
+        raise ConfigError(errors)

@@ -1,0 +1,40 @@
+"""Prometheus metrics, one registry per running bot."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.deliveries = Counter(
+            "sweepbot_deliveries", "Webhook deliveries by event and outcome", ["event", "outcome"],
+            registry=self.registry,
+        )
+        self.handler_seconds = Histogram(
+            "sweepbot_handler_seconds", "Time to process one delivery", ["event"], registry=self.registry,
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+        )
+        self.github_requests = Counter(
+            "sweepbot_github_requests", "GitHub API requests by method and status", ["method", "status"],
+            registry=self.registry,
+        )
+        self.backlog = Gauge("sweepbot_backlog", "Deliveries waiting or running", registry=self.registry)
+        self.rate_limit_remaining = Gauge(
+            "sweepbot_github_rate_limit_remaining", "Requests left in the primary rate limit", ["installation"],
+            registry=self.registry,
+        )
+        self.last_github_error: dict | None = None
+
+    def github_error(self, method: str, path: str, error: str) -> None:
+        """Remember the last request that failed for good, for /healthz."""
+        self.last_github_error = {"method": method, "path": path, "error": error, "at": round(time.time())}
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

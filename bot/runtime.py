@@ -1,0 +1,89 @@
+"""A running sweepbot: settings, journal, GitHub App, processor and workers, started and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from bot import logs
+from bot.config import Settings
+from bot.github import GitHubApp
+from bot.journal import QUEUED, Delivery, Journal, NewDelivery
+from bot.metrics import Metrics
+from bot.processing import Processor
+from bot.repo_config import RepoConfigs
+from bot.templates import Templates
+from bot.workers import Workers
+
+HEALTH_PROBE_TIMEOUT = 2.0
+
+
+def default_router() -> routing.Router:
+    from handlers import router
+
+    return router
+
+
+class Bot:
+    def __init__(self, settings: Settings, app: GitHubApp, *, router: routing.Router | None = None,
+                 templates: Templates | None = None, configs: RepoConfigs | None = None,
+                 journal: Journal | None = None):
+        self.settings = settings
+        self.app = app
+        self.metrics = app.metrics
+        self.templates = templates or Templates()
+        self.configs = configs or RepoConfigs()
+        self.journal = journal or Journal(settings.db_path)
+        self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
+        self.workers: Workers | None = None
+
+    async def start(self, *, workers: bool = True) -> None:
+        await self.journal.prune()
+        if workers and self.settings.workers > 0:
+            self.workers = Workers(self.journal, self.handle, self.metrics, concurrency=self.settings.workers,
+                                   max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay)
+            await self.workers.start()
+
+    def enqueue(self, new: NewDelivery, seq: int) -> None:
+        if self.workers is None:
+            return  # intake only (SWEEPBOT_WORKERS=0): stays queued in the journal for the next start
+        self.workers.submit(Delivery(seq, new.id, new.event, new.action, new.repo, new.number, new.installation,
+                                     new.lane, time.time(), QUEUED, 0, None, None, new.body))
+
+    async def handle(self, d: Delivery) -> None:
+        event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
+        await self.processor.process(event)
+
+    async def stop(self) -> None:
+        if self.workers is not None:
+            await self.workers.drain(self.settings.drain_timeout)
+        self.journal.close()
+        await self.app.close()
+
+    async def health(self) -> dict[str, Any]:
+        report: dict[str, Any] = {"ok": True}
+        try:
+            await asyncio.wait_for(self.journal.probe(), HEALTH_PROBE_TIMEOUT)
+            counts = await asyncio.wait_for(self.journal.counts(), HEALTH_PROBE_TIMEOUT)
+            report["journal"] = "writable"
+        except Exception as exc:
+            report["ok"] = False
+            report["journal"] = f"not writable: {type(exc).__name__}: {exc}"
+            counts = {}
+        report["backlog"] = counts.get("queued", 0) + counts.get("running", 0)
+        report["failed"] = counts.get("failed", 0)
+        report["workers"] = self.workers.concurrency if self.workers else 0
+        report["last_github_error"] = self.metrics.last_github_error
+        report["config_errors"] = {
+            repo: list(problem.errors) for repo, problem in self.configs.problems.items()
+        }
+        return report
+
+
+def log_secrets(settings: Settings) -> None:
+    for secret in settings.webhook_secrets:
+        logs.register_secret(secret)
