@@ -1,0 +1,209 @@
+"""Slash-command grammar: find, interpret and compare the commands written in a comment body."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+KINDS = ("use", "reuse", "stage", "help")
+
+NEEDS_RUN_ID = "use-needs-run-id"
+NOT_NUMERIC = "run-id-not-numeric"
+OUT_OF_RANGE = "run-id-out-of-range"
+TOO_MANY = "too-many-arguments"
+USAGE_PROBLEMS: frozenset[str] = frozenset({NEEDS_RUN_ID, NOT_NUMERIC, OUT_OF_RANGE, TOO_MANY})
+
+MAX_INDENT = 3  # more leading spaces than this (or any tab) is indented code
+MAX_RUN_ID = 2**63 - 1  # GitHub ids are signed 64-bit
+COMMENT_OPEN, COMMENT_CLOSE = "<!--", "-->"
+# Invisible characters that render as nothing; deleted so the text reads as it looks.
+INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
+
+_FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
+_LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?=\s)")
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    name: str  # canonical lower-case name, without the slash, e.g. "use"
+    args: tuple[str, ...]  # whitespace-separated words after the name
+    line: int  # 1-based line number in the original body
+    text: str  # the line (HTML comments and invisible characters removed), stripped
+
+
+@dataclass(frozen=True)
+class Command:
+    kind: str  # one of KINDS
+    run_id: int | None  # the pinned/staged run id, if any
+    problem: str | None  # None when the arguments are valid, else one of USAGE_PROBLEMS
+    source: CommandLine
+
+
+def find_commands(body: str | None, names: Iterable[str]) -> list[CommandLine]:
+    """Every line of `body` that is a command with one of `names`, in order."""
+    wanted = {_normalise(name) for name in names}
+    found: list[CommandLine] = []
+    fence: tuple[str, int, int] | None = None
+    for number, line in enumerate(_lines(body), start=1):
+        if fence is not None:
+            if _closes_fence(line, *fence):
+                fence = None
+            continue
+        fence = _opens_fence(line)
+        if fence is None and (command := _command_on(line, number, wanted)) is not None:
+            found.append(command)
+    return found
+
+
+def last_command(body: str | None, names: Iterable[str]) -> CommandLine | None:
+    """The last command line of `body`: when one comment holds several, the last one wins."""
+    commands = find_commands(body, names)
+    return commands[-1] if commands else None
+
+
+def interpret(line: CommandLine, names: Mapping[str, str]) -> Command:
+    """Check the arguments of `line` against the grammar of its kind (`names`: kind -> configured name)."""
+    kind = _kinds_by_name(names).get(line.name)
+    if kind is None:
+        raise ValueError(f"/{line.name} is not one of the configured commands")
+    if kind == "help":
+        return Command(kind, None, None, line)
+    if len(line.args) > 1:
+        return Command(kind, None, TOO_MANY, line)
+    if not line.args:
+        return Command(kind, None, NEEDS_RUN_ID if kind == "use" else None, line)
+    run_id, problem = _run_id(line.args[0])
+    return Command(kind, run_id, problem, line)
+
+
+def parse(body: str | None, names: Mapping[str, str]) -> Command | None:
+    """The effective command of `body`, or None when it holds none."""
+    line = last_command(body, names.values())
+    return None if line is None else interpret(line, names)
+
+
+def edit_is_new_command(old_body: str | None, new_body: str | None, names: Mapping[str, str]) -> bool:
+    """Whether an edit from `old_body` to `new_body` adds or changes the effective command."""
+    new = parse(new_body, names)
+    if new is None:
+        return False
+    old = parse(old_body, names)
+    return old is None or (old.kind, old.run_id, old.problem) != (new.kind, new.run_id, new.problem)
+
+
+def _normalise(name: str) -> str:
+    clean = name.strip().removeprefix("/").lower()
+    if not clean or any(ch.isspace() for ch in clean) or not clean.isascii():
+        raise ValueError(f"invalid command name {name!r}")
+    return clean
+
+
+def _kinds_by_name(names: Mapping[str, str]) -> dict[str, str]:
+    kinds: dict[str, str] = {}
+    for kind, name in names.items():
+        if kind not in KINDS:
+            raise ValueError(f"unknown command kind {kind!r}")
+        clean = _normalise(name)
+        if clean in kinds:
+            raise ValueError(f"/{clean} is configured for both {kinds[clean]!r} and {kind!r}")
+        kinds[clean] = kind
+    return kinds
+
+
+def _run_id(arg: str) -> tuple[int | None, str | None]:
+    if not (arg.isascii() and arg.isdigit()):
+        return None, NOT_NUMERIC
+    digits = arg.lstrip("0")
+    # The length check comes first: int() refuses very long digit strings.
+    if not digits or len(digits) > len(str(MAX_RUN_ID)) or int(digits) > MAX_RUN_ID:
+        return None, OUT_OF_RANGE
+    return int(digits), None
+
+
+def _lines(body: str | None) -> list[str]:
+    if not body:
+        return []
+    text = body.replace("\r\n", "\n").replace("\r", "\n").translate(INVISIBLE)
+    return _strip_html_comments(text).split("\n")
+
+
+def _strip_html_comments(text: str) -> str:
+    """Remove `<!-- ... -->`; an unclosed one hides the rest. Line numbers are kept.
+
+    What follows a multi-line comment continues the line the comment opened on
+    (`/use 1 <!--\\n-->2` reads `/use 1 2`); the newlines the comment swallowed
+    are put back at the end of that joined line.
+    """
+    out: list[str] = []
+    pos, pending = 0, 0
+    while (start := text.find(COMMENT_OPEN, pos)) != -1:
+        pending = _emit(out, text[pos:start], pending)
+        end = text.find(COMMENT_CLOSE, start + len(COMMENT_OPEN))
+        if end == -1:
+            return "".join(out)
+        pending += text.count("\n", start, end)
+        pos = end + len(COMMENT_CLOSE)
+    pending = _emit(out, text[pos:], pending)
+    out.append("\n" * pending)
+    return "".join(out)
+
+
+def _emit(out: list[str], visible: str, pending: int) -> int:
+    """Append `visible` with `pending` newlines before its first newline; return those still pending."""
+    if pending and (eol := visible.find("\n")) != -1:
+        out += [visible[:eol], "\n" * pending, visible[eol:]]
+        return 0
+    out.append(visible)
+    return pending
+
+
+def _split_indent(line: str) -> tuple[str, str]:
+    rest = line.lstrip()
+    return line[: len(line) - len(rest)], rest
+
+
+def _width(lead: str) -> int:
+    return len(lead.expandtabs(4))
+
+
+def _opens_fence(line: str) -> tuple[str, int, int] | None:
+    """(fence char, fence length, deepest indent of its closing fence) when `line` opens a code fence.
+
+    Conservative: a fence also opens after list markers or deeper than three
+    spaces, so code inside list items stays code.
+    """
+    lead, rest = _split_indent(line)
+    column, listed = _width(lead), False
+    while (marker := _LIST_MARKER.match(rest)) is not None:
+        after = rest[marker.end():]
+        rest = after.lstrip()
+        column += marker.end() + len(after) - len(rest)
+        listed = True
+    match = _FENCE.match(rest)
+    if match is None:
+        return None
+    fence, info = match.groups()
+    if fence[0] == "`" and "`" in info:
+        return None  # ```x``` is inline code, not a fence
+    deepest = MAX_INDENT if not listed and column <= MAX_INDENT else column + MAX_INDENT
+    return fence[0], len(fence), deepest
+
+
+def _closes_fence(line: str, char: str, length: int, deepest: int) -> bool:
+    lead, rest = _split_indent(line)
+    run = len(rest) - len(rest.lstrip(char))
+    return _width(lead) <= deepest and run >= length and not rest[run:].strip()
+
+
+def _command_on(line: str, number: int, wanted: set[str]) -> CommandLine | None:
+    lead, rest = _split_indent(line)
+    if "\t" in lead or len(lead) > MAX_INDENT or not rest.startswith("/"):
+        return None  # indented code, or not a command (quotes and inline code start otherwise)
+    head = rest[1:]
+    if not head or head[0].isspace():
+        return None
+    name, *args = head.split()
+    if not name.isascii() or name.lower() not in wanted:
+        return None
+    return CommandLine(name.lower(), tuple(args), number, rest.strip())

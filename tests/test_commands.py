@@ -1,0 +1,334 @@
+"""Table-driven tests of the slash-command grammar (bot/commands.py)."""
+
+import pytest
+
+from bot.commands import (
+    USAGE_PROBLEMS,
+    Command,
+    CommandLine,
+    edit_is_new_command,
+    find_commands,
+    interpret,
+    last_command,
+    parse,
+)
+
+NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+ALL = tuple(NAMES.values())
+FENCE = "```"
+
+
+def case(body, expected, id):
+    return pytest.param(body, expected, id=id)
+
+
+def summary(command: Command | None):
+    """(kind, run_id, problem, line) or None, the shape the tables below expect."""
+    if command is None:
+        return None
+    return command.kind, command.run_id, command.problem, command.source.line
+
+
+# --- which line is the effective command --------------------------------------------------------
+
+PARSE_CASES = [
+    # plain commands and their arguments
+    case("/use 123", ("use", 123, None, 1), "use-with-id"),
+    case("/use", ("use", None, "use-needs-run-id", 1), "use-alone"),
+    case("/use   ", ("use", None, "use-needs-run-id", 1), "use-trailing-spaces"),
+    case("/use abc", ("use", None, "run-id-not-numeric", 1), "use-word"),
+    case("/use #123", ("use", None, "run-id-not-numeric", 1), "use-hash-id"),
+    case("/use 123.", ("use", None, "run-id-not-numeric", 1), "use-trailing-period"),
+    case("/use 123,", ("use", None, "run-id-not-numeric", 1), "use-trailing-comma"),
+    case("/use -5", ("use", None, "run-id-not-numeric", 1), "use-negative"),
+    case("/use 1e3", ("use", None, "run-id-not-numeric", 1), "use-exponent"),
+    case("/use <run_id>", ("use", None, "run-id-not-numeric", 1), "use-placeholder-pasted"),
+    case("/use \uff11\uff12\uff13", ("use", None, "run-id-not-numeric", 1), "use-full-width-digits"),
+    case("/use \u0661\u0662", ("use", None, "run-id-not-numeric", 1), "use-arabic-indic-digits"),
+    case("/use \u00b2", ("use", None, "run-id-not-numeric", 1), "use-superscript-digit"),
+    case("/use 0", ("use", None, "run-id-out-of-range", 1), "use-zero"),
+    case("/use 000", ("use", None, "run-id-out-of-range", 1), "use-zeros"),
+    case("/use 0042", ("use", 42, None, 1), "use-leading-zeros"),
+    case("/use 25000000000", ("use", 25000000000, None, 1), "use-huge-id"),
+    case("/use 9223372036854775807", ("use", 2**63 - 1, None, 1), "use-max-int64"),
+    case("/use 9223372036854775808", ("use", None, "run-id-out-of-range", 1), "use-above-int64"),
+    case("/use " + "9" * 5000, ("use", None, "run-id-out-of-range", 1), "use-5000-digits"),
+    case("/use 123 please", ("use", None, "too-many-arguments", 1), "use-trailing-prose"),
+    case("/use 1 2", ("use", None, "too-many-arguments", 1), "use-two-ids"),
+    case("/use abc def", ("use", None, "too-many-arguments", 1), "use-two-words"),
+    case("/reuse-sweep-run", ("reuse", None, None, 1), "legacy-alone-is-automatic"),
+    case("/reuse-sweep-run 77", ("reuse", 77, None, 1), "legacy-with-id"),
+    case("/reuse-sweep-run abc", ("reuse", None, "run-id-not-numeric", 1), "legacy-word"),
+    case("/reuse-sweep-run 0", ("reuse", None, "run-id-out-of-range", 1), "legacy-zero"),
+    case("/reuse-sweep-run 1 2", ("reuse", None, "too-many-arguments", 1), "legacy-two-ids"),
+    case("/stage-results", ("stage", None, None, 1), "stage-alone"),
+    case("/stage-results 9", ("stage", 9, None, 1), "stage-with-id"),
+    case("/stage-results x", ("stage", None, "run-id-not-numeric", 1), "stage-word"),
+    case("/stage-results 9 now", ("stage", None, "too-many-arguments", 1), "stage-too-many"),
+    case("/help", ("help", None, None, 1), "help"),
+    case("/help me with /use 1", ("help", None, None, 1), "help-ignores-arguments"),
+    # names: case-insensitive, whole word only
+    case("/Use 123", ("use", 123, None, 1), "capitalised"),
+    case("/USE 123", ("use", 123, None, 1), "upper-case"),
+    case("/Reuse-Sweep-Run", ("reuse", None, None, 1), "legacy-capitalised"),
+    case("/user 123", None, "user-is-not-use"),
+    case("/use123", None, "glued-id"),
+    case("/use:1", None, "colon"),
+    case("/use, 1", None, "comma-after-name"),
+    case("/use.", None, "period-after-name"),
+    case("/reuse 5", None, "reuse-is-not-configured"),
+    case("/ use 1", None, "space-after-slash"),
+    case("//use 1", None, "double-slash"),
+    case("/", None, "lone-slash"),
+    case("/u\u017fe 1", None, "long-s-is-not-s"),
+    case("/\uff55se 1", None, "full-width-letter-in-name"),
+    # position on the line
+    case("   /use 1", ("use", 1, None, 1), "three-spaces"),
+    case("    /use 1", None, "four-spaces-is-code"),
+    case("\t/use 1", None, "tab-is-code"),
+    case(" \t/use 1", None, "space-tab-is-code"),
+    case("please /use 1", None, "mid-line"),
+    case("- /use 1", None, "list-item"),
+    case("# /use 1", None, "heading"),
+    case("\\/use 1", None, "escaped-slash"),
+    case("*/use 1*", None, "emphasis"),
+    case("see /path/to/file\n/usr/bin/env", None, "paths-in-prose"),
+    case("/path/to/file", None, "path-at-line-start"),
+    case("/tmp 1\n/use 3", ("use", 3, None, 2), "unknown-word-then-command"),
+    # whitespace and line endings
+    case("/use\u00a0123", ("use", 123, None, 1), "nbsp-separator"),
+    case("/use\u2003123", ("use", 123, None, 1), "em-space-separator"),
+    case("/use\u3000123", ("use", 123, None, 1), "ideographic-space-separator"),
+    case("\u00a0/use 5", ("use", 5, None, 1), "nbsp-indent"),
+    case("\u00a0\u00a0\u00a0\u00a0/use 5", None, "four-nbsp-indent"),
+    case("/use 123\u00a0", ("use", 123, None, 1), "trailing-nbsp"),
+    case("/use\u200b123", None, "zero-width-space-glues"),
+    case("/use 123\u200b", ("use", 123, None, 1), "trailing-zero-width-space"),
+    case("\ufeff/use 4", ("use", 4, None, 1), "byte-order-mark"),
+    case("thanks\r\n/use 5\r\n", ("use", 5, None, 2), "crlf"),
+    case("thanks\r/use 5\r", ("use", 5, None, 2), "cr"),
+    case("a\r\n\r\nb\r\n/use 5", ("use", 5, None, 4), "crlf-blank-lines-count"),
+    case(None, None, "none-body"),
+    case("", None, "empty-body"),
+    case("\n\n  \n", None, "blank-body"),
+    # several commands: the last wins
+    case("/use 1\n/use 2", ("use", 2, None, 2), "last-wins"),
+    case("/use 1\nprose\n/reuse-sweep-run", ("reuse", None, None, 3), "bare-legacy-after-pin"),
+    case("/reuse-sweep-run\n/use 8", ("use", 8, None, 2), "pin-after-bare-legacy"),
+    case("/use 1\n/use abc", ("use", None, "run-id-not-numeric", 2), "last-wins-even-if-invalid"),
+    case("/use 1\n/help", ("help", None, None, 2), "help-last"),
+    case("/use 1\n> /use 2", ("use", 1, None, 1), "quoted-later-command-ignored"),
+    # fenced code
+    case(f"{FENCE}\n/use 1\n{FENCE}", None, "backtick-fence"),
+    case("~~~\n/use 1\n~~~", None, "tilde-fence"),
+    case(f"{FENCE}\n/use 1\n{FENCE}\n/use 2", ("use", 2, None, 4), "command-after-fence"),
+    case(f"{FENCE}sh\n/use 1\n{FENCE}\n/use 2", ("use", 2, None, 4), "fence-with-info"),
+    case(f"{FENCE}\n/use 1", None, "unclosed-fence-runs-to-end"),
+    case(f"{FENCE}\n/use 1\n~~~\n/use 2", None, "tilde-does-not-close-backticks"),
+    case(f"~~~\n/use 1\n{FENCE}\n/use 2", None, "backticks-do-not-close-tilde"),
+    case(f"````\n{FENCE}\n/use 1\n````\n/use 2", ("use", 2, None, 5), "shorter-fence-inside-longer"),
+    case(f"{FENCE}\n/use 1\n`````\n/use 2", ("use", 2, None, 4), "longer-closing-fence"),
+    case(f"{FENCE}\n/use 1\n{FENCE} x\n/use 2", None, "closing-fence-with-text-does-not-close"),
+    case(f"{FENCE}\n/use 1\n   {FENCE}\n/use 2", ("use", 2, None, 4), "closing-fence-three-spaces"),
+    case(f"{FENCE}\n/use 1\n    {FENCE}\n/use 2", None, "closing-fence-four-spaces-is-content"),
+    case(f"   {FENCE}\n/use 1\n{FENCE}\n/use 2", ("use", 2, None, 4), "indented-opening-fence"),
+    case(f"    {FENCE}\n/use 1", None, "deep-opening-fence-is-conservative"),
+    case(f"    {FENCE}\n/use 1\n    {FENCE}\n/use 2", ("use", 2, None, 4), "deep-fence-closed-as-deep"),
+    case(f"  {FENCE}\n/use 1\n    {FENCE}\n/use 2", None, "closing-fence-at-most-three-spaces-regardless"),
+    case(f"- {FENCE}\n  /use 1\n  {FENCE}\n/use 2", ("use", 2, None, 4), "fence-in-list-item"),
+    case(f"1. {FENCE}\n   /use 1", None, "unclosed-fence-in-numbered-item"),
+    case("``\n/use 1", ("use", 1, None, 2), "two-backticks-is-not-a-fence"),
+    case(f"{FENCE}x{FENCE}\n/use 1", ("use", 1, None, 2), "inline-triple-backticks-is-not-a-fence"),
+    case("~~~x~~~\n/use 1\n~~~", None, "tilde-info-may-hold-tildes"),
+    case(f"> {FENCE}\n> /use 1\n> {FENCE}\n/use 2", ("use", 2, None, 4), "fence-inside-quote"),
+    case(f"> {FENCE}\n/use 1", ("use", 1, None, 2), "fence-inside-quote-does-not-leak"),
+    case(f"{FENCE}\r\n/use 1\r\n{FENCE}\r\n/use 2\r\n", ("use", 2, None, 4), "fence-with-crlf"),
+    # indented code, inline code, quotes
+    case("text\n\n    /use 1\n", None, "indented-code-block"),
+    case("`/use 1`", None, "inline-code"),
+    case("`/use 1` then\n/use 2", ("use", 2, None, 2), "inline-code-then-command"),
+    case("/use `1`", ("use", None, "run-id-not-numeric", 1), "id-in-backticks"),
+    case("> /use 1", None, "quote"),
+    case(">/use 1", None, "quote-without-space"),
+    case("> > /use 1", None, "nested-quote"),
+    case(">> /use 1", None, "nested-quote-compact"),
+    case("   > /use 1", None, "indented-quote"),
+    case("> quoted\n/use 3", ("use", 3, None, 2), "command-after-quote"),
+    # HTML comments
+    case("<!-- /use 1 -->", None, "html-comment"),
+    case("<!--\n/use 1\n-->", None, "multi-line-html-comment"),
+    case("<!--\n/use 1\n-->\n/use 2", ("use", 2, None, 4), "command-after-multi-line-comment"),
+    case("<!-- a -->\n/use 2", ("use", 2, None, 2), "command-after-comment"),
+    case("/use 1 <!-- pinned for the rerun -->", ("use", 1, None, 1), "trailing-comment"),
+    case("<!-- x --> /use 1", ("use", 1, None, 1), "leading-comment"),
+    case("/use <!-- x --> 1", ("use", 1, None, 1), "comment-between-name-and-id"),
+    case("/use<!-- x -->1", None, "comment-glues-id"),
+    case("<!--\n/use 1", None, "unclosed-comment-hides-rest"),
+    case("/use 1\n<!--\n/use 2", ("use", 1, None, 1), "unclosed-comment-after-command"),
+    case("<!-- -->\n<!--\n/use 1", None, "closed-then-unclosed"),
+    case("<!-->\n/use 1\n-->", None, "empty-looking-comment-stays-open"),
+    case("a <!--\n-->/use 1", None, "comment-joins-prose-and-command"),
+    case("a <!--\n-->/use 1\nmore", None, "comment-joins-prose-and-command-mid-body"),
+    case("<!--\n-->/use 1", ("use", 1, None, 1), "comment-at-line-start-then-command"),
+    case("/use 1 <!--\n-->2", ("use", None, "too-many-arguments", 1), "comment-joins-lines"),
+    case("<!-- a\nb\nc -->x\n/use 7", ("use", 7, None, 4), "line-numbers-kept-after-comment"),
+    case("<!-- a\nb -->\n\n/use 7", ("use", 7, None, 4), "line-numbers-kept-after-comment-and-blank"),
+    case("<!-- a --> <!--\nb -->\n/use 7", ("use", 7, None, 3), "two-comments-line-numbers"),
+    case(f"<!--\n{FENCE}\n-->\n/use 2", ("use", 2, None, 4), "fence-inside-comment-ignored"),
+    case("<!-- a -->\r\n/use 2\r\n", ("use", 2, None, 2), "comment-with-crlf"),
+    # a realistic maintainer comment
+    case(
+        "Thanks! The earlier sweep was red because of the driver.\n\n"
+        "> /use 111\n\n"
+        f"{FENCE}\n/use 222\n{FENCE}\n\n"
+        "Pinning the green one:\n/use 333\n",
+        ("use", 333, None, 10),
+        "realistic-comment",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), PARSE_CASES)
+def test_parse(body, expected):
+    assert summary(parse(body, NAMES)) == expected
+
+
+# --- every command line, in order ---------------------------------------------------------------
+
+FIND_CASES = [
+    case(
+        "/use 1\ntext\n/Use 2 3\n/help",
+        [("use", ("1",), 1), ("use", ("2", "3"), 3), ("help", (), 4)],
+        "all-in-order",
+    ),
+    case(
+        "/reuse-sweep-run\n/stage-results 4",
+        [("reuse-sweep-run", (), 1), ("stage-results", ("4",), 2)],
+        "legacy-and-stage",
+    ),
+    case("  /use  1\u00a0 2  ", [("use", ("1", "2"), 1)], "args-split-on-any-whitespace"),
+    case(f"{FENCE}\n/use 1\n{FENCE}\n> /use 2\n/use 3", [("use", ("3",), 5)], "only-the-real-one"),
+    case("nothing here", [], "no-commands"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), FIND_CASES)
+def test_find_commands(body, expected):
+    assert [(c.name, c.args, c.line) for c in find_commands(body, ALL)] == expected
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        pytest.param(["use"], [("use", 1)], id="only-use"),
+        pytest.param(["help"], [("help", 3)], id="only-help"),
+        pytest.param(["reuse-sweep-run"], [("reuse-sweep-run", 2)], id="only-legacy"),
+        pytest.param([], [], id="no-names"),
+        pytest.param(iter(["use", "help"]), [("use", 1), ("help", 3)], id="names-as-iterator"),
+        pytest.param(["/USE"], [("use", 1)], id="configured-name-normalised"),
+    ],
+)
+def test_find_commands_ignores_names_not_passed(names, expected):
+    body = "/use 1\n/reuse-sweep-run\n/help\n/stage-results"
+    assert [(c.name, c.line) for c in find_commands(body, names)] == expected
+
+
+def test_command_line_fields():
+    body = "hi\r\n  /Use\u00a0 42   <!-- note -->  \r\n"
+    assert find_commands(body, ALL) == [CommandLine(name="use", args=("42",), line=2, text="/Use\u00a0 42")]
+
+
+def test_last_command():
+    body = "/use 1\n/stage-results\n> /use 3"
+    assert last_command(body, ALL) == CommandLine("stage-results", (), 2, "/stage-results")
+    assert last_command("no command", ALL) is None
+    assert last_command(None, ALL) is None
+
+
+# --- names configured differently ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "body", "expected"),
+    [
+        pytest.param({"use": "pin", "reuse": "reuse"}, "/pin 5", ("use", 5, None, 1), id="renamed-use"),
+        pytest.param({"use": "pin", "reuse": "reuse"}, "/use 5", None, id="default-name-no-longer-known"),
+        pytest.param({"use": "pin", "reuse": "reuse"}, "/reuse", ("reuse", None, None, 1), id="renamed-reuse"),
+        pytest.param({"use": "use"}, "/help", None, id="help-not-configured"),
+        pytest.param({"use": "/Use"}, "/use 5", ("use", 5, None, 1), id="configured-with-slash-and-case"),
+        pytest.param({"use": "pick"}, "/pic\u212a 5", None, id="kelvin-sign-is-not-k"),
+    ],
+)
+def test_configured_names(names, body, expected):
+    assert summary(parse(body, names)) == expected
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        pytest.param({"use": "use", "reuse": "USE"}, id="same-name-twice"),
+        pytest.param({"pin": "use"}, id="unknown-kind"),
+        pytest.param({"use": ""}, id="empty-name"),
+        pytest.param({"use": "/"}, id="slash-only"),
+        pytest.param({"use": "use run"}, id="name-with-space"),
+    ],
+)
+def test_bad_configuration_raises(names):
+    with pytest.raises(ValueError):
+        parse("/use 1", names)
+
+
+def test_interpret_rejects_unconfigured_line():
+    with pytest.raises(ValueError):
+        interpret(CommandLine("deploy", (), 1, "/deploy"), NAMES)
+
+
+# --- problems ------------------------------------------------------------------------------------
+
+
+def test_usage_problems_are_exactly_those_produced():
+    produced = {expected[2] for _, expected in (p.values for p in PARSE_CASES) if expected and expected[2]}
+    assert produced == USAGE_PROBLEMS
+    assert all(isinstance(p, str) and p == p.strip().lower() for p in USAGE_PROBLEMS)
+
+
+def test_valid_commands_have_no_problem_and_invalid_no_run_id():
+    for param in PARSE_CASES:
+        command = parse(param.values[0], NAMES)
+        if command is not None and command.problem is not None:
+            assert command.run_id is None, param.id
+        if command is not None and command.kind == "use" and command.problem is None:
+            assert command.run_id is not None and command.run_id >= 1, param.id
+
+
+# --- edits ----------------------------------------------------------------------------------------
+
+EDIT_CASES = [
+    case(("/use 1\nthanks", "/use 1\nthanks a lot"), False, "prose-only-edit"),
+    case(("thanks", "thanks\n/use 1"), True, "command-added"),
+    case((None, "/use 1"), True, "no-old-body"),
+    case(("/use 1", "/use 2"), True, "id-changed"),
+    case(("/use 1", "/use 1\n\nedit: typo"), False, "prose-added-after-command"),
+    case(("/use 1", "thanks"), False, "command-removed"),
+    case(("/use 1", ""), False, "body-emptied"),
+    case(("/use 1", "/Use  1"), False, "same-command-retyped"),
+    case(("/use 1", "some prose\n/use 1"), False, "same-command-moved-down"),
+    case(("/use 1", "/reuse-sweep-run 1"), True, "kind-changed-same-id"),
+    case(("/reuse-sweep-run 5", "/reuse-sweep-run"), True, "pin-to-automatic"),
+    case(("/use", "/use 5"), True, "problem-fixed"),
+    case(("/use 5", "/use five"), True, "problem-introduced"),
+    case(("/use abc", "/use xyz"), False, "same-problem-different-text"),
+    case(("/use 1", "/use 1\n/use 2"), True, "second-command-appended"),
+    case(("/use 1\n/use 2", "/use 2"), False, "earlier-line-deleted"),
+    case(("/use 1", f"{FENCE}\n/use 1\n{FENCE}"), False, "command-fenced-off"),
+    case((f"{FENCE}\n/use 1\n{FENCE}", "/use 1"), True, "command-unfenced"),
+    case(("/use 1", "/use 1 <!-- done -->"), False, "comment-added"),
+    case(("<!-- /use 1 -->", "/use 1"), True, "comment-removed"),
+    case(("/use 1\r\n", "/use 1\n"), False, "line-endings-changed"),
+]
+
+
+@pytest.mark.parametrize(("bodies", "expected"), EDIT_CASES)
+def test_edit_is_new_command(bodies, expected):
+    old, new = bodies
+    assert edit_is_new_command(old, new, NAMES) is expected
