@@ -1,0 +1,62 @@
+"""Welcome a PR that touches benchmark paths: how review, sweeps and reuse work here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from bot.actions import Action, Comment
+from bot.processing import Context
+from handlers.paths import any_match
+
+PURPOSE = "welcome"
+FIRST_OPEN = "opened"
+LATE_ACTIONS = ("reopened", "ready_for_review")  # welcome only if none was posted yet
+
+router = routing.Router()
+
+
+def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str, Any]) -> dict[str, Any]:
+    """Everything the welcome template shows, from the policy and the repository (links follow its default branch)."""
+    paths = policy["paths"]
+    blob = f"{repo['html_url']}/blob/{repo.get('default_branch') or 'main'}"
+    commands = policy["commands"]
+    head_repo = (pr.get("head") or {}).get("repo") or {}
+    return {
+        "author": pr["user"]["login"],
+        "repo": repo["full_name"],
+        "is_fork": head_repo.get("full_name") != repo["full_name"],
+        "codeowners_url": f"{blob}/{paths['codeowners']}",
+        "checklist_url": f"{blob}/{paths['checklist']}",
+        "changelog_path": paths["changelog"],
+        "changelog_url": f"{blob}/{paths['changelog']}",
+        "signoff_phrase": policy["signoff_phrase"],
+        "primary_labels": [dict(label) for label in policy["labels"]["primary"]],
+        "modifiers": dict(policy["labels"]["modifiers"]),
+        "use_command": f"/{commands['use']}",
+        "reuse_command": f"/{commands['reuse']}",
+        "docs_url": policy["docs_url"],
+    }
+
+
+async def _welcome(event: sansio.Event, ctx: Context, *, only_if_missing: bool) -> list[Action]:
+    pr = event.data["pull_request"]
+    files = await ctx.pr_files(pr["number"])
+    if not any_match(files, ctx.policy["paths"]["benchmark"]):
+        return []
+    body = ctx.render("welcome", **welcome_variables(ctx.policy, event.data["repository"], pr))
+    return [Comment(pr["number"], PURPOSE, body, only_if_missing=only_if_missing)]
+
+
+@router.register("pull_request", action=FIRST_OPEN)
+async def welcome_opened(event: sansio.Event, ctx: Context) -> list[Action]:
+    return await _welcome(event, ctx, only_if_missing=False)
+
+
+async def welcome_late(event: sansio.Event, ctx: Context) -> list[Action]:
+    return await _welcome(event, ctx, only_if_missing=True)
+
+
+for _action in LATE_ACTIONS:
+    router.add(welcome_late, "pull_request", action=_action)

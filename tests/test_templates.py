@@ -1,0 +1,418 @@
+"""Tests for the bilingual comment templates in templates/ and their loader, bot.templates."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from bot.commands import USAGE_PROBLEMS, find_commands
+from bot.templates import DEFAULT_DIRECTORY, KindNotFound, Templates, code_span
+
+TEMPLATES = Templates()
+KINDS = TEMPLATES.kinds()
+HEADING = "## 中文"
+COMMAND_NAMES = ("use", "reuse-sweep-run", "stage-results", "help")
+CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
+URL = re.compile(r"https?://[^\s()<>\[\]`]+")
+
+DEFAULT_LABELS = [
+    {"name": "full-sweep-fail-fast", "canary": True, "fail_fast": True, "recommended": True},
+    {"name": "full-sweep-enabled", "canary": True, "fail_fast": False, "recommended": False},
+    {"name": "non-canary-full-sweep-enabled", "canary": False, "fail_fast": False, "recommended": False},
+]
+DEFAULT_MODIFIERS = {"all_evals": "all-evals", "evals_only": "evals-only", "agentx_fast": "agentx-fast"}
+DEFAULT_COMMANDS = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+BLOB = "https://github.com/SemiAnalysisAI/InferenceX/blob/main"
+
+WELCOME = {
+    "author": "gpu-vendor-dev",
+    "repo": "SemiAnalysisAI/InferenceX",
+    "is_fork": False,
+    "codeowners_url": f"{BLOB}/.github/CODEOWNERS",
+    "checklist_url": f"{BLOB}/docs/PR_REVIEW_CHECKLIST.md",
+    "changelog_path": "inferencex-e2e/perf-changelog.yaml",
+    "changelog_url": f"{BLOB}/inferencex-e2e/perf-changelog.yaml",
+    "signoff_phrase": "As a PR reviewer and CODEOWNER, I have reviewed this and have",
+    "primary_labels": DEFAULT_LABELS,
+    "modifiers": DEFAULT_MODIFIERS,
+    "use_command": "/use",
+    "reuse_command": "/reuse-sweep-run",
+    "docs_url": f"{BLOB}/README.md",
+}
+# A repository that renamed everything in .github/sweepbot.yml: nothing of the defaults may show.
+RENAMED_WELCOME = {
+    **WELCOME,
+    "is_fork": True,
+    "repo": "acme/bench",
+    "codeowners_url": "https://github.com/acme/bench/blob/trunk/OWNERS",
+    "checklist_url": "https://github.com/acme/bench/blob/trunk/REVIEW.md",
+    "changelog_path": "perf/log.yaml",
+    "changelog_url": "https://github.com/acme/bench/blob/trunk/perf/log.yaml",
+    "signoff_phrase": "Signed off as owner",
+    "primary_labels": [
+        {"name": "sweep-strict", "canary": False, "fail_fast": True, "recommended": False},
+        {"name": "sweep-gentle", "canary": True, "fail_fast": False, "recommended": True},
+        {"name": "sweep-raw", "canary": False, "fail_fast": False, "recommended": False},
+        {"name": "sweep-odd`tick", "canary": True, "fail_fast": True, "recommended": False},
+    ],
+    "modifiers": {"all_evals": "evals-everywhere", "evals_only": "evals-alone", "agentx_fast": "agent-quick"},
+    "use_command": "/pin",
+    "reuse_command": "/reuse",
+    "docs_url": "https://acme.example/docs",
+}
+HELP = {
+    "requester": "maintainer-one",
+    "commands": DEFAULT_COMMANDS,
+    "docs_url": f"{BLOB}/README.md",
+    "problem": None,
+}
+PROBLEM_TEXTS = {
+    "use-needs-run-id": "/use",
+    "run-id-not-numeric": "/use `#123`",
+    "run-id-out-of-range": "/use 99999999999999999999",
+    "too-many-arguments": "/reuse-sweep-run 123 456",
+}
+CONFIG_INVALID = {
+    "path": ".github/sweepbot.yml",
+    "commit_sha": "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
+    "commit_url": "https://github.com/SemiAnalysisAI/InferenceX/commit/0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
+    "errors": [
+        "`policy.labels.primary[0].canary`: expected a boolean, got `'yes'`",
+        "`policy.colour`: unknown key",
+    ],
+    "last_good": None,
+}
+
+SAMPLES: dict[str, list[dict]] = {
+    "welcome": [WELCOME, {**WELCOME, "is_fork": True}, RENAMED_WELCOME],
+    "help": [
+        HELP,
+        *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
+        {
+            **HELP,
+            "commands": {"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"},
+            "problem": {"text": "/pin", "key": "use-needs-run-id"},
+        },
+    ],
+    "config_invalid": [
+        CONFIG_INVALID,
+        {**CONFIG_INVALID, "last_good": "9a8b7c6"},
+        # An error message with a line break must not put anything at the start of a line.
+        {**CONFIG_INVALID, "errors": ["policy.commands.use: bad value\n/use 1234"], "last_good": "9a8b7c6"},
+        {**CONFIG_INVALID, "errors": []},
+    ],
+    "truncated": [{"limit": 65536}],
+}
+
+
+def samples(kind: str) -> list[dict]:
+    found = SAMPLES.get(kind)
+    assert found, f"kind {kind!r} has no SAMPLES entry: add at least one variable dict for it"
+    return [copy.deepcopy(sample) for sample in found]
+
+
+def halves(text: str) -> tuple[str, str]:
+    """(English, Chinese), split at the 中文 heading line."""
+    before, heading, after = text.partition(f"\n{HEADING}\n")
+    assert heading, "no 中文 heading line"
+    return before, after
+
+
+def code_spans(text: str) -> list[str]:
+    """The contents of the inline code spans in `text`, as CommonMark reads them (one level)."""
+    spans, pos = [], 0
+    while (opening := re.compile(r"`+").search(text, pos)) is not None:
+        fence = opening.group()
+        closing = re.compile(rf"(?<!`){fence}(?!`)").search(text, opening.end())
+        if closing is None:
+            pos = opening.end()
+            continue
+        content = text[opening.end():closing.start()].replace("\n", " ")
+        if content[:1] == content[-1:] == " " and content.strip():
+            content = content[1:-1]
+        spans.append(content)
+        pos = closing.end()
+    return spans
+
+
+def command_names(sample: dict) -> set[str]:
+    names = set(COMMAND_NAMES)
+    names.update(sample.get("commands", {}).values())
+    names.update(sample[key].removeprefix("/") for key in ("use_command", "reuse_command") if key in sample)
+    return names
+
+
+# --- every kind ---------------------------------------------------------------------------------
+
+
+def test_every_kind_has_samples_and_every_sample_a_kind():
+    assert KINDS, "no templates found"
+    assert set(SAMPLES) == set(KINDS)
+
+
+def test_no_template_file_lacks_its_other_language():
+    for path in DEFAULT_DIRECTORY.iterdir():
+        if path.name == "layout.md.j2":
+            continue
+        kind, _, rest = path.name.partition(".")
+        assert rest in ("en.md.j2", "zh.md.j2"), f"unexpected file in templates/: {path.name}"
+        assert kind in KINDS, f"{path.name} has no counterpart in the other language"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_languages_render(kind):
+    for sample in samples(kind):
+        english, chinese = halves(TEMPLATES.render(kind, **sample))
+        assert english.strip() and chinese.strip()
+        assert not CJK.search(english), f"CJK text in the English half: {CJK.search(english).group()!r}"
+        assert len(CJK.findall(chinese)) >= 10, "the Chinese half has (almost) no Chinese text"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_layout_shape(kind):
+    for sample in samples(kind):
+        text = TEMPLATES.render(kind, **sample)
+        assert text.endswith("\n") and not text.endswith("\n\n")
+        assert text == text.lstrip()
+        assert text.count(f"\n{HEADING}\n") == 1
+        english, _ = halves(text)
+        assert english.endswith("\n\n---\n"), "English, a blank line, then the --- rule"
+        assert "<!--" not in text, "the layout and templates add no marker or HTML comment"
+        assert "\n\n\n" not in text, "no double blank lines"
+        assert all(line == line.rstrip() for line in text.splitlines()), "trailing whitespace on a line"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_languages_use_the_same_variables(kind):
+    declared = TEMPLATES.variables(kind)
+    assert set(declared) == {"en", "zh"}
+    assert declared["en"] == declared["zh"]
+    assert declared["en"], "a template without variables"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_sample_supplies_exactly_the_declared_variables(kind):
+    declared = TEMPLATES.variables(kind)["en"]
+    for sample in samples(kind):
+        assert set(sample) == declared
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_missing_variable_raises(kind):
+    for sample in samples(kind):
+        for name in sample:
+            partial = {key: value for key, value in sample.items() if key != name}
+            with pytest.raises(jinja2.UndefinedError):
+                TEMPLATES.render(kind, **partial)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_no_rendered_line_is_a_command(kind):
+    for sample in samples(kind):
+        text = TEMPLATES.render(kind, **sample)
+        assert find_commands(text, command_names(sample)) == []
+
+
+def test_the_command_check_is_not_vacuous():
+    names = command_names(SAMPLES["welcome"][2]) | command_names(SAMPLES["help"][-1])
+    for line in ("/use 1234567890", "  /reuse-sweep-run", "/stage-results", "/help", "/pin 1", "/commands"):
+        assert find_commands(f"text\n{line}\nmore", names), line
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_both_languages_carry_the_same_code_and_links(kind):
+    for sample in samples(kind):
+        english, chinese = halves(TEMPLATES.render(kind, **sample))
+        assert sorted(set(code_spans(english))) == sorted(set(code_spans(chinese)))
+        assert sorted(set(URL.findall(english))) == sorted(set(URL.findall(chinese)))
+
+
+# --- welcome ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sample", SAMPLES["welcome"], ids=["defaults", "fork", "renamed"])
+def test_welcome_lists_every_label_and_modifier(sample):
+    text = TEMPLATES.render("welcome", **sample)
+    for half, recommended in zip(halves(text), ("(recommended)", "（推荐）")):
+        spans = code_spans(half)
+        lines = half.splitlines()
+        for label in sample["primary_labels"]:
+            assert label["name"] in spans
+            [line] = [line for line in lines if line.startswith("- ") and code_spans(line)[:1] == [label["name"]]]
+            assert (recommended in line) == label["recommended"], line
+        assert sum(recommended in line for line in lines) == 1
+        for name in sample["modifiers"].values():
+            assert name in spans
+            assert any(line.startswith("- ") and code_spans(line)[:1] == [name] for line in lines), name
+        for key in ("repo", "changelog_path", "signoff_phrase"):
+            assert sample[key] in spans
+        assert f"{sample['use_command']} <run_id>" in spans
+        assert f"{sample['reuse_command']} <run_id>" in spans
+        assert sample["reuse_command"] in spans
+        assert f"@{sample['author']}" in half
+
+
+def test_welcome_uses_the_names_it_is_given():
+    text = TEMPLATES.render("welcome", **RENAMED_WELCOME)
+    defaults = [label["name"] for label in DEFAULT_LABELS] + list(DEFAULT_MODIFIERS.values())
+    defaults += [WELCOME["changelog_path"], WELCOME["signoff_phrase"], WELCOME["use_command"], WELCOME["repo"]]
+    for name in defaults:
+        assert name not in text, name
+    assert "``sweep-odd`tick``" in text
+
+
+def test_welcome_describes_each_primary_label():
+    english, chinese = halves(TEMPLATES.render("welcome", **WELCOME))
+    assert "- `full-sweep-fail-fast` (recommended): runs a canary first; each matrix stops at its first" in english
+    assert "- `non-canary-full-sweep-enabled`: no canary run; every matrix runs to the end." in english
+    assert "- `full-sweep-fail-fast`（推荐）：先运行 canary；每个 matrix 遇到第一个失败即停止。" in chinese
+
+
+def test_welcome_states_the_fork_rule_with_emphasis_only_on_forks():
+    for is_fork in (False, True):
+        english, chinese = halves(TEMPLATES.render("welcome", **{**WELCOME, "is_fork": is_fork}))
+        assert "removes the label and adds it again" in english
+        assert "移除该标签并重新添加" in chinese
+        assert "exact head commit" in english and "head commit" in chinese
+        for half in (english, chinese):
+            assert ("> [!IMPORTANT]" in half) == is_fork
+        assert ("This pull request comes from a fork." in english) == is_fork
+        assert ("此 PR 来自 fork。" in chinese) == is_fork
+
+
+# --- help ---------------------------------------------------------------------------------------
+
+
+def test_help_samples_cover_every_usage_problem():
+    keys = {sample["problem"]["key"] for sample in SAMPLES["help"] if sample["problem"]}
+    assert keys == set(USAGE_PROBLEMS) and None in [sample["problem"] for sample in SAMPLES["help"]]
+
+
+def test_help_opens_with_the_problem_and_a_sentence_for_its_key():
+    openings = set()
+    for key, text in PROBLEM_TEXTS.items():
+        rendered = TEMPLATES.render("help", **{**HELP, "problem": {"text": text, "key": key}})
+        for half in halves(rendered):
+            before_list = half.split("###")[0]
+            assert text in code_spans(before_list)
+            assert "`/use 1234567890`" in before_list
+            openings.add(before_list)
+    assert len(openings) == 2 * len(PROBLEM_TEXTS), "each key needs its own sentence"
+    plain = halves(TEMPLATES.render("help", **HELP))
+    assert all("`/use 1234567890`" not in half.split("###")[0] for half in plain)
+
+
+def test_help_lists_every_command_with_who_and_an_example():
+    english, chinese = halves(TEMPLATES.render("help", **HELP))
+    rows = [line for line in english.splitlines() if line.startswith("| `/")]
+    assert [code_spans(row)[0].split()[0] for row in rows] == [f"/{name}" for name in DEFAULT_COMMANDS.values()]
+    for row in rows[:3]:
+        assert "write, maintain or admin" in row
+    assert "Anyone" in rows[3]
+    assert [row.split("|")[-2].strip() for row in rows] == [
+        "`/use 1234567890`",
+        "`/reuse-sweep-run 1234567890` or `/reuse-sweep-run`",
+        "`/stage-results 1234567890`",
+        "`/help`",
+    ]
+    zh_rows = [line for line in chinese.splitlines() if line.startswith("| `/")]
+    assert len(zh_rows) == 4 and "任何人" in zh_rows[3]
+    assert all("write、maintain 或 admin" in row for row in zh_rows[:3])
+
+
+def test_help_refuses_an_unknown_problem_key():
+    with pytest.raises(jinja2.UndefinedError, match="no text for problem key"):
+        TEMPLATES.render("help", **{**HELP, "problem": {"text": "/use x", "key": "no-such-key"}})
+
+
+# --- config_invalid and truncated ---------------------------------------------------------------
+
+
+def test_config_invalid_names_the_file_commit_errors_and_fallback():
+    english, chinese = halves(TEMPLATES.render("config_invalid", **CONFIG_INVALID))
+    for half in (english, chinese):
+        assert f"[`0f1e2d3`]({CONFIG_INVALID['commit_url']})" in half
+        assert "`.github/sweepbot.yml`" in half
+        for error in CONFIG_INVALID["errors"]:
+            assert f"\n- {error}\n" in half
+    assert "built-in defaults are in force" in english and "内置的默认配置" in chinese
+    assert "closes this issue itself" in english and "自动关闭这个 issue" in chinese
+
+    english, chinese = halves(TEMPLATES.render("config_invalid", **{**CONFIG_INVALID, "last_good": "9a8b7c6"}))
+    assert "configuration from commit `9a8b7c6` stays in force" in english
+    assert "commit `9a8b7c6` 中的配置" in chinese
+    assert "built-in defaults" not in english and "默认配置" not in chinese
+
+
+def test_config_invalid_keeps_each_error_on_one_line():
+    english, _ = halves(TEMPLATES.render("config_invalid", **SAMPLES["config_invalid"][2]))
+    assert "\n- policy.commands.use: bad value /use 1234\n" in english
+
+
+def test_truncated_states_the_limit_and_where_to_look():
+    english, chinese = halves(TEMPLATES.render("truncated", limit=65536))
+    assert "65536 characters" in english and "65536 个字符" in chinese
+    assert "workflow run" in english and "bot's logs" in english
+    assert "workflow run 的日志" in chinese and "bot 的日志" in chinese
+
+
+# --- the loader ---------------------------------------------------------------------------------
+
+
+def test_default_directory_is_the_repositorys_templates():
+    assert TEMPLATES.directory == Path(__file__).resolve().parent.parent / "templates"
+
+
+def test_a_kind_missing_a_language_is_refused(tmp_path):
+    (tmp_path / "layout.md.j2").write_text((DEFAULT_DIRECTORY / "layout.md.j2").read_text())
+    (tmp_path / "half.en.md.j2").write_text("Only English.\n")
+    (tmp_path / "whole.en.md.j2").write_text("Hello {{ name }}.\n")
+    (tmp_path / "whole.zh.md.j2").write_text("你好，{{ name }}。\n")
+    templates = Templates(tmp_path)
+    assert templates.kinds() == ["whole"]
+    assert templates.render("whole", name="x") == "Hello x.\n\n---\n\n## 中文\n\n你好，x。\n"
+    with pytest.raises(KindNotFound, match=r"half\.zh\.md\.j2"):
+        templates.render("half")
+    with pytest.raises(KindNotFound, match=r"half\.zh\.md\.j2"):
+        templates.variables("half")
+    with pytest.raises(KindNotFound, match=r"nothing\.en\.md\.j2, nothing\.zh\.md\.j2"):
+        templates.render("nothing")
+    assert issubclass(KindNotFound, jinja2.TemplateNotFound)
+
+
+def test_a_missing_key_inside_a_mapping_raises():
+    modifiers = {key: value for key, value in DEFAULT_MODIFIERS.items() if key != "agentx_fast"}
+    with pytest.raises(jinja2.UndefinedError):
+        TEMPLATES.render("welcome", **{**WELCOME, "modifiers": modifiers})
+    with pytest.raises(jinja2.UndefinedError):
+        TEMPLATES.render("welcome", **{**WELCOME, "primary_labels": [{"name": "x", "canary": True}]})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("plain", "`plain`"),
+        ("a`b", "``a`b``"),
+        ("`x`", "`` `x` ``"),
+        ("a``b`", "``` a``b` ```"),
+        (" lead", "`  lead `"),
+        ("one\ntwo\r\nthree", "`one two three`"),
+        ("", "` `"),
+        (12, "`12`"),
+    ],
+)
+def test_code_span(value, expected):
+    assert code_span(value) == expected
+    assert code_spans(f"x {expected} y") == [" " if value == "" else str(value).replace("\r\n", " ").replace("\n", " ")]
+
+
+def test_issue_title_is_one_line_in_both_languages():
+    title = Templates().title("config_invalid")
+    english, chinese = title.split(" / ")
+    assert "\n" not in title
+    assert ".github/sweepbot.yml" in english and ".github/sweepbot.yml" in chinese
+    assert not CJK.search(english) and CJK.search(chinese)
