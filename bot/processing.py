@@ -30,6 +30,7 @@ class Context:
     policy: dict[str, Any]
     bot_login: str
     templates: Templates
+    configs: RepoConfigs
     _memo: dict[Any, Any] = field(default_factory=dict)
 
     @property
@@ -185,7 +186,7 @@ class Processor:
         bot_login = await self.app.bot_login()
         default_branch = event.data["repository"].get("default_branch") or "main"
         policy = await self.configs.policy(gh, repo, default_branch)
-        ctx = Context(event, gh, repo, policy, bot_login, self.templates)
+        ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs)
         planned: list[act.Action] = []
         names = []
         for handler in handlers:

@@ -159,6 +159,10 @@ def test_no_template_file_lacks_its_other_language():
         if path.name == "layout.md.j2":
             continue
         kind, _, rest = path.name.partition(".")
+        if rest in ("en.txt.j2", "zh.txt.j2"):  # one-line titles: `<kind>_title.<lang>.txt.j2`
+            other = "zh" if rest.startswith("en") else "en"
+            assert (path.parent / f"{kind}.{other}.txt.j2").is_file(), f"{path.name} lacks its {other} twin"
+            continue
         assert rest in ("en.md.j2", "zh.md.j2"), f"unexpected file in templates/: {path.name}"
         assert kind in KINDS, f"{path.name} has no counterpart in the other language"
 
