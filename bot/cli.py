@@ -1,0 +1,294 @@
+"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, check-config."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import hmac
+import json
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, TextIO
+
+from aiohttp import ClientSession, web
+from gidgethub import sansio
+
+from bot import logs
+from bot.config import ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.github import GitHubApp
+from bot.journal import DONE, FAILED, Journal
+from bot.metrics import Metrics
+from bot.runtime import Bot, log_secrets
+from bot.server import make_app
+
+
+def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[GitHubApp, Any]:
+    """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
+    if settings.live:
+        return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
+                         metrics=metrics), None
+    from bot.sandbox import demo_github, sandbox_app
+
+    fake = demo_github(out)
+    return sandbox_app(fake, metrics), fake
+
+
+def wants_live(env_settings: Settings) -> bool:
+    return bool(env_settings.app_id or env_settings.private_key)
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+
+async def serve(settings: Settings, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    sandbox = not wants_live(settings)
+    if not sandbox:
+        problems = settings.live_problems()
+        if problems:
+            for problem in problems:
+                print(f"sweepbot: cannot start live: {problem}", file=sys.stderr)
+            return 2
+    elif not settings.webhook_secrets:
+        settings = _replace(settings, webhook_secrets=(_sandbox_secret(),))
+    log_secrets(settings)
+    metrics = Metrics()
+    app, fake = build_github(settings, metrics, out)
+    bot = Bot(settings, app)
+    await bot.start()
+    runner = web.AppRunner(make_app(bot), access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    url = f"http://{settings.host}:{settings.port}"
+    logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
+    if sandbox:
+        _sandbox_banner(out, url, settings)
+        await _send_demo_delivery(out, url, settings, fake)
+    else:
+        print(f"sweepbot live on {url}/webhook (App {settings.app_id}, GitHub API {settings.api_url})", file=out)
+    out.flush()
+    await stop.wait()
+    print("sweepbot: stopping intake, draining in-flight work", file=out)
+    await site.stop()
+    await bot.stop()
+    await runner.cleanup()
+    return 0
+
+
+def _sandbox_secret() -> str:
+    from bot.sandbox import DEMO_SECRET
+
+    return DEMO_SECRET
+
+
+def _replace(settings: Settings, **changes: Any) -> Settings:
+    import dataclasses
+
+    return dataclasses.replace(settings, **changes)
+
+
+def _sandbox_banner(out: TextIO, url: str, settings: Settings) -> None:
+    from bot.sandbox import DEMO_REPO
+
+    print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
+    print(f"  demo repository  {DEMO_REPO}, PR #1 from a fork, touching the changelog and an AMD config", file=out)
+    print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, here {settings.webhook_secrets[0]!r})",
+          file=out)
+    print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
+    print("  every write the bot makes to GitHub is printed below. Ctrl-C stops it.", file=out)
+    print("", file=out)
+
+
+def sign(body: bytes, secret: str) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: Any) -> None:
+    from bot.sandbox import DEMO_REPO
+
+    payload = fake.pull_request_payload(DEMO_REPO, 1, "opened", sender="partner-dev")
+    body = json.dumps(payload).encode()
+    delivery = f"sandbox-{uuid.uuid4()}"
+    print(f"Sending a signed pull_request.opened delivery for {DEMO_REPO}#1 ({delivery})", file=out)
+    async with ClientSession() as session:
+        async with session.post(f"{url}/webhook", data=body, headers={
+            "Content-Type": "application/json", "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
+        }) as resp:
+            print(f"  webhook answered {resp.status} {await resp.text()}", file=out)
+    out.flush()
+
+
+# -- receive / redeliver -----------------------------------------------------------------------
+
+
+async def receive(settings: Settings, event_name: str, payload_path: str, dry_run: bool,
+                  out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        payload = json.loads(Path(payload_path).read_text())
+    except (OSError, ValueError) as exc:
+        print(f"sweepbot: cannot read {payload_path}: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(payload, dict):
+        print(f"sweepbot: {payload_path} is not a JSON object", file=sys.stderr)
+        return 2
+    return await _run_once(settings, event_name, payload, f"cli-{uuid.uuid4()}", dry_run, out)
+
+
+async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
+                    out: TextIO) -> int:
+    metrics = Metrics()
+    app, fake = build_github(settings, metrics, out)
+    if fake is not None:
+        from bot.sandbox import seed_from_payload
+
+        seed_from_payload(fake, payload)
+        print("(sandbox: in-memory GitHub; set APP_ID and PRIVATE_KEY to act on real GitHub)", file=out)
+    bot = Bot(settings, app, journal=_NoJournal())
+    try:
+        event = sansio.Event(payload, event=event_name, delivery_id=delivery_id)
+        if not bot.processor.wants(event):
+            print(f"no handler wants {event_name}.{payload.get('action')}", file=out)
+            return 0
+        outcome = await bot.processor.process(event, dry_run=dry_run, report=lambda line: print(line, file=out))
+        print(f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
+              f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}", file=out)
+        if not dry_run:
+            for action, result in zip(outcome.actions, outcome.results):
+                print(f"  {result}: {action.describe()}", file=out)
+        return 0
+    finally:
+        await app.close()
+
+
+class _NoJournal:
+    """`receive` runs one delivery outside the journal."""
+
+    async def prune(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    journal = Journal(settings.db_path)
+    try:
+        found = await journal.get(delivery_id)
+        if found is None:
+            print(f"sweepbot: no delivery {delivery_id!r} in {settings.db_path}", file=sys.stderr)
+            return 2
+        row = await journal.requeue(delivery_id)
+        attempt = await journal.start(row.seq)
+        try:
+            code = await _run_once(settings, row.event, json.loads(row.body), row.id, False, out)
+        except Exception as exc:
+            await journal.finish(row.seq, FAILED, f"{type(exc).__name__}: {exc}")
+            print(f"delivery {delivery_id} failed again (attempt {attempt}): {exc}", file=out)
+            return 1
+        await journal.finish(row.seq, DONE)
+        print(f"delivery {delivery_id} done (attempt {attempt})", file=out)
+        return code
+    finally:
+        journal.close()
+
+
+async def deliveries(settings: Settings, failed_only: bool, limit: int, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    journal = Journal(settings.db_path)
+    try:
+        rows = await journal.listing(status=FAILED if failed_only else None, limit=limit)
+        counts = await journal.counts()
+    finally:
+        journal.close()
+    print(f"{'received':19}  {'status':8} {'tries':>5}  {'event':28} {'where':34} id", file=out)
+    for d in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.received_at))
+        what = d.event + (f".{d.action}" if d.action else "")
+        where = (d.repo or "-") + (f"#{d.number}" if d.number is not None else "")
+        print(f"{when}  {d.status:8} {d.attempts:>5}  {what[:28]:28} {where[:34]:34} {d.id}", file=out)
+        if d.error:
+            print(f"{'':30}error: {d.error}", file=out)
+    print("totals: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty journal"), file=out)
+    return 0
+
+
+# -- manifest / check-config -------------------------------------------------------------------
+
+
+def manifest(out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    print(json.dumps(load_app_yaml()["manifest"], indent=2), file=out)
+    return 0
+
+
+def check_config(path: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        text = Path(path).read_bytes()
+    except OSError as exc:
+        print(f"{path}: cannot read: {exc}", file=sys.stderr)
+        return 2
+    try:
+        parse_repo_config(text)
+    except ConfigError as exc:
+        print(f"{path}: invalid", file=out)
+        for error in exc.errors:
+            print(f"  - {error}", file=out)
+        return 1
+    print(f"{path}: valid", file=out)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)")
+    r = sub.add_parser("receive", help="run one delivery through the handlers")
+    r.add_argument("-e", "--event", required=True, help="the X-GitHub-Event name, e.g. pull_request")
+    r.add_argument("-p", "--payload", required=True, help="a JSON payload file")
+    r.add_argument("--dry-run", action="store_true", help="print the planned writes instead of making them")
+    d = sub.add_parser("deliveries", help="list journal entries, newest first")
+    d.add_argument("--failed", action="store_true", help="only failed deliveries")
+    d.add_argument("-n", "--limit", type=int, default=50)
+    rd = sub.add_parser("redeliver", help="process a journal entry again, now")
+    rd.add_argument("id", help="the delivery id (X-GitHub-Delivery)")
+    sub.add_parser("manifest", help="print the GitHub App manifest JSON")
+    c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
+    c.add_argument("file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "manifest":
+        return manifest()
+    if args.command == "check-config":
+        return check_config(args.file)
+    settings = Settings.from_env()
+    default_level = "INFO" if wants_live(settings) else "WARNING"
+    logs.setup(settings.log_level if "LOG_LEVEL" in __import__("os").environ else default_level)
+    if args.command == "serve":
+        return asyncio.run(serve(settings))
+    if args.command == "receive":
+        return asyncio.run(receive(settings, args.event, args.payload, args.dry_run))
+    if args.command == "deliveries":
+        return asyncio.run(deliveries(settings, args.failed, args.limit))
+    if args.command == "redeliver":
+        return asyncio.run(redeliver(settings, args.id))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
