@@ -10,7 +10,7 @@ import pathspec
 
 @lru_cache(maxsize=256)
 def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
-    return pathspec.PathSpec.from_lines("gitwildmatch", patterns)
+    return pathspec.PathSpec.from_lines("gitignore", patterns)
 
 
 def matching(files: Iterable[str], patterns: Iterable[str]) -> list[str]:

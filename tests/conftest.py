@@ -1,0 +1,59 @@
+import pytest
+import respx
+
+from bot.memory_github import InMemoryGitHub
+
+
+@pytest.fixture
+def github():
+    """The shared stateful fake GitHub; every httpx request in a test goes to it (respx)."""
+    fake = InMemoryGitHub()
+    # Routes not matched here (any other host) raise respx's AllMockedAssertionError.
+    with respx.mock(assert_all_called=False) as router:
+        router.route(host="api.github.com").mock(side_effect=fake.handle)
+        yield fake
+
+
+# -- the bot under test ------------------------------------------------------------------------
+
+from harness import REPO, start_harness, stop_harness  # noqa: E402
+
+CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
+
+
+@pytest.fixture(scope="session")
+def app_key() -> str:
+    """One RSA key for the App per test session (generating one takes a while)."""
+    from bot.sandbox import _generate_key
+
+    return _generate_key()
+
+
+def seed(fake) -> None:
+    """The repository most tests use: default branch main, PR #1 from a fork touching the changelog."""
+    fake.add_repo(REPO, default_branch="main", installation_id=1)
+    fake.set_permission(REPO, "maintainer", "write")
+    fake.add_pull(REPO, number=1, title="MI355X recipe", user="partner", head_repo="partner/InferenceX",
+                  files=[CHANGELOG])
+
+
+@pytest.fixture
+async def make_harness(github, tmp_path, app_key):
+    """Start a bot (settings overridable) against the fake GitHub; stopped at teardown."""
+    started = []
+
+    async def make(**changes):
+        if not github.has_repo(REPO):
+            seed(github)
+        h = await start_harness(tmp_path, github, app_key, **changes)
+        started.append(h)
+        return h
+
+    yield make
+    for h in started:
+        await stop_harness(h)
+
+
+@pytest.fixture
+async def harness(make_harness):
+    return await make_harness()

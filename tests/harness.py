@@ -1,0 +1,94 @@
+"""Test harness: a real bot (journal on disk, workers, aiohttp server) whose GitHub is the shared fake."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import uuid
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from bot.cli import sign
+from bot.config import Settings
+from bot.github import GitHubApp, RetryPolicy, WritePacer
+from bot.metrics import Metrics
+from bot.runtime import Bot
+from bot.server import make_app
+
+SECRET = "test-secret"
+REPO = "acme/InferenceX"
+
+
+class Sleeps:
+    """Records the waits the code asks for instead of waiting."""
+
+    def __init__(self) -> None:
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+
+
+def settings(tmp_path, **changes: Any) -> Settings:
+    base = Settings(app_id="1", private_key="unused", webhook_secrets=(SECRET,), db_path=str(tmp_path / "journal.db"),
+                    workers=4, retry_delay=0.01, drain_timeout=2.0, read_timeout=1.0)
+    return dataclasses.replace(base, **changes)
+
+
+def github_app(key: str, sleeps: Sleeps | None = None, **retry: Any) -> GitHubApp:
+    return GitHubApp(app_id="1", private_key=key, api_url="https://api.github.com", metrics=Metrics(),
+                     retry=RetryPolicy(sleep=sleeps or Sleeps(), **retry),
+                     pacer_factory=lambda: WritePacer(sleep=sleeps or Sleeps()))
+
+
+class Harness:
+    def __init__(self, bot: Bot, client: TestClient, github: Any, sleeps: Sleeps):
+        self.bot = bot
+        self.client = client
+        self.github = github
+        self.sleeps = sleeps
+
+    async def post(self, event: str | None, payload: Any = None, *, delivery: str | None = None,
+                   secret: str | None = SECRET, body: bytes | None = None, content_type: str = "application/json",
+                   headers: dict[str, str] | None = None, signature: str | None = None):
+        if body is None:
+            body = json.dumps(payload).encode()
+        sent = {"Content-Type": content_type}
+        if event is not None:
+            sent["X-GitHub-Event"] = event
+        if delivery != "":
+            sent["X-GitHub-Delivery"] = delivery or str(uuid.uuid4())
+        if signature is not None:
+            sent["X-Hub-Signature-256"] = signature
+        elif secret is not None:
+            sent["X-Hub-Signature-256"] = sign(body, secret)
+        sent.update(headers or {})
+        return await self.client.post("/webhook", data=body, headers=sent)
+
+    async def deliver(self, event: str, payload: Any, **kw: Any):
+        """Post a signed delivery and wait until the workers have finished with it."""
+        resp = await self.post(event, payload, **kw)
+        await self.idle()
+        return resp
+
+    async def idle(self) -> None:
+        if self.bot.workers is not None:
+            await self.bot.workers.wait_idle(10)
+
+    async def journal_row(self, delivery: str):
+        return await self.bot.journal.get(delivery)
+
+
+async def start_harness(tmp_path, github: Any, key: str, **changes: Any) -> Harness:
+    sleeps = Sleeps()
+    bot = Bot(settings(tmp_path, **changes), github_app(key, sleeps))
+    await bot.start()
+    client = TestClient(TestServer(make_app(bot)))
+    await client.start_server()
+    return Harness(bot, client, github, sleeps)
+
+
+async def stop_harness(h: Harness) -> None:
+    await h.client.close()
+    await h.bot.stop()

@@ -1,0 +1,110 @@
+"""Crash safety: SIGKILL the server with 100 deliveries queued, start it again, and each is processed exactly once."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from bot.cli import sign
+from bot.sandbox import DEMO_REPO, DEMO_SECRET
+
+COUNT = 100
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(tmp: Path, port: int, workers: int, run: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH",
+                                                              "WEBHOOK_SECRET")}
+    env.update(SWEEPBOT_DB=str(tmp / "journal.db"), HOST="127.0.0.1", PORT=str(port), LOG_LEVEL="INFO",
+               SWEEPBOT_WORKERS=str(workers))
+    out = open(tmp / f"out-{run}.txt", "w")
+    err = open(tmp / f"log-{run}.jsonl", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], cwd=tmp, env=env, stdout=out, stderr=err)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+            return proc
+        except OSError:
+            assert proc.poll() is None, (tmp / f"log-{run}.jsonl").read_text()
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("server did not start")
+
+
+def help_comment(i: int) -> dict:
+    return {
+        "action": "created",
+        "issue": {"number": 1, "pull_request": {"url": "x"}},
+        "comment": {"id": 5000 + i, "body": "/help", "user": {"login": "partner-dev", "type": "User"}},
+        "repository": {"full_name": DEMO_REPO, "default_branch": "main",
+                       "html_url": f"https://github.com/{DEMO_REPO}"},
+        "installation": {"id": 1},
+        "sender": {"login": "partner-dev", "type": "User"},
+    }
+
+
+def post(port: int, delivery: str, payload: dict) -> int:
+    body = json.dumps(payload).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=body, method="POST", headers={
+        "Content-Type": "application/json", "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign(body, DEMO_SECRET)})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return resp.status
+
+
+def backlog(port: int) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
+        return json.loads(resp.read())["backlog"]
+
+
+def test_sigkill_with_100_queued_then_restart_processes_each_exactly_once(tmp_path):
+    port = free_port()
+    ids = [f"crash-{i:03d}" for i in range(COUNT)]
+    first = start(tmp_path, port, workers=0, run=1)  # intake only: everything stays queued
+    try:
+        assert [post(port, d, help_comment(i)) for i, d in enumerate(ids)] == [202] * COUNT
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    with sqlite3.connect(tmp_path / "journal.db") as db:
+        queued = {row[0] for row in db.execute("SELECT id FROM deliveries WHERE status='queued'")}
+    assert set(ids) <= queued  # acknowledged means committed, even when killed right after
+
+    second = start(tmp_path, port, workers=4, run=2)
+    try:
+        deadline = time.monotonic() + 60
+        while backlog(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert backlog(port) == 0
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0  # a clean, drained stop
+
+    with sqlite3.connect(tmp_path / "journal.db") as db:
+        rows = dict(db.execute("SELECT id, status || ':' || attempts FROM deliveries WHERE id LIKE 'crash-%'"))
+    assert rows == {d: "done:1" for d in ids}
+    done = collections.Counter()
+    for run in (1, 2):
+        for line in (tmp_path / f"log-{run}.jsonl").read_text().splitlines():
+            entry = json.loads(line)
+            if entry["msg"] == "delivery done" and entry.get("delivery", "").startswith("crash-"):
+                done[entry["delivery"]] += 1
+    assert done == {d: 1 for d in ids}
+    replies = (tmp_path / "out-2.txt").read_text().count("| <!-- sweepbot:reply-")
+    assert replies == COUNT  # one /help reply written per delivery
