@@ -194,8 +194,11 @@ class Processor:
             planned.extend(await handler(event, ctx) or ())
         results = []
         if dry_run:
+            say = report or print
             for action in planned:
-                (report or print)(f"would {action.describe()}")
+                say(f"would {action.describe()}")
+                for line in (getattr(action, "body", "") or "").splitlines():
+                    say(f"    | {line}")
                 results.append("planned")
         else:
             executor = Executor(ctx, self.store, self.known_labels)

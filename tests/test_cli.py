@@ -1,0 +1,66 @@
+"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot import cli
+from bot.config import Settings
+from bot.journal import FAILED, Journal, NewDelivery
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pull_request.opened.json"
+
+
+def sandbox_settings(tmp_path) -> Settings:
+    return Settings.from_env({"SWEEPBOT_DB": str(tmp_path / "j.db")})
+
+
+async def test_receive_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys):
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(EXAMPLE), dry_run=True) == 0
+    out = capsys.readouterr().out
+    assert "would comment[welcome] on #1" in out and "would add labels to #1: amd, perf-changelog" in out
+    assert "    | ## 中文" in out  # the planned comment is shown in full, both languages
+    assert "GitHub write" not in out  # the sandbox prints every write: there must be none
+    assert "4 action(s) planned, none made" in out
+
+
+async def test_receive_without_dry_run_writes_to_the_sandbox(tmp_path, capsys):
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(EXAMPLE), dry_run=False) == 0
+    out = capsys.readouterr().out
+    assert out.count("GitHub write: POST /repos/demo-org/InferenceX/issues/1/comments -> 201") == 1
+    assert "created: comment[welcome]" in out
+
+
+async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(bad), dry_run=True) == 2
+    assert "not a JSON object" in capsys.readouterr().err
+
+
+async def test_deliveries_lists_failures_and_redeliver_runs_one_again(tmp_path, capsys):
+    settings = sandbox_settings(tmp_path)
+    journal = Journal(settings.db_path)
+    payload = json.loads(EXAMPLE.read_text())
+    seq = await journal.record(NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1,
+                                           json.dumps(payload).encode()))
+    await journal.start(seq)
+    await journal.finish(seq, FAILED, "GitHubBroken: 502")
+    journal.close()
+
+    assert await cli.deliveries(settings, failed_only=True, limit=10) == 0
+    listing = capsys.readouterr().out
+    assert "abc-1" in listing and "error: GitHubBroken: 502" in listing and "failed 1" in listing
+
+    assert await cli.redeliver(settings, "abc-1") == 0
+    assert "delivery abc-1 done (attempt 2)" in capsys.readouterr().out
+    journal = Journal(settings.db_path)
+    row = await journal.get("abc-1")
+    journal.close()
+    assert (row.status, row.attempts, row.error) == ("done", 2, None)
+
+
+async def test_redeliver_unknown_id_says_so(tmp_path, capsys):
+    assert await cli.redeliver(sandbox_settings(tmp_path), "nope") == 2
+    assert "no delivery 'nope'" in capsys.readouterr().err
