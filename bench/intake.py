@@ -8,19 +8,20 @@ import hashlib
 import hmac
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from pathlib import Path
 
 import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from harness import free_port, start_server_process  # noqa: E402  (shared with the crash test)
 SECRET = "bench-secret"
 PAYLOAD_BYTES = 20 * 1024
 LEVELS = (1, 4, 16, 64)
@@ -39,29 +40,10 @@ def payload(size: int = PAYLOAD_BYTES) -> bytes:
     return json.dumps(base).encode()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(db: str, port: int, workers: int) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH")}
-    env.update(SWEEPBOT_DB=db, HOST="127.0.0.1", PORT=str(port), WEBHOOK_SECRET=SECRET, LOG_LEVEL="ERROR",
-               SWEEPBOT_WORKERS=str(workers))
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("server did not start in 30 s")
+def start_server(db: str, port: int, workers: int):
+    return start_server_process(port, {"SWEEPBOT_DB": db, "WEBHOOK_SECRET": SECRET, "LOG_LEVEL": "ERROR",
+                                       "SWEEPBOT_WORKERS": str(workers)},
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 async def level(url: str, body: bytes, concurrency: int, total: int) -> dict:

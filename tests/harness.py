@@ -92,3 +92,41 @@ async def start_harness(tmp_path, github: Any, key: str, **changes: Any) -> Harn
 async def stop_harness(h: Harness) -> None:
     await h.client.close()
     await h.bot.stop()
+
+
+# -- the bot as a separate process (crash test, intake benchmark) -------------------------------
+
+CREDENTIALS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr, timeout: float = 30.0):
+    """`sweepbot serve` in the sandbox as a child process, returned once /healthz answers."""
+    import os
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    full_env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
+    full_env.update(HOST="127.0.0.1", PORT=str(port), **env)
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], cwd=cwd, env=full_env, stdout=stdout,
+                            stderr=stderr)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError(f"sweepbot serve exited with {proc.returncode}")
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"sweepbot serve did not answer /healthz within {timeout} s")

@@ -4,47 +4,23 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
 from bot.cli import sign
 from bot.sandbox import DEMO_REPO, DEMO_SECRET
+from harness import free_port, start_server_process
 
 COUNT = 100
-ROOT = Path(__file__).resolve().parent.parent
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start(tmp: Path, port: int, workers: int, run: int) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH",
-                                                              "WEBHOOK_SECRET")}
-    env.update(SWEEPBOT_DB=str(tmp / "journal.db"), HOST="127.0.0.1", PORT=str(port), LOG_LEVEL="INFO",
-               SWEEPBOT_WORKERS=str(workers))
-    out = open(tmp / f"out-{run}.txt", "w")
-    err = open(tmp / f"log-{run}.jsonl", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], cwd=tmp, env=env, stdout=out, stderr=err)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
-            return proc
-        except OSError:
-            assert proc.poll() is None, (tmp / f"log-{run}.jsonl").read_text()
-            time.sleep(0.1)
-    proc.kill()
-    raise AssertionError("server did not start")
+def start(tmp: Path, port: int, workers: int, run: int):
+    return start_server_process(
+        port, {"SWEEPBOT_DB": str(tmp / "journal.db"), "LOG_LEVEL": "INFO", "SWEEPBOT_WORKERS": str(workers)},
+        cwd=tmp, stdout=open(tmp / f"out-{run}.txt", "w"), stderr=open(tmp / f"log-{run}.jsonl", "w"))
 
 
 def help_comment(i: int) -> dict:
