@@ -101,8 +101,10 @@ def _sandbox_banner(out: TextIO, url: str, settings: Settings) -> None:
 
     print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
     print(f"  demo repository  {DEMO_REPO}, PR #1 from a fork, touching the changelog and an AMD config", file=out)
-    print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, here {settings.webhook_secrets[0]!r})",
-          file=out)
+    from bot.sandbox import DEMO_SECRET
+
+    secret = f"here {DEMO_SECRET!r}" if settings.webhook_secrets == (DEMO_SECRET,) else "yours"
+    print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, {secret})", file=out)
     print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
     print("  every write the bot makes to GitHub is printed below. Ctrl-C stops it.", file=out)
     print("", file=out)

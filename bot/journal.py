@@ -231,7 +231,11 @@ class Journal:
 
     async def probe(self) -> None:
         """A write that touches the disk: raises if the journal cannot be written."""
-        await self._submit(lambda conn: conn.execute("CREATE TABLE IF NOT EXISTS probe (x)"))
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at REAL)")
+            conn.execute("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)", (time.time(),))
+
+        await self._submit(op)
 
 
 def _settle(fut: asyncio.Future, value: Any, exc: BaseException | None) -> None:
