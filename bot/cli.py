@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import hashlib
 import hmac
 import json
+import os
 import signal
 import sys
 import time
@@ -54,7 +56,7 @@ async def serve(settings: Settings, out: TextIO | None = None) -> int:
                 print(f"sweepbot: cannot start live: {problem}", file=sys.stderr)
             return 2
     elif not settings.webhook_secrets:
-        settings = _replace(settings, webhook_secrets=(_sandbox_secret(),))
+        settings = dataclasses.replace(settings, webhook_secrets=(_sandbox_secret(),))
     log_secrets(settings)
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
@@ -88,12 +90,6 @@ def _sandbox_secret() -> str:
     from bot.sandbox import DEMO_SECRET
 
     return DEMO_SECRET
-
-
-def _replace(settings: Settings, **changes: Any) -> Settings:
-    import dataclasses
-
-    return dataclasses.replace(settings, **changes)
 
 
 def _sandbox_banner(out: TextIO, url: str, settings: Settings) -> None:
@@ -280,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         return check_config(args.file)
     settings = Settings.from_env()
     default_level = "INFO" if wants_live(settings) else "WARNING"
-    logs.setup(settings.log_level if "LOG_LEVEL" in __import__("os").environ else default_level)
+    logs.setup(settings.log_level if "LOG_LEVEL" in os.environ else default_level)
     if args.command == "serve":
         return asyncio.run(serve(settings))
     if args.command == "receive":

@@ -14,12 +14,13 @@ from bot import logs
 BODY_LIMIT = 65536  # GitHub rejects longer comment and issue bodies
 MARKER_RE = re.compile(r"^<!-- sweepbot:([a-z0-9][a-z0-9:_.\-]*) -->")
 PER_PAGE = 100
+FENCE_CLOSE = "\n```"
 
 CREATED, UPDATED, UNCHANGED, KEPT = "created", "updated", "unchanged", "kept"
 
 
 def marker(purpose: str) -> str:
-    if not MARKER_RE.match(f"<!-- sweepbot:{purpose} -->"):
+    if not MARKER_RE.fullmatch(f"<!-- sweepbot:{purpose} -->"):
         raise ValueError(f"bad comment purpose {purpose!r}")
     return f"<!-- sweepbot:{purpose} -->"
 
@@ -36,13 +37,14 @@ def fit(purpose: str, text: str, truncated_note: Callable[[int], str]) -> str:
     if len(body) <= BODY_LIMIT:
         return body
     note = "\n\n" + truncated_note(BODY_LIMIT).strip() + "\n"
-    room = BODY_LIMIT - len(head) - len(note)
+    room = BODY_LIMIT - len(head) - len(note) - len(FENCE_CLOSE)
     cut = text[:room]
     if "\n" in cut[room // 2:]:
         cut = cut[: cut.rindex("\n")]
-    if cut.count("```") % 2:  # don't leave a code fence open above the note
-        cut = cut[: cut.rindex("```")]
-    return head + cut.rstrip() + note
+    cut = cut.rstrip()
+    if cut.count("```") % 2:  # don't leave a code fence open above the note: close it, keeping what it holds
+        cut += FENCE_CLOSE
+    return head + cut + note
 
 
 def is_bots(item: dict[str, Any], bot_login: str) -> bool:

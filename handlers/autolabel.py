@@ -7,6 +7,7 @@ from typing import Any, Iterable
 from gidgethub import routing, sansio
 
 from bot.actions import Action, AddLabels, EnsureLabel, RemoveLabel
+from bot.comments import PER_PAGE
 from bot.processing import Context
 from handlers.paths import any_match
 
@@ -18,13 +19,13 @@ router = routing.Router()
 def label_changes(files: Iterable[str], current: Iterable[str],
                   rules: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """(rules whose label is missing and should be added, rule labels present whose paths no longer match)."""
-    files, current = list(files), set(current)
+    files, current = list(files), {name.casefold() for name in current}  # GitHub label names ignore case
     add, stale = [], []
     for rule in rules:
         hit = any_match(files, rule["paths"])
-        if hit and rule["label"] not in current:
+        if hit and rule["label"].casefold() not in current:
             add.append(rule)
-        elif not hit and rule["label"] in current:
+        elif not hit and rule["label"].casefold() in current:
             stale.append(rule["label"])
     return add, stale
 
@@ -33,7 +34,7 @@ def last_labeler(events: Iterable[dict[str, Any]], label: str) -> str | None:
     """Who applied `label` most recently, from the issue's label events (oldest first)."""
     who = None
     for e in events:
-        if (e.get("label") or {}).get("name") != label:
+        if ((e.get("label") or {}).get("name") or "").casefold() != label.casefold():
             continue
         who = (e.get("actor") or {}).get("login") if e.get("event") == "labeled" else None
     return who
@@ -52,6 +53,10 @@ async def autolabel(event: sansio.Event, ctx: Context) -> list[Action]:
     current = [label["name"] for label in pr.get("labels") or []]
     files = await ctx.pr_files(pr["number"])
     add, stale = label_changes(files, current, ctx.policy["autolabels"])
+    if add or stale:  # the payload is a snapshot (a redelivery, a queued event): check GitHub before writing
+        current = [label["name"] async for label in
+                   ctx.gh.getiter(f"/repos/{ctx.repo}/issues/{pr['number']}/labels?per_page={PER_PAGE}")]
+        add, stale = label_changes(files, current, ctx.policy["autolabels"])
     removable = []
     if stale:  # state from GitHub itself: only labels whose latest `labeled` event is the bot's
         events = await ctx.label_events(pr["number"])
