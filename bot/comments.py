@@ -7,6 +7,7 @@ import re
 from typing import Any, Callable
 
 import cachetools
+import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from bot import logs
@@ -85,18 +86,27 @@ class CommentStore:
             comments = await listing() if listing else None
             existing = await self.find(gh, repo, number, purpose, bot_login, comments)
             if existing is None:
-                created = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
-                self._known[key] = created
-                logs.event("comment created", purpose=purpose, comment=created.get("id"))
-                return CREATED, created
+                return CREATED, await self._create(gh, repo, number, purpose, body)
             if only_if_missing:
                 return KEPT, existing
             if existing.get("body") == body:
                 return UNCHANGED, existing
-            updated = await gh.patch(f"/repos/{repo}/issues/comments/{existing['id']}", data={"body": body})
+            try:
+                updated = await gh.patch(f"/repos/{repo}/issues/comments/{existing['id']}", data={"body": body})
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:
+                    raise
+                self._known.pop(key, None)  # deleted since it was listed or remembered: write it anew
+                return CREATED, await self._create(gh, repo, number, purpose, body)
             self._known[key] = updated
             logs.event("comment updated", purpose=purpose, comment=existing["id"])
             return UPDATED, updated
+
+    async def _create(self, gh: GitHubAPI, repo: str, number: int, purpose: str, body: str) -> dict:
+        created = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        self._known[(repo, number, purpose)] = created
+        logs.event("comment created", purpose=purpose, comment=created.get("id"))
+        return created
 
 
 async def find_bot_issue(gh: GitHubAPI, repo: str, purpose: str, bot_login: str) -> dict | None:

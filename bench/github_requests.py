@@ -1,0 +1,259 @@
+"""GitHub requests per scenario (issue #3), counted by the in-memory fake GitHub, printed as a Markdown table.
+
+Each scenario starts a real bot (journal, workers, webhook server: `tests/harness.py`) against a fresh
+`InMemoryGitHub` behind respx, sends signed webhooks and counts what reached GitHub. "Warm" means the
+process has already handled one event: the installation token, the App's identity (`GET /app`) and the
+repository's `.github/sweepbot.yml` are cached. The test suite runs the same functions
+(`tests/test_welcome.py`), so the numbers below cannot drift from the code silently.
+
+    .venv/bin/python bench/github_requests.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator, Awaitable, Callable
+
+import respx
+
+ROOT = Path(__file__).resolve().parent.parent
+for _path in (str(ROOT), str(ROOT / "tests")):
+    if _path not in sys.path:
+        sys.path.insert(0, _path)
+
+from bot.memory_github import InMemoryGitHub, RecordedRequest  # noqa: E402
+from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
+
+FORK = "partner/InferenceX"
+BENCH_ONLY = "inferencex-e2e/recipes/mi355x-sglang.yaml"  # a benchmark path no autolabel rule matches
+CHANGELOG = "inferencex-e2e/perf-changelog.yaml"  # benchmark path and the perf-changelog rule
+
+NAMES = [  # (method, path regex, short name) for the Markdown table
+    ("POST", r"^/app/installations/\d+/access_tokens$", "token"),
+    ("GET", r"^/app$", "App identity"),
+    ("GET", r"/contents/\.github/sweepbot\.yml$", "read sweepbot.yml"),
+    ("GET", r"/pulls/\d+/files$", "list files"),
+    ("GET", r"/issues/\d+/comments$", "list comments"),
+    ("POST", r"/issues/\d+/comments$", "create comment"),
+    ("PATCH", r"/issues/comments/\d+$", "edit comment"),
+    ("GET", r"/issues/\d+/labels$", "list PR labels"),
+    ("POST", r"/issues/\d+/labels$", "add labels"),
+    ("DELETE", r"/issues/\d+/labels/", "remove label"),
+    ("GET", r"/issues/\d+/events$", "list label events"),
+    ("GET", r"/labels/[^/]+$", "look up label"),
+    ("POST", r"/labels$", "create label"),
+]
+
+
+def is_auth(r: RecordedRequest) -> bool:
+    """The App authenticating (installation token, the App's own identity), not work on a repository."""
+    return r.path == "/app" or r.path.startswith("/app/")
+
+
+def short_name(r: RecordedRequest) -> str:
+    for method, pattern, name in NAMES:
+        if r.method == method and re.search(pattern, r.path):
+            page = r.query.get("page")
+            name = f"{name} p{page}" if page and page != "1" else name
+            return name + (" (304)" if r.status == 304 else "")
+    return f"{r.method} {r.path}"
+
+
+@dataclass
+class Count:
+    scenario: str
+    requests: list[RecordedRequest]  # everything the fake answered during the scenario, in order
+
+    @property
+    def work(self) -> list[RecordedRequest]:
+        """Requests after the token: everything but the App's authentication."""
+        return [r for r in self.requests if not is_auth(r)]
+
+    def method(self, method: str) -> int:
+        return sum(1 for r in self.work if r.method == method)
+
+    @property
+    def total(self) -> int:
+        return len(self.work)
+
+    @property
+    def writes(self) -> int:
+        return sum(1 for r in self.work if r.method != "GET")
+
+    @property
+    def auth(self) -> int:
+        return sum(1 for r in self.requests if is_auth(r))
+
+    @property
+    def sequence(self) -> str:
+        return ", ".join(short_name(r) for r in self.work) or "none"
+
+
+@contextlib.asynccontextmanager
+async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub], None] | None = None
+                ) -> AsyncIterator[Harness]:
+    """A bot against a fresh fake GitHub holding REPO (default branch main, installation 1)."""
+    fake = InMemoryGitHub()
+    fake.add_repo(REPO, default_branch="main", installation_id=1)
+    fake.set_permission(REPO, "maintainer", "write")
+    if setup is not None:
+        setup(fake)
+    with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
+        router.route(host="api.github.com").mock(side_effect=fake.handle)
+        h = await start_harness(Path(tmp), fake, key)
+        try:
+            if warm:  # a push to another branch: token, App identity and policy cached, nothing else done
+                await h.deliver("push", fake.push_payload(REPO, ref="refs/heads/warm-up", after="0" * 40))
+            fake.reset_requests()
+            yield h
+        finally:
+            await stop_harness(h)
+
+
+def pull(number: int, files: list[str], **kw) -> Callable[[InMemoryGitHub], None]:
+    def setup(fake: InMemoryGitHub) -> None:
+        fake.add_pull(REPO, number=number, user="partner", head_repo=FORK, files=files, **kw)
+    return setup
+
+
+def chatter(fake: InMemoryGitHub, number: int, count: int) -> None:
+    for i in range(count):
+        fake.add_comment(REPO, number, f"review comment {i}", user=f"reviewer{i % 5}")
+
+
+async def opened(h: Harness, number: int, delivery: str | None = None) -> None:
+    await h.deliver("pull_request", h.github.pull_request_payload(REPO, number, "opened", sender="partner"),
+                    delivery=delivery)
+
+
+# ---- scenarios -----------------------------------------------------------------------------------------------
+
+
+async def welcome_zero_comments(key: str) -> Count:
+    async with stage(key, setup=pull(2, [BENCH_ONLY])) as h:
+        await opened(h, 2)
+        return Count("welcome, PR with 0 comments", list(h.github.requests))
+
+
+async def welcome_zero_comments_cold(key: str) -> Count:
+    async with stage(key, warm=False, setup=pull(2, [BENCH_ONLY])) as h:
+        await opened(h, 2)
+        return Count("welcome, PR with 0 comments, cold (first event of the process)", list(h.github.requests))
+
+
+async def opened_with_new_label(key: str) -> Count:
+    async with stage(key, setup=pull(1, [CHANGELOG])) as h:
+        await opened(h, 1)
+        return Count("opened: welcome + `perf-changelog` label new to the repo", list(h.github.requests))
+
+
+async def redelivery_same_id(key: str) -> Count:
+    async with stage(key, setup=pull(1, [CHANGELOG])) as h:
+        payload = h.github.pull_request_payload(REPO, 1, "opened", sender="partner")
+        await h.deliver("pull_request", payload, delivery="original")
+        h.github.reset_requests()
+        await h.deliver("pull_request", payload, delivery="original")
+        return Count("opened redelivered, same delivery id", list(h.github.requests))
+
+
+async def redelivery_new_id(key: str) -> Count:
+    async with stage(key, setup=pull(1, [CHANGELOG])) as h:
+        payload = h.github.pull_request_payload(REPO, 1, "opened", sender="partner")  # as GitHub redelivers it
+        await h.deliver("pull_request", payload, delivery="original")
+        h.github.reset_requests()
+        await h.deliver("pull_request", payload, delivery="redelivered")
+        return Count("opened redelivered, new delivery id", list(h.github.requests))
+
+
+async def welcome_150_comments(key: str) -> Count:
+    def setup(fake: InMemoryGitHub) -> None:
+        pull(2, [BENCH_ONLY])(fake)
+        chatter(fake, 2, 150)
+
+    async with stage(key, setup=setup) as h:
+        await opened(h, 2)
+        return Count("welcome, PR with 150 comments", list(h.github.requests))
+
+
+async def redelivery_150_comments(key: str) -> Count:
+    def setup(fake: InMemoryGitHub) -> None:
+        pull(2, [BENCH_ONLY])(fake)
+        chatter(fake, 2, 120)
+
+    async with stage(key, setup=setup) as h:
+        await opened(h, 2)  # the welcome is comment 121, on page 2
+        chatter(h.github, 2, 29)
+        h.github.reset_requests()
+        await opened(h, 2)
+        return Count("opened redelivered, 150 comments, welcome on page 2", list(h.github.requests))
+
+
+async def synchronize_no_change(key: str) -> Count:
+    async with stage(key, setup=pull(1, [CHANGELOG])) as h:
+        await opened(h, 1)
+        h.github.reset_requests()
+        await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "synchronize", sender="partner"))
+        return Count("synchronize, no label change", list(h.github.requests))
+
+
+async def synchronize_removes_label(key: str) -> Count:
+    async with stage(key, setup=pull(1, [CHANGELOG, "configs/amd-master.yaml"])) as h:
+        await opened(h, 1)
+        h.github.pull_files(REPO, 1)[:] = [{"filename": CHANGELOG}]
+        h.github.reset_requests()
+        await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "synchronize", sender="partner"))
+        return Count("synchronize removing the bot's `amd` label", list(h.github.requests))
+
+
+async def help_reply(key: str) -> Count:
+    async with stage(key, setup=pull(1, [CHANGELOG])) as h:
+        asked = h.github.add_comment(REPO, 1, "/help", user="partner")
+        await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 1, asked))
+        return Count("`/help` reply", list(h.github.requests))
+
+
+SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
+    welcome_zero_comments, welcome_zero_comments_cold, opened_with_new_label, redelivery_same_id,
+    redelivery_new_id, welcome_150_comments, redelivery_150_comments, synchronize_no_change,
+    synchronize_removes_label, help_reply,
+]
+
+
+def table(counts: list[Count]) -> str:
+    lines = [
+        "| Scenario | Requests after the token | GET | POST | PATCH | DELETE | Writes | Requests, in order |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for c in counts:
+        lines.append(f"| {c.scenario} | {c.total} | {c.method('GET')} | {c.method('POST')} | {c.method('PATCH')} "
+                     f"| {c.method('DELETE')} | {c.writes} | {c.sequence} |")
+    return "\n".join(lines)
+
+
+async def run(key: str) -> list[Count]:
+    return [await scenario(key) for scenario in SCENARIOS]
+
+
+def main() -> None:
+    import logging
+
+    from bot.sandbox import _generate_key
+
+    logging.disable(logging.CRITICAL)
+    counts = asyncio.run(run(_generate_key()))
+    print(table(counts))
+    cold = next(c for c in counts if c.scenario.startswith("welcome, PR with 0 comments, cold"))
+    print()
+    print(f"Warm scenarios make no authentication request. A cold process adds {cold.auth} App requests "
+          "(installation token, `GET /app` for the bot's login) and one read of `.github/sweepbot.yml` "
+          "(cached for an hour, refreshed by a push that changes it).")
+
+
+if __name__ == "__main__":
+    main()
