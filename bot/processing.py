@@ -44,33 +44,24 @@ class Context:
     def render(self, kind: str, **variables: Any) -> str:
         return self.templates.render(kind, **variables)
 
-    async def pr_files(self, number: int) -> list[str]:
-        """Changed file names of a PR (every page), read once per delivery."""
-        key = ("files", number)
+    async def _listing(self, key: tuple, url: str, keep: Callable[[dict], bool] = lambda item: True) -> list[dict]:
+        """Every page of a list endpoint, read once per delivery."""
         if key not in self._memo:
-            self._memo[key] = [
-                f["filename"]
-                async for f in self.gh.getiter(f"/repos/{self.repo}/pulls/{number}/files?per_page={PER_PAGE}")
-            ]
+            self._memo[key] = [item async for item in self.gh.getiter(f"{url}?per_page={PER_PAGE}") if keep(item)]
         return self._memo[key]
+
+    async def pr_files(self, number: int) -> list[str]:
+        """Changed file names of a PR."""
+        files = await self._listing(("files", number), f"/repos/{self.repo}/pulls/{number}/files")
+        return [f["filename"] for f in files]
 
     async def label_events(self, number: int) -> list[dict]:
-        key = ("events", number)
-        if key not in self._memo:
-            self._memo[key] = [
-                e async for e in self.gh.getiter(f"/repos/{self.repo}/issues/{number}/events?per_page={PER_PAGE}")
-                if e.get("event") in ("labeled", "unlabeled")
-            ]
-        return self._memo[key]
+        return await self._listing(("events", number), f"/repos/{self.repo}/issues/{number}/events",
+                                   lambda e: e.get("event") in ("labeled", "unlabeled"))
 
     async def comments(self, number: int) -> list[dict]:
-        """Every comment on an issue or PR, read once per delivery and kept current by the executor."""
-        key = ("comments", number)
-        if key not in self._memo:
-            self._memo[key] = [
-                c async for c in self.gh.getiter(f"/repos/{self.repo}/issues/{number}/comments?per_page={PER_PAGE}")
-            ]
-        return self._memo[key]
+        """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""
+        return await self._listing(("comments", number), f"/repos/{self.repo}/issues/{number}/comments")
 
 
 class Executor:
