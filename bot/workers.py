@@ -62,6 +62,9 @@ class Workers:
             self._busy.add(task)
             try:
                 await self._run(lane[0])
+            except Exception as exc:  # the journal itself failed: the row stays unfinished and resumes at start
+                logs.event("worker could not record a delivery", logging.ERROR, delivery=lane[0].id,
+                           error=f"{type(exc).__name__}: {exc}")
             finally:
                 self._busy.discard(task)
             lane.popleft()

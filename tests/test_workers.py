@@ -137,3 +137,31 @@ async def test_concurrent_records_commit_together_and_duplicates_are_refused(tmp
     assert sum(r is not None for r in results) == 50
     assert (await journal.counts()) == {"queued": 50}
     journal.close()
+
+
+async def test_a_journal_failure_does_not_kill_the_worker(tmp_path):
+    """Regression: an exception from the journal inside a worker ended that worker task for good, so its lane
+    (and every later delivery on it) was never processed again."""
+    journal = Journal(str(tmp_path / "j.db"))
+    await record(journal, new(0), new(1))
+    real_start = journal.start
+    failures = iter([RuntimeError("disk full")])
+
+    async def flaky_start(seq):
+        for exc in failures:
+            raise exc
+        return await real_start(seq)
+
+    journal.start = flaky_start
+    seen = []
+
+    async def process(d):
+        seen.append(d.id)
+
+    workers = Workers(journal, process, Metrics(), concurrency=1)
+    await workers.start()
+    await workers.wait_idle(5)
+    assert seen == ["d1"]  # d0 could not be started; the worker lived on and took the next one
+    assert [d.id for d in await journal.unfinished()] == ["d0"]  # left for the next start, not lost
+    await workers.drain(1)
+    journal.close()
