@@ -13,7 +13,6 @@ from bot import logs
 from bot.config import Settings
 from bot.github import GitHubApp
 from bot.journal import QUEUED, Delivery, Journal, NewDelivery
-from bot.metrics import Metrics
 from bot.processing import Processor
 from bot.repo_config import RepoConfigs
 from bot.templates import Templates

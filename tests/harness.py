@@ -126,7 +126,7 @@ def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr,
             return proc
         except OSError:
             if proc.poll() is not None:
-                raise RuntimeError(f"sweepbot serve exited with {proc.returncode}")
+                raise RuntimeError(f"sweepbot serve exited with {proc.returncode}") from None
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"sweepbot serve did not answer /healthz within {timeout} s")

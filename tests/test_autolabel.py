@@ -142,7 +142,7 @@ async def test_a_label_created_once_is_not_looked_up_again(h):
 async def test_a_label_created_meanwhile_by_someone_else_is_not_an_error(h):
     github = h.github
     github.add_pull(REPO, number=2, files=[AMD])
-    github.fail_next("GET", rf"/labels/amd$", 404)  # looked missing, but exists by the time the bot creates it
+    github.fail_next("GET", r"/labels/amd$", 404)  # looked missing, but exists by the time the bot creates it
     github.add_label(REPO, "amd", color="123456")
 
     await send(h, 2, "opened")

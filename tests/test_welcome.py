@@ -299,7 +299,7 @@ async def test_pr_with_150_comments_finds_the_welcome_on_page_2_and_updates_it(h
 
     await open_pr(harness, 1)
 
-    assert github.count("GET", rf"/issues/1/comments$") == 2  # both pages read
+    assert github.count("GET", r"/issues/1/comments$") == 2  # both pages read
     [welcome] = welcomes(github, 1)
     assert welcome["id"] == old["id"] and "@partner" in welcome["body"]
     assert len(github.comments(REPO, 1)) == 150
