@@ -125,3 +125,13 @@ def test_manifest_command_prints_json(capsys):
     assert cli.main(["manifest"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["name"] == "sweepbot" and data["hook_attributes"]["url"].endswith("/webhook")
+
+
+def test_a_dotenv_file_is_read_and_the_environment_wins(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_text("PORT=4567\nSWEEPBOT_DB=from-dotenv.db\n")
+    monkeypatch.chdir(tmp_path)
+    for name in ("PORT", "SWEEPBOT_DB", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SWEEPBOT_DB", "from-env.db")
+    s = Settings.from_env()
+    assert (s.port, s.db_path) == (4567, "from-env.db")
