@@ -53,7 +53,8 @@ class Settings:
             if dotenv:
                 from dotenv import load_dotenv
 
-                load_dotenv(override=False)
+                # an explicit path: with none, python-dotenv searches from this module's folder, not the cwd
+                load_dotenv(Path.cwd() / ".env", override=False)
             env = dict(os.environ)
         key = env.get("PRIVATE_KEY") or None
         if key is None and env.get("PRIVATE_KEY_PATH"):

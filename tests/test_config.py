@@ -128,6 +128,7 @@ def test_manifest_command_prints_json(capsys):
 
 
 def test_a_dotenv_file_is_read_and_the_environment_wins(tmp_path, monkeypatch):
+    """Regression: `.env` in the working directory was ignored (python-dotenv looked beside bot/config.py)."""
     (tmp_path / ".env").write_text("PORT=4567\nSWEEPBOT_DB=from-dotenv.db\n")
     monkeypatch.chdir(tmp_path)
     for name in ("PORT", "SWEEPBOT_DB", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET"):
