@@ -65,6 +65,11 @@ class NewDelivery:
     body: bytes
     status: str = QUEUED
 
+    def queued(self, seq: int) -> "Delivery":
+        """The journal row this delivery became, with its sequence number, as the workers take it."""
+        return Delivery(seq, self.id, self.event, self.action, self.repo, self.number, self.installation, self.lane,
+                        time.time(), self.status, 0, None, None, self.body)
+
     @property
     def lane(self) -> str:
         """Deliveries in one lane are processed in arrival order; lanes run concurrently."""

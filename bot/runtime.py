@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 from gidgethub import routing, sansio
@@ -12,7 +11,7 @@ from gidgethub import routing, sansio
 from bot import logs
 from bot.config import Settings
 from bot.github import GitHubApp
-from bot.journal import QUEUED, Delivery, Journal, NewDelivery
+from bot.journal import Delivery, Journal, NewDelivery
 from bot.processing import Processor
 from bot.repo_config import RepoConfigs
 from bot.templates import Templates
@@ -50,8 +49,7 @@ class Bot:
     def enqueue(self, new: NewDelivery, seq: int) -> None:
         if self.workers is None:
             return  # intake only (SWEEPBOT_WORKERS=0): stays queued in the journal for the next start
-        self.workers.submit(Delivery(seq, new.id, new.event, new.action, new.repo, new.number, new.installation,
-                                     new.lane, time.time(), QUEUED, 0, None, None, new.body))
+        self.workers.submit(new.queued(seq))
 
     async def handle(self, d: Delivery) -> None:
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
