@@ -225,9 +225,12 @@ async def deliveries(settings: Settings, failed_only: bool, limit: int, out: Tex
 # -- manifest / check-config -------------------------------------------------------------------
 
 
-def manifest(out: TextIO | None = None) -> int:
+def manifest(webhook_url: str | None = None, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    print(json.dumps(load_app_yaml()["manifest"], indent=2), file=out)
+    data = load_app_yaml()["manifest"]
+    if webhook_url:
+        data["hook_attributes"]["url"] = webhook_url
+    print(json.dumps(data, indent=2), file=out)
     return 0
 
 
@@ -262,7 +265,8 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("-n", "--limit", type=int, default=50)
     rd = sub.add_parser("redeliver", help="process a journal entry again, now")
     rd.add_argument("id", help="the delivery id (X-GitHub-Delivery)")
-    sub.add_parser("manifest", help="print the GitHub App manifest JSON")
+    m = sub.add_parser("manifest", help="print the GitHub App manifest JSON")
+    m.add_argument("--webhook-url", help="where GitHub sends webhooks, e.g. https://bot.example.com/webhook")
     c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
     c.add_argument("file")
     return p
@@ -271,7 +275,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "manifest":
-        return manifest()
+        return manifest(args.webhook_url)
     if args.command == "check-config":
         return check_config(args.file)
     settings = Settings.from_env()

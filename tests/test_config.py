@@ -136,3 +136,8 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(tmp_path, monkeypatch):
     monkeypatch.setenv("SWEEPBOT_DB", "from-env.db")
     s = Settings.from_env()
     assert (s.port, s.db_path) == (4567, "from-env.db")
+
+
+def test_manifest_takes_the_webhook_url(capsys):
+    assert cli.main(["manifest", "--webhook-url", "https://bot.example.com/webhook"]) == 0
+    assert json.loads(capsys.readouterr().out)["hook_attributes"]["url"] == "https://bot.example.com/webhook"
