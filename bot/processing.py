@@ -55,6 +55,11 @@ class Context:
         files = await self._listing(("files", number), f"/repos/{self.repo}/pulls/{number}/files")
         return [f["filename"] for f in files]
 
+    async def labels(self, number: int) -> list[str]:
+        """The labels on an issue or PR as GitHub has them now (a payload's list can be stale)."""
+        return [label["name"] for label in
+                await self._listing(("labels", number), f"/repos/{self.repo}/issues/{number}/labels")]
+
     async def label_events(self, number: int) -> list[dict]:
         return await self._listing(("events", number), f"/repos/{self.repo}/issues/{number}/events",
                                    lambda e: e.get("event") in ("labeled", "unlabeled"))

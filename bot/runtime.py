@@ -39,9 +39,9 @@ class Bot:
         self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
         self.workers: Workers | None = None
 
-    async def start(self, *, workers: bool = True) -> None:
+    async def start(self) -> None:
         await self.journal.prune()
-        if workers and self.settings.workers > 0:
+        if self.settings.workers > 0:
             self.workers = Workers(self.journal, self.handle, self.metrics, concurrency=self.settings.workers,
                                    max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay)
             await self.workers.start()

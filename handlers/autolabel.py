@@ -7,7 +7,6 @@ from typing import Any, Iterable
 from gidgethub import routing, sansio
 
 from bot.actions import Action, AddLabels, EnsureLabel, RemoveLabel
-from bot.comments import PER_PAGE
 from bot.processing import Context
 from handlers.paths import any_match
 
@@ -54,8 +53,7 @@ async def autolabel(event: sansio.Event, ctx: Context) -> list[Action]:
     files = await ctx.pr_files(pr["number"])
     add, stale = label_changes(files, current, ctx.policy["autolabels"])
     if add or stale:  # the payload is a snapshot (a redelivery, a queued event): check GitHub before writing
-        current = [label["name"] async for label in
-                   ctx.gh.getiter(f"/repos/{ctx.repo}/issues/{pr['number']}/labels?per_page={PER_PAGE}")]
+        current = await ctx.labels(pr["number"])
         add, stale = label_changes(files, current, ctx.policy["autolabels"])
     removable = []
     if stale:  # state from GitHub itself: only labels whose latest `labeled` event is the bot's
