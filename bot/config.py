@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
-APP_YAML = Path(__file__).resolve().parent.parent / "app.yaml"
+from bot.resources import APP_PACKAGE, resource_file
+
+APP_YAML = resource_file(APP_PACKAGE, "app.yaml")  # the top-level app.yaml, shipped as package data
 REPO_CONFIG_PATH = ".github/sweepbot.yml"
 DEFAULT_API_URL = "https://api.github.com"
 DEFAULT_DB = "./sweepbot.db"

@@ -9,9 +9,11 @@ from typing import Any, NoReturn
 import jinja2
 from jinja2 import meta
 
-DEFAULT_DIRECTORY = Path(__file__).parent.parent / "templates"
+from bot.resources import TEMPLATES_PACKAGE, resource_dir
+
 LANGUAGES = ("en", "zh")
 LAYOUT = "layout.md.j2"
+DEFAULT_DIRECTORY = resource_dir(TEMPLATES_PACKAGE, LAYOUT)  # the top-level templates/, shipped as package data
 SUFFIX = ".md.j2"
 TITLE_SUFFIX = "_title.{language}.txt.j2"
 
