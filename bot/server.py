@@ -7,6 +7,9 @@ import hashlib
 import hmac
 import json
 import logging
+import math
+import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -60,6 +63,96 @@ async def _read_body(request: web.Request, timeout: float) -> bytes | web.Respon
     return b"".join(chunks)
 
 
+# Top-level payload fields the bot reads as objects; GitHub's schema marks only client_payload nullable.
+OBJECT_FIELDS = ("repository", "installation", "sender", "pull_request", "issue", "comment", "review",
+                 "workflow_run", "check_suite", "client_payload")
+NULLABLE_FIELDS = frozenset({"client_payload"})
+# GitHub owners are letters, digits and dashes; repository names add dots and underscores (never "." or
+# ".."). The name goes into API paths, so nothing else (no second slash, no '..', no query) may pass.
+FULL_NAME = re.compile(r"(?!\.\.?/)[A-Za-z0-9_.-]{1,100}/(?!\.\.?$)[A-Za-z0-9_.-]{1,100}")
+SHOWN = 60  # at most this many characters of a sender's value are quoted back in an error
+
+
+class BadPayload(ValueError):
+    """A signed body that is not a webhook payload the bot can read; the message is the 400's text."""
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= SHOWN else value[:SHOWN] + "...")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise BadPayload(f"body has the key {_shown(key)} twice in one JSON object")
+            seen.add(key)
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise BadPayload(f"body is not valid JSON: {name} is not a JSON number")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadPayload(f"body has a number out of range: {_shown(text)}")
+    return value
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def parse_payload(body: bytes) -> dict[str, Any]:
+    """The webhook body as a dict, or BadPayload saying what is wrong with it (the 400's message).
+
+    Stricter than Python's json, which would accept all of these: bytes that are not UTF-8, a key twice
+    in one object, NaN and Infinity, a number that overflows a float. Nesting past the recursion limit
+    and integers past Python's digit limit become BadPayload instead of RecursionError and ValueError.
+    The top-level fields the bot reads as objects must be objects.
+    """
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadPayload(f"body is not valid UTF-8 (at byte {exc.start}); GitHub sends JSON as UTF-8") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_object, parse_constant=_constant, parse_float=_float)
+    except BadPayload:
+        raise
+    except RecursionError:
+        raise BadPayload("body is nested too deeply to read") from None
+    except json.JSONDecodeError as exc:
+        raise BadPayload(f"body is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except ValueError:  # int() refuses more digits than sys.get_int_max_str_digits()
+        raise BadPayload(f"body has a number with more than {sys.get_int_max_str_digits()} digits") from None
+    if not isinstance(data, dict):
+        raise BadPayload(f"body is not a JSON object (got {_json_kind(data)})")
+    for key in OBJECT_FIELDS:
+        value = data.get(key)
+        if key in data and not isinstance(value, dict) and not (value is None and key in NULLABLE_FIELDS):
+            raise BadPayload(f"payload field {key!r} must be a JSON object, got {_json_kind(value)}")
+    repository = data.get("repository", {})
+    if "full_name" in repository:
+        name = repository["full_name"]
+        if not (isinstance(name, str) and FULL_NAME.fullmatch(name)):
+            got = _shown(name) if isinstance(name, str) else _json_kind(name)
+            raise BadPayload(f"payload field 'repository.full_name' must be a string owner/name, got {got}")
+    installation = data.get("installation", {})
+    if "id" in installation and (type(installation["id"]) is not int):  # bool is an int subclass: not an id
+        raise BadPayload(f"payload field 'installation.id' must be an integer, got {_json_kind(installation['id'])}")
+    return data
+
+
 def describe(event: str, data: dict[str, Any], delivery_id: str, body: bytes, wanted: bool) -> NewDelivery:
     repo = (data.get("repository") or {}).get("full_name")
     number = None
@@ -94,11 +187,12 @@ async def webhook(request: web.Request) -> web.Response:
     if len(event) > 64 or len(delivery_id) > 128:
         return _error(400, "X-GitHub-Event or X-GitHub-Delivery header too long")
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return _error(400, "body is not valid JSON")
-    if not isinstance(data, dict):
-        return _error(400, "body is not a JSON object")
+        data = parse_payload(body)
+    except BadPayload as exc:
+        bot.metrics.deliveries.labels(event, "malformed").inc()
+        logs.event("webhook refused: malformed payload", logging.WARNING, delivery=delivery_id, event=event,
+                   error=str(exc))
+        return _error(400, str(exc))
     if event == "ping":
         bot.metrics.deliveries.labels("ping", "pong").inc()
         return web.json_response({"msg": "pong", "zen": data.get("zen")})

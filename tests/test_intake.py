@@ -159,3 +159,106 @@ async def test_healthz_is_503_when_the_journal_cannot_be_written(harness):
     resp = await harness.client.get("/healthz")
     assert resp.status == 503
     assert "not writable" in (await resp.json())["journal"]
+
+
+# -- malformed bodies: every one is a 400 with a clear message, nothing journaled, the server unharmed ---------
+
+DEEP_ARRAYS = b'{"action": "opened", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"}"
+DEEP_OBJECTS = b'{"a": ' * 50_000 + b"1" + b"}" * 50_000
+
+
+@pytest.mark.parametrize("body, message", [
+    (DEEP_ARRAYS, "body is nested too deeply to read"),
+    (DEEP_OBJECTS, "body is nested too deeply to read"),
+    (b'{"action": "opened", "number": ' + b"9" * 5_000 + b"}", "body has a number with more than 4300 digits"),
+    (b'{"action": "opened", "title": "caf\xe9"}', "body is not valid UTF-8 (at byte 34); GitHub sends JSON as UTF-8"),
+    ('{"action": "opened"}'.encode("utf-16"), "body is not valid UTF-8 (at byte 0); GitHub sends JSON as UTF-8"),
+    (b'{"action": "opened", "action": "closed"}', "body has the key 'action' twice in one JSON object"),
+    (b'{"pull_request": {"number": 1, "number": 2}}', "body has the key 'number' twice in one JSON object"),
+    (b'{"score": NaN}', "body is not valid JSON: NaN is not a JSON number"),
+    (b'{"score": Infinity}', "body is not valid JSON: Infinity is not a JSON number"),
+    (b'{"score": -Infinity}', "body is not valid JSON: -Infinity is not a JSON number"),
+    (b'{"score": 1e400}', "body has a number out of range: '1e400'"),
+    (b'{"action": "opened",}', "body is not valid JSON: Expecting property name enclosed in double quotes"
+                               " at line 1, column 21"),
+    (b'"opened"', "body is not a JSON object (got a string)"),
+], ids=["deep-arrays", "deep-objects", "huge-int", "latin-1", "utf-16", "duplicate-key", "nested-duplicate-key",
+        "nan", "infinity", "minus-infinity", "float-overflow", "trailing-comma", "string"])
+async def test_malformed_body_is_400_with_its_reason_and_not_journaled(harness, body, message):
+    """Regression: a body nested 50,000 deep got HTTP 500 (RecursionError out of json.loads); a huge integer,
+    a duplicate key or NaN got a 500, a vague 400 or passed. Each is a 400 saying what is wrong."""
+    resp = await harness.post("pull_request", body=body)
+    assert resp.status == 400
+    assert (await resp.json()) == {"error": message}
+    assert await _count(harness) == 0
+    assert harness.github.requests == []
+
+
+async def test_server_still_serves_after_a_deeply_nested_body(harness):
+    """The deep body is refused in the handler; the same server then journals a good delivery."""
+    assert (await harness.post("pull_request", body=DEEP_OBJECTS)).status == 400
+    resp = await harness.post("star", {"action": "created", "repository": {"full_name": REPO}}, delivery="after")
+    assert resp.status == 202
+    assert (await harness.journal_row("after")).status == "ignored"
+    metrics = await (await harness.client.get("/metrics")).text()
+    assert 'sweepbot_deliveries_total{event="pull_request",outcome="malformed"} 1.0' in metrics
+
+
+OBJECT_FIELDS = ["repository", "installation", "sender", "pull_request", "issue", "comment", "review",
+                 "workflow_run", "check_suite", "client_payload"]
+
+
+@pytest.mark.parametrize("field", OBJECT_FIELDS)
+@pytest.mark.parametrize("value, kind", [("x", "a string"), ([], "an array"), (7, "a number"), (True, "a boolean")],
+                         ids=["string", "array", "number", "boolean"])
+async def test_payload_field_that_must_be_an_object_is_400(harness, field, value, kind):
+    resp = await harness.post("pull_request", {"action": "opened", field: value})
+    assert resp.status == 400
+    assert (await resp.json()) == {"error": f"payload field {field!r} must be a JSON object, got {kind}"}
+    assert await _count(harness) == 0
+
+
+@pytest.mark.parametrize("field", [f for f in OBJECT_FIELDS if f != "client_payload"])
+async def test_payload_field_that_must_be_an_object_is_400_when_null(harness, field):
+    resp = await harness.post("pull_request", {"action": "opened", field: None})
+    assert resp.status == 400
+    assert (await resp.json()) == {"error": f"payload field {field!r} must be a JSON object, got null"}
+    assert await _count(harness) == 0
+
+
+@pytest.mark.parametrize("full_name, got", [
+    (7, "a number"), (None, "null"), (["acme", "x"], "an array"), ("", "''"), ("acme", "'acme'"),
+    ("acme/x/y", "'acme/x/y'"), ("../x", "'../x'"), ("acme/..", "'acme/..'"), ("acme/x?page=2", "'acme/x?page=2'"),
+    ("acme /x", "'acme /x'"), ("a" * 200 + "/x", repr("a" * 60 + "...")),
+], ids=["number", "null", "array", "empty", "no-slash", "two-slashes", "dot-dot-owner", "dot-dot-name", "query",
+        "space", "long"])
+async def test_repository_full_name_must_be_owner_slash_name(harness, full_name, got):
+    resp = await harness.post("pull_request", {"action": "opened", "repository": {"full_name": full_name}})
+    assert resp.status == 400
+    assert (await resp.json()) == {
+        "error": f"payload field 'repository.full_name' must be a string owner/name, got {got}"}
+    assert await _count(harness) == 0
+
+
+@pytest.mark.parametrize("installation_id, kind", [("1", "a string"), (1.0, "a number"), (True, "a boolean"),
+                                                   (None, "null"), ({"id": 1}, "an object")],
+                         ids=["string", "float", "boolean", "null", "object"])
+async def test_installation_id_must_be_an_integer(harness, installation_id, kind):
+    resp = await harness.post("pull_request", {"action": "opened", "installation": {"id": installation_id}})
+    assert resp.status == 400
+    assert (await resp.json()) == {"error": f"payload field 'installation.id' must be an integer, got {kind}"}
+    assert await _count(harness) == 0
+
+
+@pytest.mark.parametrize("payload", [
+    {"action": "go", "client_payload": None, "repository": {"full_name": REPO}, "installation": {"id": 1}},
+    {"action": "created", "repository": {"full_name": "acme/.github"}},
+    {"action": "created", "repository": {"full_name": "some_org/my.repo-2"}, "installation": {"id": 12345678901}},
+    {"action": "created", "repository": {}, "installation": {}},
+    {"action": "created", "score": 0.5, "title": "café 中文 \u2028"},
+], ids=["null-client-payload", "dot-github", "underscore-dot-dash", "empty-objects", "float-and-unicode"])
+async def test_well_formed_payloads_still_pass(harness, payload):
+    delivery = str(uuid.uuid4())
+    resp = await harness.post("star", payload, delivery=delivery)
+    assert resp.status == 202, await resp.text()
+    assert (await harness.journal_row(delivery)).status == "ignored"
