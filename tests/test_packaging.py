@@ -92,9 +92,17 @@ def test_wheel_holds_app_yaml_and_every_template(wheel):
     with zipfile.ZipFile(wheel) as zf:
         assert zf.read("sweepbot_app/app.yaml") == (ROOT / "app.yaml").read_bytes()
         assert zf.read("sweepbot_templates/layout.md.j2") == (ROOT / "templates" / "layout.md.j2").read_bytes()
-    for package in ("bot", "handlers"):
-        for module in (ROOT / package).glob("*.py"):
-            assert f"{package}/{module.name}" in names
+
+
+def test_wheel_holds_every_module_of_every_package(wheel):
+    """pyproject.toml lists the packages one by one (the data packages rule out automatic discovery), so a new
+    subpackage is easy to leave out of the wheel; the editable install would not show it."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = sorted(m.relative_to(ROOT).as_posix() for package in ("bot", "handlers")
+                     for m in (ROOT / package).glob("**/*.py"))
+    assert "bot/cli.py" in modules
+    missing = [m for m in modules if m not in names]
+    assert not missing, f"not in the wheel (add the package to [tool.setuptools] packages): {missing}"
 
 
 def test_installed_copy_uses_its_own_files_not_the_checkout(installed, tmp_path):
