@@ -1,9 +1,38 @@
-"""What handlers may ask the framework to do on GitHub: plain records, applied by `Executor` or printed in a dry run."""
+"""What handlers may ask the framework to do on GitHub: plain records, applied by the executor or printed in a dry run.
+
+Every action has a `key` derived from what it means (which PR, which purpose, which body, which labels), never
+from when it ran: a retried or resumed delivery plans the same actions again, and the ledger skips those whose
+key is already done.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Union
+
+
+def digest(*parts: Any) -> str:
+    """A short stable fingerprint of some content, for effect keys."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Result:
+    """What GitHub answered for an action: the outcome word and, for creates, the id of what exists now."""
+
+    outcome: str
+    id: int | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"outcome": self.outcome, "id": self.id, "data": dict(self.data)}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> "Result":
+        return cls(value["outcome"], value.get("id"), value.get("data") or {})
 
 
 @dataclass(frozen=True)
@@ -14,6 +43,10 @@ class Comment:
     purpose: str
     body: str
     only_if_missing: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"comment:{self.number}:{self.purpose}:{digest(self.body, self.only_if_missing)}"
 
     def describe(self) -> str:
         first = next((line for line in self.body.splitlines() if line.strip()), "")
@@ -26,6 +59,10 @@ class AddLabels:
     number: int
     labels: tuple[str, ...]
 
+    @property
+    def key(self) -> str:
+        return f"labels+:{self.number}:{digest(sorted(n.casefold() for n in self.labels))}"
+
     def describe(self) -> str:
         return f"add labels to #{self.number}: {', '.join(self.labels)}"
 
@@ -34,6 +71,10 @@ class AddLabels:
 class RemoveLabel:
     number: int
     label: str
+
+    @property
+    def key(self) -> str:
+        return f"labels-:{self.number}:{self.label.casefold()}"
 
     def describe(self) -> str:
         return f"remove label from #{self.number}: {self.label}"
@@ -47,6 +88,10 @@ class EnsureLabel:
     color: str
     description: str
 
+    @property
+    def key(self) -> str:
+        return f"label:{self.name.casefold()}"
+
     def describe(self) -> str:
         return f"ensure repository label {self.name!r} (#{self.color})"
 
@@ -59,6 +104,10 @@ class Issue:
     title: str
     body: str
 
+    @property
+    def key(self) -> str:
+        return f"issue:{self.purpose}:{digest(self.title, self.body)}"
+
     def describe(self) -> str:
         return f"issue[{self.purpose}]: {self.title!r}, {len(self.body)} chars"
 
@@ -67,8 +116,74 @@ class Issue:
 class CloseIssue:
     purpose: str
 
+    @property
+    def key(self) -> str:
+        return f"close-issue:{self.purpose}"
+
     def describe(self) -> str:
         return f"close issue[{self.purpose}] if open"
 
 
-Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue]
+@dataclass(frozen=True)
+class React:
+    """The bot's reaction `content` (e.g. `eyes`, `+1`) on an issue comment; GitHub keeps one per user and content."""
+
+    comment_id: int
+    content: str
+
+    @property
+    def key(self) -> str:
+        return f"react:{self.comment_id}:{self.content}"
+
+    def describe(self) -> str:
+        return f"react {self.content} on comment {self.comment_id}"
+
+
+@dataclass(frozen=True)
+class Unreact:
+    """Withdraw the bot's reaction `content` from an issue comment, if it is there."""
+
+    comment_id: int
+    content: str
+
+    @property
+    def key(self) -> str:
+        return f"unreact:{self.comment_id}:{self.content}"
+
+    def describe(self) -> str:
+        return f"withdraw reaction {self.content} from comment {self.comment_id}"
+
+
+@dataclass(frozen=True)
+class DispatchWorkflow:
+    """Start `workflow` on `ref` once. `dispatch_id` (an input the workflow puts in its run name) finds it again."""
+
+    workflow: str
+    ref: str
+    inputs: Mapping[str, str]
+    dispatch_id: str
+    head_sha: str | None = None  # narrows the runs listed when reconciling
+
+    @property
+    def key(self) -> str:
+        return f"dispatch:{self.workflow}:{self.dispatch_id}"
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(self.inputs.items()))
+        return f"dispatch {self.workflow} on {self.ref} (dispatch-id {self.dispatch_id}): {shown}"
+
+
+@dataclass(frozen=True)
+class ReloadConfig:
+    """Read `.github/sweepbot.yml` from the default branch again; the result says whether it is valid."""
+
+    @property
+    def key(self) -> str:
+        return "reload-config"
+
+    def describe(self) -> str:
+        return "reload .github/sweepbot.yml from the default branch"
+
+
+Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue, React, Unreact, DispatchWorkflow,
+               ReloadConfig]

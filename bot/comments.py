@@ -67,9 +67,12 @@ class CommentStore:
         return lock
 
     async def find(self, gh: GitHubAPI, repo: str, number: int, purpose: str, bot_login: str,
-                   listing: list[dict] | None = None) -> dict | None:
-        """The bot's comment for `purpose`, reading every page; a human's copy of the marker never counts."""
-        known = self._known.get((repo, number, purpose))
+                   listing: list[dict] | None = None, *, trust_memory: bool = True) -> dict | None:
+        """The bot's comment for `purpose`, reading every page; a human's copy of the marker never counts.
+
+        `trust_memory=False` answers from GitHub's listing alone (reconciling a create whose answer was lost).
+        """
+        known = self._known.get((repo, number, purpose)) if trust_memory else None
         if listing is None:
             listing = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}")]
         for comment in listing:

@@ -9,6 +9,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from contextvars import ContextVar
 from typing import Any, Awaitable, Callable, Mapping
 
 import cachetools
@@ -24,9 +25,40 @@ from bot.metrics import Metrics
 USER_AGENT = "sweepbot"
 TOKEN_RENEW_MARGIN = 60.0  # renew installation tokens at least this long before expires_at
 HTTP_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
+
+
+def http_timeout(seconds: float) -> httpx.Timeout:
+    return httpx.Timeout(seconds, connect=min(5.0, seconds))
 ETAG_CACHE_SIZE = 512
 SECONDARY_LIMIT_WAIT = 60.0  # GitHub: with no retry-after or reset header, wait at least a minute
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+# Sending these twice leaves GitHub as sending them once; a POST may create a second thing.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE"})
+# Transport errors after which the request cannot have reached GitHub.
+NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+class AmbiguousWrite(Exception):
+    """A create whose answer was lost (5xx, read timeout, connection cut): GitHub may or may not have acted.
+
+    It is never retried blindly; the executor reconciles against GitHub's state first.
+    """
+
+    def __init__(self, method: str, path: str, cause: BaseException):
+        super().__init__(f"{method} {path}: no reliable answer ({_describe(cause)})")
+        self.method, self.path, self.cause = method, path, cause
+
+
+class AuthenticationFailed(Exception):
+    """GitHub refused the App's credentials even after a fresh installation token."""
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"{int(status)} {exc}" if status is not None else type(exc).__name__
+
+
+BEFORE_SEND: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("before_send", default=None)
 
 
 @dataclass
@@ -43,7 +75,10 @@ class RetryPolicy:
 
 
 class WritePacer:
-    """At most `limit` content-creating requests in any `window` seconds (GitHub's secondary limit is ~80/min)."""
+    """At most `limit` content-creating requests in any `window` seconds (GitHub's secondary limit is ~80/min).
+
+    A limit of 0 paces nothing: acquire() never waits (GitHub Enterprise Server without secondary limits).
+    """
 
     def __init__(self, limit: int = 80, window: float = 60.0, sleep: Callable[[float], Awaitable[None]] | None = None):
         self.limit = limit
@@ -54,6 +89,8 @@ class WritePacer:
         self.waited = 0.0
 
     async def acquire(self) -> None:
+        if self.limit <= 0:
+            return
         async with self._lock:
             now = time.monotonic()
             while self._sent and now - self._sent[0] >= self.window:
@@ -86,10 +123,13 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
     """gidgethub over the shared httpx client, with retries, pacing and metrics."""
 
     def __init__(self, http: httpx.AsyncClient, *, state: InstallationState | None, retry: RetryPolicy,
-                 metrics: Metrics, **kwargs: Any):
+                 metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
+                 **kwargs: Any):
         self._state = state
+        self._safe = IDEMPOTENT_METHODS | ({"POST"} if idempotent_posts else set())
         self._retry = retry
         self._metrics = metrics
+        self._tokens = tokens
         super().__init__(http, USER_AGENT, cache=state.etags if state else None, **kwargs)
 
     # gidgethub keeps the rate limit per client object; clients are made per delivery, so share it per installation.
@@ -121,14 +161,21 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
             await self._state.pacer.acquire()
 
     async def _request(self, method: str, url: str, headers: Mapping[str, str], body: bytes = b"") -> tuple:
-        attempt = 0
+        attempt, renewed = 0, False
         while True:
             attempt += 1
+            headers = await self._authorised(headers)
             started = time.monotonic()
+            before_send = BEFORE_SEND.get()
+            if before_send is not None and method not in self._safe:
+                await before_send()  # e.g. the ledger's intent, written as late as possible before the send
             try:
                 status, resp_headers, content = await super()._request(method, url, headers, body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 self._metrics.github_requests.labels(method, "error").inc()
+                if method not in self._safe and not isinstance(exc, NOT_SENT_ERRORS):
+                    self._metrics.github_error(method, _path(url), f"ambiguous: {type(exc).__name__}")
+                    raise AmbiguousWrite(method, _path(url), exc) from exc
                 if attempt >= self._retry.attempts:
                     self._metrics.github_error(method, _path(url), type(exc).__name__)
                     raise
@@ -138,21 +185,44 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
                 await self.sleep(delay)
                 continue
             self._metrics.github_requests.labels(method, str(status)).inc()
+            if status == 401 and self._tokens is not None:
+                if not renewed:  # revoked or expired early: one fresh token, then the same request again
+                    renewed = True
+                    self._tokens.invalidate()
+                    logs.event("github answered 401, renewing the installation token", logging.WARNING,
+                               method=method, path=_path(url))
+                    continue
+                self._tokens.failed(f"{method} {_path(url)}: 401 with a fresh token")
+            elif self._tokens is not None and status < 400:
+                self._tokens.succeeded()
             if method in WRITE_METHODS:
                 logs.event("github write", method=method, path=_path(url), status=status,
                            ms=round((time.monotonic() - started) * 1000, 1))
             return status, resp_headers, content
 
+    async def _authorised(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """The headers with a token valid now: taken at each send, so a long wait never outlives its token."""
+        if self._tokens is None:
+            return headers
+        token = await self._tokens.get()
+        return {**headers, "authorization": f"token {token}"}
+
     async def handle_rate_limit_error(self, *, method: str, url: str, exception: gidgethub.HTTPException,
                                       attempt: int) -> bool:
         delay = retry_delay(exception, attempt, self._retry) if attempt < self._retry.attempts else None
+        status = int(exception.status_code)
+        if delay is not None and status >= 500 and method not in self._safe:
+            delay = None  # GitHub may have acted before failing: the caller reconciles instead
         if delay is None:
-            status = int(exception.status_code)
             if status >= 500 or status in (401, 403, 429):
                 self._metrics.github_error(method, _path(url), f"{status} {exception}")
+            if status >= 500 and method not in self._safe:
+                raise AmbiguousWrite(method, _path(url), exception) from exception
+            if status == 401 and self._tokens is not None:
+                raise AuthenticationFailed(f"{method} {_path(url)}: {exception}") from exception
             return False
         logs.event("github request failed, retrying", logging.WARNING, method=method, path=_path(url),
-                   status=int(exception.status_code), retry_in=round(delay, 2), attempt=attempt)
+                   status=status, retry_in=round(delay, 2), attempt=attempt)
         await self.sleep(delay)
         return True
 
@@ -196,27 +266,54 @@ def _path(url: str) -> str:
     return httpx.URL(url).path
 
 
+class TokenSource:
+    """The installation token of one client, renewed through the App when it is near expiry or refused."""
+
+    def __init__(self, app: "GitHubApp", installation_id: int):
+        self._app, self._id = app, installation_id
+
+    async def get(self) -> str:
+        return await self._app.token(self._id)
+
+    def invalidate(self) -> None:
+        self._app.invalidate_token(self._id)
+
+    def failed(self, reason: str) -> None:
+        self._app.auth_problems[self._id] = reason
+
+    def succeeded(self) -> None:
+        self._app.auth_problems.pop(self._id, None)
+
+
 class GitHubApp:
     """The App's view of GitHub: one shared httpx client, tokens per installation, state per installation."""
 
     def __init__(self, *, app_id: str, private_key: str, api_url: str, metrics: Metrics,
                  http: httpx.AsyncClient | None = None, retry: RetryPolicy | None = None,
-                 pacer_factory: Callable[[], WritePacer] | None = None):
+                 pacer_factory: Callable[[], WritePacer] | None = None, timeout: httpx.Timeout | None = None):
         self.app_id = str(app_id)
         self._private_key = private_key
         logs.register_secret(private_key)
         self.api_url = api_url
         self.metrics = metrics
-        self.http = http or httpx.AsyncClient(timeout=HTTP_TIMEOUT, http2=False)
+        self.timeout = timeout or HTTP_TIMEOUT
+        self.http = http or httpx.AsyncClient(timeout=self.timeout, http2=False)
         self.retry = retry or RetryPolicy()
         self._pacer_factory = pacer_factory or WritePacer
         self._tokens: cachetools.TLRUCache = cachetools.TLRUCache(
             maxsize=4096, ttu=lambda _k, tok, _now: tok.expires_at - TOKEN_RENEW_MARGIN, timer=time.time
         )
-        self._token_locks: dict[int, asyncio.Lock] = {}
+        self._renewals: dict[int, asyncio.Future] = {}  # one fetch per installation serves every waiter
         self._states: dict[int, InstallationState] = {}
-        self._bot_login: str | None = None
+        self._bot_login: asyncio.Future | None = None
         self.last_error: str | None = None
+        self.auth_problems: dict[int, str] = {}  # installation -> why it cannot authenticate now (for /healthz)
+
+    @property
+    def request_window(self) -> float:
+        """The longest one request can be under way before the client gives up on it."""
+        t = self.timeout
+        return sum(x or 0.0 for x in (t.connect, t.write, t.read, t.pool))
 
     def _state(self, installation_id: int) -> InstallationState:
         state = self._states.get(installation_id)
@@ -227,45 +324,55 @@ class GitHubApp:
     def app_client(self) -> GitHubClient:
         """Authenticates as the App itself (JWT), for /app endpoints."""
         return GitHubClient(self.http, state=None, retry=self.retry, metrics=self.metrics, base_url=self.api_url,
-                            app_id=self.app_id, private_key=self._private_key)
+                            app_id=self.app_id, private_key=self._private_key, idempotent_posts=True)
+
+    def invalidate_token(self, installation_id: int) -> None:
+        self._tokens.pop(installation_id, None)
 
     async def token(self, installation_id: int) -> str:
         """An installation token valid for at least another minute; concurrent callers share one renewal."""
         cached = self._tokens.get(installation_id)
         if cached is not None:
             return cached.token
-        lock = self._token_locks.setdefault(installation_id, asyncio.Lock())
-        async with lock:
-            cached = self._tokens.get(installation_id)
-            if cached is not None:
-                return cached.token
-            try:
-                data = await gidgethub.apps.get_installation_access_token(
-                    self.app_client(), installation_id=str(installation_id), app_id=self.app_id,
-                    private_key=self._private_key,
-                )
-            except gidgethub.GitHubException as exc:
-                self.last_error = f"installation token for {installation_id}: {exc}"
-                raise
-            expires = datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00")).timestamp()
-            token = Token(data["token"], expires)
-            logs.register_secret(token.token)
-            self._tokens[installation_id] = token
-            logs.event("installation token renewed", installation=installation_id,
-                       expires_in=round(expires - time.time()))
-            return token.token
+        renewal = self._renewals.get(installation_id)
+        if renewal is None:
+            renewal = asyncio.ensure_future(self._renew(installation_id))
+            self._renewals[installation_id] = renewal
+            renewal.add_done_callback(lambda _f: self._renewals.pop(installation_id, None))
+        return await asyncio.shield(renewal)
+
+    async def _renew(self, installation_id: int) -> str:
+        try:
+            data = await gidgethub.apps.get_installation_access_token(
+                self.app_client(), installation_id=str(installation_id), app_id=self.app_id,
+                private_key=self._private_key,
+            )
+        except (gidgethub.GitHubException, httpx.HTTPError) as exc:
+            self.last_error = f"installation token for {installation_id}: {_describe(exc)}"
+            self.auth_problems[installation_id] = self.last_error
+            raise
+        expires = datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00")).timestamp()
+        token = Token(data["token"], expires)
+        logs.register_secret(token.token)
+        self._tokens[installation_id] = token
+        logs.event("installation token renewed", installation=installation_id,
+                   expires_in=round(expires - time.time()))
+        return token.token
 
     async def client(self, installation_id: int) -> GitHubClient:
-        token = await self.token(installation_id)
+        await self.token(installation_id)  # fail here, before any handler runs, when the App cannot authenticate
         return GitHubClient(self.http, state=self._state(installation_id), retry=self.retry, metrics=self.metrics,
-                            base_url=self.api_url, oauth_token=token)
+                            base_url=self.api_url, tokens=TokenSource(self, installation_id))
 
     async def bot_login(self) -> str:
-        """The login of the App's bot user, e.g. `sweepbot[bot]`: only its comments count as the bot's."""
-        if self._bot_login is None:
-            app = await self.app_client().getitem("/app")
-            self._bot_login = f"{app['slug']}[bot]"
-        return self._bot_login
+        """The login of the App's bot user, e.g. `sweepbot[bot]`: looked up once, however many ask at start."""
+        if self._bot_login is None or (self._bot_login.done() and self._bot_login.exception() is not None):
+            self._bot_login = asyncio.ensure_future(self._fetch_bot_login())
+        return await asyncio.shield(self._bot_login)
+
+    async def _fetch_bot_login(self) -> str:
+        app = await self.app_client().getitem("/app")
+        return f"{app['slug']}[bot]"
 
     async def close(self) -> None:
         await self.http.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import queue
 import sqlite3
 import threading
@@ -10,29 +11,50 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS deliveries (
-    seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-    id           TEXT NOT NULL UNIQUE,
-    event        TEXT NOT NULL,
-    action       TEXT,
-    repo         TEXT,
-    number       INTEGER,
-    installation INTEGER,
-    lane         TEXT NOT NULL,
-    received_at  REAL NOT NULL,
-    body         BLOB NOT NULL,
-    status       TEXT NOT NULL,
-    attempts     INTEGER NOT NULL DEFAULT 0,
-    error        TEXT,
-    finished_at  REAL
-);
-CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries(status) WHERE status IN ('queued', 'running');
-"""
+# Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
+MIGRATIONS = (
+    """
+    CREATE TABLE IF NOT EXISTS deliveries (
+        seq          INTEGER PRIMARY KEY AUTOINCREMENT,
+        id           TEXT NOT NULL UNIQUE,
+        event        TEXT NOT NULL,
+        action       TEXT,
+        repo         TEXT,
+        number       INTEGER,
+        installation INTEGER,
+        lane         TEXT NOT NULL,
+        received_at  REAL NOT NULL,
+        body         BLOB NOT NULL,
+        status       TEXT NOT NULL,
+        attempts     INTEGER NOT NULL DEFAULT 0,
+        error        TEXT,
+        finished_at  REAL
+    );
+    CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries(status) WHERE status IN ('queued', 'running');
+    """,
+    # 2: retries on a schedule that survives restarts, crash counts apart from attempts, the ledger of effects
+    """
+    ALTER TABLE deliveries ADD COLUMN not_before REAL;
+    ALTER TABLE deliveries ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
+    DROP INDEX IF EXISTS deliveries_unfinished;
+    CREATE INDEX deliveries_unfinished ON deliveries(status) WHERE status IN ('queued', 'running', 'retrying');
+    CREATE TABLE effects (
+        seq         INTEGER NOT NULL,
+        key         TEXT NOT NULL,
+        state       TEXT NOT NULL,
+        result      TEXT,
+        intended_at REAL,
+        done_at     REAL,
+        PRIMARY KEY (seq, key)
+    );
+    """,
+)
 
-QUEUED, RUNNING, DONE, FAILED, IGNORED = "queued", "running", "done", "failed", "ignored"
-UNFINISHED = (QUEUED, RUNNING)
-COLUMNS = "seq, id, event, action, repo, number, installation, lane, received_at, status, attempts, error, finished_at"
+QUEUED, RUNNING, RETRYING, DONE, FAILED, IGNORED = "queued", "running", "retrying", "done", "failed", "ignored"
+UNFINISHED = (QUEUED, RUNNING, RETRYING)
+INTENDED, EFFECT_DONE = "intended", "done"
+COLUMNS = ("seq, id, event, action, repo, number, installation, lane, received_at, status, attempts, error,"
+           " finished_at, not_before, interrupted")
 BATCH_MAX = 256
 
 
@@ -51,7 +73,28 @@ class Delivery:
     attempts: int
     error: str | None
     finished_at: float | None
+    not_before: float | None = None
+    interrupted: int = 0
     body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Queued:
+    """What the workers keep in memory for a waiting delivery: where it goes, never its payload."""
+
+    seq: int
+    lane: str
+    not_before: float | None = None
+
+
+@dataclass(frozen=True)
+class Effect:
+    """One row of a delivery's ledger: a write intended (sent, answer not yet recorded) or done with its result."""
+
+    key: str
+    state: str
+    result: Any
+    intended_at: float | None
 
 
 @dataclass(frozen=True)
@@ -65,10 +108,9 @@ class NewDelivery:
     body: bytes
     status: str = QUEUED
 
-    def queued(self, seq: int) -> "Delivery":
-        """The journal row this delivery became, with its sequence number, as the workers take it."""
-        return Delivery(seq, self.id, self.event, self.action, self.repo, self.number, self.installation, self.lane,
-                        time.time(), self.status, 0, None, None, self.body)
+    def queued(self, seq: int) -> Queued:
+        """The journal row this delivery became, as the workers hold it."""
+        return Queued(seq, self.lane)
 
     @property
     def lane(self) -> str:
@@ -98,7 +140,7 @@ class Journal:
         # FULL: the WAL is synced at every commit, so an acknowledged delivery survives a power cut too.
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA busy_timeout=5000")
-        conn.executescript(SCHEMA)
+        migrate(conn)
         return conn
 
     # -- writer thread -------------------------------------------------------------------------
@@ -179,34 +221,95 @@ class Journal:
         """Mark a delivery running and count the attempt; returns the attempt number."""
 
         def op(conn: sqlite3.Connection) -> int:
-            conn.execute("UPDATE deliveries SET status=?, attempts=attempts+1 WHERE seq=?", (RUNNING, seq))
+            conn.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL WHERE seq=?",
+                         (RUNNING, seq))
             return conn.execute("SELECT attempts FROM deliveries WHERE seq=?", (seq,)).fetchone()[0]
 
         return await self._submit(op)
 
+    async def load(self, seq: int) -> Delivery | None:
+        """The whole row with its payload: read when a worker runs it, so the backlog never holds payloads."""
+        return await self._submit(lambda conn: _fetch_one(conn, "WHERE seq=?", (seq,), with_body=True))
+
     async def finish(self, seq: int, status: str, error: str | None = None) -> None:
         def op(conn: sqlite3.Connection) -> None:
             conn.execute(
-                "UPDATE deliveries SET status=?, error=?, finished_at=? WHERE seq=?",
+                "UPDATE deliveries SET status=?, error=?, finished_at=?, not_before=NULL WHERE seq=?",
                 (status, error, time.time(), seq),
             )
+
+        await self._submit(op)
+
+    async def retry_later(self, seq: int, not_before: float, error: str) -> None:
+        """A transient failure: the delivery waits in the journal until `not_before`, across restarts too."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE deliveries SET status=?, error=?, not_before=? WHERE seq=?",
+                         (RETRYING, error, not_before, seq))
 
         await self._submit(op)
 
     async def requeue(self, delivery_id: str) -> Delivery | None:
         def op(conn: sqlite3.Connection) -> Delivery | None:
             conn.execute(
-                "UPDATE deliveries SET status=?, error=NULL, finished_at=NULL WHERE id=?", (QUEUED, delivery_id)
+                "UPDATE deliveries SET status=?, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
+                " WHERE id=?", (QUEUED, delivery_id)
             )
             return _fetch_one(conn, "WHERE id=?", (delivery_id,), with_body=True)
 
         return await self._submit(op)
 
-    async def unfinished(self) -> list[Delivery]:
-        """Queued and interrupted deliveries, oldest first, with their bodies: resumed at start."""
-        return await self._submit(
-            lambda conn: _fetch(conn, "WHERE status IN (?, ?) ORDER BY seq", UNFINISHED, with_body=True)
-        )
+    async def recover(self, max_interrupted: int) -> list[str]:
+        """At start: deliveries left running were interrupted; fail those interrupted too often (ids returned)."""
+
+        def op(conn: sqlite3.Connection) -> list[str]:
+            conn.execute("UPDATE deliveries SET interrupted=interrupted+1, status=? WHERE status=?", (QUEUED, RUNNING))
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM deliveries WHERE status=? AND interrupted>?", (QUEUED, max_interrupted))]
+            conn.execute(
+                "UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>?",
+                (FAILED, time.time(), f"interrupted by a crash more than {max_interrupted} times",
+                 QUEUED, max_interrupted))
+            return ids
+
+        return await self._submit(op)
+
+    async def unfinished(self) -> list[Queued]:
+        """Queued, retrying and interrupted deliveries, oldest first, without payloads: resumed at start."""
+
+        def op(conn: sqlite3.Connection) -> list[Queued]:
+            rows = conn.execute("SELECT seq, lane, not_before FROM deliveries WHERE status IN (?, ?, ?) ORDER BY seq",
+                                UNFINISHED)
+            return [Queued(*row) for row in rows]
+
+        return await self._submit(op)
+
+    # -- the ledger of effects -----------------------------------------------------------------
+
+    async def effects(self, seq: int) -> dict[str, Effect]:
+        def op(conn: sqlite3.Connection) -> dict[str, Effect]:
+            rows = conn.execute("SELECT key, state, result, intended_at FROM effects WHERE seq=?", (seq,))
+            return {k: Effect(k, state, json.loads(result) if result else None, at) for k, state, result, at in rows}
+
+        return await self._submit(op)
+
+    async def intend(self, seq: int, key: str) -> None:
+        """Written (and synced) just before a create is sent: a resumed delivery knows it may have happened."""
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO effects (seq, key, state, intended_at) VALUES (?,?,?,?)"
+                         " ON CONFLICT(seq, key) DO UPDATE SET intended_at=excluded.intended_at",
+                         (seq, key, INTENDED, time.time()))
+
+        await self._submit(op)
+
+    async def complete(self, seq: int, key: str, result: Any) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute("INSERT INTO effects (seq, key, state, result, done_at) VALUES (?,?,?,?,?)"
+                         " ON CONFLICT(seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
+                         " done_at=excluded.done_at", (seq, key, EFFECT_DONE, json.dumps(result), time.time()))
+
+        await self._submit(op)
 
     async def get(self, delivery_id: str) -> Delivery | None:
         return await self._submit(lambda conn: _fetch_one(conn, "WHERE id=?", (delivery_id,), with_body=True))
@@ -218,6 +321,11 @@ class Journal:
             )
         return await self._submit(lambda conn: _fetch(conn, "ORDER BY seq DESC LIMIT ?", (limit,)))
 
+    async def oldest_pending(self) -> float | None:
+        """When the oldest unfinished delivery arrived (its age is the backlog's lag)."""
+        return await self._submit(lambda conn: conn.execute(
+            "SELECT MIN(received_at) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0])
+
     async def counts(self) -> dict[str, int]:
         return await self._submit(
             lambda conn: dict(conn.execute("SELECT status, COUNT(*) FROM deliveries GROUP BY status").fetchall())
@@ -228,6 +336,8 @@ class Journal:
         cutoff = time.time() - older_than_days * 86400
 
         def op(conn: sqlite3.Connection) -> int:
+            conn.execute("DELETE FROM effects WHERE seq IN (SELECT seq FROM deliveries WHERE status IN (?, ?)"
+                         " AND received_at < ?)", (DONE, IGNORED, cutoff))
             return conn.execute(
                 "DELETE FROM deliveries WHERE status IN (?, ?) AND received_at < ?", (DONE, IGNORED, cutoff)
             ).rowcount
@@ -241,6 +351,14 @@ class Journal:
             conn.execute("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)", (time.time(),))
 
         await self._submit(op)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the migrations this file has not had yet; returns the schema version."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+        conn.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version={number}; COMMIT;")
+    return len(MIGRATIONS)
 
 
 def _settle(fut: asyncio.Future, value: Any, exc: BaseException | None) -> None:

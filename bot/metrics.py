@@ -31,6 +31,11 @@ class Metrics:
             registry=self.registry,
         )
         self.last_github_error: dict | None = None
+        self.unreconciled: list[dict] = []  # effects GitHub may have done that the bot could not confirm
+
+    def unreconciled_effect(self, text: str) -> None:
+        """An effect that is neither confirmed nor sent again: shown in /healthz until a restart."""
+        self.unreconciled = (self.unreconciled + [{"effect": text, "at": round(time.time())}])[-20:]
 
     def github_error(self, method: str, path: str, error: str) -> None:
         """Remember the last request that failed for good, for /healthz."""

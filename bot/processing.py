@@ -1,37 +1,51 @@
-"""One delivery through the handlers: they read and decide (returning actions), the executor writes."""
+"""One delivery through the handlers: they read and decide, the executor writes (or a dry run prints)."""
 
 from __future__ import annotations
 
 import time
-import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import cachetools
-import gidgethub
 from gidgethub import routing, sansio
 
 from bot import actions as act
 from bot import logs
-from bot.comments import PER_PAGE, CommentStore, find_bot_issue, fit
+from bot.comments import PER_PAGE, CommentStore
+from bot.executor import DryRun, Executor, Ledger, MemoryLedger
 from bot.github import GitHubApp, GitHubClient
 from bot.metrics import Metrics
+from bot.policy import Policy
 from bot.repo_config import RepoConfigs
 from bot.templates import Templates
 
 
 @dataclass
 class Context:
-    """What a handler sees: the event, a reading client, the repository's policy, the templates."""
+    """What a handler sees: the event, a reading client, the repository's policy, the templates.
+
+    `await ctx.apply(action)` has the framework perform one action now and returns what GitHub answered
+    (a comment's or reaction's id, a run id), so a handler can react before slow checks and use the ids.
+    """
 
     event: sansio.Event
     gh: GitHubClient
     repo: str
-    policy: dict[str, Any]
+    policy: Policy
     bot_login: str
     templates: Templates
     configs: RepoConfigs
     _memo: dict[Any, Any] = field(default_factory=dict)
+    _apply: Callable[[act.Action], Awaitable[act.Result]] | None = None
+
+    async def apply(self, action: act.Action) -> act.Result:
+        if self._apply is None:
+            raise RuntimeError("this context cannot write")
+        return await self._apply(action)
+
+    def forget(self, key: tuple) -> None:
+        """Drop a memoised listing, so the next read asks GitHub again."""
+        self._memo.pop(key, None)
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -69,81 +83,6 @@ class Context:
         return await self._listing(("comments", number), f"/repos/{self.repo}/issues/{number}/comments")
 
 
-class Executor:
-    """Applies actions for one delivery; every GitHub write of the bot goes through here."""
-
-    def __init__(self, ctx: Context, store: CommentStore, known_labels: cachetools.TTLCache):
-        self.ctx = ctx
-        self.store = store
-        self.known_labels = known_labels  # (repo, label) pairs seen to exist, to spare a lookup per event
-
-    def _truncated_note(self, limit: int) -> str:
-        return self.ctx.templates.render("truncated", limit=limit)
-
-    async def apply(self, action: act.Action) -> str:
-        gh, repo = self.ctx.gh, self.ctx.repo
-        if isinstance(action, act.Comment):
-            body = fit(action.purpose, action.body, self._truncated_note)
-            outcome, comment = await self.store.upsert(
-                gh, repo, action.number, action.purpose, body, self.ctx.bot_login,
-                only_if_missing=action.only_if_missing, listing=lambda: self.ctx.comments(action.number),
-            )
-            if outcome == "created":
-                (await self.ctx.comments(action.number)).append(comment)
-            return outcome
-        if isinstance(action, act.AddLabels):
-            await gh.post(f"/repos/{repo}/issues/{action.number}/labels", data={"labels": list(action.labels)})
-            return "added"
-        if isinstance(action, act.RemoveLabel):
-            name = urllib.parse.quote(action.label, safe="")
-            try:
-                await gh.delete(f"/repos/{repo}/issues/{action.number}/labels/{name}")
-            except gidgethub.BadRequest as exc:
-                if int(exc.status_code) != 404:  # already gone: the goal is met
-                    raise
-                return "absent"
-            return "removed"
-        if isinstance(action, act.EnsureLabel):
-            return await self._ensure_label(action)
-        if isinstance(action, act.Issue):
-            body = fit(action.purpose, action.body, self._truncated_note)
-            issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
-            if issue is None:
-                await gh.post(f"/repos/{repo}/issues", data={"title": action.title, "body": body})
-                return "created"
-            if issue.get("body") == body and issue.get("title") == action.title:
-                return "unchanged"
-            await gh.patch(f"/repos/{repo}/issues/{issue['number']}", data={"title": action.title, "body": body})
-            return "updated"
-        if isinstance(action, act.CloseIssue):
-            issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
-            if issue is None:
-                return "absent"
-            await gh.patch(f"/repos/{repo}/issues/{issue['number']}", data={"state": "closed"})
-            return "closed"
-        raise TypeError(f"unknown action {action!r}")
-
-    async def _ensure_label(self, action: act.EnsureLabel) -> str:
-        gh, repo = self.ctx.gh, self.ctx.repo
-        cache = self.known_labels
-        if (repo, action.name) in cache:
-            return "exists"
-        try:
-            await gh.getitem(f"/repos/{repo}/labels/{urllib.parse.quote(action.name, safe='')}")
-        except gidgethub.BadRequest as exc:
-            if int(exc.status_code) != 404:
-                raise
-            try:
-                await gh.post(f"/repos/{repo}/labels", data={
-                    "name": action.name, "color": action.color, "description": action.description})
-            except gidgethub.InvalidField:
-                pass  # created meanwhile by someone else
-            cache[(repo, action.name)] = True
-            return "created"
-        cache[(repo, action.name)] = True
-        return "exists"
-
-
 Handler = Callable[[sansio.Event, Context], Any]
 
 
@@ -155,7 +94,7 @@ class Outcome:
 
 
 class Processor:
-    """Turns a delivery into actions (handlers), then applies them or, in a dry run, reports them."""
+    """Runs a delivery through its handlers; their actions are applied (once each, by the ledger) or printed."""
 
     def __init__(self, app: GitHubApp, router: routing.Router, configs: RepoConfigs, templates: Templates,
                  metrics: Metrics, store: CommentStore | None = None):
@@ -170,7 +109,7 @@ class Processor:
     def wants(self, event: sansio.Event) -> bool:
         return bool(self.router.fetch(event))
 
-    async def process(self, event: sansio.Event, *, dry_run: bool = False,
+    async def process(self, event: sansio.Event, *, ledger: Ledger | None = None, dry_run: bool = False,
                       report: Callable[[str], None] | None = None) -> Outcome:
         started = time.monotonic()
         handlers = sorted(self.router.fetch(event), key=lambda f: (f.__module__, f.__name__))
@@ -183,25 +122,21 @@ class Processor:
         default_branch = event.data["repository"].get("default_branch") or "main"
         policy = await self.configs.policy(gh, repo, default_branch)
         ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs)
-        planned: list[act.Action] = []
+        if dry_run:
+            writer: Executor | DryRun = DryRun(ctx, report or print)
+        else:
+            writer = Executor(ctx, self.store, self.known_labels, ledger or MemoryLedger(),
+                              request_window=self.app.request_window, sleep=self.app.retry.sleep,
+                              on_unreconciled=self.metrics.unreconciled_effect)
+        ctx._apply = writer.apply
         names = []
         for handler in handlers:
             names.append(f"{handler.__module__}.{handler.__name__}")
-            planned.extend(await handler(event, ctx) or ())
-        results = []
-        if dry_run:
-            say = report or print
-            for action in planned:
-                say(f"would {action.describe()}")
-                for line in (getattr(action, "body", "") or "").splitlines():
-                    say(f"    | {line}")
-                results.append("planned")
-        else:
-            executor = Executor(ctx, self.store, self.known_labels)
-            for action in planned:
-                results.append(await executor.apply(action))
+            for action in await handler(event, ctx) or ():
+                await writer.apply(action)
+        planned = [a for a, _ in writer.applied]
+        results = [r.outcome for _, r in writer.applied]
         self.metrics.handler_seconds.labels(event.event).observe(time.monotonic() - started)
         logs.event("delivery handled", handlers=names, actions=[type(a).__name__ for a in planned],
                    results=results, ms=round((time.monotonic() - started) * 1000, 1))
         return Outcome(planned, results, names)
-

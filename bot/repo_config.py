@@ -13,6 +13,7 @@ from gidgethub.abc import GitHubAPI
 
 from bot import logs
 from bot.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
+from bot.policy import Policy
 
 CACHE_TTL = 3600.0  # a missed push event heals within the hour
 
@@ -27,7 +28,7 @@ class ConfigProblem:
 
 @dataclass(frozen=True)
 class _Loaded:
-    policy: dict[str, Any]
+    policy: Policy
     sha: str | None
 
 
@@ -36,6 +37,7 @@ class RepoConfigs:
 
     def __init__(self, defaults: dict[str, Any] | None = None, ttl: float = CACHE_TTL):
         self.defaults = defaults or default_policy()
+        self._frozen_defaults = Policy(self.defaults)
         self._cache: cachetools.TTLCache = cachetools.TTLCache(maxsize=1024, ttl=ttl)
         self._last_good: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)
         self.problems: dict[str, ConfigProblem] = {}
@@ -43,7 +45,7 @@ class RepoConfigs:
     def invalidate(self, repo: str) -> None:
         self._cache.pop(repo, None)
 
-    async def policy(self, gh: GitHubAPI, repo: str, default_branch: str) -> dict[str, Any]:
+    async def policy(self, gh: GitHubAPI, repo: str, default_branch: str) -> Policy:
         loaded = self._cache.get(repo)
         if loaded is None:
             loaded = await self._load(gh, repo, default_branch)
@@ -57,19 +59,19 @@ class RepoConfigs:
             if int(exc.status_code) != 404:
                 raise
             self.problems.pop(repo, None)
-            loaded = _Loaded(self.defaults, None)
+            loaded = _Loaded(self._frozen_defaults, None)
             self._last_good[repo] = loaded
             return loaded
         text = base64.b64decode(item.get("content") or "")
         try:
             policy = parse_repo_config(text, self.defaults)
         except ConfigError as exc:
-            previous = self._last_good.get(repo) or _Loaded(self.defaults, None)
+            previous = self._last_good.get(repo) or _Loaded(self._frozen_defaults, None)
             self.problems[repo] = ConfigProblem(repo, tuple(exc.errors), time.time(), previous.sha)
             logs.event("repository config invalid, keeping the last good one", repo=repo, errors=exc.errors,
                        in_force=previous.sha or "defaults")
             return previous
         self.problems.pop(repo, None)
-        loaded = _Loaded(policy, item.get("sha"))
+        loaded = _Loaded(Policy(policy), item.get("sha"))
         self._last_good[repo] = loaded
         return loaded

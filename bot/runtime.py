@@ -11,6 +11,7 @@ from gidgethub import routing, sansio
 from bot import logs
 from bot.config import Settings
 from bot.github import GitHubApp
+from bot.executor import JournalLedger
 from bot.journal import Delivery, Journal, NewDelivery
 from bot.processing import Processor
 from bot.repo_config import RepoConfigs
@@ -43,7 +44,8 @@ class Bot:
         await self.journal.prune()
         if self.settings.workers > 0:
             self.workers = Workers(self.journal, self.handle, self.metrics, concurrency=self.settings.workers,
-                                   max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay)
+                                   max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay,
+                                   retry_for=self.settings.retry_for)
             await self.workers.start()
 
     def enqueue(self, new: NewDelivery, seq: int) -> None:
@@ -53,7 +55,8 @@ class Bot:
 
     async def handle(self, d: Delivery) -> None:
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
-        await self.processor.process(event)
+        ledger = await JournalLedger.load(self.journal, d.seq)
+        await self.processor.process(event, ledger=ledger)
 
     async def stop(self) -> None:
         if self.workers is not None:
@@ -71,10 +74,20 @@ class Bot:
             report["ok"] = False
             report["journal"] = f"not writable: {type(exc).__name__}: {exc}"
             counts = {}
-        report["backlog"] = counts.get("queued", 0) + counts.get("running", 0)
+        report["backlog"] = counts.get("queued", 0) + counts.get("running", 0) + counts.get("retrying", 0)
+        report["retrying"] = counts.get("retrying", 0)
         report["failed"] = counts.get("failed", 0)
         report["workers"] = self.workers.concurrency if self.workers else 0
+        if self.workers is not None and self.workers.journal_error:
+            report["ok"] = False
+            report["journal"] = f"workers cannot write: {self.workers.journal_error}"
         report["last_github_error"] = self.metrics.last_github_error
+        report["authentication"] = dict(self.app.auth_problems) or "ok"
+        if self.app.auth_problems:
+            report["ok"] = False  # deliveries cannot be processed until the App can authenticate again
+        report["unreconciled_effects"] = list(self.metrics.unreconciled)
+        if self.metrics.unreconciled:
+            report["ok"] = False
         report["config_errors"] = {
             repo: list(problem.errors) for repo, problem in self.configs.problems.items()
         }

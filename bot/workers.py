@@ -1,58 +1,94 @@
-"""Workers over the journal: one PR's deliveries in arrival order, different PRs concurrently."""
+"""Workers over the journal: one PR's deliveries in arrival order, different PRs concurrently.
+
+The backlog in memory is sequence numbers and lanes; payloads stay in the journal until a worker runs them.
+A delivery that fails transiently waits in the journal (`not_before`) while its lane waits behind it, so order
+holds across retries and restarts; a journal that cannot be written is retried in place until it can.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
+import time
 import traceback
-from typing import Awaitable, Callable
+from typing import Awaitable, Callable, TypeVar
 
 from bot import logs
-from bot.journal import DONE, FAILED, Delivery, Journal
+from bot.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
+from bot.journal import DONE, FAILED, UNFINISHED, Delivery, Journal, Queued
 from bot.metrics import Metrics
 
 Process = Callable[[Delivery], Awaitable[None]]
+T = TypeVar("T")
+
+RETRY_FOR = 6 * 3600.0  # transient failures are retried this long after the delivery arrived
+MAX_RETRY_DELAY = 600.0
+JOURNAL_RETRY_MAX = 30.0  # longest pause between tries of a journal write that keeps failing
 
 
 class Workers:
     def __init__(self, journal: Journal, process: Process, metrics: Metrics, *, concurrency: int = 8,
-                 max_attempts: int = 3, retry_delay: float = 2.0):
+                 max_attempts: int = 3, retry_delay: float = 2.0, retry_for: float = RETRY_FOR,
+                 max_retry_delay: float = MAX_RETRY_DELAY):
         self.journal = journal
         self.process = process
         self.metrics = metrics
         self.concurrency = concurrency
         self.max_attempts = max_attempts
         self.retry_delay = retry_delay
-        self._lanes: dict[str, collections.deque[Delivery]] = {}
+        self.retry_for = retry_for
+        self.max_retry_delay = max_retry_delay
+        self._lanes: dict[str, collections.deque[Queued]] = {}
         self._ready: asyncio.Queue[str] = asyncio.Queue()
+        self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task] = []
         self._busy: set[asyncio.Task] = set()
         self._idle = asyncio.Event()
         self._idle.set()
         self._stopping = False
         self.pending = 0
+        self.journal_error: str | None = None
 
     async def start(self) -> int:
         """Resume what the journal holds unfinished, then start the workers; returns how many were resumed."""
+        given_up = await self.journal.recover(self.max_attempts)
+        for delivery_id in given_up:
+            logs.event("delivery failed: interrupted again and again", logging.ERROR, delivery=delivery_id)
+            self.metrics.deliveries.labels("unknown", "failed").inc()
         resumed = await self.journal.unfinished()
-        for delivery in resumed:
-            self.submit(delivery)
+        for queued in resumed:
+            self.submit(queued)
         self._tasks = [asyncio.create_task(self._work(), name=f"worker-{i}") for i in range(self.concurrency)]
         if resumed:
             logs.event("resuming unfinished deliveries", count=len(resumed))
         return len(resumed)
 
-    def submit(self, delivery: Delivery) -> None:
+    def submit(self, queued: Queued) -> None:
         self.pending += 1
         self._idle.clear()
         self.metrics.backlog.set(self.pending)
-        lane = self._lanes.get(delivery.lane)
+        lane = self._lanes.get(queued.lane)
         if lane is not None:
-            lane.append(delivery)  # the lane is queued or running: it picks this up in turn
+            lane.append(queued)  # the lane is queued, waiting or running: it picks this up in turn
             return
-        self._lanes[delivery.lane] = collections.deque([delivery])
-        self._ready.put_nowait(delivery.lane)
+        self._lanes[queued.lane] = collections.deque([queued])
+        self._schedule(queued.lane)
+
+    def _schedule(self, name: str) -> None:
+        head = self._lanes[name][0]
+        wait = (head.not_before or 0) - time.time()
+        if wait <= 0:
+            self._ready.put_nowait(name)
+            return
+        loop = asyncio.get_running_loop()
+        self._timers[name] = loop.call_later(wait, self._wake, name)
+
+    def _wake(self, name: str) -> None:
+        self._timers.pop(name, None)
+        if not self._stopping:
+            self._ready.put_nowait(name)
 
     async def _work(self) -> None:
         while not self._stopping:
@@ -61,52 +97,79 @@ class Workers:
             task = asyncio.current_task()
             self._busy.add(task)
             try:
-                await self._run(lane[0])
-            except Exception as exc:  # the journal itself failed: the row stays unfinished and resumes at start
-                logs.event("worker could not record a delivery", logging.ERROR, delivery=lane[0].id,
-                           error=f"{type(exc).__name__}: {exc}")
+                later = await self._run(lane[0])
             finally:
                 self._busy.discard(task)
+            if later is not None:  # stays at the head of its lane: nothing behind it overtakes it
+                lane[0] = dataclasses.replace(lane[0], not_before=later)
+                self._schedule(name)
+                continue
             lane.popleft()
             self.pending -= 1
             self.metrics.backlog.set(self.pending)
             if lane:
-                self._ready.put_nowait(name)
+                self._schedule(name)
             else:
                 del self._lanes[name]
             if self.pending == 0:
                 self._idle.set()
 
-    async def _run(self, d: Delivery) -> None:
-        with logs.context(delivery=d.id, event=d.event, action=d.action, repo=d.repo, pr=d.number):
-            while True:
-                attempt = await self.journal.start(d.seq)
-                if attempt > self.max_attempts:  # interrupted again and again: stop, don't crash-loop
-                    await self._fail(d, f"gave up after {attempt - 1} attempts")
-                    return
-                try:
-                    await self.process(d)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                    if attempt >= self.max_attempts:
-                        await self._fail(d, error, traceback.format_exc(limit=8))
-                        return
-                    delay = self.retry_delay * 2 ** (attempt - 1)
-                    logs.event("delivery failed, will retry", logging.WARNING, attempt=attempt, error=error,
-                               retry_in=delay)
-                    await asyncio.sleep(delay)
-                    continue
-                await self.journal.finish(d.seq, DONE)
-                self.metrics.deliveries.labels(d.event, "done").inc()
-                logs.event("delivery done", attempt=attempt)
-                return
+    async def _journal(self, op: Callable[[], Awaitable[T]]) -> T:
+        """A journal operation, tried until it succeeds: the delivery is never skipped for a full disk."""
+        pause = 0.1
+        while True:
+            try:
+                result = await op()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                if self.journal_error != error:
+                    logs.event("journal write failed; trying again", logging.ERROR, error=error)
+                self.journal_error = error
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, JOURNAL_RETRY_MAX)
+                continue
+            if self.journal_error is not None:
+                logs.event("journal writable again")
+                self.journal_error = None
+            return result
 
-    async def _fail(self, d: Delivery, error: str, trace: str | None = None) -> None:
-        await self.journal.finish(d.seq, FAILED, error)
-        self.metrics.deliveries.labels(d.event, "failed").inc()
-        logs.event("delivery failed", logging.ERROR, error=error, trace=trace)
+    async def _run(self, queued: Queued) -> float | None:
+        """Run one delivery; returns when to try it again, or None once it is finished either way."""
+        d = await self._journal(lambda: self.journal.load(queued.seq))
+        if d is None or d.status not in UNFINISHED:
+            return None  # finished meanwhile (e.g. `sweepbot redeliver` from another process)
+        with logs.context(delivery=d.id, event=d.event, action=d.action, repo=d.repo, pr=d.number):
+            attempt = await self._journal(lambda: self.journal.start(d.seq))
+            try:
+                await self.process(d)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                return await self._failed(d, attempt, exc)
+            await self._journal(lambda: self.journal.finish(d.seq, DONE))
+            self.metrics.deliveries.labels(d.event, "done").inc()
+            logs.event("delivery done", attempt=attempt)
+            return None
+
+    async def _failed(self, d: Delivery, attempt: int, exc: Exception) -> float | None:
+        kind = classify(exc)
+        error = f"{type(exc).__name__}: {exc}"
+        trace = traceback.format_exc(limit=8)
+        too_old = time.time() - d.received_at > self.retry_for
+        if kind == PERMANENT or (kind == BUG and attempt >= self.max_attempts) or (kind == TRANSIENT and too_old):
+            await self._journal(lambda: self.journal.finish(d.seq, FAILED, error))
+            self.metrics.deliveries.labels(d.event, "failed").inc()
+            logs.event("delivery failed", logging.ERROR, error=error, kind=kind, attempt=attempt, trace=trace)
+            return None
+        delay = retry_delay(kind, attempt, base=self.retry_delay, cap=self.max_retry_delay)
+        not_before = time.time() + delay
+        await self._journal(lambda: self.journal.retry_later(d.seq, not_before, error))
+        self.metrics.deliveries.labels(d.event, "retrying").inc()
+        logs.event("delivery failed, will retry", logging.WARNING, attempt=attempt, error=error, kind=kind,
+                   retry_in=round(delay, 2), trace=trace if kind == BUG else None)
+        return not_before
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self._idle.wait(), timeout)
@@ -114,6 +177,9 @@ class Workers:
     async def drain(self, timeout: float) -> int:
         """Stop taking work, let in-flight deliveries finish up to `timeout`; the rest stays for the next start."""
         self._stopping = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
         idle = [t for t in self._tasks if t not in self._busy]
         for task in idle:
             task.cancel()
@@ -128,3 +194,6 @@ class Workers:
         if left:
             logs.event("left for the next start", count=left)
         return left
+
+
+__all__ = ["Workers", "PERMANENT", "TRANSIENT", "BUG"]

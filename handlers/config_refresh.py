@@ -6,7 +6,7 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot.actions import Action, CloseIssue, Issue
+from bot.actions import Action, CloseIssue, Issue, ReloadConfig
 from bot.config import REPO_CONFIG_PATH
 from bot.processing import Context
 
@@ -24,13 +24,12 @@ async def refresh_config(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
     if data.get("ref") != f"refs/heads/{ctx.default_branch}" or not touches_config(data.get("commits") or []):
         return []
-    ctx.configs.invalidate(ctx.repo)
-    await ctx.configs.policy(ctx.gh, ctx.repo, ctx.default_branch)
-    problem = ctx.configs.problems.get(ctx.repo)
-    if problem is None:
+    loaded = await ctx.apply(ReloadConfig())
+    if loaded.outcome == "valid":
         return [CloseIssue(PURPOSE)]
     sha = data.get("after") or ""
+    last_good = loaded.data.get("last_good")
     body = ctx.render("config_invalid", path=REPO_CONFIG_PATH, commit_sha=sha[:12],
-                      commit_url=f"{data['repository']['html_url']}/commit/{sha}", errors=list(problem.errors),
-                      last_good=problem.last_good[:12] if problem.last_good else None)
+                      commit_url=f"{data['repository']['html_url']}/commit/{sha}", errors=list(loaded.data["errors"]),
+                      last_good=last_good[:12] if last_good else None)
     return [Issue(PURPOSE, ctx.templates.title("config_invalid"), body)]

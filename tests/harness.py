@@ -80,9 +80,9 @@ class Harness:
         return await self.bot.journal.get(delivery)
 
 
-async def start_harness(tmp_path, github: Any, key: str, **changes: Any) -> Harness:
+async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, **changes: Any) -> Harness:
     sleeps = Sleeps()
-    bot = Bot(settings(tmp_path, **changes), github_app(key, sleeps))
+    bot = Bot(settings(tmp_path, **changes), github_app(key, sleeps), router=router)
     await bot.start()
     client = TestClient(TestServer(make_app(bot)))
     await client.start_server()

@@ -19,7 +19,7 @@ async def gh(github, app_key):
 async def test_no_file_means_the_defaults(github, gh):
     configs = RepoConfigs()
     policy = await configs.policy(gh, REPO, "trunk")
-    assert policy == configs.defaults and REPO not in configs.problems
+    assert policy.to_dict() == configs.defaults and REPO not in configs.problems
 
 
 async def test_the_file_is_read_from_the_default_branch_only(github, gh):
@@ -61,7 +61,7 @@ async def test_an_invalid_file_keeps_the_last_good_one_and_records_why(github, g
 async def test_an_invalid_first_file_means_defaults_in_force(github, gh):
     configs = RepoConfigs()
     github.set_file(REPO, REPO_CONFIG_PATH, ": : :\n", ref="trunk")
-    assert await configs.policy(gh, REPO, "trunk") == configs.defaults
+    assert (await configs.policy(gh, REPO, "trunk")).to_dict() == configs.defaults
     assert configs.problems[REPO].last_good is None
 
 
@@ -70,3 +70,13 @@ async def test_a_github_failure_is_raised_not_mistaken_for_no_file(github, gh):
     github.fail_next("GET", REPO_CONFIG_PATH, 500, times=10)
     with pytest.raises(gidgethub.GitHubBroken):
         await RepoConfigs().policy(gh, REPO, "trunk")
+
+
+async def test_the_policy_handed_out_is_read_only(github, gh):
+    """Regression: handlers got the cached policy dict itself, so one delivery could change what the next saw."""
+    policy = await RepoConfigs().policy(gh, REPO, "trunk")
+    with pytest.raises(TypeError):
+        policy["paths"]["changelog"] = "elsewhere.yaml"
+    with pytest.raises(AttributeError):
+        policy["autolabels"].append({})
+    assert policy.paths["changelog"] == "inferencex-e2e/perf-changelog.yaml"

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import http
+import sqlite3
+import time
+
+import gidgethub
 
 from bot.journal import Journal, NewDelivery
 from bot.metrics import Metrics
@@ -73,10 +78,11 @@ async def test_a_delivery_interrupted_too_often_is_failed_not_crash_looped(tmp_p
     """Regression guard: a delivery that kills the process on every try must not be retried forever at start."""
     path = str(tmp_path / "j.db")
     journal = Journal(path)
-    await journal.record(new(0))
-    row = (await journal.unfinished())[0]
-    for _ in range(3):
-        await journal.start(row.seq)  # three starts that never finished
+    seq = await journal.record(new(0))
+    for _ in range(3):  # started, then the process died; each restart counts the interruption
+        await journal.start(seq)
+        assert await journal.recover(3) == []
+    await journal.start(seq)  # and a fourth time
     called = []
 
     async def process(d):
@@ -86,7 +92,8 @@ async def test_a_delivery_interrupted_too_often_is_failed_not_crash_looped(tmp_p
     await workers.start()
     await workers.wait_idle(5)
     assert called == []
-    assert (await journal.get("d0")).error == "gave up after 3 attempts"
+    row = await journal.get("d0")
+    assert (row.status, row.interrupted, row.error) == ("failed", 4, "interrupted by a crash more than 3 times")
     await workers.drain(1)
     journal.close()
 
@@ -108,8 +115,8 @@ async def test_drain_finishes_in_flight_work_and_leaves_the_rest_queued(tmp_path
     asyncio.get_running_loop().call_later(0.05, release.set)
     left = await workers.drain(2)
     assert left == 2
-    assert (await journal.get("d0")).status == "done"
-    assert [d.id for d in await journal.unfinished()] == ["d1", "d2"]
+    assert [(await journal.get(f"d{i}")).status for i in range(3)] == ["done", "queued", "queued"]
+    assert [q.seq for q in await journal.unfinished()] == [2, 3]
     journal.close()
 
 
@@ -127,7 +134,8 @@ async def test_drain_timeout_leaves_a_stuck_delivery_for_the_next_start(tmp_path
     await workers.drain(0.1)
     journal.close()
     reopened = Journal(path)
-    assert [(d.id, d.status) for d in await reopened.unfinished()] == [("d0", "running")]
+    assert (await reopened.get("d0")).status == "running"
+    assert [q.seq for q in await reopened.unfinished()] == [1]
     reopened.close()
 
 
@@ -139,13 +147,13 @@ async def test_concurrent_records_commit_together_and_duplicates_are_refused(tmp
     journal.close()
 
 
-async def test_a_journal_failure_does_not_kill_the_worker(tmp_path):
-    """Regression: an exception from the journal inside a worker ended that worker task for good, so its lane
-    (and every later delivery on it) was never processed again."""
+async def test_a_journal_failure_is_retried_in_place_and_order_holds(tmp_path):
+    """Regression: a delivery whose journal update failed was skipped in its lane and replayed after a restart
+    behind newer events, so a labeled/unlabeled pair could flip. Now the lane waits and tries again."""
     journal = Journal(str(tmp_path / "j.db"))
     await record(journal, new(0), new(1))
     real_start = journal.start
-    failures = iter([RuntimeError("disk full")])
+    failures = iter([sqlite3.OperationalError("database or disk is full")] * 2)
 
     async def flaky_start(seq):
         for exc in failures:
@@ -161,7 +169,96 @@ async def test_a_journal_failure_does_not_kill_the_worker(tmp_path):
     workers = Workers(journal, process, Metrics(), concurrency=1)
     await workers.start()
     await workers.wait_idle(5)
-    assert seen == ["d1"]  # d0 could not be started; the worker lived on and took the next one
-    assert [d.id for d in await journal.unfinished()] == ["d0"]  # left for the next start, not lost
+    assert seen == ["d0", "d1"]  # d0 first, once the journal took the write; nothing left behind
+    assert await journal.counts() == {"done": 2}
+    assert workers.journal_error is None
     await workers.drain(1)
+    journal.close()
+
+
+async def test_transient_failures_wait_in_the_journal_and_the_lane_waits_behind_them(tmp_path):
+    journal = Journal(str(tmp_path / "j.db"))
+    await record(journal, new(0), new(1), new(2, number=2))
+    seen: list[str] = []
+    outage = iter([True, True])
+
+    async def process(d):
+        seen.append(d.id)
+        if d.id == "d0" and next(outage, False):
+            raise gidgethub.GitHubBroken(http.HTTPStatus(502))
+
+    workers = Workers(journal, process, Metrics(), concurrency=2, retry_delay=0.05)
+    await workers.start()
+    await workers.wait_idle(5)
+    assert [d for d in seen if d != "d2"] == ["d0", "d0", "d0", "d1"]  # d1 only after d0 went through
+    assert seen.index("d2") < seen.index("d1")  # another PR's lane did not wait for this one
+    row = await journal.get("d0")
+    assert (row.status, row.attempts) == ("done", 3)
+    await workers.drain(1)
+    journal.close()
+
+
+async def test_a_permanent_failure_is_recorded_at_once(tmp_path):
+    """Regression: a 404 (the PR is gone) was retried 3 times anyway."""
+    journal = Journal(str(tmp_path / "j.db"))
+    await record(journal, new(0), new(1))
+    calls: list[str] = []
+
+    async def process(d):
+        calls.append(d.id)
+        if d.id == "d0":
+            raise gidgethub.BadRequest(http.HTTPStatus(404), "Not Found")
+
+    workers = Workers(journal, process, Metrics(), concurrency=1, retry_delay=0.01)
+    await workers.start()
+    await workers.wait_idle(5)
+    assert calls == ["d0", "d1"]
+    row = await journal.get("d0")
+    assert (row.status, row.attempts, row.error) == ("failed", 1, "BadRequest: Not Found")
+    await workers.drain(1)
+    journal.close()
+
+
+async def test_a_scheduled_retry_survives_a_restart(tmp_path):
+    path = str(tmp_path / "j.db")
+    journal = Journal(path)
+    await record(journal, new(0))
+
+    async def down(d):
+        raise gidgethub.GitHubBroken(http.HTTPStatus(503))
+
+    first = Workers(journal, down, Metrics(), concurrency=1, retry_delay=0.3)
+    await first.start()
+    for _ in range(100):
+        if (await journal.get("d0")).status == "retrying":
+            break
+        await asyncio.sleep(0.01)
+    await first.drain(1)
+    row = await journal.get("d0")
+    assert row.status == "retrying" and row.not_before > time.time() and row.error == "GitHubBroken: Service Unavailable"
+    seen = []
+
+    async def up(d):
+        seen.append((d.id, time.time() >= row.not_before))
+
+    second = Workers(journal, up, Metrics(), concurrency=1)
+    await second.start()
+    await second.wait_idle(5)
+    assert seen == [("d0", True)]  # resumed after the restart, and not before its time
+    await second.drain(1)
+    journal.close()
+
+
+async def test_the_backlog_holds_no_payloads(tmp_path):
+    """Regression: 10,000 queued deliveries held every payload in memory (297 MB); a restart loaded them all."""
+    journal = Journal(str(tmp_path / "j.db"))
+    for i in range(50):
+        await journal.record(NewDelivery(id=f"big{i}", event="pull_request", action="opened", repo="o/r", number=i,
+                                         installation=1, body=b"x" * 20000))
+    workers = Workers(journal, lambda d: asyncio.sleep(0), Metrics(), concurrency=1)
+    for queued in await journal.unfinished():
+        workers.submit(queued)
+    held = [q for lane in workers._lanes.values() for q in lane]
+    assert len(held) == 50 and all(not hasattr(q, "body") for q in held)
+    assert sum(len(repr(q)) for q in held) < 50 * 200
     journal.close()

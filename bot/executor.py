@@ -1,0 +1,380 @@
+"""The only writer to GitHub: applies each action once, recorded in the delivery's ledger, reconciling lost answers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+import cachetools
+import gidgethub
+
+from bot import actions as act
+from bot import logs
+from bot.actions import Result
+from bot.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue, fit, is_bots
+from bot.github import BEFORE_SEND, AmbiguousWrite
+from bot.journal import EFFECT_DONE, INTENDED, Effect, Journal
+
+if TYPE_CHECKING:
+    from bot.processing import Context
+
+RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
+DISPATCH_LOOKS = 4  # a dispatched run takes a few seconds to be listed: look this many times before giving up
+
+
+class Unreconciled(Exception):
+    """GitHub may have done this effect and its state does not say: it is not sent again blindly."""
+
+    def __init__(self, action: act.Action, reason: str):
+        super().__init__(f"{action.describe()}: {reason}")
+        self.action = action
+
+
+class Ledger(Protocol):
+    """The effects already done (or intended) for one delivery."""
+
+    def get(self, key: str) -> Effect | None: ...
+    async def intend(self, key: str) -> None: ...
+    async def complete(self, key: str, result: Result) -> None: ...
+
+
+class MemoryLedger:
+    """A ledger that lives as long as one run (`sweepbot receive`, tests)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Effect] = {}
+
+    def get(self, key: str) -> Effect | None:
+        return self.rows.get(key)
+
+    async def intend(self, key: str) -> None:
+        self.rows[key] = Effect(key, INTENDED, None, time.time())
+
+    async def complete(self, key: str, result: Result) -> None:
+        self.rows[key] = Effect(key, EFFECT_DONE, result.to_json(), None)
+
+
+class JournalLedger:
+    """The ledger of one journaled delivery: read once when it starts, each change synced before it matters."""
+
+    def __init__(self, journal: Journal, seq: int, rows: dict[str, Effect]):
+        self.journal, self.seq, self.rows = journal, seq, rows
+
+    @classmethod
+    async def load(cls, journal: Journal, seq: int) -> "JournalLedger":
+        return cls(journal, seq, await journal.effects(seq))
+
+    def get(self, key: str) -> Effect | None:
+        return self.rows.get(key)
+
+    async def intend(self, key: str) -> None:
+        await self.journal.intend(self.seq, key)
+        self.rows[key] = Effect(key, INTENDED, None, time.time())
+
+    async def complete(self, key: str, result: Result) -> None:
+        await self.journal.complete(self.seq, key, result.to_json())
+        self.rows[key] = Effect(key, EFFECT_DONE, result.to_json(), None)
+
+
+Perform = Callable[["Executor", Any], Awaitable[Result]]
+Reconcile = Callable[["Executor", Any], Awaitable[Result | None]]
+
+
+class Executor:
+    """Applies actions for one delivery; every GitHub write of the bot goes through here."""
+
+    def __init__(self, ctx: "Context", store: CommentStore, known_labels: cachetools.TTLCache, ledger: Ledger, *,
+                 request_window: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 on_unreconciled: Callable[[str], None] | None = None):
+        self.ctx = ctx
+        self.store = store
+        self.known_labels = known_labels  # (repo, label) pairs seen to exist, to spare a lookup per event
+        self.ledger = ledger
+        self.request_window = request_window
+        self.sleep = sleep
+        self.on_unreconciled = on_unreconciled or (lambda _text: None)
+        self.applied: list[tuple[act.Action, Result]] = []
+
+    async def apply(self, action: act.Action) -> Result:
+        kind = KINDS.get(type(action))
+        if kind is None:
+            raise TypeError(f"unknown action {action!r}")
+        if not kind.ledgered:
+            result = await kind.perform(self, action)
+        else:
+            result = await self._once(action, kind)
+        self.applied.append((action, result))
+        return result
+
+    async def _once(self, action: act.Action, kind: "Kind") -> Result:
+        key = action.key
+        row = self.ledger.get(key)
+        if row is not None and row.state == EFFECT_DONE:
+            return Result.from_json(row.result)
+        if row is not None and row.state == INTENDED:
+            # An earlier attempt sent this and its answer is lost (a crash, a timeout): wait out that request,
+            # then ask GitHub what happened.
+            wait = (row.intended_at or 0) + self.request_window - time.time()
+            if wait > 0:
+                logs.event("waiting out an earlier attempt before reconciling", key=key, seconds=round(wait, 1))
+                await self.sleep(wait)
+            found = await kind.reconcile(self, action)
+            if found is not None:
+                logs.event("effect found done by an earlier attempt", key=key, id=found.id)
+                await self.ledger.complete(key, found)
+                return found
+            if not kind.resendable:
+                raise self._unreconciled(action, "an earlier attempt may have sent it; GitHub does not show it")
+        try:
+            result = await self._send(action, kind)
+        except AmbiguousWrite as exc:
+            logs.event("write answer lost, reconciling", key=key, error=str(exc))
+            found = await self._look_again(action, kind)
+            if found is not None:
+                await self.ledger.complete(key, found)
+                return found
+            if not kind.resendable:
+                raise self._unreconciled(action, str(exc)) from exc
+            result = await self._send(action, kind)  # GitHub shows no trace of it: one more send, then give up
+        await self.ledger.complete(key, result)
+        return result
+
+    async def _send(self, action: act.Action, kind: "Kind") -> Result:
+        key = action.key
+        token = BEFORE_SEND.set(lambda: self.ledger.intend(key))
+        try:
+            return await kind.perform(self, action)
+        finally:
+            BEFORE_SEND.reset(token)
+
+    async def _look_again(self, action: act.Action, kind: "Kind") -> Result | None:
+        for look in range(kind.looks):
+            await self.sleep(RECONCILE_DELAY * (look + 1))
+            found = await kind.reconcile(self, action)
+            if found is not None:
+                return found
+        return None
+
+    def _unreconciled(self, action: act.Action, reason: str) -> Unreconciled:
+        exc = Unreconciled(action, reason)
+        self.on_unreconciled(str(exc))
+        logs.event("effect could not be reconciled; not sending it again", error=str(exc))
+        return exc
+
+    # -- comments ------------------------------------------------------------------------------
+
+    def _truncated_note(self, limit: int) -> str:
+        return self.ctx.templates.render("truncated", limit=limit)
+
+    async def comment(self, action: act.Comment) -> Result:
+        body = fit(action.purpose, action.body, self._truncated_note)
+        outcome, comment = await self.store.upsert(
+            self.ctx.gh, self.ctx.repo, action.number, action.purpose, body, self.ctx.bot_login,
+            only_if_missing=action.only_if_missing, listing=lambda: self.ctx.comments(action.number),
+        )
+        if outcome == CREATED:
+            (await self.ctx.comments(action.number)).append(comment)
+        return Result(outcome, comment.get("id"))
+
+    async def find_comment(self, action: act.Comment) -> Result | None:
+        self.ctx.forget(("comments", action.number))
+        listing = await self.ctx.comments(action.number)
+        found = await self.store.find(self.ctx.gh, self.ctx.repo, action.number, action.purpose, self.ctx.bot_login,
+                                      listing, trust_memory=False)
+        if found is None:
+            return None
+        return await self.comment(action)  # now it is found: edited if its body differs, else left alone
+
+    # -- labels --------------------------------------------------------------------------------
+
+    async def add_labels(self, action: act.AddLabels) -> Result:
+        await self.ctx.gh.post(f"/repos/{self.ctx.repo}/issues/{action.number}/labels",
+                               data={"labels": list(action.labels)})
+        self.ctx.forget(("labels", action.number))
+        return Result("added")
+
+    async def find_labels(self, action: act.AddLabels) -> Result | None:
+        self.ctx.forget(("labels", action.number))
+        have = {name.casefold() for name in await self.ctx.labels(action.number)}
+        return Result("added") if all(n.casefold() in have for n in action.labels) else None
+
+    async def remove_label(self, action: act.RemoveLabel) -> Result:
+        name = urllib.parse.quote(action.label, safe="")
+        try:
+            await self.ctx.gh.delete(f"/repos/{self.ctx.repo}/issues/{action.number}/labels/{name}")
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:  # already gone: the goal is met
+                raise
+            return Result("absent")
+        self.ctx.forget(("labels", action.number))
+        return Result("removed")
+
+    async def ensure_label(self, action: act.EnsureLabel) -> Result:
+        if (self.ctx.repo, action.name) in self.known_labels:
+            return Result("exists")
+        if await self.find_label(action) is not None:
+            return Result("exists")
+        try:
+            await self.ctx.gh.post(f"/repos/{self.ctx.repo}/labels", data={
+                "name": action.name, "color": action.color, "description": action.description})
+        except gidgethub.InvalidField:
+            pass  # created meanwhile by someone else
+        self.known_labels[(self.ctx.repo, action.name)] = True
+        return Result("created")
+
+    async def find_label(self, action: act.EnsureLabel) -> Result | None:
+        try:
+            await self.ctx.gh.getitem(f"/repos/{self.ctx.repo}/labels/{urllib.parse.quote(action.name, safe='')}")
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:
+                raise
+            return None
+        self.known_labels[(self.ctx.repo, action.name)] = True
+        return Result("created")
+
+    # -- issues --------------------------------------------------------------------------------
+
+    async def issue(self, action: act.Issue) -> Result:
+        gh, repo = self.ctx.gh, self.ctx.repo
+        body = fit(action.purpose, action.body, self._truncated_note)
+        issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
+        if issue is None:
+            created = await gh.post(f"/repos/{repo}/issues", data={"title": action.title, "body": body})
+            return Result("created", created.get("number"))
+        if issue.get("body") == body and issue.get("title") == action.title:
+            return Result("unchanged", issue["number"])
+        await gh.patch(f"/repos/{repo}/issues/{issue['number']}", data={"title": action.title, "body": body})
+        return Result("updated", issue["number"])
+
+    async def find_issue(self, action: act.Issue) -> Result | None:
+        if await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login) is None:
+            return None
+        return await self.issue(action)
+
+    async def close_issue(self, action: act.CloseIssue) -> Result:
+        issue = await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)
+        if issue is None:
+            return Result("absent")
+        await self.ctx.gh.patch(f"/repos/{self.ctx.repo}/issues/{issue['number']}", data={"state": "closed"})
+        return Result("closed", issue["number"])
+
+    # -- reactions -----------------------------------------------------------------------------
+
+    def _reactions_url(self, comment_id: int) -> str:
+        return f"/repos/{self.ctx.repo}/issues/comments/{comment_id}/reactions"
+
+    async def react(self, action: act.React) -> Result:
+        made = await self.ctx.gh.post(self._reactions_url(action.comment_id), data={"content": action.content})
+        return Result("reacted", made.get("id"))
+
+    async def find_reaction(self, action: act.React | act.Unreact) -> Result | None:
+        url = f"{self._reactions_url(action.comment_id)}?content={action.content}&per_page={PER_PAGE}"
+        async for reaction in self.ctx.gh.getiter(url):
+            if is_bots(reaction, self.ctx.bot_login) and reaction.get("content") == action.content:
+                return Result("reacted", reaction["id"])
+        return None
+
+    async def unreact(self, action: act.Unreact) -> Result:
+        found = await self.find_reaction(action)
+        if found is None:
+            return Result("absent")
+        try:
+            await self.ctx.gh.delete(f"{self._reactions_url(action.comment_id)}/{found.id}")
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:
+                raise
+        return Result("removed", found.id)
+
+    # -- workflow dispatch ---------------------------------------------------------------------
+
+    def _workflow_url(self, workflow: str) -> str:
+        return f"/repos/{self.ctx.repo}/actions/workflows/{urllib.parse.quote(workflow, safe='')}"
+
+    async def dispatch(self, action: act.DispatchWorkflow) -> Result:
+        answer = await self.ctx.gh.post(f"{self._workflow_url(action.workflow)}/dispatches", data={
+            "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
+        run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
+        if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
+            found = await self._look_again(action, KINDS[act.DispatchWorkflow])
+            if found is None:
+                raise self._unreconciled(action, "dispatched, but its run is not listed yet")
+            return found
+        return Result("dispatched", int(run_id), {"html_url": answer.get("html_url")})
+
+    async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
+        query = {"branch": action.ref, "event": "workflow_dispatch", "per_page": str(PER_PAGE)}
+        if action.head_sha:
+            query["head_sha"] = action.head_sha
+        url = f"{self._workflow_url(action.workflow)}/runs?{urllib.parse.urlencode(query)}"
+        async for run in self.ctx.gh.getiter(url, iterable_key="workflow_runs"):
+            names = f"{run.get('name') or ''} {run.get('display_title') or ''}"
+            if action.dispatch_id in names:
+                return Result("dispatched", run["id"], {"html_url": run.get("html_url")})
+        return None
+
+    # -- configuration -------------------------------------------------------------------------
+
+    async def reload_config(self, _action: act.ReloadConfig) -> Result:
+        return await reload_config(self.ctx)
+
+
+async def reload_config(ctx: "Context") -> Result:
+    """A read, so a dry run does it for real too and the plan after it is true."""
+    ctx.configs.invalidate(ctx.repo)
+    await ctx.configs.policy(ctx.gh, ctx.repo, ctx.default_branch)
+    problem = ctx.configs.problems.get(ctx.repo)
+    if problem is None:
+        return Result("valid")
+    return Result("invalid", data={"errors": list(problem.errors), "last_good": problem.last_good})
+
+
+class Kind:
+    """How one action type is performed, found again after a lost answer, and whether it may be sent again."""
+
+    def __init__(self, perform: Perform, reconcile: Reconcile | None = None, *, resendable: bool = True,
+                 ledgered: bool = True, looks: int = 1):
+        self.perform = perform
+        self.reconcile = reconcile or _nothing_to_find
+        self.resendable = resendable
+        self.ledgered = ledgered
+        self.looks = looks
+
+
+async def _nothing_to_find(_executor: Executor, _action: Any) -> Result | None:
+    return None
+
+
+KINDS: dict[type, Kind] = {
+    act.Comment: Kind(Executor.comment, Executor.find_comment),
+    act.AddLabels: Kind(Executor.add_labels, Executor.find_labels),
+    act.RemoveLabel: Kind(Executor.remove_label),
+    act.EnsureLabel: Kind(Executor.ensure_label, Executor.find_label),
+    act.Issue: Kind(Executor.issue, Executor.find_issue),
+    act.CloseIssue: Kind(Executor.close_issue),
+    act.React: Kind(Executor.react, Executor.find_reaction),
+    act.Unreact: Kind(Executor.unreact),
+    # A second sweep costs hours of GPU nodes: never resent unless GitHub shows the first did not start.
+    act.DispatchWorkflow: Kind(Executor.dispatch, Executor.find_run, resendable=False, looks=DISPATCH_LOOKS),
+    act.ReloadConfig: Kind(Executor.reload_config, ledgered=False),
+}
+
+
+class DryRun:
+    """Stands in for the executor in a dry run: prints each action in full and returns placeholders."""
+
+    def __init__(self, ctx: "Context", say: Callable[[str], None]):
+        self.ctx, self.say = ctx, say
+        self.applied: list[tuple[act.Action, Result]] = []
+
+    async def apply(self, action: act.Action) -> Result:
+        if isinstance(action, act.ReloadConfig):
+            result = await reload_config(self.ctx)
+        else:
+            self.say(f"would {action.describe()}")
+            for line in (getattr(action, "body", "") or "").splitlines():
+                self.say(f"    | {line}")
+            result = Result("planned", 0)
+        self.applied.append((action, result))
+        return result
