@@ -27,7 +27,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from bot.memory_github import InMemoryGitHub, RecordedRequest  # noqa: E402
+from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 FORK = "partner/InferenceX"

@@ -8,7 +8,7 @@ from typing import Any, Callable, TextIO
 import httpx
 
 from bot.github import GitHubApp, RetryPolicy, WritePacer
-from bot.memory_github import InMemoryGitHub
+from bot.testing import InMemoryGitHub
 from bot.metrics import Metrics
 
 DEMO_REPO = "demo-org/InferenceX"

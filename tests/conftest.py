@@ -1,7 +1,7 @@
 import pytest
 import respx
 
-from bot.memory_github import InMemoryGitHub
+from bot.testing import InMemoryGitHub
 
 
 @pytest.fixture

@@ -191,7 +191,7 @@ async def test_writes_are_paced_per_installation():
 
 async def test_github_api_url_is_honoured(github, app_key):
     """GitHub Enterprise: every request goes to GITHUB_API_URL, none to api.github.com."""
-    from bot.memory_github import InMemoryGitHub
+    from bot.testing import InMemoryGitHub
     from bot.github import GitHubApp
     from bot.metrics import Metrics
 

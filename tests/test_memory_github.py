@@ -15,7 +15,7 @@ import respx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from bot.memory_github import InMemoryGitHub, RecordedRequest
+from bot.testing import InMemoryGitHub, RecordedRequest
 
 REPO = "org/bench"
 

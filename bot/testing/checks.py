@@ -1,0 +1,146 @@
+"""Check runs: create, update, get, and list for a commit."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from bot.testing.core import R, GitHubCore
+from bot.testing.model import CHECK_TEXT_MAX, NOT_FOUND, Call, Repo, Reply, not_supplied, unprocessable
+
+CHECK_STATUSES = ("queued", "in_progress", "completed")
+CHECK_CONCLUSIONS = (
+    "action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out",
+)
+CREATE_DOC = "checks/runs#create-a-check-run"
+UPDATE_DOC = "checks/runs#update-a-check-run"
+
+
+class ChecksMixin(GitHubCore):
+    ROUTES = [
+        ("POST", R + "/check-runs", "post_check_run"),
+        ("GET", R + "/check-runs/{id}", "get_check_run"),
+        ("PATCH", R + "/check-runs/{id}", "patch_check_run"),
+        ("GET", R + "/commits/{ref}/check-runs", "list_check_runs"),
+    ]
+
+    def check_runs(self, full_name: str, head_sha: str | None = None) -> list[dict[str, Any]]:
+        """Every check run (oldest first), or those on one commit."""
+        runs = self._repo(full_name).check_runs.values()
+        return [copy.deepcopy(r) for r in runs if head_sha in (None, r["head_sha"])]
+
+    def _route_post_check_run(self, call: Call, repo: Repo) -> tuple[int, Any]:
+        body = call.fields
+        missing = [f for f in ("name", "head_sha") if not isinstance(body.get(f), str) or not body[f]]
+        if missing:
+            raise not_supplied(*missing, doc=CREATE_DOC)
+        fields = _check_fields(body, CREATE_DOC)
+        check_id = self._next_id()
+        stamp = self._stamp()
+        run: dict[str, Any] = {
+            "id": check_id,
+            "name": body["name"],
+            "head_sha": body["head_sha"],
+            "external_id": body.get("external_id") or "",
+            "details_url": body.get("details_url"),
+            "url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{check_id}",
+            "html_url": f"{repo.json['html_url']}/runs/{check_id}",
+            "status": "queued",
+            "conclusion": None,
+            "started_at": stamp,
+            "completed_at": None,
+            "output": {"title": None, "summary": None, "text": None, "annotations_count": 0,
+                       "annotations_url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{check_id}/annotations"},
+            "check_suite": {"id": self._next_id()},
+            "app": {"id": self.app_id, "slug": self.app_slug, "name": self.app_slug},
+            "pull_requests": [],
+        }
+        _apply(run, fields, stamp)
+        repo.check_runs[check_id] = run
+        return 201, copy.deepcopy(run)
+
+    def _route_get_check_run(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
+        return 200, copy.deepcopy(self._check_run(repo, id))
+
+    def _route_patch_check_run(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
+        run = self._check_run(repo, id)
+        body = call.fields
+        if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
+            raise not_supplied("name", doc=UPDATE_DOC)
+        fields = _check_fields(body, UPDATE_DOC)
+        if "name" in body:
+            run["name"] = body["name"]
+        for key in ("external_id", "details_url"):
+            if key in body:
+                run[key] = body[key]
+        _apply(run, fields, self._stamp())
+        return 200, copy.deepcopy(run)
+
+    def _route_list_check_runs(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any, dict[str, str]]:
+        sha = self._branch_sha(repo, ref) or ref
+        runs = [r for r in repo.check_runs.values() if r["head_sha"] == sha]
+        if call.query.get("check_name"):
+            runs = [r for r in runs if r["name"] == call.query["check_name"]]
+        if call.query.get("status"):
+            runs = [r for r in runs if r["status"] == call.query["status"]]
+        if call.query.get("filter", "latest") == "latest":
+            newest: dict[str, dict[str, Any]] = {}
+            for r in runs:
+                newest[r["name"]] = r
+            runs = list(newest.values())
+        runs = sorted(runs, key=lambda r: r["id"], reverse=True)
+        return self._paginate_wrapped(call, "check_runs", copy.deepcopy(runs))
+
+    def _check_run(self, repo: Repo, check_id: int) -> dict[str, Any]:
+        run = repo.check_runs.get(check_id)
+        if run is None:
+            raise Reply(404, NOT_FOUND)
+        return run
+
+
+def _check_fields(body: dict[str, Any], doc: str) -> dict[str, Any]:
+    """The status, conclusion and output a create or update asks for, refused where GitHub refuses them."""
+    out: dict[str, Any] = {}
+    status = body.get("status")
+    conclusion = body.get("conclusion")
+    if status is not None:
+        if status not in CHECK_STATUSES:
+            raise unprocessable(f"Invalid request.\n\nFor 'properties/status', {json.dumps(status)} is not a member "
+                                f"of {json.dumps(list(CHECK_STATUSES))}.", doc=doc)
+        out["status"] = status
+    if conclusion is not None:
+        if conclusion not in CHECK_CONCLUSIONS:
+            raise unprocessable(f"Invalid request.\n\nFor 'properties/conclusion', {json.dumps(conclusion)} is not a "
+                                f"member of {json.dumps(list(CHECK_CONCLUSIONS))}.", doc=doc)
+        out["status"], out["conclusion"] = "completed", conclusion  # a conclusion completes the run
+    elif status == "completed":
+        raise not_supplied("conclusion", doc=doc)
+    output = body.get("output")
+    if output is not None:
+        if not isinstance(output, dict):
+            raise unprocessable(f"Invalid request.\n\nFor 'properties/output', {json.dumps(output)} is not an object.",
+                                doc=doc)
+        missing = [f for f in ("title", "summary") if not output.get(f)]
+        if missing:
+            raise not_supplied(*missing, doc=doc)
+        for key in ("summary", "text"):
+            value = output.get(key)
+            if isinstance(value, str) and len(value) > CHECK_TEXT_MAX:
+                raise unprocessable(f"Invalid request.\n\nOnly {CHECK_TEXT_MAX} characters are allowed in "
+                                    f"output.{key}; {len(value)} were supplied.", doc=doc)
+        out["output"] = {k: output.get(k) for k in ("title", "summary", "text")}
+    return out
+
+
+def _apply(run: dict[str, Any], fields: dict[str, Any], stamp: str) -> None:
+    if "output" in fields:
+        run["output"].update(fields["output"])
+    if "status" in fields:
+        run["status"] = fields["status"]
+        if fields["status"] != "completed":
+            run["conclusion"], run["completed_at"] = None, None
+    if "conclusion" in fields:
+        run["conclusion"] = fields["conclusion"]
+    if run["status"] == "completed" and run["completed_at"] is None:
+        run["completed_at"] = stamp

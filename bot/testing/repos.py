@@ -1,0 +1,178 @@
+"""Repositories: their JSON, files (contents API), branches, collaborator permissions, repository_dispatch."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from bot.testing.core import R, GitHubCore
+from bot.testing.model import (
+    NOT_FOUND,
+    Call,
+    Repo,
+    Reply,
+    blob_sha,
+    fake_sha,
+    not_supplied,
+    unprocessable,
+    user_json,
+    wrapped_base64,
+)
+
+# The `permission` field is GitHub's legacy one: maintain reads as write, triage as read.
+# `role_name` carries the real role.
+LEGACY_PERMISSION = {
+    "admin": "admin", "maintain": "write", "write": "write",
+    "triage": "read", "read": "read", "none": "none",
+}
+EVENT_TYPE_MAX = 100
+CLIENT_PAYLOAD_MAX_KEYS = 10
+DISPATCH_DOC = "repos/repos#create-a-repository-dispatch-event"
+
+
+class ReposMixin(GitHubCore):
+    ROUTES = [
+        ("GET", R, "get_repo"),
+        ("GET", R + "/contents/{path}", "get_contents"),
+        ("GET", R + "/collaborators/{user}/permission", "get_permission"),
+        ("POST", R + "/dispatches", "post_repository_dispatch"),
+    ]
+
+    # ---- state setup ----------------------------------------------------------------------
+
+    def add_repo(
+        self,
+        full_name: str,
+        *,
+        default_branch: str = "main",
+        installation_id: int | None = 1,
+        private: bool = False,
+        owner_type: str = "Organization",
+        fork: bool = False,
+    ) -> dict[str, Any]:
+        if full_name.lower() in self._repos:
+            raise ValueError(f"repository {full_name} already exists")
+        owner, name = full_name.split("/")
+        owner_json = self._know(owner, owner_type)
+        repo_json = {
+            "id": self._next_id(),
+            "name": name,
+            "full_name": full_name,
+            "owner": owner_json,
+            "private": private,
+            "visibility": "private" if private else "public",
+            "fork": fork,
+            "default_branch": default_branch,
+            "html_url": f"{self.web_url}/{full_name}",
+            "url": f"{self.base_url}/repos/{full_name}",
+        }
+        self._repos[full_name.lower()] = Repo(repo_json, installation_id)
+        if installation_id is not None:
+            self._installations.setdefault(installation_id, {"id": installation_id, "account": owner_json})
+        return repo_json
+
+    def set_file(self, full_name: str, path: str, content: str | bytes, *, ref: str | None = None) -> None:
+        repo = self._repo(full_name)
+        data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+        repo.files.setdefault(ref or repo.json["default_branch"], {})[path.lstrip("/")] = data
+
+    def delete_file(self, full_name: str, path: str, *, ref: str | None = None) -> None:
+        repo = self._repo(full_name)
+        repo.files.get(ref or repo.json["default_branch"], {}).pop(path.lstrip("/"), None)
+
+    def set_permission(self, full_name: str, login: str, permission: str) -> None:
+        if permission not in LEGACY_PERMISSION:
+            raise ValueError(f"unknown permission {permission!r}")
+        self._know(login)
+        self._repo(full_name).permissions[login.lower()] = permission
+
+    def set_branch(self, full_name: str, branch: str, sha: str) -> None:
+        """Branch `branch` of the repository now points at `sha` (what a workflow dispatched on it runs)."""
+        self._repo(full_name).branches[_branch_name(branch)] = sha
+
+    def branch_sha(self, full_name: str, branch: str) -> str | None:
+        """The head sha of a branch: one set with `set_branch`, else the head of an open same-repository PR
+        from that branch, else a stable made-up sha for the default branch; None for an unknown branch."""
+        return self._branch_sha(self._repo(full_name), branch)
+
+    def _branch_sha(self, repo: Repo, branch: str) -> str | None:
+        name = _branch_name(branch)
+        if name in repo.branches:
+            return repo.branches[name]
+        for item in reversed(list(repo.items.values())):
+            head = item.get("head")
+            if head and head["ref"] == name and head["repo"]["full_name"].lower() == repo.full_name.lower():
+                return head["sha"]
+        if name == repo.json["default_branch"]:
+            return fake_sha(repo.full_name, name)
+        return None
+
+    # ---- inspection -----------------------------------------------------------------------
+
+    def has_repo(self, full_name: str) -> bool:
+        return full_name.lower() in self._repos
+
+    @property
+    def repos(self) -> dict[str, dict[str, Any]]:
+        """Full name -> repository JSON, for every repository added (forks included)."""
+        return {repo.full_name: repo.json for repo in self._repos.values()}
+
+    def repository_dispatches(self, full_name: str) -> list[dict[str, Any]]:
+        """Every accepted `POST /dispatches`: {"event_type", "client_payload", "sender", "created_at"}, oldest first."""
+        return copy.deepcopy(self._repo(full_name).dispatches)
+
+    # ---- routes ---------------------------------------------------------------------------
+
+    def _route_get_repo(self, call: Call, repo: Repo) -> tuple[int, Any]:
+        return 200, copy.deepcopy(repo.json)
+
+    def _route_get_contents(self, call: Call, repo: Repo, path: str) -> tuple[int, Any]:
+        ref = call.query.get("ref") or repo.json["default_branch"]
+        data = repo.files.get(ref, {}).get(path.strip("/"))
+        if data is None:
+            raise Reply(404, NOT_FOUND)
+        return 200, {
+            "type": "file",
+            "encoding": "base64",
+            "size": len(data),
+            "name": path.rsplit("/", 1)[-1],
+            "path": path.strip("/"),
+            "content": wrapped_base64(data),
+            "sha": blob_sha(data),
+            "html_url": f"{repo.json['html_url']}/blob/{ref}/{path.strip('/')}",
+        }
+
+    def _route_get_permission(self, call: Call, repo: Repo, user: str) -> tuple[int, Any]:
+        role = repo.permissions.get(user.lower())
+        if role is None:
+            known = user.lower() in self._known_users and not repo.json["private"]
+            role = "read" if known else "none"
+        return 200, {"permission": LEGACY_PERMISSION[role], "role_name": role, "user": user_json(user)}
+
+    def _route_post_repository_dispatch(self, call: Call, repo: Repo) -> tuple[int, Any]:
+        body = call.fields
+        event_type = body.get("event_type")
+        if not isinstance(event_type, str) or not event_type:
+            raise not_supplied("event_type", doc=DISPATCH_DOC)
+        if len(event_type) > EVENT_TYPE_MAX:
+            raise unprocessable(f"Invalid request.\n\nevent_type is too long (maximum is {EVENT_TYPE_MAX} characters).",
+                                doc=DISPATCH_DOC)
+        payload = body.get("client_payload", {})
+        if not isinstance(payload, dict):
+            raise unprocessable(f"Invalid request.\n\nFor 'properties/client_payload', {json.dumps(payload)} "
+                                "is not an object.", doc=DISPATCH_DOC)
+        if len(payload) > CLIENT_PAYLOAD_MAX_KEYS:
+            raise unprocessable(f"Invalid request.\n\nNo more than {CLIENT_PAYLOAD_MAX_KEYS} properties are allowed; "
+                                f"{len(payload)} were supplied.", doc=DISPATCH_DOC)
+        repo.dispatches.append({
+            "event_type": event_type,
+            "client_payload": copy.deepcopy(payload),
+            "sender": call.actor["login"],
+            "created_at": self._stamp(),
+        })
+        return 204, None
+
+
+def _branch_name(ref: str) -> str:
+    return ref.removeprefix("refs/heads/")
