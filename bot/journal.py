@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from bot.lanes import lane
+
 # Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
 MIGRATIONS = (
     """
@@ -107,6 +109,7 @@ class NewDelivery:
     installation: int | None
     body: bytes
     status: str = QUEUED
+    sha: str | None = None  # head SHA of a run or suite that does not name its PR
 
     def queued(self, seq: int) -> Queued:
         """The journal row this delivery became, as the workers hold it."""
@@ -114,12 +117,7 @@ class NewDelivery:
 
     @property
     def lane(self) -> str:
-        """Deliveries in one lane are processed in arrival order; lanes run concurrently."""
-        if self.repo and self.number is not None:
-            return f"{self.repo}#{self.number}"
-        if self.repo:
-            return self.repo
-        return f"delivery:{self.id}"
+        return lane(self.repo, self.number, self.sha, self.id)
 
 
 class Journal:
@@ -256,6 +254,17 @@ class Journal:
                 " WHERE id=?", (QUEUED, delivery_id)
             )
             return _fetch_one(conn, "WHERE id=?", (delivery_id,), with_body=True)
+
+        return await self._submit(op)
+
+    async def relane(self, seq: int, number: int) -> str:
+        """A delivery found to belong to PR `number`: it moves to that PR's lane; returns the lane."""
+
+        def op(conn: sqlite3.Connection) -> str:
+            repo = conn.execute("SELECT repo FROM deliveries WHERE seq=?", (seq,)).fetchone()[0]
+            name = lane(repo, number, None, "")
+            conn.execute("UPDATE deliveries SET number=?, lane=? WHERE seq=?", (number, name, seq))
+            return name
 
         return await self._submit(op)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot import logs
+from bot import lanes, logs
 from bot.config import Settings
 from bot.github import GitHubApp
 from bot.executor import JournalLedger
@@ -45,13 +45,28 @@ class Bot:
         if self.settings.workers > 0:
             self.workers = Workers(self.journal, self.handle, self.metrics, concurrency=self.settings.workers,
                                    max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay,
-                                   retry_for=self.settings.retry_for)
+                                   retry_for=self.settings.retry_for, resolve=self.pr_of_sha)
             await self.workers.start()
 
     def enqueue(self, new: NewDelivery, seq: int) -> None:
         if self.workers is None:
             return  # intake only (SWEEPBOT_WORKERS=0): stays queued in the journal for the next start
         self.workers.submit(new.queued(seq))
+
+    async def pr_of_sha(self, d: Delivery) -> int | None:
+        """The open PR whose head is this SHA (a fork's run names no PR), from GitHub."""
+        found = lanes.unresolved_sha(d.lane)
+        if found is None or d.installation is None:
+            return None
+        repo, sha = found
+        gh = await self.app.client(d.installation)
+        for pr in await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"):
+            if pr.get("state") == "open":
+                return int(pr["number"])
+        async for pr in gh.getiter(f"/repos/{repo}/pulls?state=open&per_page=100"):
+            if (pr.get("head") or {}).get("sha") == sha:
+                return int(pr["number"])
+        return None
 
     async def handle(self, d: Delivery) -> None:
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)

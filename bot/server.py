@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from gidgethub import sansio
 
-from bot import logs
+from bot import lanes, logs
 from bot.journal import IGNORED, QUEUED, NewDelivery
 from bot.metrics import CONTENT_TYPE
 
@@ -155,16 +155,13 @@ def parse_payload(body: bytes) -> dict[str, Any]:
 
 def describe(event: str, data: dict[str, Any], delivery_id: str, body: bytes, wanted: bool) -> NewDelivery:
     repo = (data.get("repository") or {}).get("full_name")
-    number = None
-    for key in ("pull_request", "issue"):
-        if isinstance(data.get(key), dict) and isinstance(data[key].get("number"), int):
-            number = data[key]["number"]
-            break
+    number = lanes.pr_number(event, data)
     installation = (data.get("installation") or {}).get("id")
     return NewDelivery(
         id=delivery_id, event=event, action=data.get("action") if isinstance(data.get("action"), str) else None,
         repo=repo, number=number, installation=installation if isinstance(installation, int) else None,
         body=body, status=QUEUED if wanted else IGNORED,
+        sha=lanes.head_sha(event, data) if number is None else None,
     )
 
 

@@ -18,9 +18,11 @@ from typing import Awaitable, Callable, TypeVar
 from bot import logs
 from bot.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
 from bot.journal import DONE, FAILED, UNFINISHED, Delivery, Journal, Queued
+from bot.lanes import unresolved_sha
 from bot.metrics import Metrics
 
 Process = Callable[[Delivery], Awaitable[None]]
+Resolve = Callable[[Delivery], Awaitable["int | None"]]
 T = TypeVar("T")
 
 RETRY_FOR = 6 * 3600.0  # transient failures are retried this long after the delivery arrived
@@ -31,8 +33,9 @@ JOURNAL_RETRY_MAX = 30.0  # longest pause between tries of a journal write that 
 class Workers:
     def __init__(self, journal: Journal, process: Process, metrics: Metrics, *, concurrency: int = 8,
                  max_attempts: int = 3, retry_delay: float = 2.0, retry_for: float = RETRY_FOR,
-                 max_retry_delay: float = MAX_RETRY_DELAY):
+                 max_retry_delay: float = MAX_RETRY_DELAY, resolve: Resolve | None = None):
         self.journal = journal
+        self.resolve = resolve
         self.process = process
         self.metrics = metrics
         self.concurrency = concurrency
@@ -140,6 +143,8 @@ class Workers:
         d = await self._journal(lambda: self.journal.load(queued.seq))
         if d is None or d.status not in UNFINISHED:
             return None  # finished meanwhile (e.g. `sweepbot redeliver` from another process)
+        if self.resolve is not None and unresolved_sha(queued.lane) and await self._moved_to_its_pr(d):
+            return None
         with logs.context(delivery=d.id, event=d.event, action=d.action, repo=d.repo, pr=d.number):
             attempt = await self._journal(lambda: self.journal.start(d.seq))
             try:
@@ -152,6 +157,21 @@ class Workers:
             self.metrics.deliveries.labels(d.event, "done").inc()
             logs.event("delivery done", attempt=attempt)
             return None
+
+    async def _moved_to_its_pr(self, d: Delivery) -> bool:
+        """Find the PR of a SHA-only delivery and move it to the end of that PR's lane."""
+        try:
+            number = await self.resolve(d)
+        except Exception as exc:  # GitHub cannot say now: run it where it is rather than hold it
+            logs.event("could not find the PR of a head SHA", logging.WARNING, delivery=d.id,
+                       error=f"{type(exc).__name__}: {exc}")
+            return False
+        if number is None:
+            return False
+        name = await self._journal(lambda: self.journal.relane(d.seq, number))
+        logs.event("delivery moved to its PR's lane", delivery=d.id, lane=name)
+        self.submit(Queued(d.seq, name))
+        return True
 
     async def _failed(self, d: Delivery, attempt: int, exc: Exception) -> float | None:
         kind = classify(exc)

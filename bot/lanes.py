@@ -1,0 +1,79 @@
+"""Which PR a delivery belongs to, so that every write to one PR's comments runs in one lane, one at a time.
+
+Most events name their PR. A `workflow_run` or `check_suite` from a fork names only its head SHA (GitHub
+leaves `pull_requests` empty for forks): such a delivery goes to a SHA lane first, and the worker finds the
+PR for that SHA before running it, then moves it into the PR's lane.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+MAX_NUMBER = 2**31 - 1
+SHA = re.compile(r"[0-9a-f]{40}")
+PR_NUMBER_FIELDS = ("pr-number", "pr_number")  # repository_dispatch client_payload keys the results service uses
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if 0 < value <= MAX_NUMBER else None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 10:
+        number = int(value)
+        return number if 0 < number <= MAX_NUMBER else None
+    return None
+
+
+def _first_pr(items: Any) -> int | None:
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and (number := _number(item.get("number"))) is not None:
+                return number
+    return None
+
+
+def pr_number(event: str, data: dict[str, Any]) -> int | None:
+    """The PR (or issue) number a payload names, validated; None when it names none."""
+    for key in ("pull_request", "issue"):
+        if isinstance(data.get(key), dict) and (number := _number(data[key].get("number"))) is not None:
+            return number
+    if event == "workflow_run" and isinstance(data.get("workflow_run"), dict):
+        return _first_pr(data["workflow_run"].get("pull_requests"))
+    if event == "check_suite" and isinstance(data.get("check_suite"), dict):
+        return _first_pr(data["check_suite"].get("pull_requests"))
+    if event == "check_run" and isinstance(data.get("check_run"), dict):
+        return _first_pr(data["check_run"].get("pull_requests"))
+    if event == "repository_dispatch" and isinstance(data.get("client_payload"), dict):
+        for key in PR_NUMBER_FIELDS:
+            if (number := _number(data["client_payload"].get(key))) is not None:
+                return number
+    return None
+
+
+def head_sha(event: str, data: dict[str, Any]) -> str | None:
+    """The head SHA of a run or suite, for events that may not name their PR."""
+    holder = {"workflow_run": "workflow_run", "check_suite": "check_suite", "check_run": "check_run"}.get(event)
+    if holder and isinstance(data.get(holder), dict):
+        sha = data[holder].get("head_sha")
+        if isinstance(sha, str) and SHA.fullmatch(sha):
+            return sha
+    return None
+
+
+def lane(repo: str | None, number: int | None, sha: str | None, delivery_id: str) -> str:
+    """Deliveries in one lane are processed in arrival order; lanes run concurrently."""
+    if repo and number is not None:
+        return f"{repo}#{number}"
+    if repo and sha:
+        return f"{repo}@{sha}"  # resolved to its PR by the worker before it runs
+    if repo:
+        return repo
+    return f"delivery:{delivery_id}"
+
+
+def unresolved_sha(lane_name: str) -> tuple[str, str] | None:
+    """(repo, sha) for a SHA lane, else None."""
+    repo, at, sha = lane_name.rpartition("@")
+    return (repo, sha) if at and SHA.fullmatch(sha) else None
