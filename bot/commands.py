@@ -6,7 +6,38 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-KINDS = ("use", "reuse", "stage", "help")
+# What a command's argument may be.
+RUN_ID_REQUIRED = "required"  # exactly one run id
+RUN_ID_OPTIONAL = "optional"  # one run id or none
+NO_ARGUMENTS = "none"  # takes nothing; words after the name are ignored
+# Who may run a command (SPEC.md section 4: write, maintain or admin permission for maintainers).
+MAINTAINERS = "maintainers"
+ANYONE = "anyone"
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    kind: str  # what the command does; the key under `commands:` in the policy
+    default_name: str  # its name in app.yaml, without the slash
+    run_id: str  # RUN_ID_REQUIRED, RUN_ID_OPTIONAL or NO_ARGUMENTS
+    who: str  # MAINTAINERS or ANYONE
+    help: str  # the key of its help text in templates/help.*.md.j2
+
+
+# The one table of commands. It feeds the grammar (KINDS, interpret), the policy
+# check (command_name_errors) and the /help reply, which lists them in this order.
+# A new command is one entry here plus its help text in both help templates.
+COMMANDS: tuple[CommandSpec, ...] = (
+    CommandSpec("use", "use", RUN_ID_REQUIRED, MAINTAINERS, "use"),
+    CommandSpec("reuse", "reuse-sweep-run", RUN_ID_OPTIONAL, MAINTAINERS, "reuse"),
+    CommandSpec("stage", "stage-results", RUN_ID_OPTIONAL, MAINTAINERS, "stage"),
+    CommandSpec("help", "help", NO_ARGUMENTS, ANYONE, "help"),
+)
+SPECS: dict[str, CommandSpec] = {spec.kind: spec for spec in COMMANDS}
+KINDS = tuple(SPECS)
+DEFAULT_NAMES: dict[str, str] = {spec.kind: spec.default_name for spec in COMMANDS}
+# A configured name: a lower-case ASCII letter, then lower-case ASCII letters, digits or dashes.
+COMMAND_WORD = re.compile(r"[a-z][a-z0-9-]*")
 
 NEEDS_RUN_ID = "use-needs-run-id"
 NOT_NUMERIC = "run-id-not-numeric"
@@ -67,12 +98,13 @@ def interpret(line: CommandLine, names: Mapping[str, str]) -> Command:
     kind = _kinds_by_name(names).get(line.name)
     if kind is None:
         raise ValueError(f"/{line.name} is not one of the configured commands")
-    if kind == "help":
+    rule = SPECS[kind].run_id
+    if rule == NO_ARGUMENTS:
         return Command(kind, None, None, line)
     if len(line.args) > 1:
         return Command(kind, None, TOO_MANY, line)
     if not line.args:
-        return Command(kind, None, NEEDS_RUN_ID if kind == "use" else None, line)
+        return Command(kind, None, NEEDS_RUN_ID if rule == RUN_ID_REQUIRED else None, line)
     run_id, problem = _run_id(line.args[0])
     return Command(kind, run_id, problem, line)
 
@@ -92,9 +124,29 @@ def edit_is_new_command(old_body: str | None, new_body: str | None, names: Mappi
     return old is None or (old.kind, old.run_id, old.problem) != (new.kind, new.run_id, new.problem)
 
 
+def command_name_errors(names: Mapping[str, object]) -> list[str]:
+    """Every problem with the `commands:` mapping of a policy (kind -> name), each naming its key."""
+    errors: list[str] = []
+    for kind in KINDS:
+        if kind not in names:
+            errors.append(f"commands.{kind}: missing: every command needs a name")
+    owner: dict[str, str] = {}
+    for kind, name in names.items():
+        if kind not in SPECS:
+            errors.append(f"commands.{kind}: unknown command; the commands are {', '.join(KINDS)}")
+        elif not isinstance(name, str) or not COMMAND_WORD.fullmatch(name):
+            errors.append(f"commands.{kind}: {name!r} is not a command word: a lower-case ASCII letter, "
+                          "then lower-case ASCII letters, digits or dashes")
+        elif name in owner:
+            errors.append(f"commands.{kind}: {name!r} is also the name of commands.{owner[name]}")
+        else:
+            owner[name] = kind
+    return errors
+
+
 def _normalise(name: str) -> str:
     clean = name.strip().removeprefix("/").lower()
-    if not clean or any(ch.isspace() for ch in clean) or not clean.isascii():
+    if not COMMAND_WORD.fullmatch(clean):
         raise ValueError(f"invalid command name {name!r}")
     return clean
 
@@ -102,7 +154,7 @@ def _normalise(name: str) -> str:
 def _kinds_by_name(names: Mapping[str, str]) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for kind, name in names.items():
-        if kind not in KINDS:
+        if kind not in SPECS:
             raise ValueError(f"unknown command kind {kind!r}")
         clean = _normalise(name)
         if clean in kinds:

@@ -190,6 +190,8 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
 
 
 def _check_semantics(policy: dict[str, Any]) -> None:
+    from bot.commands import command_name_errors  # here, not at the top: this file's imports are not this check's
+
     errors = []
     primaries = policy["labels"]["primary"]
     if not primaries:
@@ -200,12 +202,7 @@ def _check_semantics(policy: dict[str, Any]) -> None:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         errors.append(f"labels: names used twice: {', '.join(dupes)}")
-    commands = list(policy["commands"].values())
-    for name in commands:
-        if not name.replace("-", "").isalnum() or name != name.lower():
-            errors.append(f"commands: {name!r} must be lower-case letters, digits and dashes")
-    if len(set(commands)) != len(commands):
-        errors.append("commands: two commands share a name")
+    errors += command_name_errors(policy["commands"])
     for i, rule in enumerate(policy["autolabels"]):
         color = str(rule.get("color", ""))
         if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from gidgethub import routing, sansio
 
 from bot.actions import Action, Comment
-from bot.commands import Command, edit_is_new_command, parse
+from bot.commands import COMMANDS, Command, edit_is_new_command, parse
 from bot.processing import Context
 
 router = routing.Router()
@@ -22,11 +23,17 @@ def needs_help(command: Command | None) -> bool:
     return command is not None and (command.kind == "help" or command.problem is not None)
 
 
+def help_entries(names: Mapping[str, str]) -> list[dict[str, str]]:
+    """The registry's commands in its order, as the help template lists them, with the names configured here."""
+    return [{"kind": spec.kind, "name": names[spec.kind], "run_id": spec.run_id, "who": spec.who, "help": spec.help}
+            for spec in COMMANDS]
+
+
 def help_variables(policy: dict[str, Any], requester: str, command: Command) -> dict[str, Any]:
     problem = None
     if command.problem is not None:
         problem = {"text": command.source.text, "key": command.problem}
-    return {"requester": requester, "commands": dict(policy["commands"]), "docs_url": policy["docs_url"],
+    return {"requester": requester, "commands": help_entries(policy["commands"]), "docs_url": policy["docs_url"],
             "problem": problem}
 
 

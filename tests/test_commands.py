@@ -3,15 +3,23 @@
 import pytest
 
 from bot.commands import (
+    COMMANDS,
+    DEFAULT_NAMES,
+    KINDS,
+    NO_ARGUMENTS,
+    RUN_ID_OPTIONAL,
+    RUN_ID_REQUIRED,
     USAGE_PROBLEMS,
     Command,
     CommandLine,
+    command_name_errors,
     edit_is_new_command,
     find_commands,
     interpret,
     last_command,
     parse,
 )
+from bot.config import default_policy
 
 NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
 ALL = tuple(NAMES.values())
@@ -332,3 +340,84 @@ EDIT_CASES = [
 def test_edit_is_new_command(bodies, expected):
     old, new = bodies
     assert edit_is_new_command(old, new, NAMES) is expected
+
+
+# --- the command registry -------------------------------------------------------------------------
+
+
+def test_the_registry_is_the_list_of_kinds_and_default_names():
+    assert KINDS == tuple(spec.kind for spec in COMMANDS) == ("use", "reuse", "stage", "help")
+    assert DEFAULT_NAMES == NAMES
+    assert default_policy()["commands"] == DEFAULT_NAMES  # app.yaml names every command of the registry
+
+
+ARGUMENT_RULES = {  # what the bare command, one run id and two run ids give, per argument rule
+    RUN_ID_REQUIRED: [(None, "use-needs-run-id"), (5, None), (None, "too-many-arguments")],
+    RUN_ID_OPTIONAL: [(None, None), (5, None), (None, "too-many-arguments")],
+    NO_ARGUMENTS: [(None, None), (None, None), (None, None)],
+}
+
+
+@pytest.mark.parametrize("spec", COMMANDS, ids=lambda spec: spec.kind)
+def test_each_command_follows_the_argument_rule_of_its_registry_entry(spec):
+    name = "/" + spec.default_name
+    got = [parse(body, NAMES) for body in (name, f"{name} 5", f"{name} 5 6")]
+    assert [command.kind for command in got] == [spec.kind] * 3
+    assert [(command.run_id, command.problem) for command in got] == ARGUMENT_RULES[spec.run_id]
+
+
+NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case ASCII letters, digits or dashes"
+
+
+@pytest.mark.parametrize(
+    ("names", "errors"),
+    [
+        pytest.param(NAMES, [], id="defaults"),
+        pytest.param({**NAMES, "use": "pin-2", "help": "commands"}, [], id="renamed"),
+        pytest.param({**NAMES, "use": "\u4f7f\u7528"}, [f"commands.use: '\u4f7f\u7528' {NOT_A_WORD}"], id="chinese-name"),
+        pytest.param({**NAMES, "use": "USE"}, [f"commands.use: 'USE' {NOT_A_WORD}"], id="upper-case"),
+        pytest.param({**NAMES, "use": "/use"}, [f"commands.use: '/use' {NOT_A_WORD}"], id="with-slash"),
+        pytest.param({**NAMES, "use": "use run"}, [f"commands.use: 'use run' {NOT_A_WORD}"], id="space"),
+        pytest.param({**NAMES, "use": "pin_run"}, [f"commands.use: 'pin_run' {NOT_A_WORD}"], id="underscore"),
+        pytest.param({**NAMES, "use": "2use"}, [f"commands.use: '2use' {NOT_A_WORD}"], id="leading-digit"),
+        pytest.param({**NAMES, "use": "-use"}, [f"commands.use: '-use' {NOT_A_WORD}"], id="leading-dash"),
+        pytest.param({**NAMES, "use": "pic\u212a"}, [f"commands.use: 'pic\u212a' {NOT_A_WORD}"], id="kelvin-sign"),
+        pytest.param({**NAMES, "use": ""}, [f"commands.use: '' {NOT_A_WORD}"], id="empty"),
+        pytest.param({**NAMES, "use": 5}, [f"commands.use: 5 {NOT_A_WORD}"], id="number"),
+        pytest.param({**NAMES, "reuse": "use"}, ["commands.reuse: 'use' is also the name of commands.use"],
+                     id="shared-name"),
+        pytest.param({"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results"},
+                     ["commands.help: missing: every command needs a name"], id="missing-kind"),
+        pytest.param({**NAMES, "deploy": "deploy"},
+                     ["commands.deploy: unknown command; the commands are use, reuse, stage, help"], id="unknown-kind"),
+        pytest.param(
+            {"use": "USE", "reuse": "help", "help": "help", "pin": "pin"},
+            [
+                "commands.stage: missing: every command needs a name",
+                f"commands.use: 'USE' {NOT_A_WORD}",
+                "commands.help: 'help' is also the name of commands.reuse",
+                "commands.pin: unknown command; the commands are use, reuse, stage, help",
+            ],
+            id="every-problem-at-once",
+        ),
+    ],
+)
+def test_command_name_errors(names, errors):
+    assert command_name_errors(names) == errors
+
+
+@pytest.mark.parametrize(
+    "name", ["use", "pin-2", "a", "x-"], ids=lambda name: name)
+def test_a_name_the_check_accepts_is_one_the_grammar_reads(name):
+    names = {**NAMES, "use": name}
+    assert command_name_errors(names) == []
+    assert summary(parse(f"/{name} 7", names)) == ("use", 7, None, 1)
+
+
+@pytest.mark.parametrize("name", ["\u4f7f\u7528", "use.x", "pin_run", "2use"], ids=lambda name: name)
+def test_a_name_the_check_refuses_the_grammar_refuses_too(name):
+    """Regression: `commands: {use: \u4f7f\u7528}` passed the config check and then failed every comment delivery."""
+    names = {**NAMES, "use": name}
+    assert command_name_errors(names) != []
+    with pytest.raises(ValueError, match="invalid command name"):
+        parse("/help", names)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import jinja2
 import pytest
 
-from bot.commands import find_commands, parse
+from bot.commands import ANYONE, COMMANDS, NO_ARGUMENTS, RUN_ID_OPTIONAL, CommandSpec, find_commands, parse
 from bot.comments import marker
 from bot.config import default_policy
-from handlers.help_command import help_variables, needs_help
+from bot.templates import Templates
+from handlers import help_command
+from handlers.help_command import help_entries, help_variables, needs_help
 from harness import REPO
 
 POLICY = default_policy()
@@ -47,9 +52,71 @@ def test_needs_help(body, wanted):
 
 def test_help_variables_show_the_problem_only_when_there_is_one():
     plain = help_variables(POLICY, "alice", parse("/help", NAMES))
-    assert plain == {"requester": "alice", "commands": NAMES, "docs_url": POLICY["docs_url"], "problem": None}
+    assert plain == {"requester": "alice", "commands": help_entries(NAMES), "docs_url": POLICY["docs_url"],
+                     "problem": None}
     wrong = help_variables(POLICY, "bob", parse("/use abc", NAMES))
     assert wrong["problem"] == {"text": "/use abc", "key": "run-id-not-numeric"}
+
+
+def test_help_entries_are_the_registry_in_order_with_the_configured_names():
+    names = {"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}
+    assert help_entries(names) == [
+        {"kind": "use", "name": "pin", "run_id": "required", "who": "maintainers", "help": "use"},
+        {"kind": "reuse", "name": "reuse", "run_id": "optional", "who": "maintainers", "help": "reuse"},
+        {"kind": "stage", "name": "restage", "run_id": "optional", "who": "maintainers", "help": "stage"},
+        {"kind": "help", "name": "commands", "run_id": "none", "who": "anyone", "help": "help"},
+    ]
+
+
+def render_help(monkeypatch, extra: CommandSpec | None, problem: dict | None = None,
+                registry: tuple[CommandSpec, ...] = COMMANDS) -> str:
+    registry = registry + ((extra,) if extra else ())
+    monkeypatch.setattr(help_command, "COMMANDS", registry)
+    entries = help_entries({spec.kind: spec.default_name for spec in registry})
+    return Templates().render("help", requester="alice", commands=entries, docs_url="https://x.example/docs",
+                              problem=problem)
+
+
+def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(monkeypatch):
+    """The table and the argument sentence come from the registry: nothing in the template names a command."""
+    extra = CommandSpec("info", "info", RUN_ID_OPTIONAL, ANYONE, "stage")  # borrows stage's text
+    text = render_help(monkeypatch, extra, {"text": "/use 1 2", "key": "too-many-arguments"})
+    english, chinese = text.split("\n## 中文\n")
+    assert [line.split(" | ")[0] for line in english.splitlines() if line.startswith("| `/")] == [
+        "| `/use <run_id>`", "| `/reuse-sweep-run [<run_id>]`", "| `/stage-results [<run_id>]`", "| `/help`",
+        "| `/info [<run_id>]`"]
+    assert "| `/info [<run_id>]` | Asks the results service to stage the run again; without a run id, the run that " \
+           "is pinned now. | Anyone | `/info 1234567890` |" in english
+    assert ("followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run`, `/stage-results`"
+            " and `/info` take one or none, and `/help` takes none.") in english
+    assert ("后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run`、`/stage-results` 和 `/info`"
+            " 可以带一个或不带，`/help` 不带参数。") in chinese
+    assert "| `/info [<run_id>]` | 请求结果服务重新暂存这次运行；不带 run id 时暂存当前固定的 run。 | 任何人 |" in chinese
+
+
+def test_the_argument_sentence_follows_the_registry_and_agrees_in_number(monkeypatch):
+    registry = tuple(replace(spec, run_id=NO_ARGUMENTS) if spec.kind == "stage" else spec for spec in COMMANDS)
+    text = render_help(monkeypatch, None, {"text": "/use 1 2", "key": "too-many-arguments"}, registry)
+    english, chinese = text.split("\n## 中文\n")
+    assert ("followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run` takes one or"
+            " none, and `/stage-results` and `/help` take none.") in english
+    assert ("后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run` 可以带一个或不带，"
+            "`/stage-results` 和 `/help` 不带参数。") in chinese
+    assert "| `/stage-results` |" in english and "| `/stage-results` |" in chinese
+
+
+@pytest.mark.parametrize("extra, message", [
+    (CommandSpec("deploy", "deploy", RUN_ID_OPTIONAL, ANYONE, "deploy"), "no text for command deploy"),
+    (CommandSpec("deploy", "deploy", RUN_ID_OPTIONAL, "owners", "stage"), "no text for who owners"),
+    (CommandSpec("deploy", "deploy", "two", ANYONE, "stage"), "no usage for argument rule two"),
+], ids=["no-help-text", "unknown-who", "unknown-argument-rule"])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_registry_entry_the_templates_have_no_text_for_cannot_be_rendered(monkeypatch, extra, message, language):
+    monkeypatch.setattr(help_command, "COMMANDS", COMMANDS + (extra,))
+    template = Templates().environment.get_template(f"help.{language}.md.j2")  # each language on its own
+    with pytest.raises(jinja2.UndefinedError, match=message):
+        template.render(requester="alice", commands=help_entries({**NAMES, "deploy": "deploy"}),
+                        docs_url="https://x.example/docs", problem=None)
 
 
 # ---- scenarios ---------------------------------------------------------------------------------------------

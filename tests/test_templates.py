@@ -11,6 +11,7 @@ import pytest
 
 from bot.commands import USAGE_PROBLEMS, find_commands
 from bot.templates import DEFAULT_DIRECTORY, KindNotFound, Templates, code_span
+from handlers.help_command import help_entries
 
 TEMPLATES = Templates()
 KINDS = TEMPLATES.kinds()
@@ -66,7 +67,7 @@ RENAMED_WELCOME = {
 }
 HELP = {
     "requester": "maintainer-one",
-    "commands": DEFAULT_COMMANDS,
+    "commands": help_entries(DEFAULT_COMMANDS),
     "docs_url": f"{BLOB}/README.md",
     "problem": None,
 }
@@ -94,7 +95,7 @@ SAMPLES: dict[str, list[dict]] = {
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
-            "commands": {"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"},
+            "commands": help_entries({"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}),
             "problem": {"text": "/pin", "key": "use-needs-run-id"},
         },
     ],
@@ -141,7 +142,7 @@ def code_spans(text: str) -> list[str]:
 
 def command_names(sample: dict) -> set[str]:
     names = set(COMMAND_NAMES)
-    names.update(sample.get("commands", {}).values())
+    names.update(entry["name"] for entry in sample.get("commands", []))
     names.update(sample[key].removeprefix("/") for key in ("use_command", "reuse_command") if key in sample)
     return names
 
