@@ -469,3 +469,365 @@ async def test_mock_transport_with_enterprise_base_url(private_key):
     assert fake.requests[-1].path == f"/repos/{REPO}"
     outside = await client.get(f"https://ghe.example/repos/{REPO}", headers={"authorization": f"token {token}"})
     assert outside.status_code == 404
+
+
+# ---- GitHub's own limits ------------------------------------------------------------------
+
+
+async def test_label_name_description_and_colour_limits_are_githubs(github, gh):
+    """GitHub refuses names over 50 characters, descriptions over 100 and colours that are not 6 hex digits."""
+    ok = await gh.post(f"/repos/{REPO}/labels", data={"name": "n" * 50, "color": "C5DEF5", "description": "d" * 100})
+    assert ok["name"] == "n" * 50
+    refused = [
+        ({"name": "n" * 51}, {"resource": "Label", "code": "custom", "field": "name",
+                              "message": "name is too long (maximum is 50 characters)"}),
+        ({"name": "x", "description": "d" * 101}, {"resource": "Label", "code": "custom", "field": "description",
+                                                    "message": "description is too long (maximum is 100 characters)"}),
+        ({"name": "x", "color": "#ffffff"}, {"resource": "Label", "code": "invalid", "field": "color"}),
+        ({"name": "x", "color": "fff"}, {"resource": "Label", "code": "invalid", "field": "color"}),
+        ({"name": "x", "color": "gggggg"}, {"resource": "Label", "code": "invalid", "field": "color"}),
+    ]
+    for data, error in refused:
+        async with httpx.AsyncClient() as client:
+            resp = await client.post(f"https://api.github.com/repos/{REPO}/labels", json=data,
+                                     headers={"authorization": f"token {gh.oauth_token}"})
+        assert resp.status_code == 422, data
+        assert resp.json() == {"message": "Validation Failed", "errors": [error],
+                               "documentation_url": "https://docs.github.com/rest/issues/labels#create-a-label"}
+    assert sorted(github.repo_labels(REPO)) == ["n" * 50]
+
+    with pytest.raises(gidgethub.InvalidField) as err:  # adding labels creates them: the same name limit
+        await gh.post(f"/repos/{REPO}/issues/1/labels", data={"labels": ["fine", "l" * 51]})
+    assert err.value.errors == [{"resource": "Label", "code": "invalid", "field": "name", "value": "l" * 51}]
+    assert github.issue_labels(REPO, 1) == [] and "fine" not in github.repo_labels(REPO)
+    with pytest.raises(gidgethub.InvalidField):
+        await gh.post(f"/repos/{REPO}/issues", data={"title": "t", "labels": ["l" * 51]})
+    assert len(github.issues(REPO)) == 1
+
+    for bad in ({"color": "#000000"}, {"description": "d" * 101}):
+        with pytest.raises(ValueError, match="GitHub would refuse"):
+            github.add_label(REPO, "seeded", **bad)
+    with pytest.raises(ValueError, match="GitHub would refuse"):
+        github.label_issue(REPO, 1, "l" * 51)
+
+
+async def test_comment_and_issue_bodies_are_at_most_65536_characters(github, gh):
+    exact = await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "x" * 65536})
+    assert len(exact["body"]) == 65536
+    error = {"resource": "IssueComment", "code": "unprocessable", "field": "data",
+             "message": "Body is too long (maximum is 65536 characters)"}
+    with pytest.raises(gidgethub.ValidationError) as err:
+        await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "x" * 65537})
+    assert err.value.status_code == 422 and err.value.errors == [error]
+    with pytest.raises(gidgethub.ValidationError):
+        await gh.patch(f"/repos/{REPO}/issues/comments/{exact['id']}", data={"body": "y" * 65537})
+    assert [len(c["body"]) for c in github.comments(REPO, 1)] == [65536]
+    assert github.comments(REPO, 1)[0]["body"][0] == "x"
+
+    issue_error = {"resource": "Issue", "code": "custom", "field": "body",
+                   "message": "body is too long (maximum is 65536 characters)"}
+    with pytest.raises(gidgethub.ValidationError) as err:
+        await gh.post(f"/repos/{REPO}/issues", data={"title": "Config error", "body": "b" * 65537})
+    assert err.value.errors == [issue_error]
+    with pytest.raises(gidgethub.ValidationError):
+        await gh.patch(f"/repos/{REPO}/issues/1", data={"body": "b" * 65537})
+    with pytest.raises(gidgethub.InvalidField) as err:
+        await gh.patch(f"/repos/{REPO}/issues/1", data={"title": ""})
+    assert err.value.errors == [{"resource": "Issue", "code": "missing_field", "field": "title"}]
+    assert len(github.issues(REPO)) == 1 and github.pull(REPO, 1)["body"] == ""
+    assert (await gh.post(f"/repos/{REPO}/issues", data={"title": "ok", "body": "b" * 65536}))["number"] == 2
+
+    with pytest.raises(ValueError, match="65537 characters"):
+        github.add_comment(REPO, 1, "z" * 65537)
+    with pytest.raises(ValueError):
+        github.add_issue(REPO, title="")
+
+
+# ---- faults after the commit, revoked tokens, an outage -----------------------------------
+
+
+async def test_fail_after_commit_creates_the_comment_then_answers_the_error(github, gh):
+    github.fail_after_commit("POST", r"/issues/1/comments$", 502)
+    with pytest.raises(gidgethub.GitHubBroken):
+        await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "once"})
+    assert [c["body"] for c in github.comments(REPO, 1)] == ["once"]  # GitHub acted; the client saw 502
+    failed = github.requests[-1]
+    assert (failed.status, failed.route_status, failed.json) == (502, 201, {"body": "once"})
+
+    await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "twice"})
+    assert github.requests[-1].status == 201 and github.requests[-1].route_status is None
+    assert len(github.comments(REPO, 1)) == 2
+
+    github.fail_after_commit(None, r"/issues/\d+/comments$", 504, times=2)
+    with pytest.raises(gidgethub.BadRequest):  # a refused request commits nothing and keeps the fault armed
+        await gh.post(f"/repos/{REPO}/issues/99/comments", data={"body": "no PR"})
+    assert github.requests[-1].status == 404
+    for _ in range(2):
+        with pytest.raises(gidgethub.GitHubBroken):
+            await gh.getitem(f"/repos/{REPO}/issues/1/comments")
+    assert [r.route_status for r in github.requests[-2:]] == [200, 200]
+    assert len(await gh.getitem(f"/repos/{REPO}/issues/1/comments")) == 2
+
+
+async def test_raise_after_commit_adds_the_label_then_times_out(github, gh):
+    github.raise_after_commit("POST", r"/issues/1/labels$", httpx.ReadTimeout("read timed out"))
+    with pytest.raises(httpx.ReadTimeout) as err:
+        await gh.post(f"/repos/{REPO}/issues/1/labels", data={"labels": ["all-evals"]})
+    assert err.value.request.url.path == f"/repos/{REPO}/issues/1/labels"
+    assert github.issue_labels(REPO, 1) == ["all-evals"]
+    assert (github.requests[-1].status, github.requests[-1].route_status) == (0, 200)
+    await gh.post(f"/repos/{REPO}/issues/1/labels", data={"labels": ["all-evals"]})
+    assert github.requests[-1].status == 200 and github.issue_labels(REPO, 1) == ["all-evals"]
+
+
+async def test_revoke_tokens_ends_every_installation_token_issued_so_far(github, gh, private_key):
+    github.add_token("human-token", "maintainer")
+    other = (await install_token(private_key))["token"]
+    assert github.revoke_tokens() == 2
+    for token in (gh.oauth_token, other):
+        with pytest.raises(gidgethub.BadRequest, match="Bad credentials") as err:
+            await api(token).getitem(f"/repos/{REPO}")
+        assert err.value.status_code == 401
+    assert (await api("human-token").getitem(f"/repos/{REPO}"))["name"] == "bench"  # a user's token lives on
+    fresh = (await install_token(private_key))["token"]
+    assert (await api(fresh).getitem(f"/repos/{REPO}"))["name"] == "bench"
+    assert [r.status for r in github.requests] == [201, 401, 401, 200, 201, 200]
+
+
+async def test_while_down_every_request_is_503_and_nothing_changes(github, gh, private_key):
+    github.set_down(True)
+    with pytest.raises(gidgethub.GitHubBroken) as err:
+        await install_token(private_key)
+    assert err.value.status_code == 503
+    with pytest.raises(gidgethub.GitHubBroken):
+        await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "lost"})
+    assert github.comments(REPO, 1) == [] and github.tokens_issued == 1
+    assert [(r.method, r.status) for r in github.requests] == [("POST", 503), ("POST", 503)]
+    assert github.requests[1].json == {"body": "lost"}
+    github.set_down(False)
+    await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "back"})
+    assert [c["body"] for c in github.comments(REPO, 1)] == ["back"]
+
+
+# ---- Actions ------------------------------------------------------------------------------
+
+
+async def test_workflow_dispatch_starts_a_run_on_the_branch_sha(github, gh):
+    github.add_workflow(REPO, "run-sweep.yml", inputs=["pr-number", "dispatch-id"])
+    github.set_branch(REPO, "sweep-branch", "c" * 40)
+    answer = await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches",
+                           data={"ref": "sweep-branch", "inputs": {"pr-number": "1", "dispatch-id": "d-42"}})
+    assert answer is None and github.requests[-1].status == 204
+    [run] = github.runs(REPO)
+    assert (run["status"], run["conclusion"], run["event"]) == ("queued", None, "workflow_dispatch")
+    assert (run["head_branch"], run["head_sha"]) == ("sweep-branch", "c" * 40)
+    assert "d-42" in run["name"] and "d-42" in run["display_title"]
+    assert run["inputs"] == {"pr-number": "1", "dispatch-id": "d-42"}
+    assert run["actor"]["login"] == "sweepbot[bot]" and run["path"] == ".github/workflows/run-sweep.yml"
+    got = await gh.getitem(f"/repos/{REPO}/actions/runs/{run['id']}")
+    assert "inputs" not in got and got["id"] == run["id"]
+
+    details = await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches",
+                            data={"ref": "main", "return_run_details": True})
+    assert github.requests[-1].status == 200
+    second = github.runs(REPO)[-1]
+    assert details == {"workflow_run_id": second["id"], "run_url": second["url"], "html_url": second["html_url"]}
+    assert details["run_url"] == f"https://api.github.com/repos/{REPO}/actions/runs/{second['id']}"
+    assert second["name"] == "run-sweep" and second["run_number"] == 2
+
+
+async def test_dispatch_on_a_pr_head_branch_runs_the_pr_head_and_forks_are_not_branches(github, gh):
+    github.add_workflow(REPO, "run-sweep.yml")
+    github.add_pull(REPO, head_ref="mi355x", head_sha="a" * 40)
+    github.add_pull(REPO, head_repo="partner/bench", head_ref="fork-branch", head_sha="b" * 40)
+    await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches", data={"ref": "refs/heads/mi355x"})
+    assert github.runs(REPO)[0]["head_sha"] == "a" * 40 and github.runs(REPO)[0]["head_branch"] == "mi355x"
+    with pytest.raises(gidgethub.InvalidField, match="No ref found for: fork-branch"):
+        await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches", data={"ref": "fork-branch"})
+    assert len(github.runs(REPO)) == 1
+
+
+async def test_workflow_dispatch_refusals(github, gh):
+    github.add_workflow(REPO, "run-sweep.yml", inputs={"pr-number": {"required": True}, "mode": {"default": "full"}},
+                        run_name="Sweep PR ${{ inputs.pr-number }} (${{ inputs.mode }})")
+    url = f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches"
+    refusals = [
+        (f"/repos/{REPO}/actions/workflows/nope.yml/dispatches", {"ref": "main"}, "Workflow does not exist"),
+        (url, {"ref": "main", "inputs": {"pr-number": "1", "typo": "x"}}, 'Unexpected inputs provided: ["typo"]'),
+        (url, {"ref": "main"}, "Required input 'pr-number' not provided"),
+        (url, {"inputs": {"pr-number": "1"}}, '"ref" wasn\'t supplied'),
+        (url, {"ref": "gone", "inputs": {"pr-number": "1"}}, "No ref found for: gone"),
+    ]
+    for path, data, message in refusals:
+        with pytest.raises(gidgethub.InvalidField) as err:
+            await gh.post(path, data=data)
+        assert err.value.status_code == 422 and message in str(err.value), (data, str(err.value))
+    assert github.runs(REPO) == []
+    await gh.post(url, data={"ref": "main", "inputs": {"pr-number": 7}})
+    [run] = github.runs(REPO)
+    assert run["inputs"] == {"pr-number": "7", "mode": "full"} and run["display_title"] == "Sweep PR 7 (full)"
+
+
+async def test_list_runs_filters_and_paginates(github, gh):
+    github.add_workflow(REPO, "run-sweep.yml")
+    github.add_workflow(REPO, "e2e-tests.yml")
+    github.set_branch(REPO, "b", "b" * 40)
+    for _ in range(3):
+        await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches", data={"ref": "b"})
+    pushed = github.add_run(REPO, "run-sweep.yml", head_sha="d" * 40, head_branch="main", conclusion="failure")
+    github.add_run(REPO, "e2e-tests.yml", head_sha="b" * 40, head_branch="b")
+    first, second, third = (r["id"] for r in github.runs(REPO, "run-sweep.yml")[:3])
+    github.complete_run(REPO, second, "success")
+
+    base = f"/repos/{REPO}/actions/workflows/run-sweep.yml/runs"
+    everything = await gh.getitem(base)
+    assert everything["total_count"] == 4
+    assert [r["id"] for r in everything["workflow_runs"]] == [pushed["id"], third, second, first]  # newest first
+    by = {q: [r["id"] for r in (await gh.getitem(f"{base}?{q}"))["workflow_runs"]]
+          for q in ("branch=b", f"head_sha={'d' * 40}", "event=push", "status=queued", "status=success",
+                    "status=completed", "status=failure")}
+    assert by == {"branch=b": [third, second, first], f"head_sha={'d' * 40}": [pushed["id"]],
+                  "event=push": [pushed["id"]], "status=queued": [third, first], "status=success": [second],
+                  "status=completed": [pushed["id"], second], "status=failure": [pushed["id"]]}
+    page = await gh.getitem(f"{base}?per_page=3&page=2")
+    assert page["total_count"] == 4 and [r["id"] for r in page["workflow_runs"]] == [first]
+    by_id = await gh.getitem(f"/repos/{REPO}/actions/workflows/{github.workflows(REPO)['run-sweep.yml']['id']}/runs")
+    assert by_id["total_count"] == 4
+    assert (await gh.getitem(f"/repos/{REPO}/actions/runs"))["total_count"] == 5
+    with pytest.raises(gidgethub.BadRequest) as err:
+        await gh.getitem(f"/repos/{REPO}/actions/workflows/nope.yml/runs")
+    assert err.value.status_code == 404
+
+
+async def test_cancel_a_run_and_409_once_completed(github, gh):
+    github.add_workflow(REPO, "run-sweep.yml")
+    await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches", data={"ref": "main"})
+    await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches", data={"ref": "main"})
+    one, two = (r["id"] for r in github.runs(REPO))
+    assert await gh.post(f"/repos/{REPO}/actions/runs/{one}/cancel", data={}) == {}
+    assert github.requests[-1].status == 202
+    assert (github.runs(REPO)[0]["status"], github.runs(REPO)[0]["conclusion"]) == ("completed", "cancelled")
+    github.complete_run(REPO, two, "success")
+    for run_id in (one, two):
+        with pytest.raises(gidgethub.BadRequest, match="Cannot cancel a workflow run that is completed") as err:
+            await gh.post(f"/repos/{REPO}/actions/runs/{run_id}/cancel", data={})
+        assert err.value.status_code == 409
+    assert github.runs(REPO)[1]["conclusion"] == "success"
+    with pytest.raises(gidgethub.BadRequest) as err:
+        await gh.getitem(f"/repos/{REPO}/actions/runs/999999")
+    assert err.value.status_code == 404
+    with pytest.raises(ValueError):
+        github.complete_run(REPO, two, "green")
+
+
+async def test_run_artifacts_paginate_with_expired_flags(github, gh):
+    github.add_workflow(REPO, "run-sweep.yml")
+    run = github.add_run(REPO, "run-sweep.yml", head_sha="e" * 40)
+    for i in range(3):
+        github.add_artifact(REPO, run["id"], f"results_bmk_{i}", expired=i == 0)
+    github.add_artifact(REPO, run["id"], "eval_results_all")
+    url = f"/repos/{REPO}/actions/runs/{run['id']}/artifacts"
+    first = await gh.getitem(f"{url}?per_page=2")
+    assert first["total_count"] == 4 and len(first["artifacts"]) == 2
+    everything = [a async for a in gh.getiter(f"{url}?per_page=2", iterable_key="artifacts")]
+    assert [(a["name"], a["expired"]) for a in everything] == [
+        ("results_bmk_0", True), ("results_bmk_1", False), ("results_bmk_2", False), ("eval_results_all", False)]
+    assert everything[0]["workflow_run"]["id"] == run["id"] and everything[0]["workflow_run"]["head_sha"] == "e" * 40
+    named = await gh.getitem(f"{url}?name=eval_results_all")
+    assert [a["name"] for a in named["artifacts"]] == ["eval_results_all"] and named["total_count"] == 1
+
+
+def test_workflow_run_payload_is_the_completed_run(github):
+    github.add_repo(REPO, installation_id=3)
+    github.add_workflow(REPO, "run-sweep.yml", inputs=["dispatch-id"])
+    github.add_pull(REPO, head_ref="feature", head_sha="f" * 40)
+    run = github.add_run(REPO, "run-sweep.yml", head_sha="f" * 40, head_branch="feature", status="in_progress",
+                         event="workflow_dispatch", inputs={"dispatch-id": "x1"})
+    with pytest.raises(ValueError, match="complete_run first"):
+        github.workflow_run_payload(REPO, run["id"])
+    payload = github.workflow_run_payload(REPO, run["id"], conclusion="failure")
+    assert payload["action"] == "completed" and payload["installation"] == {"id": 3}
+    wr = payload["workflow_run"]
+    assert (wr["id"], wr["status"], wr["conclusion"], wr["head_sha"]) == (run["id"], "completed", "failure", "f" * 40)
+    assert [p["number"] for p in wr["pull_requests"]] == [1]  # a same-repository PR at the run's head
+    assert payload["workflow"]["path"] == ".github/workflows/run-sweep.yml"
+    assert payload["sender"]["login"] == "maintainer" and payload["repository"]["full_name"] == REPO
+
+
+# ---- Checks, PR commits, repository_dispatch ----------------------------------------------
+
+
+async def test_check_runs_create_update_and_list_for_a_commit(github, gh):
+    sha = github.pull(REPO, 1)["head"]["sha"]
+    for data, missing in (({"head_sha": sha}, '"name" wasn\'t supplied'),
+                          ({"name": "sweep"}, '"head_sha" wasn\'t supplied'),
+                          ({"name": "sweep", "head_sha": sha, "conclusion": "green"}, "is not a member"),
+                          ({"name": "sweep", "head_sha": sha, "status": "completed"}, '"conclusion" wasn\'t supplied'),
+                          ({"name": "sweep", "head_sha": sha, "output": {"title": "t", "summary": "s" * 65536}},
+                           "65535")):
+        with pytest.raises(gidgethub.InvalidField) as err:
+            await gh.post(f"/repos/{REPO}/check-runs", data=data)
+        assert err.value.status_code == 422 and missing in str(err.value), str(err.value)
+    assert github.check_runs(REPO) == []
+
+    created = await gh.post(f"/repos/{REPO}/check-runs", data={"name": "sweep", "head_sha": sha,
+                                                                "status": "in_progress"})
+    assert github.requests[-1].status == 201
+    assert (created["status"], created["conclusion"], created["completed_at"]) == ("in_progress", None, None)
+    done = await gh.patch(f"/repos/{REPO}/check-runs/{created['id']}",
+                          data={"conclusion": "success", "output": {"title": "Sweep", "summary": "all green"}})
+    assert (done["status"], done["conclusion"], done["output"]["summary"]) == ("completed", "success", "all green")
+    assert done["completed_at"] is not None
+    await gh.post(f"/repos/{REPO}/check-runs", data={"name": "sign-off", "head_sha": sha})
+    rerun = await gh.post(f"/repos/{REPO}/check-runs", data={"name": "sweep", "head_sha": sha})
+    await gh.post(f"/repos/{REPO}/check-runs", data={"name": "sweep", "head_sha": "0" * 40})
+
+    url = f"/repos/{REPO}/commits/{sha}/check-runs"
+    latest = await gh.getitem(url)
+    assert latest["total_count"] == 2 and {r["name"] for r in latest["check_runs"]} == {"sweep", "sign-off"}
+    assert rerun["id"] in [r["id"] for r in latest["check_runs"]]
+    every = await gh.getitem(f"{url}?filter=all&check_name=sweep")
+    assert [r["id"] for r in every["check_runs"]] == [rerun["id"], created["id"]]
+    by_branch = await gh.getitem(f"/repos/{REPO}/commits/feature/check-runs?check_name=sign-off")
+    assert [r["name"] for r in by_branch["check_runs"]] == ["sign-off"]
+    paged = await gh.getitem(f"{url}?per_page=1&page=2")
+    assert paged["total_count"] == 2 and len(paged["check_runs"]) == 1
+    with pytest.raises(gidgethub.BadRequest) as err:
+        await gh.patch(f"/repos/{REPO}/check-runs/424242", data={"status": "queued"})
+    assert err.value.status_code == 404
+
+
+async def test_pull_commits_and_the_pulls_of_a_commit(github, gh):
+    first_sha = github.pull(REPO, 1)["head"]["sha"]
+    pushed = github.push_commit(REPO, 1, sha="9" * 40, message="[skip-sweep] tweak")
+    assert github.pull(REPO, 1)["head"]["sha"] == "9" * 40 and pushed["parents"] == [{"sha": first_sha}]
+    commits = [c async for c in gh.getiter(f"/repos/{REPO}/pulls/1/commits")]
+    assert [(c["sha"], c["commit"]["message"]) for c in commits] == [(first_sha, "Add recipe"),
+                                                                      ("9" * 40, "[skip-sweep] tweak")]
+    github.pull(REPO, 1)["head"]["sha"] = "8" * 40  # moving the live object counts as a push
+    assert github.pull_commits(REPO, 1) == [first_sha, "9" * 40, "8" * 40]
+    github.add_pull(REPO, head_sha="7" * 40)
+    for sha, numbers in ((first_sha, [1]), ("8" * 40, [1]), ("7" * 40, [2]), ("6" * 40, [])):
+        assert [p["number"] for p in await gh.getitem(f"/repos/{REPO}/commits/{sha}/pulls")] == numbers
+    github.update_pull(REPO, 2, state="closed", merged=True, merge_commit_sha="5" * 40)
+    assert [p["number"] for p in await gh.getitem(f"/repos/{REPO}/commits/{'5' * 40}/pulls")] == [2]
+    assert (await gh.getitem(f"/repos/{REPO}/pulls/2"))["state"] == "closed"
+    with pytest.raises(ValueError):
+        github.update_pull(REPO, 2, head={"sha": "x"})
+
+
+async def test_repository_dispatch_is_recorded(github, gh):
+    payload = {"pr_number": 1, "run_id": 42}
+    assert await gh.post(f"/repos/{REPO}/dispatches", data={"event_type": "stage-results",
+                                                             "client_payload": payload}) is None
+    assert github.requests[-1].status == 204
+    [sent] = github.repository_dispatches(REPO)
+    assert (sent["event_type"], sent["client_payload"], sent["sender"]) == ("stage-results", payload, "sweepbot[bot]")
+    for data, message in (({"client_payload": {}}, '"event_type" wasn\'t supplied'),
+                          ({"event_type": "e" * 101}, "maximum is 100"),
+                          ({"event_type": "x", "client_payload": {str(i): i for i in range(11)}},
+                           "No more than 10 properties")):
+        with pytest.raises(gidgethub.InvalidField) as err:
+            await gh.post(f"/repos/{REPO}/dispatches", data=data)
+        assert message in str(err.value)
+    assert len(github.repository_dispatches(REPO)) == 1
