@@ -21,7 +21,7 @@ from gidgethub import sansio
 
 from bot import logs
 from bot.config import ConfigError, Settings, load_app_yaml, parse_repo_config
-from bot.github import GitHubApp
+from bot.github import GitHubApp, WritePacer
 from bot.journal import DONE, FAILED, Journal
 from bot.metrics import Metrics
 from bot.runtime import Bot, log_secrets
@@ -32,7 +32,8 @@ def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[Git
     """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
     if settings.live:
         return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
-                         metrics=metrics), None
+                         metrics=metrics,
+                         pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute)), None
     from bot.sandbox import demo_github, sandbox_app
 
     fake = demo_github(out)
@@ -278,7 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         return manifest(args.webhook_url)
     if args.command == "check-config":
         return check_config(args.file)
-    settings = Settings.from_env()
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        for error in exc.errors:
+            print(f"sweepbot: {error}", file=sys.stderr)
+        return 2
     default_level = "INFO" if wants_live(settings) else "WARNING"
     logs.setup(settings.log_level if "LOG_LEVEL" in os.environ else default_level)
     if args.command == "serve":

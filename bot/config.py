@@ -43,6 +43,9 @@ class Settings:
     retry_delay: float = 2.0
     drain_timeout: float = 20.0
     read_timeout: float = 10.0
+    # content-creating requests per installation in any 60 s; GitHub's secondary limit is 80. 0: unpaced
+    # (GitHub Enterprise Server without secondary rate limits).
+    writes_per_minute: int = 80
 
     @property
     def live(self) -> bool:
@@ -74,7 +77,19 @@ class Settings:
             api_url=env.get("GITHUB_API_URL", cls.api_url).rstrip("/"),
             db_path=env.get("SWEEPBOT_DB", cls.db_path),
             workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
+            writes_per_minute=cls._writes_per_minute(env.get("SWEEPBOT_WRITES_PER_MINUTE")),
         )
+
+    @classmethod
+    def _writes_per_minute(cls, raw: str | None) -> int:
+        """SWEEPBOT_WRITES_PER_MINUTE: a whole number, 0 or more; unset or blank is the default."""
+        if raw is None or not raw.strip():
+            return cls.writes_per_minute
+        text = raw.strip()
+        if not text.isascii() or not text.isdigit():
+            raise ConfigError([f"SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more"
+                               f" (0: unpaced), got {raw!r}"])
+        return int(text)
 
     def live_problems(self) -> list[str]:
         """Why live mode cannot start, if it was asked for."""
