@@ -126,7 +126,7 @@ class Executor:
                 await self.ledger.complete(key, found)
                 return found
             if not kind.resendable:
-                raise self._unreconciled(action, "an earlier attempt may have sent it; GitHub does not show it")
+                raise await self._unreconciled(action, "an earlier attempt may have sent it; GitHub does not show it")
         try:
             result = await self._send(action, kind)
         except AmbiguousWrite as exc:
@@ -136,7 +136,7 @@ class Executor:
                 await self.ledger.complete(key, found)
                 return found
             if not kind.resendable:
-                raise self._unreconciled(action, str(exc)) from exc
+                raise await self._unreconciled(action, str(exc)) from exc
             result = await self._send(action, kind)  # GitHub shows no trace of it: one more send, then give up
         await self.ledger.complete(key, result)
         return result
@@ -157,10 +157,20 @@ class Executor:
                 return found
         return None
 
-    def _unreconciled(self, action: act.Action, reason: str) -> Unreconciled:
+    async def _unreconciled(self, action: act.Action, reason: str) -> Unreconciled:
+        """Shown in /healthz and, for a dispatch on a PR, said on the PR; the caller raises it."""
         exc = Unreconciled(action, reason)
         self.on_unreconciled(str(exc))
         logs.event("effect could not be reconciled; not sending it again", error=str(exc))
+        number = self.ctx.pr_number
+        if isinstance(action, act.DispatchWorkflow) and number is not None:
+            body = self.ctx.render("dispatch_unknown", workflow=action.workflow, ref=action.ref,
+                                   dispatch_id=action.dispatch_id, reason=reason[:200],
+                                   runs_url=f"{self.ctx.html_url}/actions/workflows/{action.workflow}")
+            try:
+                await self.apply(act.Comment(number, f"dispatch-unknown-{action.dispatch_id}", body))
+            except Exception as report_exc:  # the failure itself is still recorded and shown in /healthz
+                logs.event("could not report an unreconciled dispatch on the PR", error=str(report_exc))
         return exc
 
     # -- comments ------------------------------------------------------------------------------
@@ -299,7 +309,7 @@ class Executor:
         if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
             found = await self._look_again(action, KINDS[act.DispatchWorkflow])
             if found is None:
-                raise self._unreconciled(action, "dispatched, but its run is not listed yet")
+                raise await self._unreconciled(action, "dispatched, but its run is not listed yet")
             return found
         return Result("dispatched", int(run_id), {"html_url": answer.get("html_url")})
 

@@ -10,7 +10,7 @@ import cachetools
 from gidgethub import routing, sansio
 
 from bot import actions as act
-from bot import logs
+from bot import lanes, logs
 from bot.comments import PER_PAGE, CommentStore
 from bot.executor import DryRun, Executor, Ledger, MemoryLedger
 from bot.github import GitHubApp, GitHubClient
@@ -50,6 +50,15 @@ class Context:
     @property
     def payload(self) -> dict[str, Any]:
         return self.event.data
+
+    @property
+    def pr_number(self) -> int | None:
+        """The PR or issue this delivery is about, when its payload names one."""
+        return lanes.pr_number(self.event.event, self.payload)
+
+    @property
+    def html_url(self) -> str:
+        return self.payload["repository"].get("html_url") or f"https://github.com/{self.repo}"
 
     @property
     def default_branch(self) -> str:

@@ -219,3 +219,6 @@ async def test_a_dispatch_that_cannot_be_reconciled_is_not_sent_again_and_is_vis
     assert row.status == "failed" and "Unreconciled" in row.error
     health = await (await h.client.get("/healthz")).json()
     assert health["ok"] is False and "d-1-zzz" in health["unreconciled_effects"][0]["effect"]
+    (said,) = [c for c in h.github.comments(REPO, 2) if c["user"]["login"] == h.github.bot_login]
+    assert said["body"].startswith("<!-- sweepbot:dispatch-unknown-d-1-zzz -->")
+    assert "`d-1-zzz`" in said["body"] and "has **not** started it again" in said["body"]

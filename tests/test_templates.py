@@ -107,6 +107,11 @@ SAMPLES: dict[str, list[dict]] = {
         {**CONFIG_INVALID, "errors": []},
     ],
     "truncated": [{"limit": 65536}],
+    "dispatch_unknown": [{
+        "workflow": "run-sweep.yml", "ref": "recipe/mi355x", "dispatch_id": "sw-12-0a1b2c3d4e5f",
+        "reason": "POST /repos/acme/InferenceX/actions/workflows/run-sweep.yml/dispatches: 502 Bad Gateway",
+        "runs_url": "https://github.com/acme/InferenceX/actions/workflows/run-sweep.yml",
+    }],
 }
 
 
