@@ -201,6 +201,55 @@ def test_parse(body, expected):
     assert summary(parse(body, NAMES)) == expected
 
 
+# --- HTML comments count only outside code ----------------------------------------------------
+
+CODE_COMMENT_CASES = [
+    # a `<!--` in code is text: the real command below it counts
+    case(f"{FENCE}\n<!--\n{FENCE}\n/use 123", ("use", 123, None, 4), "opener-in-fenced-block"),
+    case(f"{FENCE}html\n<!-- TODO\n{FENCE}\n\nso:\n/use 123", ("use", 123, None, 6), "opener-in-html-fence"),
+    case("~~~\n<!--\n~~~\n/use 123", ("use", 123, None, 4), "opener-in-tilde-fence"),
+    case(f"- {FENCE}\n  <!--\n  {FENCE}\n/use 123", ("use", 123, None, 4), "opener-in-fence-in-list-item"),
+    case(f"{FENCE}<!--\n{FENCE}\n/use 123", ("use", 123, None, 3), "opener-in-fence-info-string"),
+    case(f"{FENCE}\n<!--\n{FENCE}\n/use 1\n{FENCE}\n-->\n{FENCE}\n/use 2", ("use", 2, None, 8),
+         "closer-in-fenced-block-is-text-too"),
+    case("`<!--`\n/use 123", ("use", 123, None, 2), "opener-in-inline-code"),
+    case("Write `<!--` to start a comment.\n/use 123", ("use", 123, None, 2), "opener-in-inline-code-in-prose"),
+    case("``a <!-- ` b``\n/use 123", ("use", 123, None, 2), "opener-in-double-backtick-span"),
+    case("`x` and `<!--` and `y`\n/use 123", ("use", 123, None, 2), "opener-in-second-span"),
+    case("/use 123 `<!--`", ("use", None, "too-many-arguments", 1), "opener-in-span-after-command-is-an-argument"),
+    case("\\<!--\n/use 123", ("use", 123, None, 2), "escaped-opener-is-text"),
+    # a real HTML comment still hides what it holds, and an unclosed one the rest
+    case(f"{FENCE}\n<!--\n{FENCE}\n<!-- /use 1 -->\n/use 2", ("use", 2, None, 5), "real-comment-after-fence"),
+    case(f"{FENCE}\n<!--\n{FENCE}\n<!--\n/use 123", None, "unclosed-real-comment-after-fence-hides-rest"),
+    case("`<!--`\n<!--\n/use 123\n-->", None, "real-comment-after-inline-code"),
+    case("`x` <!--\n/use 123", None, "unclosed-comment-after-inline-code"),
+    case("`<!-- no closing backtick\n/use 123", None, "lone-backtick-is-literal-comment-is-real"),
+    case("`<!-- ``\n/use 123", None, "span-needs-a-closer-of-the-same-length"),
+    case("<!-- ` -->\n/use 123", ("use", 123, None, 2), "backtick-inside-comment"),
+    case("<!-- `\n/use 1\n` -->\n/use 2", ("use", 2, None, 4), "backticks-inside-comment-do-not-make-code"),
+    case("<!-- `<!--` -->\n/use 2", ("use", 2, None, 2), "comment-ends-at-first-closer"),
+    case("\\`<!--`\n/use 123", None, "escaped-backtick-opens-no-span"),
+    case("\\\\<!--\n/use 123", None, "escaped-backslash-then-real-comment"),
+    case(f"{FENCE}\n/use 1\n<!-- x -->{FENCE}\n/use 2", None, "closing-fence-must-stand-alone-on-its-line"),
+    case("/use 5 <!--", ("use", 5, None, 1), "text-before-an-unclosed-comment-counts"),
+    case(f"<!-- x -->{FENCE}\n/use 1\n{FENCE}\n/use 2", ("use", 2, None, 4), "fence-after-a-comment-still-opens"),
+    case("<!-- a --><!--\n/use 1\n-->", None, "comment-right-after-a-comment"),
+    case("`a`<!--\n/use 1\n-->", None, "comment-right-after-a-code-span"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), CODE_COMMENT_CASES)
+def test_an_html_comment_counts_only_outside_code(body, expected):
+    """Regression: `<!--` inside a fenced code block or an inline code span started an HTML comment
+    (`_strip_html_comments` ran before code was recognised) and hid a real `/use 123` written below it."""
+    assert summary(parse(body, NAMES)) == expected
+
+
+def test_visible_text_keeps_code_spans_whole():
+    body = "/use 7 `<!--` <!-- note -->\n"
+    assert find_commands(body, ALL) == [CommandLine("use", ("7", "`<!--`"), 1, "/use 7 `<!--`")]
+
+
 # --- every command line, in order ---------------------------------------------------------------
 
 FIND_CASES = [
