@@ -205,24 +205,87 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
 
 
 def _check_semantics(policy: dict[str, Any]) -> None:
+    """Rules across keys, each error naming its key path; every error is listed at once."""
     from bot.commands import command_name_errors  # here, not at the top: this file's imports are not this check's
 
+    labels = policy["labels"]
+    errors = _sweep_label_errors(labels)
+    errors += command_name_errors(policy["commands"])
+    errors += _autolabel_errors(policy["autolabels"], _sweep_labels(labels))
+    if errors:
+        raise ConfigError(errors)
+
+
+# GitHub's limits for a label; a longer name or description is refused with a 422.
+LABEL_NAME_LIMIT = 50
+LABEL_DESCRIPTION_LIMIT = 100
+
+
+def _sweep_labels(labels: dict[str, Any]) -> dict[str, str]:
+    """Every sweep label (primaries and modifiers), lower-cased, -> the key path that first names it."""
+    named: dict[str, str] = {}
+    for path, name in _sweep_label_names(labels):
+        named.setdefault(name.lower(), path)
+    return named
+
+
+def _sweep_label_names(labels: dict[str, Any]) -> list[tuple[str, str]]:
+    primaries = [(f"labels.primary[{i}].name", label["name"]) for i, label in enumerate(labels["primary"])]
+    return primaries + [(f"labels.modifiers.{key}", name) for key, name in labels["modifiers"].items()]
+
+
+def _sweep_label_errors(labels: dict[str, Any]) -> list[str]:
     errors = []
-    primaries = policy["labels"]["primary"]
+    primaries = labels["primary"]
     if not primaries:
         errors.append("labels.primary: at least one primary label is required")
     if sum(1 for p in primaries if p.get("recommended")) > 1:
         errors.append("labels.primary: at most one label can be recommended")
-    names = [p["name"] for p in primaries] + list(policy["labels"]["modifiers"].values())
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        errors.append(f"labels: names used twice: {', '.join(dupes)}")
-    errors += command_name_errors(policy["commands"])
-    for i, rule in enumerate(policy["autolabels"]):
+    seen: dict[str, tuple[str, str]] = {}
+    for path, name in _sweep_label_names(labels):
+        errors += _length_errors(path, name, LABEL_NAME_LIMIT)
+        if name.lower() in seen:
+            errors.append(_same_label(path, name, *seen[name.lower()]))
+        else:
+            seen[name.lower()] = (path, name)
+    return errors
+
+
+def _autolabel_errors(rules: list[dict[str, Any]], sweep_labels: dict[str, str]) -> list[str]:
+    errors = []
+    given: dict[str, tuple[str, str]] = {}  # lower-cased label -> (the rule that gives it, its spelling there)
+    for i, rule in enumerate(rules):
+        where, label = f"autolabels[{i}]", rule["label"]
+        errors += _length_errors(f"{where}.label", label, LABEL_NAME_LIMIT)
+        if label.lower() in sweep_labels:
+            # a path rule would approve every matching PR's sweep, forks included, with the bot's own permission
+            errors.append(f"{where}.label: {label!r} is a sweep label ({sweep_labels[label.lower()]}); "
+                          "sweeps are approved by maintainers, not by path rules")
+        if label.lower() in given:
+            other, spelled = given[label.lower()]
+            # two rules for one label would add it and remove it on alternate pushes
+            errors.append(f"{where}.label: {label!r} is also given by {other}{_ignoring_case(label, spelled)}; "
+                          "one rule per label: put all its paths in one rule")
+        else:
+            given[label.lower()] = (where, label)
+        errors += _length_errors(f"{where}.description", rule["description"], LABEL_DESCRIPTION_LIMIT)
         color = str(rule.get("color", ""))
         if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):
-            errors.append(f"autolabels[{i}].color: expected six hex digits, got {color!r}")
+            errors.append(f"{where}.color: expected six hex digits, got {color!r}")
         if not rule.get("paths"):
-            errors.append(f"autolabels[{i}].paths: at least one pattern is required")
-    if errors:
-        raise ConfigError(errors)
+            errors.append(f"{where}.paths: at least one pattern is required")
+    return errors
+
+
+def _length_errors(path: str, text: str, limit: int) -> list[str]:
+    if len(text) <= limit:
+        return []
+    return [f"{path}: {len(text)} characters; GitHub allows at most {limit}"]
+
+
+def _same_label(path: str, name: str, other: str, spelled: str) -> str:
+    return f"{path}: {name!r} is also the label of {other}{_ignoring_case(name, spelled)}"
+
+
+def _ignoring_case(name: str, spelled: str) -> str:
+    return "" if name == spelled else f" ({spelled!r}: GitHub label names ignore case)"

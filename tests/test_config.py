@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -49,39 +53,175 @@ def test_overrides_merge_over_defaults(text, check):
     assert check(parse_repo_config(text))
 
 
-@pytest.mark.parametrize("text, error", [
-    ("pathz:\n  changelog: x\n", "pathz: unknown key"),
-    ("paths:\n  changelgo: x\n", "paths.changelgo: unknown key"),
-    ("paths: just-a-string\n", "paths: expected a mapping"),
-    ("paths:\n  benchmark: inferencex-e2e/\n", "paths.benchmark: expected a list"),
-    ("paths:\n  changelog: ''\n", "paths.changelog: expected a non-empty string"),
-    ("paths:\n  changelog: 12\n", "paths.changelog: expected a non-empty string"),
-    ("labels:\n  primary:\n    - {name: a, canary: yes-please, fail_fast: true}\n",
-     "labels.primary[0].canary: expected true or false"),
-    ("labels:\n  primary:\n    - {name: a, fail_fast: true}\n", "labels.primary[0].canary: required"),
-    ("labels:\n  primary:\n    - {name: a, canary: true, fail_fast: true, colour: red}\n",
-     "labels.primary[0].colour: unknown key"),
-    ("labels:\n  primary: []\n", "at least one primary label"),
-    ("labels:\n  modifiers:\n    evals_only: full-sweep-enabled\n", "names used twice: full-sweep-enabled"),
-    ("commands:\n  use: USE\n", "commands.use: 'USE' is not a command word"),
-    ("commands:\n  use: 使用\n", "commands.use: '使用' is not a command word"),
-    ("commands:\n  use: help\n", "commands.help: 'help' is also the name of commands.use"),
-    ("autolabels:\n  - {label: x, paths: [a], color: red, description: d}\n", "expected six hex digits"),
-    ("autolabels:\n  - {label: x, paths: [], color: ffffff, description: d}\n", "at least one pattern"),
-    ("- a\n- b\n", "the file: expected a mapping"),
-    ("paths: [unclosed\n", "not valid YAML at line"),
-    ("a: &x 1\nb: *x\nc: !!python/object:os.system ls\n", "not valid YAML"),  # safe_load refuses python tags
-], ids=lambda v: v if len(v) < 30 else None)
-def test_invalid_overrides_are_rejected_with_a_clear_error(text, error):
+NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case ASCII letters, digits or dashes"
+
+
+@pytest.mark.parametrize("text, errors", [
+    ("pathz:\n  changelog: x\n", ["pathz: unknown key"]),
+    ("paths:\n  changelgo: x\n", ["paths.changelgo: unknown key"]),
+    ("paths: just-a-string\n", ["paths: expected a mapping, got a string"]),
+    ("paths:\n  benchmark: inferencex-e2e/\n", ["paths.benchmark: expected a list, got a string"]),
+    ("paths:\n  changelog: ''\n", ["paths.changelog: expected a non-empty string, got a string"]),
+    ("paths:\n  changelog: 12\n", ["paths.changelog: expected a non-empty string, got a number"]),
+    ("labels:\n  primary:\n    - {name: a, canary: yes-please, fail_fast: true, recommended: true}\n",
+     ["labels.primary[0].canary: expected true or false, got a string"]),
+    ("labels:\n  primary:\n    - {name: a, fail_fast: true, recommended: true}\n", ["labels.primary[0].canary: required"]),
+    ("labels:\n  primary:\n    - {name: a, canary: true, fail_fast: true, recommended: true, colour: red}\n",
+     ["labels.primary[0].colour: unknown key"]),
+    ("labels:\n  primary: []\n", ["labels.primary: at least one primary label is required"]),
+    ("labels:\n  modifiers:\n    evals_only: full-sweep-enabled\n",
+     ["labels.modifiers.evals_only: 'full-sweep-enabled' is also the label of labels.primary[1].name"]),
+    ("commands:\n  use: USE\n", [f"commands.use: 'USE' {NOT_A_WORD}"]),
+    ("commands:\n  use: help\n", ["commands.help: 'help' is also the name of commands.use"]),
+    ("autolabels:\n  - {label: x, paths: [a], color: red, description: d}\n",
+     ["autolabels[0].color: expected six hex digits, got 'red'"]),
+    ("autolabels:\n  - {label: x, paths: [], color: ffffff, description: d}\n",
+     ["autolabels[0].paths: at least one pattern is required"]),
+    ("- a\n- b\n", ["the file: expected a mapping, got a list"]),
+    ("paths: [unclosed\n", ["not valid YAML at line 2, column 1: expected ',' or ']', but got '<stream end>'"]),
+    ("a: &x 1\nb: *x\nc: !!python/object:os.system ls\n",  # safe_load refuses python tags
+     ["not valid YAML at line 3, column 4: could not determine a constructor for the tag "
+      "'tag:yaml.org,2002:python/object:os.system'"]),
+], ids=lambda v: v if isinstance(v, str) and len(v) < 30 else None)
+def test_invalid_overrides_are_rejected_with_a_clear_error(text, errors):
+    """Regression: errors were matched by substring, so a case passed on an error it did not name (the
+    primary-label cases also lacked `recommended` and passed with a second, unlisted error)."""
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(text)
-    assert any(error in e for e in raised.value.errors), raised.value.errors
+    assert raised.value.errors == errors
 
 
 def test_every_problem_is_reported_not_just_the_first():
     with pytest.raises(ConfigError) as raised:
         parse_repo_config("pathz: 1\nworkflows:\n  sweep: ''\n  nightly: x\n")
-    assert len(raised.value.errors) == 3
+    assert raised.value.errors == ["pathz: unknown key", "workflows.sweep: expected a non-empty string, got a string",
+                                   "workflows.nightly: unknown key"]
+
+
+# ---- rules across keys: command names, sweep labels, automatic labels, GitHub's label limits -----------------
+
+
+def autolabels(*rules: str) -> str:
+    """An `autolabels:` override from flow mappings that give only what differs from a valid rule."""
+    lines = ["autolabels:"]
+    for rule in rules:
+        fields = {"label": "x", "paths": "[a]", "color": "ffffff", "description": "d"}
+        for part in filter(None, (piece.strip() for piece in rule.split(";"))):
+            key, _, value = part.partition("=")
+            fields[key] = value
+        lines.append("  - {" + ", ".join(f"{key}: {value}" for key, value in fields.items()) + "}")
+    return "\n".join(lines) + "\n"
+
+
+SWEEP = "sweeps are approved by maintainers, not by path rules"
+ONE_RULE = "one rule per label: put all its paths in one rule"
+IGNORES_CASE = "GitHub label names ignore case"
+L50, L51 = "a" * 50, "a" * 51
+SEMANTIC_CASES = [
+    # command names (the registry's check)
+    ("commands:\n  use: 使用\n", [f"commands.use: '使用' {NOT_A_WORD}"], "non-ascii-command"),
+    ("commands:\n  reuse: Use-Run\n  stage: x_y\n",
+     [f"commands.reuse: 'Use-Run' {NOT_A_WORD}", f"commands.stage: 'x_y' {NOT_A_WORD}"], "two-bad-commands"),
+    ("commands:\n  deploy: deploy\n", ["commands.deploy: unknown key"], "unknown-command-kind"),
+    ("commands:\n  use: pin-2\n", [], "valid-command-rename"),
+    # an automatic label may not be a sweep label, compared without case
+    (autolabels("label=full-sweep-enabled"),
+     [f"autolabels[0].label: 'full-sweep-enabled' is a sweep label (labels.primary[1].name); {SWEEP}"], "primary"),
+    (autolabels("", "label=Evals-Only"),
+     [f"autolabels[1].label: 'Evals-Only' is a sweep label (labels.modifiers.evals_only); {SWEEP}"],
+     "modifier-other-case"),
+    ("labels:\n  primary:\n    - {name: sweep, canary: true, fail_fast: true, recommended: true}\n"
+     + autolabels("label=SWEEP", "label=full-sweep-enabled"),
+     [f"autolabels[0].label: 'SWEEP' is a sweep label (labels.primary[0].name); {SWEEP}"],
+     "the-repositorys-own-primaries-count-not-the-defaults"),
+    # one label, one rule
+    (autolabels("label=amd", "label=nvidia", "label=amd;paths=[b]"),
+     [f"autolabels[2].label: 'amd' is also given by autolabels[0]; {ONE_RULE}"], "label-given-twice"),
+    (autolabels("label=amd", "label=AMD"),
+     [f"autolabels[1].label: 'AMD' is also given by autolabels[0] ('amd': {IGNORES_CASE}); {ONE_RULE}"],
+     "label-given-twice-other-case"),
+    (autolabels("label=amd", "label=amd", "label=amd"),
+     [f"autolabels[1].label: 'amd' is also given by autolabels[0]; {ONE_RULE}",
+      f"autolabels[2].label: 'amd' is also given by autolabels[0]; {ONE_RULE}"], "label-given-three-times"),
+    # sweep labels are distinct, compared without case
+    ("labels:\n  modifiers:\n    all_evals: Full-Sweep-Fail-Fast\n",
+     ["labels.modifiers.all_evals: 'Full-Sweep-Fail-Fast' is also the label of labels.primary[0].name"
+      f" ('full-sweep-fail-fast': {IGNORES_CASE})"], "modifier-equals-primary-other-case"),
+    ("labels:\n  primary:\n    - {name: s, canary: true, fail_fast: true, recommended: true}\n"
+     "    - {name: s, canary: false, fail_fast: false, recommended: false}\n",
+     ["labels.primary[1].name: 's' is also the label of labels.primary[0].name"], "two-primaries-one-name"),
+    ("labels:\n  primary:\n    - {name: s, canary: true, fail_fast: true, recommended: true}\n"
+     "    - {name: S, canary: false, fail_fast: false, recommended: true}\n",
+     ["labels.primary: at most one label can be recommended",
+      f"labels.primary[1].name: 'S' is also the label of labels.primary[0].name ('s': {IGNORES_CASE})"],
+     "two-recommended-and-one-name"),
+    ("labels:\n  modifiers:\n    evals_only: full-sweep-enabled\n" + autolabels("label=full-sweep-enabled"),
+     ["labels.modifiers.evals_only: 'full-sweep-enabled' is also the label of labels.primary[1].name",
+      f"autolabels[0].label: 'full-sweep-enabled' is a sweep label (labels.primary[1].name); {SWEEP}"],
+     "autolabel-names-a-sweep-label-given-twice"),
+    # GitHub's limits: names at most 50 characters, descriptions at most 100
+    (autolabels(f"label={L50}"), [], "autolabel-name-50"),
+    (autolabels(f"label={L51}"), ["autolabels[0].label: 51 characters; GitHub allows at most 50"], "autolabel-name-51"),
+    (autolabels("description=" + "d" * 100), [], "description-100"),
+    (autolabels("description=" + "d" * 101),
+     ["autolabels[0].description: 101 characters; GitHub allows at most 100"], "description-101"),
+    (f"labels:\n  primary:\n    - {{name: {L51}, canary: true, fail_fast: true, recommended: true}}\n",
+     ["labels.primary[0].name: 51 characters; GitHub allows at most 50"], "primary-name-51"),
+    (f"labels:\n  primary:\n    - {{name: {L50}, canary: true, fail_fast: true, recommended: true}}\n", [],
+     "primary-name-50"),
+    (f"labels:\n  modifiers:\n    agentx_fast: {L51}\n",
+     ["labels.modifiers.agentx_fast: 51 characters; GitHub allows at most 50"], "modifier-name-51"),
+    (f"labels:\n  modifiers:\n    agentx_fast: {L50}\n", [], "modifier-name-50"),
+    # colours: exactly six hex digits
+    (autolabels("color=ED1C24"), [], "colour-upper-case"),
+    (autolabels("color='#ed1c24'"), ["autolabels[0].color: expected six hex digits, got '#ed1c24'"], "colour-hash"),
+    (autolabels("color=ed1c2"), ["autolabels[0].color: expected six hex digits, got 'ed1c2'"], "colour-five"),
+    (autolabels("color=gggggg"), ["autolabels[0].color: expected six hex digits, got 'gggggg'"], "colour-not-hex"),
+    (autolabels("color=ffffff0"), ["autolabels[0].color: expected six hex digits, got 'ffffff0'"], "colour-seven"),
+]
+
+
+@pytest.mark.parametrize("text, errors", [pytest.param(t, e, id=i) for t, e, i in SEMANTIC_CASES])
+def test_rules_across_keys(text, errors):
+    if not errors:
+        parse_repo_config(text)
+        return
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    assert raised.value.errors == errors
+
+
+BAD_FILE = """\
+labels:
+  modifiers:
+    evals_only: Full-Sweep-Enabled
+commands:
+  use: 使用
+  stage: help
+autolabels:
+  - {label: amd, paths: [a], color: ed1c24, description: AMD}
+  - {label: AMD, paths: [b], color: '#76b900', description: AMD too}
+  - {label: all-evals, paths: [c], color: 0e8a16, description: %s}
+  - {label: %s, paths: [], color: 0e8a16, description: d}
+""" % ("d" * 101, "l" * 51)
+BAD_FILE_ERRORS = [
+    f"labels.modifiers.evals_only: 'Full-Sweep-Enabled' is also the label of labels.primary[1].name"
+    f" ('full-sweep-enabled': {IGNORES_CASE})",
+    f"commands.use: '使用' {NOT_A_WORD}",
+    "commands.help: 'help' is also the name of commands.stage",
+    f"autolabels[1].label: 'AMD' is also given by autolabels[0] ('amd': {IGNORES_CASE}); {ONE_RULE}",
+    "autolabels[1].color: expected six hex digits, got '#76b900'",
+    f"autolabels[2].label: 'all-evals' is a sweep label (labels.modifiers.all_evals); {SWEEP}",
+    "autolabels[2].description: 101 characters; GitHub allows at most 100",
+    "autolabels[3].label: 51 characters; GitHub allows at most 50",
+    "autolabels[3].paths: at least one pattern is required",
+]
+
+
+def test_every_rule_across_keys_is_reported_at_once():
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(BAD_FILE)
+    assert raised.value.errors == BAD_FILE_ERRORS
 
 
 def test_settings_from_env_with_probot_names(tmp_path):
@@ -109,7 +249,8 @@ def test_no_credentials_means_sandbox():
 async def test_live_mode_refuses_to_start_without_a_secret(capsys):
     s = Settings.from_env({"APP_ID": "1", "PRIVATE_KEY": "k"})
     assert await cli.serve(s) == 2
-    assert "WEBHOOK_SECRET is not set" in capsys.readouterr().err
+    assert capsys.readouterr().err == ("sweepbot: cannot start live: WEBHOOK_SECRET is not set: refusing to accept"
+                                       " unsigned webhooks\n")
 
 
 def test_check_config_command(tmp_path, capsys):
@@ -117,9 +258,20 @@ def test_check_config_command(tmp_path, capsys):
     good.write_text("paths:\n  changelog: perf.yaml\n")
     bad.write_text("paths:\n  changelgo: perf.yaml\n")
     assert cli.main(["check-config", str(good)]) == 0
+    assert capsys.readouterr().out == f"{good}: valid\n"
     assert cli.main(["check-config", str(bad)]) == 1
-    out = capsys.readouterr().out
-    assert f"{good}: valid" in out and "paths.changelgo: unknown key" in out
+    assert capsys.readouterr().out == f"{bad}: invalid\n  - paths.changelgo: unknown key\n"
+
+
+def test_the_sweepbot_command_lists_every_error_of_a_bad_file(tmp_path):
+    """`sweepbot check-config FILE`, the installed console script, run as a process."""
+    bad = tmp_path / "sweepbot.yml"
+    bad.write_text(BAD_FILE, encoding="utf-8")
+    script = Path(sys.executable).with_name("sweepbot")
+    done = subprocess.run([str(script), "check-config", str(bad)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout.splitlines() == [f"{bad}: invalid", *(f"  - {error}" for error in BAD_FILE_ERRORS)]
 
 
 def test_manifest_command_prints_json(capsys):
