@@ -21,7 +21,8 @@ from gidgethub import sansio
 
 from bot import logs
 from bot.config import ConfigError, Settings, load_app_yaml, parse_repo_config
-from bot.github import GitHubApp, WritePacer
+from bot.executor import JournalLedger
+from bot.github import GitHubApp, http_timeout, WritePacer
 from bot.journal import DONE, FAILED, Journal
 from bot.metrics import Metrics
 from bot.runtime import Bot, log_secrets
@@ -32,7 +33,7 @@ def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[Git
     """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
     if settings.live:
         return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
-                         metrics=metrics,
+                         metrics=metrics, timeout=http_timeout(settings.http_timeout),
                          pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute)), None
     from bot.sandbox import demo_github, sandbox_app
 
@@ -145,7 +146,7 @@ async def receive(settings: Settings, event_name: str, payload_path: str, dry_ru
 
 
 async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
-                    out: TextIO) -> int:
+                    out: TextIO, ledger: Any = None) -> int:
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
     if fake is not None:
@@ -159,7 +160,8 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
         if not bot.processor.wants(event):
             print(f"no handler wants {event_name}.{payload.get('action')}", file=out)
             return 0
-        outcome = await bot.processor.process(event, dry_run=dry_run, report=lambda line: print(line, file=out))
+        outcome = await bot.processor.process(event, ledger=ledger, dry_run=dry_run,
+                                              report=lambda line: print(line, file=out))
         print(f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
               f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}", file=out)
         if not dry_run:
@@ -190,8 +192,9 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
             return 2
         row = await journal.requeue(delivery_id)
         attempt = await journal.start(row.seq)
+        ledger = await JournalLedger.load(journal, row.seq)  # effects done before are not done again
         try:
-            code = await _run_once(settings, row.event, json.loads(row.body), row.id, False, out)
+            code = await _run_once(settings, row.event, json.loads(row.body), row.id, False, out, ledger)
         except Exception as exc:
             await journal.finish(row.seq, FAILED, f"{type(exc).__name__}: {exc}")
             print(f"delivery {delivery_id} failed again (attempt {attempt}): {exc}", file=out)
@@ -219,6 +222,9 @@ async def deliveries(settings: Settings, failed_only: bool, limit: int, out: Tex
         print(f"{when}  {d.status:8} {d.attempts:>5}  {what[:28]:28} {where[:34]:34} {d.id}", file=out)
         if d.error:
             print(f"{'':30}error: {d.error}", file=out)
+        if d.status == "retrying" and d.not_before:
+            again = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.not_before))
+            print(f"{'':30}next try: {again}", file=out)
     print("totals: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty journal"), file=out)
     return 0
 

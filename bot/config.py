@@ -46,6 +46,10 @@ class Settings:
     # content-creating requests per installation in any 60 s; GitHub's secondary limit is 80. 0: unpaced
     # (GitHub Enterprise Server without secondary rate limits).
     writes_per_minute: int = 80
+    # transient failures (GitHub down, rate limits) are retried on a growing schedule this long
+    retry_for: float = 6 * 3600.0
+    # seconds one GitHub request may take before the client gives up (read; connect is at most 5)
+    http_timeout: float = 10.0
 
     @property
     def live(self) -> bool:
@@ -78,6 +82,7 @@ class Settings:
             db_path=env.get("SWEEPBOT_DB", cls.db_path),
             workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
             writes_per_minute=cls._writes_per_minute(env.get("SWEEPBOT_WRITES_PER_MINUTE")),
+            http_timeout=_positive("SWEEPBOT_HTTP_TIMEOUT", env.get("SWEEPBOT_HTTP_TIMEOUT"), cls.http_timeout),
         )
 
     @classmethod
@@ -101,6 +106,18 @@ class Settings:
         if not self.private_key:
             problems.append("PRIVATE_KEY or PRIVATE_KEY_PATH is not set")
         return problems
+
+
+def _positive(name: str, raw: str | None, default: float) -> float:
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 3600:
+        raise ConfigError([f"{name} must be a number of seconds above 0, got {raw!r}"])
+    return value
 
 
 def load_app_yaml(path: Path = APP_YAML) -> dict[str, Any]:
