@@ -1,0 +1,123 @@
+"""SIGKILL while handlers are writing: GitHub (a separate process) has acted, the bot never heard back.
+
+The fake GitHub runs in its own process, so its state outlives the bot. Comment creates take 3 s; the bot is
+killed after the fake has received some of them (GitHub acted, or is about to), restarted at once, and must
+end with exactly one welcome on every PR: the resumed deliveries find their intents in the ledger, wait out
+the dead process's requests and reconcile instead of sending again.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import urllib.request
+
+import pytest
+
+from bot.cli import sign
+from bot.testing.server import FakeGitHubProcess
+from harness import free_port, start_server_process
+
+SECRET = "crash-secret"
+CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeGitHubProcess() as process:
+        yield process
+
+
+def seed(fake: FakeGitHubProcess, repo: str, prs: int) -> None:
+    fake.add_repo(repo, default_branch="main", installation_id=1)
+    for number in range(1, prs + 1):
+        fake.add_pull(repo, number=number, user=f"partner{number}", head_repo=f"partner{number}/fork",
+                      files=[CHANGELOG])
+
+
+def start_bot(tmp_path, fake: FakeGitHubProcess, app_key: str, port: int, run: int, http_timeout: float):
+    env = {"APP_ID": "1", "PRIVATE_KEY": app_key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
+           "SWEEPBOT_DB": str(tmp_path / "journal.db"), "SWEEPBOT_WORKERS": "8", "SWEEPBOT_WRITES_PER_MINUTE": "0",
+           "SWEEPBOT_HTTP_TIMEOUT": str(http_timeout), "LOG_LEVEL": "INFO"}
+    return start_server_process(port, env, cwd=tmp_path, stdout=open(tmp_path / f"out-{run}.txt", "w"),
+                                stderr=open(tmp_path / f"log-{run}.jsonl", "w"))
+
+
+def post(port: int, delivery: str, payload: dict) -> int:
+    body = json.dumps(payload).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=body, method="POST", headers={
+        "Content-Type": "application/json", "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign(body, SECRET)})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return resp.status
+
+
+def health(port: int) -> dict:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:  # 503 while not ok: the body still says why
+        return json.loads(exc.read())
+
+
+def comment_posts(fake: FakeGitHubProcess) -> int:
+    """Creates GitHub has answered (the fake records a request when it answers)."""
+    return fake.count("POST", r"/issues/\d+/comments$")
+
+
+def comment_reads(fake: FakeGitHubProcess) -> int:
+    """A welcome handler reads the comments, then sends its create at once."""
+    return fake.count("GET", r"/issues/\d+/comments$")
+
+
+@pytest.mark.parametrize("prs, kill_after, commit, latency", [
+    (20, 1, "start", 3.0),  # the first create is under way: GitHub has written it, the bot waits for the answer
+    # eight creates under way; GitHub writes them 6 s later, after the restarted bot has read the comments:
+    # only the intents in the ledger stop it from writing them again
+    (20, 8, "end", 6.0),
+    (50, 25, "start", 3.0),  # half-way through 50 PRs
+])
+def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_welcome_per_pr(
+        tmp_path, fake, app_key, prs, kill_after, commit, latency):
+    http_timeout = latency + 0.5  # the client outwaits a slow create; the restart waits out the whole request
+    fake.call("reset_requests")
+    fake.clear_latency()
+    repo = f"acme/crash-{prs}-{kill_after}-{commit}"  # a repository of its own per case
+    seed(fake, repo, prs)
+    fake.set_latency("POST", r"/issues/\d+/comments$", latency, commit=commit)
+    port = free_port()
+    first = start_bot(tmp_path, fake, app_key, port, run=1, http_timeout=http_timeout)
+    try:
+        for number in range(1, prs + 1):
+            payload = fake.pull_request_payload(repo, number, "opened", sender=f"partner{number}")
+            assert post(port, f"open-{number}", payload) == 202
+        deadline = time.monotonic() + 60
+        while comment_reads(fake) < kill_after and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)  # their creates are on the wire now, unanswered for `latency` seconds
+        reads = comment_reads(fake)
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+    heard = (tmp_path / "log-1.jsonl").read_text().count('"msg": "comment created"')
+    # the killed process really was writing: creates were sent and not yet answered when it died
+    assert reads >= kill_after and heard < reads
+    second = start_bot(tmp_path, fake, app_key, port, run=2, http_timeout=http_timeout)
+    try:
+        deadline = time.monotonic() + 120
+        while health(port)["backlog"] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        report = health(port)
+        assert report["backlog"] == 0 and report["failed"] == 0, report
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    welcomes = {}
+    for number in range(1, prs + 1):
+        mine = [c for c in fake.comments(repo, number) if c["user"]["login"] == "sweepbot[bot]"
+                and c["body"].startswith("<!-- sweepbot:welcome -->")]
+        welcomes[number] = len(mine)
+    assert welcomes == {n: 1 for n in range(1, prs + 1)}
+    log = (tmp_path / "log-2.jsonl").read_text()
+    assert "effect found done by an earlier attempt" in log or "waiting out an earlier attempt" in log
