@@ -1,0 +1,453 @@
+"""The changelog append check (bot/changelog.py) against SPEC.md section 3: a table of cases, then real data.
+
+Each case gives the file at the PR's base (None: new on this PR), at its head, and the PR number, and
+expects either exactly these errors, as (code, head line) pairs, or exactly these appended entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import bot.changelog
+from bot.changelog import ChangelogError, check_append, validate_default_branch
+
+PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
+PR = 1234
+DATA = Path(__file__).resolve().parents[2] / "shared/data/inferencex"
+TAIL = DATA / "perf-changelog.tail.yaml"
+
+# Two entries of history, 11 lines; what a PR appends starts at line 12 (the empty line), its entry at 13.
+HISTORY = f"""\
+- config-keys:
+    - dsr1-fp8-h200-sglang
+  description:
+    - "Update image"
+  pr-link: {PREFIX}1033
+
+- config-keys:
+    - glm5-fp8-mi355x-*
+  description:
+    - "Add GLM"
+  pr-link: {PREFIX}1040
+"""
+
+
+def entry(link: str = "XXX", *extra: str, keys: tuple[str, ...] = ("dsr1-fp8-b200-sglang",),
+          desc: tuple[str, ...] = ("Tune",)) -> str:
+    """One entry; with one key and one description line its `pr-link` is its 5th line, `extra` lines follow."""
+    lines = ["- config-keys:", *(f"    - {k}" for k in keys), "  description:", *(f'    - "{d}"' for d in desc),
+             f"  pr-link: {link}", *extra]
+    return "\n".join(lines) + "\n"
+
+
+def appended(*entries: str) -> str:
+    """HISTORY plus entries, each after one empty line: the first entry starts at line 13."""
+    return HISTORY + "".join("\n" + e for e in entries)
+
+
+@dataclass
+class Case:
+    name: str
+    head: str | bytes
+    errors: list[tuple[str, int]] = field(default_factory=list)
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    base: str | bytes | None = HISTORY
+    pr: int = PR
+    params: dict[str, Any] = field(default_factory=dict)  # of the first error: a subset that must match
+    corrections: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _b(text: str | bytes | None) -> bytes | None:
+    return text.encode() if isinstance(text, str) else text
+
+
+E = entry()
+CASES = [
+    # --- history: the base must stay a byte-exact prefix
+    Case("history edited", HISTORY.replace("Update image", "Update image v2") + "\n" + E,
+         errors=[("history-changed", 4)], params={"change": "changed", "base_line": 4,
+                                                   "expected": '    - "Update image"'}),
+    Case("history entry deleted", HISTORY.split("\n\n")[1] + "\n" + E,
+         errors=[("history-changed", 2)], params={"change": "removed"}),
+    Case("history reordered", HISTORY.split("\n\n")[1] + "\n" + HISTORY.split("\n\n")[0] + "\n",
+         errors=[("history-changed", 2)], params={"change": "moved"}),
+    Case("history gains a trailing space", HISTORY.replace("  description:\n", "  description: \n", 1) + "\n" + E,
+         errors=[("history-changed", 3)], params={"change": "whitespace"}),
+    Case("history's trailing spaces trimmed", appended(E).replace("1033\n  \n", "1033\n\n"),
+         base=HISTORY.replace("1033\n\n", "1033\n  \n"),
+         errors=[("history-changed", 6)], params={"change": "whitespace", "expected": "  ", "found": ""}),
+    Case("history converted to CRLF", appended(E).replace("\n", "\r\n"),
+         errors=[("history-changed", 1)], params={"change": "whitespace"}),
+    Case("entry inserted into the history", HISTORY.replace("1033\n\n", "1033\n\n" + E + "\n"),
+         errors=[("history-changed", 8)], params={"change": "inserted"}),
+    Case("history's final newline removed", HISTORY[:-1], errors=[("history-changed", 11)],
+         params={"change": "whitespace"}),
+    Case("history's last entry deleted", HISTORY.split("\n\n")[0] + "\n", errors=[("history-changed", 6)],
+         params={"change": "removed"}),
+    Case("appended field extends the last history entry", HISTORY + "  evals-only: true\n",
+         errors=[("outside-entry", 12)], params={"indented": True}),
+    Case("base without final newline extended on its last line", HISTORY[:-1] + "/\n\n" + E,
+         base=HISTORY[:-1], errors=[("history-changed", 11)], params={"change": "extended"}),
+    Case("base without final newline, append after a newline", HISTORY[:-1] + "\n\n" + E,
+         base=HISTORY[:-1], entries=[{"line": 13}]),
+
+    # --- separators and the end of the file
+    Case("no empty line before the entry", HISTORY + E, errors=[("separator", 12)],
+         params={"blank_lines": 0, "expected": 1}),
+    Case("two empty lines before the entry", HISTORY + "\n\n" + E, errors=[("separator", 14)],
+         params={"blank_lines": 2}),
+    Case("no empty line between appended entries", appended(E + entry(PREFIX + "XXX")),
+         errors=[("separator", 18)]),
+    Case("two empty lines between appended entries", appended(E + "\n", entry(PREFIX + "XXX")),
+         errors=[("separator", 20)], params={"blank_lines": 2}),
+    Case("missing final newline", appended(E)[:-1], errors=[("trailing-newline", 17)],
+         params={"problem": "missing"}),
+    Case("two final newlines", appended(E) + "\n", errors=[("trailing-newline", 18)],
+         params={"problem": "extra-blank-lines", "blank_lines": 1}),
+    Case("appending only an empty line", HISTORY + "\n", errors=[("trailing-newline", 12)]),
+    Case("separator of spaces, as in the real history", HISTORY + "  \n" + E, entries=[{"line": 13}]),
+    Case("history already ends with an empty line", HISTORY + "\n" + E, base=HISTORY + "\n",
+         entries=[{"line": 13}]),
+    Case("history ends with an empty line and one more is added", HISTORY + "\n\n" + E, base=HISTORY + "\n",
+         errors=[("separator", 14)]),
+    Case("new file", E + "\n" + entry(PREFIX + str(PR), "  evals-only: true"), base=None,
+         entries=[{"line": 1, "pr_link": "XXX"}, {"line": 7, "evals_only": True}]),
+    Case("new file starting with an empty line", "\n" + E, base=None, errors=[("separator", 2)],
+         params={"expected": 0, "blank_lines": 1}),
+    Case("new empty file", "", base=None, entries=[]),
+    Case("head identical to base", HISTORY, entries=[]),
+
+    # --- characters and encoding
+    Case("tab in the indentation", appended(E.replace("    - dsr1-fp8-b200", "\t- dsr1-fp8-b200")),
+         errors=[("tab", 14)]),
+    Case("tab inside a description", appended(entry("XXX", desc=("a\tb",))), errors=[("tab", 16)]),
+    Case("CRLF appended entry", HISTORY + ("\n" + E).replace("\n", "\r\n"), errors=[("cr", 12)],
+         params={"lines": [12, 13, 14, 15, 16, 17], "count": 6}),
+    Case("NUL byte", appended(entry("XXX", desc=("a\0b",))), errors=[("nul", 16)]),
+    Case("control character", appended(entry("XXX", desc=("a\x01b",))), errors=[("control-character", 16)],
+         params={"character": "U+0001"}),
+    Case("invalid UTF-8", HISTORY.encode() + b'\n' + entry("XXX", desc=("caf\xc3",)).encode().replace(
+        "caf\xc3".encode(), b"caf\xe9"), errors=[("not-utf8", 16)], params={"lines": [16]}),
+    Case("valid UTF-8 beyond ASCII", appended(entry("XXX", desc=("吞吐量 — Überblick",))),
+         entries=[{"line": 13, "description": ("吞吐量 — Überblick",)}]),
+
+    # --- YAML
+    Case("duplicate key", appended(entry("XXX", f"  pr-link: {PREFIX}{PR}")),
+         errors=[("duplicate-key", 18)], params={"key": "pr-link", "first_line": 17}),
+    Case("duplicate key in a flow mapping", appended("- {config-keys: [a], description: [b], pr-link: XXX, "
+                                                     "description: [c]}\n"),
+         errors=[("duplicate-key", 13)], params={"key": "description"}),
+    Case("YAML syntax error, and an error in another entry",
+         appended(entry("XXX", desc=('unclosed',)).replace('"unclosed"', '"unclosed'), entry("TBD")),
+         errors=[("yaml-syntax", 16), ("pr-link-not-accepted", 23)]),
+    Case("entry is a string", appended("- just a note\n"), errors=[("not-a-mapping", 13)],
+         params={"actual": "string"}),
+    Case("document marker", appended(E) + "---\n", errors=[("document-marker", 18)]),
+    Case("a mapping instead of a list item", HISTORY + "\nconfig-keys:\n  - a\n",
+         errors=[("outside-entry", 13)], params={"indented": False}),
+    Case("comment lines are fine", appended("# the new entry\n" + E.replace("  description:\n",
+                                                                              "  # why\n  description:\n")),
+         errors=[("separator", 14)]),
+
+    # --- fields
+    Case("unknown field with a near name", appended(entry("XXX", "  evals_only: true")),
+         errors=[("unknown-field", 18)], params={"field": "evals_only", "suggestion": "evals-only"}),
+    Case("unknown field", appended(entry("XXX", "  owner: me")), errors=[("unknown-field", 18)],
+         params={"field": "owner", "suggestion": None}),
+    Case("missing description", appended("- config-keys:\n    - a\n  pr-link: XXX\n"),
+         errors=[("missing-field", 13)], params={"field": "description"}),
+    Case("missing config-keys and pr-link", appended("- description:\n    - a\n"),
+         errors=[("missing-field", 13), ("missing-field", 13)]),
+    Case("config-keys empty", appended("- config-keys: []\n  description:\n    - a\n  pr-link: XXX\n"),
+         errors=[("empty-list", 13)], params={"field": "config-keys"}),
+    Case("config-keys a string", appended("- config-keys: a\n  description:\n    - a\n  pr-link: XXX\n"),
+         errors=[("wrong-type", 13)], params={"field": "config-keys", "actual": "string"}),
+    Case("config-keys item not a string", appended(entry("XXX", keys=("ok-*", "123", "yes"))),
+         errors=[("wrong-type", 15), ("wrong-type", 16)], params={"index": 1, "actual": "integer"}),
+    Case("config-keys wildcards", appended(entry("XXX", keys=("dsr1-*-mi355x-?glang", '"*-mtp"'))),
+         entries=[{"config_keys": ("dsr1-*-mi355x-?glang", "*-mtp")}]),
+    Case("config-key starting with an unquoted *", appended(entry("XXX", keys=("*-mtp",))),
+         errors=[("yaml-syntax", 14)]),
+    Case("description a string", appended("- config-keys:\n    - a\n  description: words\n  pr-link: XXX\n"),
+         errors=[("wrong-type", 15)], params={"field": "description"}),
+    Case("description empty string and a date", appended(entry("XXX", desc=("",)).replace(
+        '    - ""', '    - ""\n    - 2026-01-01')), errors=[("empty-string", 16), ("wrong-type", 17)]),
+    Case("scenario-type valid", appended(entry("XXX", "  scenario-type:", "    - fixed-seq-len",
+                                               "    - agentic-coding")),
+         entries=[{"scenario_type": ("fixed-seq-len", "agentic-coding")}]),
+    Case("scenario-type unknown value", appended(entry("XXX", "  scenario-type:", "    - agentic")),
+         errors=[("invalid-value", 19)], params={"value": "agentic"}),
+    Case("scenario-type empty", appended(entry("XXX", "  scenario-type: []")), errors=[("empty-list", 18)]),
+    Case("booleans given as a string, a number and null",
+         appended(entry("XXX", '  evals-only: "true"', "  all-evals: 1", "  append-only:")),
+         errors=[("wrong-type", 18), ("wrong-type", 19), ("wrong-type", 20)],
+         params={"field": "evals-only", "actual": "string"}),
+    Case("booleans valid", appended(entry("XXX", "  all-evals: true", "  evals-only: false")),
+         entries=[{"all_evals": True, "evals_only": False, "append_only": False}]),
+    Case("eval-min-prefill-ep valid", appended(entry("XXX", "  eval-min-prefill-ep: 4")),
+         entries=[{"eval_min_prefill_ep": 4}]),
+    Case("eval-min-prefill-ep zero", appended(entry("XXX", "  eval-min-prefill-ep: 0")),
+         errors=[("out-of-range", 18)], params={"value": 0, "minimum": 1}),
+    Case("eval-min-prefill-ep a boolean", appended(entry("XXX", "  eval-min-prefill-ep: true")),
+         errors=[("wrong-type", 18)], params={"actual": "boolean"}),
+    Case("eval-min-prefill-ep a string and a float",
+         appended(entry("XXX", '  eval-min-prefill-ep: "2"'), entry("XXX", "  eval-min-prefill-ep: 1.5")),
+         errors=[("wrong-type", 18), ("wrong-type", 25)]),
+    Case("append-only with evals-only", appended(entry("XXX", "  append-only: true", "  evals-only: true")),
+         errors=[("append-only-combination", 18)], params={"combined": ["evals-only"]}),
+    Case("append-only with all-evals and evals-only",
+         appended(entry("XXX", "  all-evals: true", "  evals-only: true", "  append-only: true")),
+         errors=[("append-only-combination", 20)], params={"combined": ["evals-only", "all-evals"]}),
+    Case("append-only with evals-only false", appended(entry("XXX", "  append-only: true",
+                                                             "  evals-only: false")),
+         entries=[{"append_only": True, "evals_only": False}]),
+
+    # --- pr-link forms
+    Case("pr-link XXX", appended(entry("XXX")), entries=[{"pr_link": "XXX"}]),
+    Case("pr-link prefix + XXX", appended(entry(PREFIX + "XXX")), entries=[{"pr_link": PREFIX + "XXX"}]),
+    Case("pr-link prefix + this PR", appended(entry(f"{PREFIX}{PR}")), entries=[{"pr_link": f"{PREFIX}{PR}"}]),
+    Case("pr-link quoted", appended(entry('"XXX"')), entries=[{"pr_link": "XXX"}]),
+    Case("pr-link TBD", appended(entry("TBD")), errors=[("pr-link-not-accepted", 17)],
+         params={"value": "TBD", "pr_number": PR}),
+    Case("pr-link another PR's number", appended(entry(f"{PREFIX}999")), errors=[("pr-link-not-accepted", 17)]),
+    Case("pr-link trailing slash", appended(entry(f"{PREFIX}{PR}/")), errors=[("pr-link-not-accepted", 17)]),
+    Case("pr-link http", appended(entry(f"http://github.com/SemiAnalysisAI/InferenceX/pull/{PR}")),
+         errors=[("pr-link-not-accepted", 17)]),
+    Case("pr-link /changes", appended(entry(f"{PREFIX}{PR}/changes")), errors=[("pr-link-not-accepted", 17)]),
+    Case("pr-link lower-case xxx", appended(entry("xxx")), errors=[("pr-link-not-accepted", 17)]),
+    Case("pr-link whitespace inside quotes", appended(entry('" XXX"')), errors=[("pr-link-not-accepted", 17)],
+         params={"value": " XXX"}),
+    Case("pr-link trailing spaces", appended(entry("XXX  ")), errors=[("pr-link-whitespace", 17)]),
+    Case("pr-link two spaces after the colon", appended(entry(" XXX")), errors=[("pr-link-whitespace", 17)]),
+    Case("pr-link trailing comment", appended(entry("XXX # fill in")), errors=[("pr-link-whitespace", 17)]),
+    Case("pr-link only a comment", appended(entry(f"#{PR}")), errors=[("wrong-type", 17)],
+         params={"field": "pr-link", "actual": "null"}),
+    Case("pr-link a number", appended(entry(str(PR))), errors=[("wrong-type", 17)],
+         params={"actual": "integer"}),
+    Case("pr-link on the next line", appended(entry("", f"    {PREFIX}{PR}").replace("pr-link: \n", "pr-link:\n")),
+         errors=[("pr-link-next-line", 17)]),
+    Case("pr-link missing", appended("- config-keys:\n    - a\n  description:\n    - b\n"),
+         errors=[("missing-field", 13)], params={"field": "pr-link"}),
+    Case("pr-link in a flow entry", appended("- {config-keys: [a], description: [b], pr-link: XXX}\n"),
+         entries=[{"line": 13, "pr_link": "XXX"}]),
+
+    # --- the exception: a PR that appends nothing may correct links of existing entries
+    Case("link corrected", HISTORY.replace(f"{PREFIX}1040", f"{PREFIX}1041"), corrections=[(11, f"{PREFIX}1041")],
+         entries=[]),
+    Case("placeholder link corrected", HISTORY.replace(f"{PREFIX}1040", f"{PREFIX}1040"),
+         base=HISTORY.replace(f"{PREFIX}1040", f"{PREFIX}XXX"), corrections=[(11, f"{PREFIX}1040")]),
+    Case("two links corrected", HISTORY.replace("1033", "1", 1).replace("1040", "2"),
+         base=HISTORY.replace("1033", "XXX", 1).replace(f"{PREFIX}1040", "TBD"),
+         corrections=[(5, f"{PREFIX}1"), (11, f"{PREFIX}2")]),
+    Case("link corrected to TBD", HISTORY.replace(f"{PREFIX}1040", "TBD"),
+         errors=[("link-correction-not-accepted", 11)], params={"value": "TBD"}),
+    Case("link corrected with a trailing slash", HISTORY.replace("1040", "1040/"),
+         errors=[("link-correction-not-accepted", 11)]),
+    Case("link corrected and an entry appended", appended(E).replace("1040", "1041"),
+         errors=[("correction-with-append", 11)], params={"appended_line": 12}),
+    Case("link corrected and a description changed",
+         HISTORY.replace("1040", "1041").replace("Update image", "Update images"),
+         errors=[("history-changed", 4)], params={"change": "changed"}),
+    Case("link corrected and a field added after it",
+         HISTORY.replace("1033\n", "1034\n  evals-only: true\n"), errors=[("history-changed", 6)],
+         params={"change": "inserted"}),
+    Case("link on the next line corrected onto its key's line",
+         HISTORY.replace(f"pr-link: {PREFIX}1040", f"pr-link: {PREFIX}1040"),
+         base=HISTORY.replace(f"pr-link: {PREFIX}1040", f"pr-link: \n    {PREFIX}1040"),
+         corrections=[(11, f"{PREFIX}1040")]),
+
+    # --- real-looking appends of several entries
+    Case("three entries from one PR", appended(
+        entry(PREFIX + str(PR), "  scenario-type:", "    - fixed-seq-len", keys=("dsr1-fp4-mi355x-sglang",
+                                                                                  "dsr1-fp4-mi355x-sglang-mtp")),
+        entry("XXX", "  evals-only: true"),
+        entry(PREFIX + "XXX", "  append-only: true", "  eval-min-prefill-ep: 2",
+              desc=("Refresh: image v0.5.12 (rocm7.2)", "Add --enable-flashinfer-allreduce-fusion")),
+    ), entries=[{"line": 13, "config_keys": ("dsr1-fp4-mi355x-sglang", "dsr1-fp4-mi355x-sglang-mtp"),
+                 "scenario_type": ("fixed-seq-len",)},
+                {"line": 22, "evals_only": True, "append_only": False},
+                {"line": 29, "append_only": True, "eval_min_prefill_ep": 2,
+                 "description": ("Refresh: image v0.5.12 (rocm7.2)", "Add --enable-flashinfer-allreduce-fusion")}]),
+    Case("several entries, several errors", appended(
+        entry("TBD"), entry("XXX", "  evals-only: yes please"), entry(f"{PREFIX}{PR}", "  append-only: true",
+                                                                     "  all-evals: true")),
+         errors=[("pr-link-not-accepted", 17), ("wrong-type", 24), ("append-only-combination", 31)]),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case(case: Case):
+    result = check_append(_b(case.base), _b(case.head), pr_number=case.pr, canonical_prefix=PREFIX)
+    assert sorted((e.line, e.code) for e in result.errors) == sorted((line, code) for code, line in case.errors)
+    assert result.ok is not case.errors
+    for key, value in case.params.items():
+        assert result.errors[0].params[key] == value, key
+    for error in result.errors:
+        assert error.message and error.fix and str(error).startswith(f"line {error.line}: ")
+    if case.errors:
+        assert result.entries == ()  # never entries alongside errors: a gate cannot take a half-valid file
+    assert len(result.entries) == len(case.entries)
+    for got, want in zip(result.entries, case.entries):
+        for key, value in want.items():
+            assert getattr(got, key) == value, key
+    assert result.has_entry is bool(case.entries)
+    assert [(c.line, c.new) for c in result.link_corrections] == case.corrections
+
+
+def test_case_count():
+    assert len(CASES) >= 40
+    assert len({c.name for c in CASES}) == len(CASES)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_case_with_pure_python_yaml(case: Case, monkeypatch: pytest.MonkeyPatch):
+    """libyaml and PyYAML's own parser disagree on details (a plain scalar's style is "" in one, None in the
+    other); the rules must not depend on which one is installed."""
+    monkeypatch.setattr(bot.changelog, "Loader", bot.changelog._loader_class(yaml.SafeLoader))
+    result = check_append(_b(case.base), _b(case.head), pr_number=case.pr, canonical_prefix=PREFIX)
+    assert sorted((e.line, e.code) for e in result.errors) == sorted((line, code) for code, line in case.errors)
+    assert len(result.entries) == len(case.entries)
+
+
+def test_flags_of_the_result():
+    result = check_append(_b(HISTORY), _b(appended(entry("XXX", "  append-only: true"), entry("XXX"))),
+                          pr_number=PR, canonical_prefix=PREFIX)
+    assert result.ok and result.has_entry
+    assert (result.append_only, result.evals_only, result.all_evals) == (True, False, False)
+    assert [e.append_only for e in result.entries] == [True, False]
+
+
+def test_messages_name_the_line_and_the_fix():
+    result = check_append(_b(HISTORY), _b(appended(entry("TBD"))), pr_number=PR, canonical_prefix=PREFIX)
+    assert str(result.errors[0]) == (
+        f"line 17: pr-link `TBD` is not accepted (this PR is #{PR}); fix: use `XXX`, `{PREFIX}XXX` or "
+        f"`{PREFIX}{PR}`")
+    assert result.errors[0].params["expected"] == ["XXX", f"{PREFIX}XXX", f"{PREFIX}{PR}"]
+
+
+def test_duplicate_keys_are_not_silently_dropped():
+    """PyYAML's safe_load keeps the last of two equal keys; the check must see the first one too."""
+    head = appended(entry("TBD", "  pr-link: XXX"))
+    assert yaml.safe_load(head)[-1]["pr-link"] == "XXX"
+    codes = [e.code for e in check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX).errors]
+    assert "duplicate-key" in codes
+
+
+def test_every_error_of_one_entry_is_reported():
+    head = appended("- config-keys: []\n  description: x\n  pr-link: TBD\n  evals-only: 2\n  owner: me\n")
+    result = check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
+    assert [(e.line, e.code) for e in result.errors] == [
+        (13, "empty-list"), (14, "wrong-type"), (15, "pr-link-not-accepted"), (16, "wrong-type"),
+        (17, "unknown-field")]
+
+
+def test_errors_are_data():
+    error = check_append(_b(HISTORY), _b(appended(entry("XXX", "  scenario-type:", "    - agentic"))),
+                         pr_number=PR, canonical_prefix=PREFIX).errors[0]
+    assert isinstance(error, ChangelogError)
+    assert (error.code, error.line) == ("invalid-value", 19)
+    assert error.params == {"field": "scenario-type", "value": "agentic",
+                            "expected": ["fixed-seq-len", "agentic-coding"]}
+
+
+def test_default_branch_links():
+    text = HISTORY.replace("1033", "XXX", 1) + "\n" + entry(f"{PREFIX}7/") + "\n" + entry(f"{PREFIX}8")
+    errors = validate_default_branch(text, canonical_prefix=PREFIX)
+    assert [(e.line, e.code, e.params["value"]) for e in errors] == [
+        (5, "default-branch-link", f"{PREFIX}XXX"), (17, "default-branch-link", f"{PREFIX}7/")]
+    assert validate_default_branch(HISTORY.encode(), canonical_prefix=PREFIX) == []
+    assert [e.code for e in validate_default_branch("- a: [\n", canonical_prefix=PREFIX)] == ["yaml-syntax"]
+    assert [(e.line, e.code) for e in validate_default_branch("- config-keys: [a]\n",
+                                                              canonical_prefix=PREFIX)] == [(1, "missing-field")]
+
+
+# --- the real upstream file
+
+
+@pytest.fixture(scope="module")
+def tail() -> bytes:
+    if not TAIL.is_file():
+        pytest.skip(f"real changelog data absent: {TAIL} (see /work/shared/data/inferencex/README.md)")
+    return TAIL.read_bytes()
+
+
+def _lines(data: bytes) -> int:
+    return data.count(b"\n")
+
+
+def test_real_history_accepts_a_valid_entry(tail: bytes):
+    head = tail + b"\n" + entry(f"{PREFIX}2800", "  scenario-type:", "    - agentic-coding").encode()
+    result = check_append(tail, head, pr_number=2800, canonical_prefix=PREFIX)
+    assert result.errors == ()
+    assert [e.line for e in result.entries] == [_lines(tail) + 2]
+    assert result.entries[0].scenario_type == ("agentic-coding",)
+
+
+def test_real_history_tbd_names_its_line(tail: bytes):
+    head = tail + b"\n" + entry("TBD").encode()
+    result = check_append(tail, head, pr_number=2800, canonical_prefix=PREFIX)
+    assert [(e.code, e.line) for e in result.errors] == [("pr-link-not-accepted", _lines(tail) + 6)]
+    assert head.split(b"\n")[_lines(tail) + 5] == b"  pr-link: TBD"
+
+
+def test_real_history_is_never_blamed(tail: bytes):
+    """The real history holds a `/changes` link (line 2129), a merged `XXX` (2604), a link on its own line
+    (601) and separators with trailing spaces: appending after them blames none of them."""
+    lines = tail.split(b"\n")
+    assert lines[2128].endswith(b"/pull/2305/changes") and lines[2603].endswith(b"/pull/XXX")
+    assert lines[600] == b"  pr-link: " and b" \n" in tail
+    assert check_append(tail, tail, pr_number=2800, canonical_prefix=PREFIX) == bot.changelog.ChangelogResult()
+    head = tail + b"\n" + entry("XXX").encode() + b"\n" + entry(f"{PREFIX}XXX", "  evals-only: true").encode()
+    result = check_append(tail, head, pr_number=2800, canonical_prefix=PREFIX)
+    assert result.ok and [e.line for e in result.entries] == [_lines(tail) + 2, _lines(tail) + 8]
+
+
+def test_real_history_on_the_default_branch(tail: bytes):
+    errors = validate_default_branch(tail, canonical_prefix=PREFIX)
+    assert [(e.line, e.code) for e in errors] == [(2129, "default-branch-link"), (2604, "default-branch-link")]
+
+
+def test_real_history_link_corrections(tail: bytes):
+    fixed = tail.replace(b"/pull/XXX\n", b"/pull/2600\n").replace(
+        b"pr-link: \n    https://github.com/SemiAnalysisAI/InferenceX/pull/1701\n",
+        b"pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1701\n")
+    result = check_append(tail, fixed, pr_number=2800, canonical_prefix=PREFIX)
+    assert result.ok and not result.has_entry
+    assert [(c.line, c.new) for c in result.link_corrections] == [
+        (601, f"{PREFIX}1701"), (2603, f"{PREFIX}2600")]
+    assert validate_default_branch(fixed, canonical_prefix=PREFIX)[0].line == 2128
+
+
+def test_real_history_edit_names_its_line(tail: bytes):
+    lines = tail.split(b"\n")
+    index = next(i for i in range(1999, len(lines)) if lines[i].startswith(b'    - "'))
+    lines[index] = lines[index][:-1] + b' (edited)"'
+    result = check_append(tail, b"\n".join(lines), pr_number=2800, canonical_prefix=PREFIX)
+    assert [(e.code, e.line, e.params["change"]) for e in result.errors] == [("history-changed", index + 1,
+                                                                               "changed")]
+    lines[2000:2001] = []  # and a line deleted before it
+    result = check_append(tail, b"\n".join(lines), pr_number=2800, canonical_prefix=PREFIX)
+    assert [(e.code, e.line) for e in result.errors] == [("history-changed", 2001)]
+
+
+def test_real_history_trimmed_trailing_spaces(tail: bytes):
+    head = b"\n".join(line.rstrip() for line in tail.split(b"\n"))
+    result = check_append(tail, head, pr_number=2800, canonical_prefix=PREFIX)
+    first = next(i for i, line in enumerate(tail.split(b"\n")) if line != line.rstrip()) + 1
+    assert [(e.code, e.line, e.params["change"]) for e in result.errors] == [("history-changed", first,
+                                                                               "whitespace")]
+
+
+def test_real_file_as_a_new_file(tail: bytes):
+    """All of it is appended: every entry's link is another PR's, and each is named on its own line."""
+    result = check_append(None, tail, pr_number=2800, canonical_prefix=PREFIX)
+    codes = {e.code for e in result.errors}
+    assert codes <= {"pr-link-not-accepted", "pr-link-next-line", "separator", "trailing-newline"}
+    assert sum(e.code.startswith("pr-link") for e in result.errors) == 399  # 2604's `<prefix>XXX` is accepted
+    assert 2604 not in {e.line for e in result.errors}
+    assert any(e.code == "pr-link-next-line" and e.line == 601 for e in result.errors)
