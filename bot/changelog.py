@@ -297,7 +297,7 @@ class _EntryChecker:
         return self.first_line + node.start_mark.line
 
     def check(self, node: yaml.Node, dash_line: int) -> AppendedEntry | None:
-        before = len(self.errors)
+        """The entry, or None when it is not a mapping; its errors go to self.errors."""
         self.loader.duplicates = []
         try:
             data = self.loader.construct_object(node, deep=True)
@@ -363,8 +363,6 @@ class _EntryChecker:
                     f"`append-only: true` cannot be combined with {' and '.join(f'`{c}: true`' for c in combined)}"
                     " in one entry", "drop `append-only`, or drop " + " and ".join(f"`{c}`" for c in combined)
                     + " (an entry that only appends results runs no evals of its own)", combined=combined))
-        if len(self.errors) > before:
-            return None
         return AppendedEntry(
             line=dash_line, config_keys=tuple(config_keys or ()), description=tuple(description or ()),
             pr_link=link or "", scenario_type=tuple(scenario or ()), evals_only=bool(flags["evals-only"]),
@@ -536,6 +534,8 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, pr_number:
 
     text = appended.decode("utf-8", "replace").replace("\r", "").replace("\0", "")
     text = _CONTROL.sub(" ", text).translate(_OTHER_BREAKS)
+    if not history and text.startswith("\ufeff"):
+        text = text[1:]  # a byte-order mark opening a new file is UTF-8 too, and YAML skips it
     lines = text.split("\n")  # lines[-1] is "" when the text ends with a newline
     last = first_line + len(lines) - 1
 
@@ -777,6 +777,7 @@ def _check_history(base_bytes: bytes, head_bytes: bytes, pr_number: int, prefix:
     errors: list[ChangelogError] = []
     corrections: list[LinkCorrection] = []
     base_pos = head_pos = 0
+    counted = newlines = 0  # newlines in head[:counted]: line numbers in one pass, however many links change
     for start, end in regions + [(len(base), len(base))]:
         segment = base[base_pos:start]
         if not head.startswith(segment, head_pos):
@@ -794,23 +795,32 @@ def _check_history(base_bytes: bytes, head_bytes: bytes, pr_number: int, prefix:
             continue
         stop = head.find("\n", head_pos)
         stop = len(head) if stop == -1 else stop
+        if not head[head_pos:stop].strip():
+            # Nothing after `pr-link:`: the value is still on the lines below, as many as in the base.
+            for _ in range(old.count("\n")):
+                following = head.find("\n", stop + 1)
+                stop = len(head) if following == -1 else following
         new = head[head_pos:stop]
-        line = head.count("\n", 0, head_pos) + 1
+        newlines += head.count("\n", counted, head_pos)
+        counted = head_pos
+        line = newlines + 1
         text = head[head.rfind("\n", 0, head_pos) + 1:head_pos] + new
         if accepted.fullmatch(new):
             corrections.append(LinkCorrection(line, " ".join(old.split()), new.strip()))
         else:
             forms = [f"{prefix}<number>", PLACEHOLDER, prefix + PLACEHOLDER]
+            next_line = "\n" in new or not new.strip()
+            changed = "changes the existing `pr-link` value that is on the next line" if next_line else \
+                f"changes the existing `pr-link` to {_code(new.strip())}, which is not a link the changelog accepts"
             errors.append(_err(
-                line, "link-correction-not-accepted",
-                f"this PR changes the existing `pr-link` on line {line} to {_code(new.strip())}, which is "
-                "not a link the changelog accepts",
-                f"write it as `pr-link: {prefix}<number>` (the PR that made the entry), one space after "
-                "the colon", value=new.strip(), old=" ".join(old.split()), text=text, expected=forms))
+                line, "link-correction-not-accepted", f"this PR {changed}",
+                f"write it as `pr-link: {prefix}<number>` (the PR that made the entry), on one line with one "
+                "space after the colon", value=" ".join(new.split()), old=" ".join(old.split()), text=text,
+                reason="value-on-next-line" if next_line else "not-accepted", expected=forms))
         head_pos = stop
     if head_pos < len(head):
         # Every link matched and the rest of the history too, but the head goes on: an append as well.
-        appended_line = head.count("\n", 0, head_pos) + 1
+        appended_line = newlines + head.count("\n", counted, head_pos) + 1
         first = corrections[0].line if corrections else (errors[0].line if errors else appended_line)
         errors.append(_err(
             first, "correction-with-append",

@@ -119,6 +119,7 @@ CASES = [
          entries=[{"line": 1, "pr_link": "XXX"}, {"line": 7, "evals_only": True}]),
     Case("new file starting with an empty line", "\n" + E, base=None, errors=[("separator", 2)],
          params={"expected": 0, "blank_lines": 1}),
+    Case("new file with a byte-order mark", "\ufeff" + E, base=None, entries=[{"line": 1}]),
     Case("new empty file", "", base=None, entries=[]),
     Case("head identical to base", HISTORY, entries=[]),
 
@@ -233,6 +234,9 @@ CASES = [
          errors=[("pr-link-next-line", 17)]),
     Case("pr-link missing", appended("- config-keys:\n    - a\n  description:\n    - b\n"),
          errors=[("missing-field", 13)], params={"field": "pr-link"}),
+    Case("entry with its dash alone on a line", appended("-\n  " + E[2:]),
+         entries=[{"line": 13, "pr_link": "XXX"}]),
+    Case("dash alone on a line, no empty line before", HISTORY + "-\n  " + E[2:], errors=[("separator", 12)]),
     Case("pr-link in a flow entry", appended("- {config-keys: [a], description: [b], pr-link: XXX}\n"),
          entries=[{"line": 13, "pr_link": "XXX"}]),
 
@@ -248,6 +252,10 @@ CASES = [
          errors=[("link-correction-not-accepted", 11)], params={"value": "TBD"}),
     Case("link corrected with a trailing slash", HISTORY.replace("1040", "1040/"),
          errors=[("link-correction-not-accepted", 11)]),
+    Case("link on the next line corrected there",
+         HISTORY.replace(f"pr-link: {PREFIX}1040", f"pr-link:\n    {PREFIX}1041"),
+         base=HISTORY.replace(f"pr-link: {PREFIX}1040", f"pr-link:\n    {PREFIX}1040"),
+         errors=[("link-correction-not-accepted", 11)], params={"reason": "value-on-next-line"}),
     Case("link corrected and an entry appended", appended(E).replace("1040", "1041"),
          errors=[("correction-with-append", 11)], params={"appended_line": 12}),
     Case("link corrected and a description changed",
