@@ -192,3 +192,336 @@ def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
         for c in decide(pr, POLICY).conditions:
             seen.setdefault(c.name, set()).add(c.reason_code)
     assert seen == {name: set(codes) for name, codes in REASONS.items()}
+
+
+# -- the dispatched workflow's inputs ------------------------------------------------------------
+
+
+def test_same_repo_dispatch_runs_the_sweep_workflow_on_the_head_branch_with_exact_inputs():
+    pr = make_pr(labels=(writer(ENABLED), writer(ALL_EVALS), non_writer("amd")))
+    decision = decide(pr, POLICY)
+    key = dispatch_id(42, HEAD, [ENABLED, ALL_EVALS])
+    assert decision.start is not None
+    assert (decision.start.workflow, decision.start.ref) == ("run-sweep.yml", "recipe/mi355x")
+    assert dict(decision.start.inputs) == {
+        "pr-number": "42", "head-sha": HEAD, "base-sha": BASE, "sweep-label": "full-sweep-enabled",
+        "canary": "true", "fail-fast": "false", "all-evals": "true", "evals-only": "false", "agentx-fast": "false",
+        "dispatch-id": key,
+    }
+    assert decision.start.dispatch_id == decision.dispatch_id == key
+    assert decision.start.head_sha == HEAD
+    assert decision.cancel == () and decision.remove_labels == ()
+
+
+def test_fork_dispatch_runs_the_trusted_workflow_on_the_default_branch_with_approved_sha_and_merge_sha():
+    pr = fork_pr(labels=(writer(NON_CANARY), writer(EVALS_ONLY), writer(AGENTX_FAST)))
+    decision = decide(pr, POLICY)
+    assert decision.start is not None
+    assert (decision.start.workflow, decision.start.ref) == ("e2e-tests.yml", "main")
+    assert dict(decision.start.inputs) == {
+        "pr-number": "42", "head-sha": HEAD, "base-sha": BASE, "sweep-label": "non-canary-full-sweep-enabled",
+        "canary": "false", "fail-fast": "false", "all-evals": "false", "evals-only": "true", "agentx-fast": "true",
+        "dispatch-id": dispatch_id(42, HEAD, [NON_CANARY, EVALS_ONLY, AGENTX_FAST]), "merge-sha": MERGE,
+    }
+    assert reasons(decision)["fork_approval"] == (True, "approved")
+    assert dict(decision.condition("fork_approval").params) == {"by": "maintainer", "head_sha": HEAD, "ignored": ()}
+    assert reasons(decision)["merge_commit"] == (True, "present")
+
+
+def test_the_default_branch_is_the_repositorys_not_main():
+    fork = decide(fork_pr(base_ref="trunk", default_branch="trunk"), POLICY)
+    assert fork.start is not None and fork.start.ref == "trunk"
+    into_main = decide(make_pr(default_branch="trunk"), POLICY)
+    assert into_main.start is None and reasons(into_main)["pull_request"] == (False, "wrong_base")
+
+
+def test_the_recommended_primary_asks_for_canary_and_fail_fast():
+    inputs = decide(make_pr(), POLICY).start.inputs
+    assert (inputs["sweep-label"], inputs["canary"], inputs["fail-fast"]) == ("full-sweep-fail-fast", "true", "true")
+    assert all(isinstance(v, str) for v in inputs.values())
+
+
+def test_the_executor_record_finds_a_same_repo_run_by_head_sha_and_a_fork_run_by_dispatch_id_only():
+    same = decide(make_pr(), POLICY).start.to_action(same_repo=True)
+    assert (same.workflow, same.ref, same.head_sha) == ("run-sweep.yml", "recipe/mi355x", HEAD)
+    assert same.inputs["dispatch-id"] == same.dispatch_id and same.key == f"dispatch:run-sweep.yml:{same.dispatch_id}"
+    fork = decide(fork_pr(), POLICY).start.to_action(same_repo=False)
+    assert (fork.workflow, fork.ref, fork.head_sha) == ("e2e-tests.yml", "main", None)
+
+
+def test_label_names_compare_ignoring_case_and_the_input_uses_the_policy_spelling():
+    decision = decide(make_pr(labels=(writer("Full-Sweep-ENABLED"), writer("ALL-Evals"))), POLICY)
+    assert decision.start.inputs["sweep-label"] == "full-sweep-enabled"
+    assert decision.start.inputs["all-evals"] == "true"
+    assert decision.dispatch_id == dispatch_id(42, HEAD, [ENABLED, ALL_EVALS])
+
+
+def test_a_repository_policy_renames_labels_workflows_and_the_marker():
+    custom = default_policy()
+    custom["labels"]["primary"] = [{"name": "gpu-sweep", "canary": False, "fail_fast": True, "recommended": True}]
+    custom["labels"]["modifiers"] = {"all_evals": "evals-all", "evals_only": "evals-just", "agentx_fast": "quick"}
+    custom["workflows"] = {"sweep": "sweep.yml", "fork_sweep": "trusted.yml"}
+    custom["skip_sweep_marker"] = "[no-gpu]"
+    policy = Policy(custom)
+    decision = decide(make_pr(labels=(writer("gpu-sweep"), writer("quick"), writer(FAIL_FAST))), policy)
+    assert decision.start.workflow == "sweep.yml"
+    assert (decision.start.inputs["sweep-label"], decision.start.inputs["agentx-fast"]) == ("gpu-sweep", "true")
+    assert decision.start.inputs["canary"] == "false" and decision.start.inputs["fail-fast"] == "true"
+    assert decide(fork_pr(labels=(writer("gpu-sweep"),)), policy).start.workflow == "trusted.yml"
+    skipped = decide(make_pr(labels=(writer("gpu-sweep"),), head_commit_message="x [no-gpu]"), policy)
+    assert skipped.start is None and reasons(skipped)["skip_marker"] == (False, "present")
+    assert decide(make_pr(head_commit_message="[skip-sweep]", labels=(writer("gpu-sweep"),)), policy).start
+
+
+# -- superseded, already dispatched --------------------------------------------------------------
+
+
+def test_a_new_state_starts_and_cancels_every_superseded_run_still_queued_or_running():
+    old = dispatch_id(42, OLD_HEAD, [FAIL_FAST])
+    older = dispatch_id(42, OLD_HEAD, [ENABLED])
+    pr = make_pr(dispatched=(Dispatched(old, 11, "queued"), Dispatched(old, 12, "in_progress"),
+                             Dispatched(older, 13, "waiting"), Dispatched(older, 14, "completed"),
+                             Dispatched(older, 15, "pending"), Dispatched(older, 16, "requested")))
+    decision = decide(pr, POLICY)
+    assert decision.start is not None
+    assert decision.cancel == (11, 12, 13, 15, 16)
+    assert ACTIVE_STATUSES == {"queued", "in_progress", "waiting", "pending", "requested"}
+
+
+def test_removing_the_primary_cancels_its_run_and_starts_nothing():
+    ran = dispatch_id(42, HEAD, [FAIL_FAST])
+    decision = decide(make_pr(labels=(), dispatched=(Dispatched(ran, 21, "in_progress"),)), POLICY)
+    assert decision.start is None and decision.cancel == (21,)
+    assert reasons(decision)["labels"] == (None, "no_primary")
+    assert reasons(decision)["dispatch"] == (None, "not_dispatched")
+
+
+def test_adding_a_modifier_restarts_the_sweep():
+    ran = dispatch_id(42, HEAD, [FAIL_FAST])
+    decision = decide(make_pr(labels=(writer(FAIL_FAST), writer(AGENTX_FAST)),
+                              dispatched=(Dispatched(ran, 31, "in_progress"),)), POLICY)
+    assert decision.start is not None and decision.start.inputs["agentx-fast"] == "true"
+    assert decision.cancel == (31,)
+
+
+def test_a_state_already_dispatched_starts_nothing_and_keeps_its_run_but_cancels_the_others():
+    current = decide(make_pr(), POLICY).dispatch_id
+    old = dispatch_id(42, OLD_HEAD, [FAIL_FAST])
+    pr = make_pr(dispatched=(Dispatched(old, 40, "in_progress"), Dispatched(current, 41, "queued")))
+    decision = decide(pr, POLICY)
+    assert decision.start is None
+    assert decision.cancel == (40,)
+    assert reasons(decision)["dispatch"] == (True, "dispatched")
+    assert dict(decision.condition("dispatch").params) == {"dispatch_id": current, "run_id": 41, "status": "queued"}
+    assert failing(decision) == set()
+
+
+def test_a_finished_run_of_this_state_is_not_dispatched_again():
+    current = decide(make_pr(), POLICY).dispatch_id
+    decision = decide(make_pr(dispatched=(Dispatched(current, 50, "completed"),)), POLICY)
+    assert decision.start is None and decision.cancel == ()
+    assert decision.condition("dispatch").params["run_id"] == 50
+
+
+def test_the_same_state_decided_twice_gives_the_same_decision():
+    assert decide(make_pr(), POLICY) == decide(make_pr(), POLICY)
+
+
+# -- the PR itself -------------------------------------------------------------------------------
+
+
+def test_a_pr_targeting_another_branch_gets_no_sweep_and_says_which_branches():
+    decision = decide(make_pr(base_ref="release/1.2"), POLICY)
+    assert decision.start is None and failing(decision) == {"pull_request"}
+    assert reasons(decision)["pull_request"] == (False, "wrong_base")
+    assert dict(decision.condition("pull_request").params) == {"base_ref": "release/1.2", "default_branch": "main"}
+
+
+def test_a_closed_pr_gets_no_sweep_and_closed_is_said_before_draft():
+    decision = decide(make_pr(open=False, draft=True), POLICY)
+    assert decision.start is None and reasons(decision)["pull_request"] == (False, "closed")
+
+
+def test_a_draft_pr_gets_no_sweep():
+    decision = decide(make_pr(draft=True), POLICY)
+    assert decision.start is None and reasons(decision)["pull_request"] == (False, "draft")
+
+
+def test_an_open_pr_into_the_default_branch_is_ready():
+    assert reasons(decide(make_pr(), POLICY))["pull_request"] == (True, "ready")
+
+
+# -- forks ---------------------------------------------------------------------------------------
+
+
+def test_a_fork_push_after_approval_is_not_trusted_until_the_label_is_added_again():
+    approved_then_pushed = fork_pr(labels=(writer(FAIL_FAST, sha=OLD_HEAD),))
+    decision = decide(approved_then_pushed, POLICY)
+    assert decision.start is None and failing(decision) == {"fork_approval"}
+    assert reasons(decision)["fork_approval"] == (False, "head_changed")
+    assert dict(decision.condition("fork_approval").params) == {
+        "by": "maintainer", "approved_sha": OLD_HEAD, "head_sha": HEAD, "ignored": ()}
+    assert decision.remove_labels == ()  # a writer's label stays; only re-adding it approves the new head
+    readded = decide(replace(approved_then_pushed, labels=(writer(FAIL_FAST, sha=HEAD),)), POLICY)
+    assert readded.start is not None and readded.start.inputs["head-sha"] == HEAD
+
+
+def test_a_fork_label_whose_head_sha_is_unknown_approves_nothing():
+    decision = decide(fork_pr(labels=(writer(FAIL_FAST, sha=None),)), POLICY)
+    assert decision.start is None and reasons(decision)["fork_approval"] == (False, "approval_unknown")
+
+
+def test_a_fork_dispatch_waits_for_githubs_merge_commit():
+    decision = decide(fork_pr(merge_commit_sha=None), POLICY)
+    assert decision.start is None and failing(decision) == {"merge_commit"}
+    assert reasons(decision)["merge_commit"] == (False, "missing")
+    assert dict(decision.condition("merge_commit").params) == {"head_sha": HEAD}
+    assert reasons(decision)["fork_approval"] == (True, "approved")
+
+
+def test_a_same_repo_pr_needs_neither_approval_nor_merge_commit():
+    decision = decide(make_pr(merge_commit_sha=None, labels=(non_writer(FAIL_FAST),)), POLICY)
+    assert decision.start is not None and decision.remove_labels == ()
+    assert reasons(decision)["fork_approval"] == (None, "same_repo")
+    assert reasons(decision)["merge_commit"] == (None, "same_repo")
+
+
+def test_a_primary_a_non_writer_put_on_a_fork_is_removed_and_counts_for_nothing():
+    pr = fork_pr(labels=(non_writer("Full-Sweep-Enabled"), non_writer(ALL_EVALS), writer("amd")))
+    decision = decide(pr, POLICY)
+    assert decision.start is None
+    assert decision.remove_labels == ("Full-Sweep-Enabled",)
+    assert reasons(decision)["labels"] == (None, "no_primary")
+    assert reasons(decision)["fork_approval"] == (False, "untrusted_labeller")
+    assert dict(decision.condition("fork_approval").params) == {
+        "labels": ("Full-Sweep-Enabled", ALL_EVALS), "by": ("triager",), "removed": ("Full-Sweep-Enabled",)}
+    assert decision.dispatch_id == dispatch_id(42, HEAD, [])
+
+
+def test_a_non_writers_second_primary_on_a_fork_does_not_block_a_writers_approval():
+    pr = fork_pr(labels=(writer(FAIL_FAST), non_writer(ENABLED), non_writer(EVALS_ONLY)))
+    decision = decide(pr, POLICY)
+    assert decision.start is not None and decision.start.inputs["sweep-label"] == FAIL_FAST
+    assert decision.start.inputs["evals-only"] == "false"
+    assert decision.remove_labels == (ENABLED,)
+    assert decision.condition("fork_approval").params["ignored"] == (ENABLED, EVALS_ONLY)
+
+
+def test_a_fork_with_no_sweep_label_awaits_one():
+    decision = decide(fork_pr(labels=()), POLICY)
+    assert reasons(decision)["fork_approval"] == (None, "awaiting_label")
+
+
+# -- labels and changelog reasons ------------------------------------------------------------------
+
+
+def test_two_primaries_name_both_and_the_recommended_one():
+    decision = decide(make_pr(labels=(writer(NON_CANARY), writer(FAIL_FAST))), POLICY)
+    assert decision.start is None and reasons(decision)["labels"] == (False, "several_primaries")
+    assert dict(decision.condition("labels").params) == {"labels": (FAIL_FAST, NON_CANARY),
+                                                         "recommended": FAIL_FAST}
+
+
+def test_a_modifier_without_a_primary_says_which():
+    decision = decide(make_pr(labels=(writer(AGENTX_FAST), writer(ALL_EVALS))), POLICY)
+    assert decision.start is None and reasons(decision)["labels"] == (False, "modifier_without_primary")
+    assert dict(decision.condition("labels").params) == {"modifiers": (ALL_EVALS, AGENTX_FAST)}
+
+
+def test_evals_modifiers_with_an_append_only_addition_are_invalid_and_named():
+    pr = make_pr(changelog=VALID_APPEND_ONLY,
+                 labels=(writer(FAIL_FAST), writer(AGENTX_FAST), writer(EVALS_ONLY), writer(ALL_EVALS)))
+    decision = decide(pr, POLICY)
+    assert decision.start is None and reasons(decision)["labels"] == (False, "append_only_conflict")
+    assert dict(decision.condition("labels").params) == {"modifiers": (ALL_EVALS, EVALS_ONLY)}
+    agentx = decide(make_pr(changelog=VALID_APPEND_ONLY, labels=(writer(FAIL_FAST), writer(AGENTX_FAST))), POLICY)
+    assert agentx.start is not None
+
+
+def test_valid_labels_describe_the_sweep():
+    decision = decide(make_pr(labels=(writer(AGENTX_FAST), writer(ENABLED), writer(ALL_EVALS))), POLICY)
+    assert dict(decision.condition("labels").params) == {
+        "primary": ENABLED, "modifiers": (ALL_EVALS, AGENTX_FAST), "canary": True, "fail_fast": False}
+
+
+@pytest.mark.parametrize("outcome, ok, code", [(VALID, True, "valid"), (VALID_APPEND_ONLY, True, "valid"),
+                                                (ABSENT, False, "absent"), (INVALID, False, "invalid")])
+def test_changelog_condition(outcome, ok, code):
+    decision = decide(make_pr(changelog=outcome), POLICY)
+    assert reasons(decision)["changelog"] == (ok, code)
+    assert decision.condition("changelog").params["path"] == "inferencex-e2e/perf-changelog.yaml"
+    assert (decision.start is not None) == ok
+
+
+def test_an_append_only_flag_on_a_changelog_that_is_not_valid_is_refused():
+    with pytest.raises(ValueError):
+        ChangelogOutcome(Changelog.ABSENT, append_only=True)
+    assert ChangelogOutcome("valid", append_only=True).state is Changelog.VALID
+
+
+# -- skip marker and pin ---------------------------------------------------------------------------
+
+
+def test_the_skip_marker_skips_only_the_sweep_and_every_condition_is_still_reported():
+    decision = decide(make_pr(head_commit_message="Fix typo\n\n[Skip-Sweep]"), POLICY)
+    assert decision.start is None and failing(decision) == {"skip_marker"}
+    assert tuple(c.name for c in decision.conditions) == CONDITIONS
+    assert reasons(decision)["changelog"] == (True, "valid") and reasons(decision)["labels"] == (True, "valid")
+    assert dict(decision.condition("skip_marker").params) == {"marker": "[skip-sweep]", "head_sha": HEAD}
+    assert reasons(decide(make_pr(head_commit_message="skip-sweep"), POLICY))["skip_marker"] == (True, "absent")
+
+
+def test_a_pin_stops_a_new_push_from_sweeping_and_re_adding_the_primary_forces_one():
+    pinned = decide(make_pr(pin=777), POLICY)
+    assert pinned.start is None and failing(pinned) == {"reuse_pin"}
+    assert reasons(pinned)["reuse_pin"] == (False, "pinned")
+    assert dict(pinned.condition("reuse_pin").params) == {"run_id": 777}
+    forced = decide(make_pr(pin=777, primary_readded_after_pin=True), POLICY)
+    assert forced.start is not None and reasons(forced)["reuse_pin"] == (True, "forced")
+    assert reasons(decide(make_pr(), POLICY))["reuse_pin"] == (None, "no_pin")
+
+
+# -- the dispatch id -------------------------------------------------------------------------------
+
+
+def test_the_dispatch_id_is_stable_short_and_fits_a_comment_marker():
+    first = dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS])
+    assert first == dispatch_id(42, HEAD, [ALL_EVALS.upper(), FAIL_FAST, ALL_EVALS])  # order, case, repeats
+    assert re.fullmatch(r"[a-z0-9-]{1,24}", first) and first.startswith("sw-42-")
+    assert first == "sw-42-" + __import__("bot.actions", fromlist=["digest"]).digest(
+        42, HEAD, sorted([FAIL_FAST, ALL_EVALS]))[:12]
+
+
+def test_the_dispatch_id_differs_per_label_set_head_sha_and_pr():
+    ids = {dispatch_id(42, HEAD, [FAIL_FAST]), dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS]),
+           dispatch_id(42, HEAD, [ENABLED]), dispatch_id(42, HEAD, []), dispatch_id(42, OLD_HEAD, [FAIL_FAST]),
+           dispatch_id(43, HEAD, [FAIL_FAST])}
+    assert len(ids) == 6
+
+
+def test_the_decision_dispatch_id_counts_only_sweep_labels_that_count():
+    plain = decide(make_pr(), POLICY).dispatch_id
+    assert decide(make_pr(labels=(writer(FAIL_FAST), writer("amd"))), POLICY).dispatch_id == plain
+    assert decide(make_pr(labels=(writer(FAIL_FAST.upper()),)), POLICY).dispatch_id == plain
+    assert decide(make_pr(labels=(writer(FAIL_FAST), writer(AGENTX_FAST))), POLICY).dispatch_id != plain
+    assert decide(make_pr(head_sha=OLD_HEAD), POLICY).dispatch_id != plain
+    fork = decide(fork_pr(labels=(writer(FAIL_FAST), non_writer(AGENTX_FAST))), POLICY)
+    assert fork.dispatch_id == plain
+
+
+# -- shape -----------------------------------------------------------------------------------------
+
+
+def test_conditions_are_data_for_templates_and_cannot_be_changed():
+    decision = decide(fork_pr(labels=(writer(FAIL_FAST, sha=OLD_HEAD), non_writer(ENABLED))), POLICY)
+    for c in decision.conditions:
+        assert re.fullmatch(r"[a-z_]+", c.name) and re.fullmatch(r"[a-z_]+", c.reason_code)
+        for value in c.params.values():
+            assert value is None or isinstance(value, (str, int, bool)) or (
+                isinstance(value, tuple) and all(isinstance(v, str) for v in value))
+    with pytest.raises(TypeError):
+        decision.conditions[0].params["path"] = "elsewhere"
+    with pytest.raises(FrozenInstanceError):
+        decision.start = None
+    with pytest.raises(TypeError):
+        decide(make_pr(), POLICY).start.inputs["canary"] = "false"
