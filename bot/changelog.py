@@ -205,7 +205,8 @@ def _character_error(code: str, lines: list[int], **extra: Any) -> ChangelogErro
 
 def _history_error(line: int, base_line: int, change: str, expected: str | None, found: str | None,
                    ) -> ChangelogError:
-    was = f"line {base_line} of the base branch's file reads {_code(expected)}" if expected is not None \
+    was = f"line {base_line} of the base branch's file reads {_code(expected.strip())}" if expected \
+        else f"line {base_line} of the base branch's file is empty" if expected is not None \
         else f"the base branch's file ends at line {base_line - 1}"
     message = {
         "changed": f"the existing history was changed at line {line} ({was})",
@@ -274,9 +275,13 @@ def _yaml_error(exc: yaml.YAMLError, first_line: int, floor: int) -> ChangelogEr
         mark = exc.context_mark
     line = max(first_line + mark.line, floor) if mark is not None else floor
     what = f"{problem} ({context})" if context else problem
-    return _err(line, "yaml-syntax", f"the YAML cannot be read at line {line}: {what}",
-                "fix the YAML syntax at that line: keep each entry's keys indented by two spaces under its "
-                "`- `, and quote strings that contain `: ` or start with a special character",
+    if "alias" in problem or "anchor" in problem or "tag" in problem:
+        # `- *-mtp`: a config-keys wildcard at the start of a value reads as a YAML alias
+        fix = "put a value that starts with `*`, `&` or `!` in quotes, e.g. `- \"*-mtp\"`"
+    else:
+        fix = ("fix the YAML syntax at that line: keep each entry's keys indented by two spaces under its "
+               "`- `, and quote strings that contain `: ` or start with a special character")
+    return _err(line, "yaml-syntax", f"the YAML cannot be read at line {line}: {what}", fix,
                 problem=problem, context=context)
 
 
@@ -465,14 +470,24 @@ class _EntryChecker:
         after = text[value_node.end_mark.column:] if value_node.end_mark.line == value_node.start_mark.line \
             else None
         block = value_node.style in ("|", ">")  # libyaml gives a plain scalar the style "", PyYAML None
-        if between != ": " or block or (after is not None and after != "" and not self.flow_tail(after)):
-            self.errors.append(_err(
-                line, "pr-link-whitespace",
-                f"the `pr-link` line has extra spaces or text around the link ({_code(text.strip())})",
-                f"write it as `pr-link: {value}`: one space after the colon and nothing after the link",
-                value=value, text=text, **params))
-            return None
-        return value
+        if block:
+            problem, what = "block-scalar", "the link is written as a block (`|` or `>`)"
+        elif between != ": ":
+            problem = "spacing-around-colon"
+            spaces = len(between) - 1
+            what = f"{spaces} spaces come after `pr-link:`" if between[:1] == ":" and spaces > 1 and \
+                not between[1:].strip(" ") else "`pr-link` and the link are not separated by exactly `: `"
+        elif after and not self.flow_tail(after) and not after.strip(" "):
+            problem, what = "trailing-spaces", f"{len(after)} space{'s' if len(after) > 1 else ''} follow the link"
+        elif after and not self.flow_tail(after):
+            problem, what = "text-after-link", f"text follows the link: {_code(after.strip())}"
+        else:
+            return value
+        self.errors.append(_err(
+            line, "pr-link-format", f"the `pr-link` line is not written exactly: {what}",
+            f"write it as `pr-link: {value}`, with one space after the colon and nothing after the link",
+            value=value, text=text, problem=problem, **params))
+        return None
 
     @staticmethod
     def flow_tail(after: str) -> bool:

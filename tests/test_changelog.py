@@ -173,7 +173,7 @@ CASES = [
     Case("config-keys wildcards", appended(entry("XXX", keys=("dsr1-*-mi355x-?glang", '"*-mtp"'))),
          entries=[{"config_keys": ("dsr1-*-mi355x-?glang", "*-mtp")}]),
     Case("config-key starting with an unquoted *", appended(entry("XXX", keys=("*-mtp",))),
-         errors=[("yaml-syntax", 14)]),
+         errors=[("yaml-syntax", 14)], params={"problem": "found undefined alias"}),
     Case("description a string", appended("- config-keys:\n    - a\n  description: words\n  pr-link: XXX\n"),
          errors=[("wrong-type", 15)], params={"field": "description"}),
     Case("description empty string and a date", appended(entry("XXX", desc=("",)).replace(
@@ -223,9 +223,14 @@ CASES = [
     Case("pr-link lower-case xxx", appended(entry("xxx")), errors=[("pr-link-not-accepted", 17)]),
     Case("pr-link whitespace inside quotes", appended(entry('" XXX"')), errors=[("pr-link-not-accepted", 17)],
          params={"value": " XXX"}),
-    Case("pr-link trailing spaces", appended(entry("XXX  ")), errors=[("pr-link-whitespace", 17)]),
-    Case("pr-link two spaces after the colon", appended(entry(" XXX")), errors=[("pr-link-whitespace", 17)]),
-    Case("pr-link trailing comment", appended(entry("XXX # fill in")), errors=[("pr-link-whitespace", 17)]),
+    Case("pr-link trailing spaces", appended(entry("XXX  ")), errors=[("pr-link-format", 17)],
+         params={"problem": "trailing-spaces"}),
+    Case("pr-link two spaces after the colon", appended(entry(" XXX")), errors=[("pr-link-format", 17)],
+         params={"problem": "spacing-around-colon"}),
+    Case("pr-link trailing comment", appended(entry("XXX # fill in")), errors=[("pr-link-format", 17)],
+         params={"problem": "text-after-link"}),
+    Case("pr-link as a block scalar", appended(entry("|-\n    XXX")), errors=[("pr-link-format", 17)],
+         params={"problem": "block-scalar"}),
     Case("pr-link only a comment", appended(entry(f"#{PR}")), errors=[("wrong-type", 17)],
          params={"field": "pr-link", "actual": "null"}),
     Case("pr-link a number", appended(entry(str(PR))), errors=[("wrong-type", 17)],
@@ -336,6 +341,14 @@ def test_messages_name_the_line_and_the_fix():
         f"line 17: pr-link `TBD` is not accepted (this PR is #{PR}); fix: use `XXX`, `{PREFIX}XXX` or "
         f"`{PREFIX}{PR}`")
     assert result.errors[0].params["expected"] == ["XXX", f"{PREFIX}XXX", f"{PREFIX}{PR}"]
+
+
+def test_unquoted_wildcard_says_to_quote_it():
+    """`*` opens a config-keys wildcard and a YAML alias alike: the fix must say to quote the value."""
+    error = check_append(_b(HISTORY), _b(appended(entry("XXX", keys=("*-fp8-b200-sglang",)))), pr_number=PR,
+                         canonical_prefix=PREFIX).errors[0]
+    assert (error.code, error.line) == ("yaml-syntax", 14)
+    assert "in quotes" in error.fix
 
 
 def test_duplicate_keys_are_not_silently_dropped():
