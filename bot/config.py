@@ -50,6 +50,8 @@ class Settings:
     retry_for: float = 6 * 3600.0
     # seconds one GitHub request may take before the client gives up (read; connect is at most 5)
     http_timeout: float = 10.0
+    # workers (and their GitHub requests) on a thread and event loop of their own, apart from intake
+    worker_thread: bool = True
 
     @property
     def live(self) -> bool:

@@ -74,7 +74,7 @@ class JournalLedger:
         self.rows[key] = Effect(key, INTENDED, None, time.time())
 
     async def complete(self, key: str, result: Result) -> None:
-        await self.journal.complete(self.seq, key, result.to_json())
+        self.journal.complete(self.seq, key, result.to_json())  # queued behind the intent, not waited for
         self.rows[key] = Effect(key, EFFECT_DONE, result.to_json(), None)
 
 

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from bot import logs
 from bot.lanes import lane
 
 # Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
@@ -194,6 +195,15 @@ class Journal:
         self._ops.put((fn, fut))
         return await fut
 
+    def _post(self, fn: Callable[[sqlite3.Connection], Any]) -> asyncio.Future:
+        """Queue a write without waiting for it; a failure is logged, and the future holds it for whoever asks."""
+        if self._closed:
+            raise RuntimeError("journal is closed")
+        fut = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(_log_failure)
+        self._ops.put((fn, fut))
+        return fut
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -222,6 +232,20 @@ class Journal:
             conn.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL WHERE seq=?",
                          (RUNNING, seq))
             return conn.execute("SELECT attempts FROM deliveries WHERE seq=?", (seq,)).fetchone()[0]
+
+        return await self._submit(op)
+
+    async def begin(self, seq: int) -> tuple[Delivery, int, dict[str, Effect]] | None:
+        """One round trip when a worker takes a delivery: count the attempt, mark it running, read its row
+        (payload included) and its ledger. None when it is no longer unfinished."""
+
+        def op(conn: sqlite3.Connection) -> tuple[Delivery, int, dict[str, Effect]] | None:
+            cur = conn.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL"
+                               " WHERE seq=? AND status IN (?, ?, ?)", (RUNNING, seq, *UNFINISHED))
+            if cur.rowcount != 1:
+                return None
+            row = _fetch_one(conn, "WHERE seq=?", (seq,), with_body=True)
+            return row, row.attempts, _effects(conn, seq)
 
         return await self._submit(op)
 
@@ -296,11 +320,7 @@ class Journal:
     # -- the ledger of effects -----------------------------------------------------------------
 
     async def effects(self, seq: int) -> dict[str, Effect]:
-        def op(conn: sqlite3.Connection) -> dict[str, Effect]:
-            rows = conn.execute("SELECT key, state, result, intended_at FROM effects WHERE seq=?", (seq,))
-            return {k: Effect(k, state, json.loads(result) if result else None, at) for k, state, result, at in rows}
-
-        return await self._submit(op)
+        return await self._submit(lambda conn: _effects(conn, seq))
 
     async def intend(self, seq: int, key: str) -> None:
         """Written (and synced) just before a create is sent: a resumed delivery knows it may have happened."""
@@ -312,13 +332,16 @@ class Journal:
 
         await self._submit(op)
 
-    async def complete(self, seq: int, key: str, result: Any) -> None:
+    def complete(self, seq: int, key: str, result: Any) -> asyncio.Future:
+        """Queued, not waited for: the intent already guards the effect, so losing this row in a crash costs
+        only a reconciliation, and it is committed before anything the same worker writes after it."""
+
         def op(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO effects (seq, key, state, result, done_at) VALUES (?,?,?,?,?)"
                          " ON CONFLICT(seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
                          " done_at=excluded.done_at", (seq, key, EFFECT_DONE, json.dumps(result), time.time()))
 
-        await self._submit(op)
+        return self._post(op)
 
     async def get(self, delivery_id: str) -> Delivery | None:
         return await self._submit(lambda conn: _fetch_one(conn, "WHERE id=?", (delivery_id,), with_body=True))
@@ -368,6 +391,17 @@ def migrate(conn: sqlite3.Connection) -> int:
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
         conn.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version={number}; COMMIT;")
     return len(MIGRATIONS)
+
+
+def _effects(conn: sqlite3.Connection, seq: int) -> dict[str, Effect]:
+    rows = conn.execute("SELECT key, state, result, intended_at FROM effects WHERE seq=?", (seq,))
+    return {k: Effect(k, state, json.loads(result) if result else None, at) for k, state, result, at in rows}
+
+
+def _log_failure(fut: asyncio.Future) -> None:
+    if not fut.cancelled() and fut.exception() is not None:
+        logs.event("journal write failed (ledger row); a resumed delivery reconciles instead",
+                   error=f"{type(fut.exception()).__name__}: {fut.exception()}")
 
 
 def _settle(fut: asyncio.Future, value: Any, exc: BaseException | None) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import threading
 from typing import Any
 
 from gidgethub import routing, sansio
@@ -39,19 +41,36 @@ class Bot:
         self.journal = journal or Journal(settings.db_path)
         self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
         self.workers: Workers | None = None
+        self._loop: WorkerLoop | None = None
+        self._stopped = False
 
     async def start(self) -> None:
         await self.journal.prune()
         if self.settings.workers > 0:
+            if self.settings.worker_thread:
+                self._loop = WorkerLoop()
             self.workers = Workers(self.journal, self.handle, self.metrics, concurrency=self.settings.workers,
                                    max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay,
                                    retry_for=self.settings.retry_for, resolve=self.pr_of_sha)
-            await self.workers.start()
+            await self._on_workers(self.workers.start())
+
+    async def _on_workers(self, coro: Any) -> Any:
+        """Run a coroutine where the workers live: their own thread and loop, or this loop."""
+        if self._loop is None:
+            return await coro
+        return await self._loop.run(coro)
 
     def enqueue(self, new: NewDelivery, seq: int) -> None:
         if self.workers is None:
             return  # intake only (SWEEPBOT_WORKERS=0): stays queued in the journal for the next start
-        self.workers.submit(new.queued(seq))
+        if self._loop is None:
+            self.workers.submit(new.queued(seq))
+        else:
+            self._loop.call(self.workers.submit, new.queued(seq))
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        if self.workers is not None:
+            await self._on_workers(self.workers.wait_idle(timeout))
 
     async def pr_of_sha(self, d: Delivery) -> int | None:
         """The open PR whose head is this SHA (a fork's run names no PR), from GitHub."""
@@ -68,16 +87,24 @@ class Bot:
                 return int(pr["number"])
         return None
 
-    async def handle(self, d: Delivery) -> None:
+    async def handle(self, d: Delivery, effects: dict | None = None) -> None:
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
-        ledger = await JournalLedger.load(self.journal, d.seq)
+        if effects is None:
+            ledger = await JournalLedger.load(self.journal, d.seq)
+        else:
+            ledger = JournalLedger(self.journal, d.seq, effects)
         await self.processor.process(event, ledger=ledger)
 
     async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
         if self.workers is not None:
-            await self.workers.drain(self.settings.drain_timeout)
+            await self._on_workers(self.workers.drain(self.settings.drain_timeout))
+        await self._on_workers(self.app.close())  # its HTTP connections belong to the workers' loop
         self.journal.close()
-        await self.app.close()
+        if self._loop is not None:
+            self._loop.stop()
 
     async def health(self) -> dict[str, Any]:
         report: dict[str, Any] = {"ok": True}
@@ -107,6 +134,33 @@ class Bot:
             repo: list(problem.errors) for repo, problem in self.configs.problems.items()
         }
         return report
+
+
+class WorkerLoop:
+    """A thread with its own event loop for the workers and every GitHub request they make.
+
+    The webhook server's loop then only verifies, journals and acknowledges: a handler rendering a template
+    or parsing a large answer never delays an ack behind it.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="sweepbot-workers", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    async def run(self, coro: Any) -> Any:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def call(self, fn: Any, *args: Any) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
 
 
 def log_secrets(settings: Settings) -> None:

@@ -21,7 +21,7 @@ from bot.journal import DONE, FAILED, UNFINISHED, Delivery, Journal, Queued
 from bot.lanes import unresolved_sha
 from bot.metrics import Metrics
 
-Process = Callable[[Delivery], Awaitable[None]]
+Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows
 Resolve = Callable[[Delivery], Awaitable["int | None"]]
 T = TypeVar("T")
 
@@ -140,15 +140,17 @@ class Workers:
 
     async def _run(self, queued: Queued) -> float | None:
         """Run one delivery; returns when to try it again, or None once it is finished either way."""
-        d = await self._journal(lambda: self.journal.load(queued.seq))
-        if d is None or d.status not in UNFINISHED:
+        if self.resolve is not None and unresolved_sha(queued.lane):
+            d = await self._journal(lambda: self.journal.load(queued.seq))
+            if d is not None and d.status in UNFINISHED and await self._moved_to_its_pr(d):
+                return None
+        begun = await self._journal(lambda: self.journal.begin(queued.seq))
+        if begun is None:
             return None  # finished meanwhile (e.g. `sweepbot redeliver` from another process)
-        if self.resolve is not None and unresolved_sha(queued.lane) and await self._moved_to_its_pr(d):
-            return None
+        d, attempt, effects = begun
         with logs.context(delivery=d.id, event=d.event, action=d.action, repo=d.repo, pr=d.number):
-            attempt = await self._journal(lambda: self.journal.start(d.seq))
             try:
-                await self.process(d)
+                await self.process(d, effects)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:

@@ -32,7 +32,8 @@ class Sleeps:
 
 def settings(tmp_path, **changes: Any) -> Settings:
     base = Settings(app_id="1", private_key="unused", webhook_secrets=(SECRET,), db_path=str(tmp_path / "journal.db"),
-                    workers=4, retry_delay=0.01, drain_timeout=2.0, read_timeout=1.0)
+                    workers=4, retry_delay=0.01, drain_timeout=2.0, read_timeout=1.0,
+                    worker_thread=False)  # one loop: tests read the fake GitHub between deliveries
     return dataclasses.replace(base, **changes)
 
 
@@ -73,8 +74,7 @@ class Harness:
         return resp
 
     async def idle(self) -> None:
-        if self.bot.workers is not None:
-            await self.bot.workers.wait_idle(10)
+        await self.bot.wait_idle(10)
 
     async def journal_row(self, delivery: str):
         return await self.bot.journal.get(delivery)

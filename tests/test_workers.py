@@ -31,7 +31,7 @@ async def test_one_pr_in_arrival_order_and_prs_concurrently(tmp_path):
     running = 0
     most = 0
 
-    async def process(d):
+    async def process(d, *_):
         nonlocal running, most
         running += 1
         most = max(most, running)
@@ -56,7 +56,7 @@ async def test_failure_is_retried_then_recorded_and_the_lane_moves_on(tmp_path):
     journal = Journal(str(tmp_path / "j.db"))
     calls: list[str] = []
 
-    async def process(d):
+    async def process(d, *_):
         calls.append(d.id)
         if d.id == "d0":
             raise RuntimeError("GitHub said no")
@@ -85,7 +85,7 @@ async def test_a_delivery_interrupted_too_often_is_failed_not_crash_looped(tmp_p
     await journal.start(seq)  # and a fourth time
     called = []
 
-    async def process(d):
+    async def process(d, *_):
         called.append(d.id)
 
     workers = Workers(journal, process, Metrics(), concurrency=1, max_attempts=3)
@@ -104,7 +104,7 @@ async def test_drain_finishes_in_flight_work_and_leaves_the_rest_queued(tmp_path
     started = asyncio.Event()
     release = asyncio.Event()
 
-    async def process(d):
+    async def process(d, *_):
         started.set()
         await release.wait()
 
@@ -124,7 +124,7 @@ async def test_drain_timeout_leaves_a_stuck_delivery_for_the_next_start(tmp_path
     path = str(tmp_path / "j.db")
     journal = Journal(path)
 
-    async def stuck(d):
+    async def stuck(d, *_):
         await asyncio.sleep(60)
 
     await record(journal, new(0))
@@ -152,23 +152,26 @@ async def test_a_journal_failure_is_retried_in_place_and_order_holds(tmp_path):
     behind newer events, so a labeled/unlabeled pair could flip. Now the lane waits and tries again."""
     journal = Journal(str(tmp_path / "j.db"))
     await record(journal, new(0), new(1))
-    real_start = journal.start
+    real_begin = journal.begin
     failures = iter([sqlite3.OperationalError("database or disk is full")] * 2)
+    tried = []
 
-    async def flaky_start(seq):
+    async def flaky_begin(seq):
+        tried.append(seq)
         for exc in failures:
             raise exc
-        return await real_start(seq)
+        return await real_begin(seq)
 
-    journal.start = flaky_start
+    journal.begin = flaky_begin
     seen = []
 
-    async def process(d):
+    async def process(d, *_):
         seen.append(d.id)
 
     workers = Workers(journal, process, Metrics(), concurrency=1)
     await workers.start()
     await workers.wait_idle(5)
+    assert tried == [1, 1, 1, 2]  # two failed writes for d0, tried again in place
     assert seen == ["d0", "d1"]  # d0 first, once the journal took the write; nothing left behind
     assert await journal.counts() == {"done": 2}
     assert workers.journal_error is None
@@ -182,7 +185,7 @@ async def test_transient_failures_wait_in_the_journal_and_the_lane_waits_behind_
     seen: list[str] = []
     outage = iter([True, True])
 
-    async def process(d):
+    async def process(d, *_):
         seen.append(d.id)
         if d.id == "d0" and next(outage, False):
             raise gidgethub.GitHubBroken(http.HTTPStatus(502))
@@ -204,7 +207,7 @@ async def test_a_permanent_failure_is_recorded_at_once(tmp_path):
     await record(journal, new(0), new(1))
     calls: list[str] = []
 
-    async def process(d):
+    async def process(d, *_):
         calls.append(d.id)
         if d.id == "d0":
             raise gidgethub.BadRequest(http.HTTPStatus(404), "Not Found")
@@ -224,7 +227,7 @@ async def test_a_scheduled_retry_survives_a_restart(tmp_path):
     journal = Journal(path)
     await record(journal, new(0))
 
-    async def down(d):
+    async def down(d, *_):
         raise gidgethub.GitHubBroken(http.HTTPStatus(503))
 
     first = Workers(journal, down, Metrics(), concurrency=1, retry_delay=0.3)
@@ -238,7 +241,7 @@ async def test_a_scheduled_retry_survives_a_restart(tmp_path):
     assert row.status == "retrying" and row.not_before > time.time() and row.error == "GitHubBroken: Service Unavailable"
     seen = []
 
-    async def up(d):
+    async def up(d, *_):
         seen.append((d.id, time.time() >= row.not_before))
 
     second = Workers(journal, up, Metrics(), concurrency=1)
@@ -255,7 +258,7 @@ async def test_the_backlog_holds_no_payloads(tmp_path):
     for i in range(50):
         await journal.record(NewDelivery(id=f"big{i}", event="pull_request", action="opened", repo="o/r", number=i,
                                          installation=1, body=b"x" * 20000))
-    workers = Workers(journal, lambda d: asyncio.sleep(0), Metrics(), concurrency=1)
+    workers = Workers(journal, lambda d, *_: asyncio.sleep(0), Metrics(), concurrency=1)
     for queued in await journal.unfinished():
         workers.submit(queued)
     held = [q for lane in workers._lanes.values() for q in lane]

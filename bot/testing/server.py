@@ -52,7 +52,7 @@ CALLS = frozenset({
     "pull_request_payload", "issue_comment_payload", "push_payload", "workflow_run_payload",
     # faults
     "fail_next", "fail_after_commit", "raise_next", "raise_after_commit", "revoke_tokens", "set_down",
-    "reset_requests",
+    "reset_requests", "set_rate_limit",
 })
 SERVER_CALLS = frozenset({"set_latency", "clear_latency", "state"})
 RAISE_CALLS = frozenset({"raise_next", "raise_after_commit"})

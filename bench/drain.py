@@ -1,0 +1,156 @@
+"""Intake while the workers drain: the bot live against the fake GitHub in its own process, unpaced.
+
+2,000 signed PR-opened deliveries (about 23 KB each, as GitHub sends them) at concurrency 20, from a cold
+start (the process's first deliveries), then 2,000 more on the same process (warm). Reported: ack rate and
+latency while the workers write, the time until every delivery is done, and that every PR got exactly one
+welcome. Run as `bench/intake.py --drain` or `python bench/drain.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import hashlib
+import hmac
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from bot.sandbox import _generate_key  # noqa: E402
+from bot.testing.server import FakeGitHubProcess  # noqa: E402
+from harness import free_port, start_server_process  # noqa: E402
+
+SECRET = "bench-secret"
+REPO = "bench/InferenceX"
+CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
+PR_BODY_BYTES = 20 * 1024  # with the rest of a pull_request payload, about 23 KB
+
+
+def seed(fake: FakeGitHubProcess, first: int, count: int) -> list[bytes]:
+    """Open PRs first..first+count-1 and return their signed-ready `opened` payloads."""
+    bodies = []
+    for number in range(first, first + count):
+        fake.add_pull(REPO, number=number, user=f"partner{number}", head_repo=f"partner{number}/InferenceX",
+                      files=[CHANGELOG, "configs/amd-mi355x.yaml"], body="x" * PR_BODY_BYTES)
+        bodies.append(json.dumps(fake.pull_request_payload(REPO, number, "opened")).encode())
+    return bodies
+
+
+def health(port: int) -> dict:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read())
+
+
+async def send(url: str, bodies: list[bytes], concurrency: int) -> dict:
+    latencies: list[float] = []
+    statuses: collections.Counter = collections.Counter()
+    queue = list(reversed(bodies))
+
+    async def client(session: aiohttp.ClientSession) -> None:
+        while queue:
+            body = queue.pop()
+            headers = {"Content-Type": "application/json", "X-GitHub-Event": "pull_request",
+                       "X-GitHub-Delivery": hashlib.sha1(body).hexdigest(),
+                       "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()}
+            started = time.perf_counter()
+            async with session.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+            latencies.append(time.perf_counter() - started)
+            statuses[resp.status] += 1
+
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+        started = time.perf_counter()
+        await asyncio.gather(*(client(session) for _ in range(concurrency)))
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {"acks_per_s": len(bodies) / elapsed, "p50_ms": statistics.median(latencies) * 1000,
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+            "max_ms": latencies[-1] * 1000, "statuses": dict(statuses), "sent_s": elapsed}
+
+
+def drain(port: int, started: float, timeout: float = 600.0) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        report = health(port)
+        if report.get("backlog") == 0:
+            return time.perf_counter() - started
+        time.sleep(0.25)
+    raise RuntimeError(f"not drained within {timeout} s: {health(port)}")
+
+
+def welcomes_per_pr(fake: FakeGitHubProcess, since: int) -> collections.Counter:
+    posts = [r for r in fake.requests(since) if r.method == "POST" and r.path.endswith("/comments")
+             and (r.json or {}).get("body", "").startswith("<!-- sweepbot:welcome -->")]
+    return collections.Counter(r.path for r in posts)
+
+
+def phase(name: str, fake: FakeGitHubProcess, port: int, first: int, count: int, concurrency: int) -> dict:
+    bodies = seed(fake, first, count)
+    since = len(fake.requests())
+    started = time.perf_counter()
+    row = asyncio.run(send(f"http://127.0.0.1:{port}/webhook", bodies, concurrency))
+    row["drained_s"] = drain(port, started)
+    per_pr = welcomes_per_pr(fake, since)
+    row["welcomed_once"] = sum(1 for n in per_pr.values() if n == 1)
+    row["doubled"] = sum(1 for n in per_pr.values() if n > 1)
+    row["name"], row["prs"] = name, count
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--deliveries", type=int, default=2000, help="PR-opened deliveries per phase")
+    parser.add_argument("--concurrency", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=8)
+    args = parser.parse_args(argv)
+    tmp = tempfile.TemporaryDirectory()
+    rows = []
+    with FakeGitHubProcess() as fake:
+        fake.add_repo(REPO, default_branch="main", installation_id=1)
+        fake.set_rate_limit(1_000_000)  # 4,000 PRs cost ~30,000 requests; GitHub's 5,000 an hour is not the subject
+        port = free_port()
+        env = {"APP_ID": "1", "PRIVATE_KEY": _generate_key(), "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
+               "SWEEPBOT_DB": str(Path(tmp.name) / "bench.db"), "SWEEPBOT_WORKERS": str(args.workers),
+               "SWEEPBOT_WRITES_PER_MINUTE": "0", "LOG_LEVEL": "ERROR"}
+        proc = start_server_process(port, env, cwd=tmp.name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            rows.append(phase("cold", fake, port, 1, args.deliveries, args.concurrency))
+            rows.append(phase("warm", fake, port, args.deliveries + 1, args.deliveries, args.concurrency))
+            app_lookups = fake.count("GET", r"^/app$")
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    tmp.cleanup()
+    print(f"drain benchmark: {args.deliveries} PR-opened deliveries per phase (~23 KB), concurrency "
+          f"{args.concurrency}, {args.workers} workers, unpaced, fake GitHub in its own process, "
+          f"{os.cpu_count()} cores, all on one machine")
+    print("| phase | acks/s | ack p50 ms | ack p99 ms | ack max ms | all done after s | welcomed once | doubled |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['name']} | {r['acks_per_s']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['max_ms']:.1f} | "
+              f"{r['drained_s']:.1f} | {r['welcomed_once']}/{r['prs']} | {r['doubled']} |")
+    cold, warm = rows
+    print(f"cold/warm ack p99: {cold['p99_ms'] / warm['p99_ms']:.2f}x; GET /app calls: {app_lookups}; "
+          f"statuses: {cold['statuses']} {warm['statuses']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
