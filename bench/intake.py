@@ -97,7 +97,15 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds per level; the median round is printed")
     parser.add_argument("--workers", type=int, default=0,
                         help="server workers (0: intake only, so the figures are the intake's and the journal's)")
-    args = parser.parse_args()
+    parser.add_argument("--drain", action="store_true",
+                        help="workers on, the fake GitHub in its own process: see bench/drain.py")
+    args, rest = parser.parse_known_args()
+    if args.drain:
+        import drain
+
+        return drain.main(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     proc = None
     tmp = tempfile.TemporaryDirectory()
     url = args.url

@@ -81,7 +81,7 @@ class Delivery:
     body: bytes | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Queued:
     """What the workers keep in memory for a waiting delivery: where it goes, never its payload."""
 

@@ -43,7 +43,9 @@ class Workers:
         self.retry_delay = retry_delay
         self.retry_for = retry_for
         self.max_retry_delay = max_retry_delay
-        self._lanes: dict[str, collections.deque[Queued]] = {}
+        # A lane is its head; only a lane with more than one delivery has a deque (most PRs have one at a time).
+        self._heads: dict[str, Queued] = {}
+        self._behind: dict[str, collections.deque[Queued]] = {}
         self._ready: asyncio.Queue[str] = asyncio.Queue()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._tasks: list[asyncio.Task] = []
@@ -72,15 +74,18 @@ class Workers:
         self.pending += 1
         self._idle.clear()
         self.metrics.backlog.set(self.pending)
-        lane = self._lanes.get(queued.lane)
-        if lane is not None:
-            lane.append(queued)  # the lane is queued, waiting or running: it picks this up in turn
+        if queued.lane in self._heads:  # the lane is queued, waiting or running: it picks this up in turn
+            self._behind.setdefault(queued.lane, collections.deque()).append(queued)
             return
-        self._lanes[queued.lane] = collections.deque([queued])
+        self._heads[queued.lane] = queued
         self._schedule(queued.lane)
 
+    def queued(self) -> list[Queued]:
+        """Every delivery held in memory, lane by lane."""
+        return [q for name, head in self._heads.items() for q in (head, *self._behind.get(name, ()))]
+
     def _schedule(self, name: str) -> None:
-        head = self._lanes[name][0]
+        head = self._heads[name]
         wait = (head.not_before or 0) - time.time()
         if wait <= 0:
             self._ready.put_nowait(name)
@@ -96,24 +101,26 @@ class Workers:
     async def _work(self) -> None:
         while not self._stopping:
             name = await self._ready.get()
-            lane = self._lanes[name]
             task = asyncio.current_task()
             self._busy.add(task)
             try:
-                later = await self._run(lane[0])
+                later = await self._run(self._heads[name])
             finally:
                 self._busy.discard(task)
             if later is not None:  # stays at the head of its lane: nothing behind it overtakes it
-                lane[0] = dataclasses.replace(lane[0], not_before=later)
+                self._heads[name] = dataclasses.replace(self._heads[name], not_before=later)
                 self._schedule(name)
                 continue
-            lane.popleft()
             self.pending -= 1
             self.metrics.backlog.set(self.pending)
-            if lane:
+            rest = self._behind.get(name)
+            if rest:
+                self._heads[name] = rest.popleft()
+                if not rest:
+                    del self._behind[name]
                 self._schedule(name)
             else:
-                del self._lanes[name]
+                del self._heads[name]
             if self.pending == 0:
                 self._idle.set()
 

@@ -261,7 +261,7 @@ async def test_the_backlog_holds_no_payloads(tmp_path):
     workers = Workers(journal, lambda d, *_: asyncio.sleep(0), Metrics(), concurrency=1)
     for queued in await journal.unfinished():
         workers.submit(queued)
-    held = [q for lane in workers._lanes.values() for q in lane]
+    held = workers.queued()
     assert len(held) == 50 and all(not hasattr(q, "body") for q in held)
     assert sum(len(repr(q)) for q in held) < 50 * 200
     journal.close()
