@@ -20,8 +20,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import aiohttp
@@ -33,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 from bot.sandbox import _generate_key  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
 from harness import free_port, start_server_process  # noqa: E402
+from harness import process_health as health  # noqa: E402
 
 SECRET = "bench-secret"
 REPO = "bench/InferenceX"
@@ -48,14 +47,6 @@ def seed(fake: FakeGitHubProcess, first: int, count: int) -> list[bytes]:
                       files=[CHANGELOG, "configs/amd-mi355x.yaml"], body="x" * PR_BODY_BYTES)
         bodies.append(json.dumps(fake.pull_request_payload(REPO, number, "opened")).encode())
     return bodies
-
-
-def health(port: int) -> dict:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        return json.loads(exc.read())
 
 
 async def send(url: str, bodies: list[bytes], concurrency: int) -> dict:

@@ -130,3 +130,27 @@ def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr,
             time.sleep(0.1)
     proc.kill()
     raise RuntimeError(f"sweepbot serve did not answer /healthz within {timeout} s")
+
+
+def post_webhook(port: int, event: str, delivery: str, payload: dict, secret: str) -> int:
+    """One signed delivery to a bot process on this machine; returns the HTTP status."""
+    import urllib.request
+
+    body = json.dumps(payload).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=body, method="POST", headers={
+        "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+        "X-Hub-Signature-256": sign(body, secret)})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return resp.status
+
+
+def process_health(port: int) -> dict:
+    """/healthz of a bot process; its body also when it answers 503 (not ok)."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
+            return json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return json.loads(exc.read())

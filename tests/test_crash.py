@@ -7,12 +7,10 @@ import json
 import signal
 import sqlite3
 import time
-import urllib.request
 from pathlib import Path
 
-from bot.cli import sign
 from bot.sandbox import DEMO_REPO, DEMO_SECRET
-from harness import free_port, start_server_process
+from harness import free_port, post_webhook, process_health, start_server_process
 
 COUNT = 100
 
@@ -36,17 +34,11 @@ def help_comment(i: int) -> dict:
 
 
 def post(port: int, delivery: str, payload: dict) -> int:
-    body = json.dumps(payload).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=body, method="POST", headers={
-        "Content-Type": "application/json", "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(body, DEMO_SECRET)})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        return resp.status
+    return post_webhook(port, "issue_comment", delivery, payload, DEMO_SECRET)
 
 
 def backlog(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
-        return json.loads(resp.read())["backlog"]
+    return process_health(port)["backlog"]
 
 
 def test_sigkill_with_100_queued_then_restart_processes_each_exactly_once(tmp_path):

@@ -8,16 +8,13 @@ the dead process's requests and reconcile instead of sending again.
 
 from __future__ import annotations
 
-import json
 import signal
 import time
-import urllib.request
 
 import pytest
 
-from bot.cli import sign
 from bot.testing.server import FakeGitHubProcess
-from harness import free_port, start_server_process
+from harness import free_port, post_webhook, process_health, start_server_process
 
 SECRET = "crash-secret"
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -45,20 +42,10 @@ def start_bot(tmp_path, fake: FakeGitHubProcess, app_key: str, port: int, run: i
 
 
 def post(port: int, delivery: str, payload: dict) -> int:
-    body = json.dumps(payload).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=body, method="POST", headers={
-        "Content-Type": "application/json", "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(body, SECRET)})
-    with urllib.request.urlopen(req, timeout=5) as resp:
-        return resp.status
+    return post_webhook(port, "pull_request", delivery, payload, SECRET)
 
 
-def health(port: int) -> dict:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as resp:
-            return json.loads(resp.read())
-    except urllib.error.HTTPError as exc:  # 503 while not ok: the body still says why
-        return json.loads(exc.read())
+health = process_health
 
 
 def comment_posts(fake: FakeGitHubProcess) -> int:
