@@ -102,9 +102,16 @@ def test_fit_closes_a_code_fence_the_cut_falls_into_and_keeps_its_content():
     assert kept.count("```") % 2 == 0
 
 
-def test_fit_is_deterministic_so_a_truncated_comment_is_not_edited_again():
+async def test_a_truncated_comment_is_not_edited_again(github, gh):
+    """Regression: the old test compared fit() with itself, which no change could make fail. What matters is
+    that the cut body GitHub stored is what the next delivery renders, so it is left alone, not PATCHed."""
     text = "row\n" * 40_000
-    assert fit("p", text, note) == fit("p", text, note)
+    store = CommentStore()
+    outcome, first = await store.upsert(gh, REPO, 1, "status", fit("status", text, note), github.bot_login)
+    assert outcome == "created" and len(first["body"]) <= BODY_LIMIT
+    github.reset_requests()
+    outcome, _ = await CommentStore().upsert(gh, REPO, 1, "status", fit("status", text, note), github.bot_login)
+    assert outcome == "unchanged" and github.count("PATCH") == 0
 
 
 # ---- CommentStore against the fake GitHub ------------------------------------------------------------------
