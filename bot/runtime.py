@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 from typing import Any
 
@@ -20,6 +21,8 @@ from bot.templates import Templates
 from bot.workers import Workers
 
 HEALTH_PROBE_TIMEOUT = 2.0
+# How long a thread may hold the GIL while another waits (CPython's default is 5 ms): intake waits less.
+SWITCH_INTERVAL = 0.001
 
 
 def default_router() -> routing.Router:
@@ -143,6 +146,7 @@ class WorkerLoop:
     """
 
     def __init__(self) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL)
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self._run, name="sweepbot-workers", daemon=True)
         self.thread.start()
