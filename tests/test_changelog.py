@@ -393,7 +393,7 @@ def test_default_branch_links():
 @pytest.fixture(scope="module")
 def tail() -> bytes:
     if not TAIL.is_file():
-        pytest.skip(f"the real upstream changelog is absent: {TAIL} (sample data beside the repository, not part of it)")
+        pytest.skip(f"the real upstream changelog is absent: {TAIL} (sample data beside the repository)")
     return TAIL.read_bytes()
 
 
