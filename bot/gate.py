@@ -120,23 +120,6 @@ class GateInput:
 
 
 @dataclass(frozen=True)
-class SweepRequest:
-    """One workflow dispatch: the workflow file, the ref it runs on, its inputs (all strings)."""
-
-    workflow: str
-    ref: str
-    inputs: Mapping[str, str]
-    dispatch_id: str
-    head_sha: str  # the PR head SHA the sweep tests
-
-    def to_action(self, *, same_repo: bool) -> DispatchWorkflow:
-        """The executor's record. A same-repo run is found again by the PR's head SHA; a fork's trusted workflow
-        runs on the default branch, whose head is not the PR's, so it is found by its dispatch id alone."""
-        return DispatchWorkflow(self.workflow, self.ref, dict(self.inputs), self.dispatch_id,
-                                head_sha=self.head_sha if same_repo else None)
-
-
-@dataclass(frozen=True)
 class Condition:
     name: str
     ok: bool | None
@@ -146,7 +129,7 @@ class Condition:
 
 @dataclass(frozen=True)
 class Decision:
-    start: SweepRequest | None
+    start: DispatchWorkflow | None  # the executor's record, as it will be applied
     cancel: tuple[int, ...]
     remove_labels: tuple[str, ...]
     conditions: tuple[Condition, ...]
@@ -299,7 +282,7 @@ def _reuse_pin(pr: GateInput) -> Condition:
     return Condition("reuse_pin", False, "pinned", _params(run_id=pr.pin))
 
 
-def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> SweepRequest:
+def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> DispatchWorkflow:
     (_, entry), = labels.primaries
     flags = labels.modifier_keys
     inputs = {
@@ -319,7 +302,9 @@ def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str
         workflow, ref = policy["workflows"]["fork_sweep"], pr.default_branch
     else:
         workflow, ref = policy["workflows"]["sweep"], pr.head_ref
-    return SweepRequest(workflow, ref, MappingProxyType(inputs), key, pr.head_sha)
+    # A same-repo run is found again by the PR's head SHA; a fork's trusted workflow runs on the default
+    # branch, whose head is not the PR's, so it is found by its dispatch id alone.
+    return DispatchWorkflow(workflow, ref, MappingProxyType(inputs), key, head_sha=None if pr.is_fork else pr.head_sha)
 
 
 def _bool(value: bool) -> str:

@@ -242,10 +242,10 @@ def test_the_recommended_primary_asks_for_canary_and_fail_fast():
 
 
 def test_the_executor_record_finds_a_same_repo_run_by_head_sha_and_a_fork_run_by_dispatch_id_only():
-    same = decide(make_pr(), POLICY).start.to_action(same_repo=True)
+    same = decide(make_pr(), POLICY).start
     assert (same.workflow, same.ref, same.head_sha) == ("run-sweep.yml", "recipe/mi355x", HEAD)
     assert same.inputs["dispatch-id"] == same.dispatch_id and same.key == f"dispatch:run-sweep.yml:{same.dispatch_id}"
-    fork = decide(fork_pr(), POLICY).start.to_action(same_repo=False)
+    fork = decide(fork_pr(), POLICY).start
     assert (fork.workflow, fork.ref, fork.head_sha) == ("e2e-tests.yml", "main", None)
 
 
