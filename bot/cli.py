@@ -190,9 +190,9 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
         if found is None:
             print(f"sweepbot: no delivery {delivery_id!r} in {settings.db_path}", file=sys.stderr)
             return 2
-        row = await journal.requeue(delivery_id)
-        attempt = await journal.start(row.seq)
-        ledger = await JournalLedger.load(journal, row.seq)  # effects done before are not done again
+        requeued = await journal.requeue(delivery_id)
+        row, attempt, effects = await journal.begin(requeued.seq)  # as a worker takes it: attempt and ledger
+        ledger = JournalLedger(journal, row.seq, effects)  # effects done before are not done again
         try:
             code = await _run_once(settings, row.event, json.loads(row.body), row.id, False, out, ledger)
         except Exception as exc:

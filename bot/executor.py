@@ -62,10 +62,6 @@ class JournalLedger:
     def __init__(self, journal: Journal, seq: int, rows: dict[str, Effect]):
         self.journal, self.seq, self.rows = journal, seq, rows
 
-    @classmethod
-    async def load(cls, journal: Journal, seq: int) -> "JournalLedger":
-        return cls(journal, seq, await journal.effects(seq))
-
     def get(self, key: str) -> Effect | None:
         return self.rows.get(key)
 

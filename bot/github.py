@@ -24,11 +24,6 @@ from bot.metrics import Metrics
 
 USER_AGENT = "sweepbot"
 TOKEN_RENEW_MARGIN = 60.0  # renew installation tokens at least this long before expires_at
-HTTP_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
-
-
-def http_timeout(seconds: float) -> httpx.Timeout:
-    return httpx.Timeout(seconds, connect=min(5.0, seconds))
 ETAG_CACHE_SIZE = 512
 SECONDARY_LIMIT_WAIT = 60.0  # GitHub: with no retry-after or reset header, wait at least a minute
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
@@ -36,6 +31,14 @@ WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE"})
 # Transport errors after which the request cannot have reached GitHub.
 NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def http_timeout(seconds: float) -> httpx.Timeout:
+    """`seconds` for reading, writing and waiting for a connection; connecting takes at most 5 s of it."""
+    return httpx.Timeout(seconds, connect=min(5.0, seconds))
+
+
+HTTP_TIMEOUT = http_timeout(10.0)
 
 
 class AmbiguousWrite(Exception):

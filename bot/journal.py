@@ -225,16 +225,6 @@ class Journal:
 
         return await self._submit(op)
 
-    async def start(self, seq: int) -> int:
-        """Mark a delivery running and count the attempt; returns the attempt number."""
-
-        def op(conn: sqlite3.Connection) -> int:
-            conn.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL WHERE seq=?",
-                         (RUNNING, seq))
-            return conn.execute("SELECT attempts FROM deliveries WHERE seq=?", (seq,)).fetchone()[0]
-
-        return await self._submit(op)
-
     async def begin(self, seq: int) -> tuple[Delivery, int, dict[str, Effect]] | None:
         """One round trip when a worker takes a delivery: count the attempt, mark it running, read its row
         (payload included) and its ledger. None when it is no longer unfinished."""
@@ -250,7 +240,7 @@ class Journal:
         return await self._submit(op)
 
     async def load(self, seq: int) -> Delivery | None:
-        """The whole row with its payload: read when a worker runs it, so the backlog never holds payloads."""
+        """The whole row with its payload, by sequence number (the backlog in memory holds only that)."""
         return await self._submit(lambda conn: _fetch_one(conn, "WHERE seq=?", (seq,), with_body=True))
 
     async def finish(self, seq: int, status: str, error: str | None = None) -> None:

@@ -27,8 +27,7 @@ def thaw(value: Any) -> Any:
 class Policy(Mapping):
     """Read-only: a handler cannot change the policy another delivery will see.
 
-    Indexing works as on the merged mapping (`policy["paths"]["changelog"]`); the properties name what
-    most handlers need.
+    Indexing works as on the merged mapping (`policy["paths"]["changelog"]`).
     """
 
     __slots__ = ("_data",)
@@ -54,29 +53,3 @@ class Policy(Mapping):
     def to_dict(self) -> dict[str, Any]:
         """A plain, mutable copy (for printing and comparing)."""
         return thaw(self._data)
-
-    @property
-    def paths(self) -> Mapping[str, Any]:
-        return self._data["paths"]
-
-    @property
-    def commands(self) -> Mapping[str, str]:
-        return self._data["commands"]
-
-    @property
-    def primary_labels(self) -> tuple[Mapping[str, Any], ...]:
-        return self._data["labels"]["primary"]
-
-    @property
-    def modifiers(self) -> Mapping[str, str]:
-        return self._data["labels"]["modifiers"]
-
-    @property
-    def sweep_labels(self) -> frozenset[str]:
-        """Every primary and modifier label, case-folded as GitHub compares them."""
-        names = [p["name"] for p in self.primary_labels] + list(self.modifiers.values())
-        return frozenset(n.casefold() for n in names)
-
-    @property
-    def autolabels(self) -> tuple[Mapping[str, Any], ...]:
-        return self._data["autolabels"]

@@ -89,12 +89,10 @@ class Bot:
                 return int(pr["number"])
         return None
 
-    async def handle(self, d: Delivery, effects: dict | None = None) -> None:
+    async def handle(self, d: Delivery, effects: dict) -> None:
+        """One delivery as a worker took it, with its ledger rows read in the same journal round trip."""
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
-        if effects is None:
-            ledger = await JournalLedger.load(self.journal, d.seq)
-        else:
-            ledger = JournalLedger(self.journal, d.seq, effects)
+        ledger = JournalLedger(self.journal, d.seq, effects)
         await self.processor.process(event, ledger=ledger)
 
     async def stop(self) -> None:

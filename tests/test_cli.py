@@ -45,7 +45,7 @@ async def test_deliveries_lists_failures_and_redeliver_runs_one_again(tmp_path, 
     payload = json.loads(EXAMPLE.read_text())
     seq = await journal.record(NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1,
                                            json.dumps(payload).encode()))
-    await journal.start(seq)
+    await journal.begin(seq)
     await journal.finish(seq, FAILED, "GitHubBroken: 502")
     journal.close()
 

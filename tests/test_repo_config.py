@@ -79,4 +79,4 @@ async def test_the_policy_handed_out_is_read_only(github, gh):
         policy["paths"]["changelog"] = "elsewhere.yaml"
     with pytest.raises(AttributeError):
         policy["autolabels"].append({})
-    assert policy.paths["changelog"] == "inferencex-e2e/perf-changelog.yaml"
+    assert policy["paths"]["changelog"] == "inferencex-e2e/perf-changelog.yaml"

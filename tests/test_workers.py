@@ -80,9 +80,9 @@ async def test_a_delivery_interrupted_too_often_is_failed_not_crash_looped(tmp_p
     journal = Journal(path)
     seq = await journal.record(new(0))
     for _ in range(3):  # started, then the process died; each restart counts the interruption
-        await journal.start(seq)
+        await journal.begin(seq)
         assert await journal.recover(3) == []
-    await journal.start(seq)  # and a fourth time
+    await journal.begin(seq)  # and a fourth time
     called = []
 
     async def process(d, *_):
