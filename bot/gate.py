@@ -40,7 +40,8 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
     "merge_commit": frozenset({"same_repo", "present", "missing"}),
     "skip_marker": frozenset({"absent", "present"}),
     "reuse_pin": frozenset({"no_pin", "pinned", "forced"}),
-    "dispatch": frozenset({"dispatched", "starting", "not_dispatched"}),
+    # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
+    "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying"}),
 })
 
 # Workflow run statuses of a run that has not finished: a superseded one is cancelled.
