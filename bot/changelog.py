@@ -275,14 +275,15 @@ def _yaml_error(exc: yaml.YAMLError, first_line: int, floor: int) -> ChangelogEr
         mark = exc.context_mark
     line = max(first_line + mark.line, floor) if mark is not None else floor
     what = f"{problem} ({context})" if context else problem
-    if "alias" in problem or "anchor" in problem or "tag" in problem:
+    needs_quotes = "alias" in problem or "anchor" in problem or "tag" in problem
+    if needs_quotes:
         # `- *-mtp`: a config-keys wildcard at the start of a value reads as a YAML alias
         fix = "put a value that starts with `*`, `&` or `!` in quotes, e.g. `- \"*-mtp\"`"
     else:
         fix = ("fix the YAML syntax at that line: keep each entry's keys indented by two spaces under its "
                "`- `, and quote strings that contain `: ` or start with a special character")
     return _err(line, "yaml-syntax", f"the YAML cannot be read at line {line}: {what}", fix,
-                problem=problem, context=context)
+                problem=problem, context=context, needs_quotes=needs_quotes)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -317,7 +318,7 @@ class _EntryChecker:
                 f"the key {_code(_show(key))} appears twice in the entry at line {dash_line} (first at line "
                 f"{self.first_line + first}, again at line {line}); YAML would silently keep only the last one",
                 f"keep one {_code(_show(key))} and delete the other", key=_show(key),
-                first_line=self.first_line + first))
+                first_line=self.first_line + first, entry_line=dash_line))
         if not isinstance(node, yaml.MappingNode) or not isinstance(data, dict):
             self.errors.append(_err(
                 dash_line, "not-a-mapping",
@@ -331,7 +332,8 @@ class _EntryChecker:
                 self.errors.append(_err(
                     self.at(key_node), "unknown-field",
                     "the merge key `<<` is not a field of a changelog entry",
-                    "write the fields out in full", field="<<", suggestion=None, expected=list(FIELDS)))
+                    "write the fields out in full", field="<<", suggestion=None, expected=list(FIELDS),
+                    merge_key=True))
                 continue
             key = self.loader.construct_object(key_node, deep=True)
             if key in FIELDS:
@@ -344,7 +346,7 @@ class _EntryChecker:
             self.errors.append(_err(
                 self.at(key_node), "unknown-field",
                 f"{_code(shown)} is not a field of a changelog entry", fix,
-                field=shown, suggestion=guess[0] if guess else None, expected=list(FIELDS)))
+                field=shown, suggestion=guess[0] if guess else None, expected=list(FIELDS), merge_key=False))
         for name in REQUIRED_FIELDS:
             if name not in pairs:
                 self.errors.append(_err(
@@ -383,7 +385,8 @@ class _EntryChecker:
         self.errors.append(_err(
             line, "wrong-type", f"{where} must be {wanted}, but it is {_a(_kind(value))} ({_code(_show(value))})",
             f"write {where} as {wanted}{hint}",
-            field=name, expected=expected, actual=_kind(value), value=_show(value), index=index))
+            field=name, expected=expected, actual=_kind(value), value=_show(value), index=index,
+            choices=list(SCENARIO_TYPES) if expected == "list-of-scenario-types" else None))
 
     def string_list(self, pair: tuple[yaml.Node, yaml.Node] | None, value: Any, name: str,
                     allowed: tuple[str, ...] | None = None) -> list[str] | None:
@@ -457,7 +460,7 @@ class _EntryChecker:
                 line, "pr-link-next-line",
                 f"the value of `pr-link` starts on the next line, line {self.at(value_node)}",
                 f"write the link on the same line as `pr-link:`, as `pr-link: {forms[0]}`", value=value,
-                **params))
+                value_line=self.at(value_node), **params))
             return None
         if value not in forms:
             self.errors.append(_err(
@@ -470,23 +473,29 @@ class _EntryChecker:
         after = text[value_node.end_mark.column:] if value_node.end_mark.line == value_node.start_mark.line \
             else None
         block = value_node.style in ("|", ">")  # libyaml gives a plain scalar the style "", PyYAML None
+        spaces: int | None = None  # spacing-around-colon: after `pr-link:` (None: not only extra spaces)
+        trailing: str | None = None  # text-after-link: what follows the link
         if block:
             problem, what = "block-scalar", "the link is written as a block (`|` or `>`)"
         elif between != ": ":
             problem = "spacing-around-colon"
             spaces = len(between) - 1
-            what = f"{spaces} spaces come after `pr-link:`" if between[:1] == ":" and spaces > 1 and \
-                not between[1:].strip(" ") else "`pr-link` and the link are not separated by exactly `: `"
+            if not (between[:1] == ":" and spaces > 1 and not between[1:].strip(" ")):
+                spaces = None
+            what = f"{spaces} spaces come after `pr-link:`" if spaces is not None else \
+                "`pr-link` and the link are not separated by exactly `: `"
         elif after and not self.flow_tail(after) and not after.strip(" "):
+            spaces = len(after)
             problem, what = "trailing-spaces", f"{len(after)} space{'s' if len(after) > 1 else ''} follow the link"
         elif after and not self.flow_tail(after):
+            trailing = after.strip()
             problem, what = "text-after-link", f"text follows the link: {_code(after.strip())}"
         else:
             return value
         self.errors.append(_err(
             line, "pr-link-format", f"the `pr-link` line is not written exactly: {what}",
             f"write it as `pr-link: {value}`, with one space after the colon and nothing after the link",
-            value=value, text=text, problem=problem, **params))
+            value=value, text=text, problem=problem, spaces=spaces, after=trailing, **params))
         return None
 
     @staticmethod
@@ -585,7 +594,8 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, pr_number:
     if stray:
         number = first_line + stray[0]
         indented = lines[stray[0]][:1] in (" ", "\t")
-        if indented and history.strip():
+        extends_history = indented and bool(history.strip())
+        if extends_history:
             message = (f"line {number} is indented but is not inside a new entry: it would add to the last "
                        "entry of the existing history")
         else:
@@ -593,7 +603,7 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, pr_number:
         errors.append(_err(
             number, "outside-entry", message,
             "start each new entry with `- config-keys:` in the first column, after one empty line",
-            value=lines[stray[0]].strip(), indented=indented))
+            value=lines[stray[0]].strip(), indented=indented, extends_history=extends_history))
         for i in stray:
             parse_lines[i] = ""
 
