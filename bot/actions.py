@@ -174,6 +174,57 @@ class DispatchWorkflow:
 
 
 @dataclass(frozen=True)
+class CancelRun:
+    """Cancel workflow run `run_id` if it has not finished (a superseded sweep)."""
+
+    run_id: int
+
+    @property
+    def key(self) -> str:
+        return f"cancel:{self.run_id}"
+
+    def describe(self) -> str:
+        return f"cancel workflow run {self.run_id}"
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """A note on one line of a file in the PR's diff."""
+
+    path: str
+    line: int
+    message: str
+    level: str = "failure"  # notice, warning or failure
+    title: str = ""
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    """The bot's one check run `name` on commit `head_sha`: created, or updated in place when it changes."""
+
+    head_sha: str
+    name: str
+    conclusion: str  # success, failure or neutral: the bot's checks are complete when written
+    title: str
+    summary: str
+    text: str = ""
+    annotations: tuple[Annotation, ...] = ()
+    details_url: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return digest(self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url)
+
+    @property
+    def key(self) -> str:
+        return f"check:{self.head_sha}:{self.name}:{self.fingerprint}"
+
+    def describe(self) -> str:
+        notes = f", {len(self.annotations)} annotations" if self.annotations else ""
+        return f"check run {self.name!r} on {self.head_sha[:7]}: {self.conclusion}, «{self.title[:70]}»{notes}"
+
+
+@dataclass(frozen=True)
 class ReloadConfig:
     """Read `.github/sweepbot.yml` from the default branch again; the result says whether it is valid."""
 
@@ -186,4 +237,4 @@ class ReloadConfig:
 
 
 Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue, React, Unreact, DispatchWorkflow,
-               ReloadConfig]
+               CancelRun, CheckRun, ReloadConfig]

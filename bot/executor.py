@@ -22,6 +22,11 @@ if TYPE_CHECKING:
 
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
 DISPATCH_LOOKS = 4  # a dispatched run takes a few seconds to be listed: look this many times before giving up
+RUNS_LOOKED_AT = 2 * PER_PAGE  # how far back the runs of a workflow are searched for a dispatch id
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check run create or update
+ANNOTATION_MESSAGE_MAX = 64 * 1024
+CHECK_TEXT_MAX = 65535  # output.summary and output.text
+CHECK_TITLE_MAX = 255
 
 
 class Unreconciled(Exception):
@@ -83,10 +88,13 @@ class Executor:
 
     def __init__(self, ctx: "Context", store: CommentStore, known_labels: cachetools.TTLCache, ledger: Ledger, *,
                  request_window: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 on_unreconciled: Callable[[str], None] | None = None):
+                 on_unreconciled: Callable[[str], None] | None = None,
+                 known_checks: cachetools.TTLCache | None = None):
         self.ctx = ctx
         self.store = store
         self.known_labels = known_labels  # (repo, label) pairs seen to exist, to spare a lookup per event
+        # (repo, sha, name) -> (check run id, fingerprint of what it shows), to spare a lookup per event
+        self.known_checks = known_checks if known_checks is not None else cachetools.TTLCache(maxsize=64, ttl=600)
         self.ledger = ledger
         self.request_window = request_window
         self.sleep = sleep
@@ -299,6 +307,12 @@ class Executor:
         return f"/repos/{self.ctx.repo}/actions/workflows/{urllib.parse.quote(workflow, safe='')}"
 
     async def dispatch(self, action: act.DispatchWorkflow) -> Result:
+        # The ledger knows this delivery's effects only; an earlier delivery (or a journal lost since) may
+        # have started this very run. A look costs one read; a second sweep costs hours of GPU nodes.
+        found = await self.find_run(action)
+        if found is not None:
+            logs.event("run already started for this dispatch id", dispatch_id=action.dispatch_id, run=found.id)
+            return found
         answer = await self.ctx.gh.post(f"{self._workflow_url(action.workflow)}/dispatches", data={
             "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
         run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
@@ -314,11 +328,81 @@ class Executor:
         if action.head_sha:
             query["head_sha"] = action.head_sha
         url = f"{self._workflow_url(action.workflow)}/runs?{urllib.parse.urlencode(query)}"
+        seen = 0
         async for run in self.ctx.gh.getiter(url, iterable_key="workflow_runs"):
             names = f"{run.get('name') or ''} {run.get('display_title') or ''}"
             if action.dispatch_id in names:
                 return Result("dispatched", run["id"], {"html_url": run.get("html_url")})
+            seen += 1
+            if seen >= RUNS_LOOKED_AT:  # newest first: a run of ours is among the latest, not in years of history
+                break
         return None
+
+    async def cancel_run(self, action: act.CancelRun) -> Result:
+        try:
+            await self.ctx.gh.post(f"/repos/{self.ctx.repo}/actions/runs/{action.run_id}/cancel", data={})
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) == 409:  # it finished meanwhile: nothing left to cancel
+                return Result("finished", action.run_id)
+            if int(exc.status_code) == 404:
+                return Result("absent", action.run_id)
+            raise
+        return Result("cancelled", action.run_id)
+
+    async def find_cancelled(self, action: act.CancelRun) -> Result | None:
+        run = await self.ctx.gh.getitem(f"/repos/{self.ctx.repo}/actions/runs/{action.run_id}")
+        if run.get("status") == "completed":
+            return Result("cancelled" if run.get("conclusion") == "cancelled" else "finished", action.run_id)
+        return None  # a cancel is safe to send again
+
+    # -- check runs ----------------------------------------------------------------------------
+
+    async def _existing_check(self, action: act.CheckRun) -> tuple[int, str] | None:
+        """(id, fingerprint) of the bot's check run `name` on the commit, from memory or from GitHub."""
+        cache_key = (self.ctx.repo, action.head_sha, action.name)
+        if cache_key in self.known_checks:
+            return self.known_checks[cache_key]
+        query = urllib.parse.urlencode({"check_name": action.name, "filter": "latest", "per_page": PER_PAGE})
+        url = f"/repos/{self.ctx.repo}/commits/{action.head_sha}/check-runs?{query}"
+        async for run in self.ctx.gh.getiter(url, iterable_key="check_runs"):
+            slug = (run.get("app") or {}).get("slug")
+            if run.get("name") == action.name and (slug is None or f"{slug}[bot]" == self.ctx.bot_login):
+                found = (int(run["id"]), run.get("external_id") or "")
+                self.known_checks[cache_key] = found
+                return found
+        return None
+
+    async def check_run(self, action: act.CheckRun) -> Result:
+        existing = await self._existing_check(action)
+        if existing is not None and existing[1] == action.fingerprint:
+            return Result("unchanged", existing[0])
+        batches = [action.annotations[i:i + ANNOTATIONS_PER_REQUEST]
+                   for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)] or [()]
+        body: dict[str, Any] = {
+            "name": action.name, "status": "completed", "conclusion": action.conclusion,
+            "external_id": action.fingerprint,
+            "output": {"title": action.title[:CHECK_TITLE_MAX], "summary": action.summary[:CHECK_TEXT_MAX],
+                       "text": action.text[:CHECK_TEXT_MAX], "annotations": _annotations(batches[0])},
+        }
+        if action.details_url:
+            body["details_url"] = action.details_url
+        if existing is None:
+            made = await self.ctx.gh.post(f"/repos/{self.ctx.repo}/check-runs", data={**body, "head_sha": action.head_sha})
+            check_id, outcome = int(made["id"]), "created"
+        else:
+            check_id, outcome = existing[0], "updated"
+            await self.ctx.gh.patch(f"/repos/{self.ctx.repo}/check-runs/{check_id}", data=body)
+        for batch in batches[1:]:  # GitHub takes 50 annotations per request and appends the next ones
+            await self.ctx.gh.patch(f"/repos/{self.ctx.repo}/check-runs/{check_id}", data={
+                "output": {**body["output"], "annotations": _annotations(batch)}})
+        self.known_checks[(self.ctx.repo, action.head_sha, action.name)] = (check_id, action.fingerprint)
+        return Result(outcome, check_id)
+
+    async def find_check(self, action: act.CheckRun) -> Result | None:
+        self.known_checks.pop((self.ctx.repo, action.head_sha, action.name), None)
+        if await self._existing_check(action) is None:
+            return None
+        return await self.check_run(action)  # found: brought up to date in place
 
     # -- configuration -------------------------------------------------------------------------
 
@@ -334,6 +418,12 @@ async def reload_config(ctx: "Context") -> Result:
     if problem is None:
         return Result("valid")
     return Result("invalid", data={"errors": list(problem.errors), "last_good": problem.last_good})
+
+
+def _annotations(batch: tuple[act.Annotation, ...]) -> list[dict[str, Any]]:
+    return [{"path": a.path, "start_line": a.line, "end_line": a.line, "annotation_level": a.level,
+             "message": a.message[:ANNOTATION_MESSAGE_MAX], **({"title": a.title[:255]} if a.title else {})}
+            for a in batch]
 
 
 class Kind:
@@ -363,6 +453,8 @@ KINDS: dict[type, Kind] = {
     act.Unreact: Kind(Executor.unreact),
     # A second sweep costs hours of GPU nodes: never resent unless GitHub shows the first did not start.
     act.DispatchWorkflow: Kind(Executor.dispatch, Executor.find_run, resendable=False, looks=DISPATCH_LOOKS),
+    act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
+    act.CheckRun: Kind(Executor.check_run, Executor.find_check),
     act.ReloadConfig: Kind(Executor.reload_config, ledgered=False),
 }
 
