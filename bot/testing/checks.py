@@ -23,12 +23,26 @@ class ChecksMixin(GitHubCore):
         ("GET", R + "/check-runs/{id}", "get_check_run"),
         ("PATCH", R + "/check-runs/{id}", "patch_check_run"),
         ("GET", R + "/commits/{ref}/check-runs", "list_check_runs"),
+        ("GET", R + "/check-runs/{id}/annotations", "list_annotations"),
     ]
 
     def check_runs(self, full_name: str, head_sha: str | None = None) -> list[dict[str, Any]]:
         """Every check run (oldest first), or those on one commit."""
         runs = self._repo(full_name).check_runs.values()
         return [copy.deepcopy(r) for r in runs if head_sha in (None, r["head_sha"])]
+
+    def check_annotations(self, full_name: str, check_id: int) -> list[dict[str, Any]]:
+        """Every annotation a check run was given, in order."""
+        return copy.deepcopy(self._repo(full_name).annotations.get(check_id, []))
+
+    def _keep_annotations(self, repo: Repo, check_id: int, run: dict[str, Any], fields: dict[str, Any]) -> None:
+        notes = fields.pop("annotations", [])
+        repo.annotations.setdefault(check_id, []).extend(notes)  # GitHub appends, never replaces
+        run["output"]["annotations_count"] = len(repo.annotations[check_id])
+
+    def _route_list_annotations(self, call: Call, repo: Repo, id: int) -> tuple[int, Any, dict[str, str]]:
+        self._check_run(repo, id)
+        return self._paginate(call, copy.deepcopy(repo.annotations.get(id, [])))
 
     def _route_post_check_run(self, call: Call, repo: Repo) -> tuple[int, Any]:
         body = call.fields
@@ -56,6 +70,7 @@ class ChecksMixin(GitHubCore):
             "app": {"id": self.app_id, "slug": self.app_slug, "name": self.app_slug},
             "pull_requests": [],
         }
+        self._keep_annotations(repo, check_id, run, fields)
         _apply(run, fields, stamp)
         repo.check_runs[check_id] = run
         return 201, copy.deepcopy(run)
@@ -74,6 +89,7 @@ class ChecksMixin(GitHubCore):
         for key in ("external_id", "details_url"):
             if key in body:
                 run[key] = body[key]
+        self._keep_annotations(repo, id, run, fields)
         _apply(run, fields, self._stamp())
         return 200, copy.deepcopy(run)
 
@@ -130,6 +146,34 @@ def _check_fields(body: dict[str, Any], doc: str) -> dict[str, Any]:
                 raise unprocessable(f"Invalid request.\n\nOnly {CHECK_TEXT_MAX} characters are allowed in "
                                     f"output.{key}; {len(value)} were supplied.", doc=doc)
         out["output"] = {k: output.get(k) for k in ("title", "summary", "text")}
+        out["annotations"] = _annotations(output.get("annotations"), doc)
+    return out
+
+
+ANNOTATIONS_MAX = 50
+ANNOTATION_LEVELS = ("notice", "warning", "failure")
+
+
+def _annotations(given: Any, doc: str) -> list[dict[str, Any]]:
+    """The annotations of one request, refused where GitHub refuses them (over 50, a field missing)."""
+    if given is None:
+        return []
+    if not isinstance(given, list):
+        raise unprocessable(f"Invalid request.\n\nFor 'properties/annotations', {json.dumps(given)} is not an array.",
+                            doc=doc)
+    if len(given) > ANNOTATIONS_MAX:
+        raise unprocessable(f"Invalid request.\n\nOnly {ANNOTATIONS_MAX} annotations are allowed per request.", doc=doc)
+    out = []
+    for note in given:
+        if not isinstance(note, dict):
+            raise unprocessable("Invalid request.\n\nAn annotation is not an object.", doc=doc)
+        missing = [f for f in ("path", "start_line", "end_line", "annotation_level", "message") if note.get(f) in (None, "")]
+        if missing:
+            raise not_supplied(*missing, doc=doc)
+        if note["annotation_level"] not in ANNOTATION_LEVELS:
+            raise unprocessable(f"Invalid request.\n\n{json.dumps(note['annotation_level'])} is not an annotation "
+                                "level.", doc=doc)
+        out.append(copy.deepcopy(note))
     return out
 
 

@@ -24,6 +24,7 @@ DOCS = "https://docs.github.com/rest"
 LABEL_NAME_MAX = 50
 LABEL_DESCRIPTION_MAX = 100
 BODY_MAX = 65536  # issue and comment bodies
+CONTENTS_MAX = 1024 * 1024  # above this the contents API leaves `content` empty (encoding "none")
 CHECK_TEXT_MAX = 65535  # check run output.summary and output.text
 HEX_COLOR = re.compile(r"[0-9a-fA-F]{6}")
 
@@ -147,6 +148,8 @@ class Repo:
     run_inputs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     artifacts: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # run id -> artifacts
     check_runs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    annotations: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # check run id -> notes
+    merge_bases: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (base, head) -> sha
     dispatches: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # repository_dispatch bodies
     next_number: int = 1
 

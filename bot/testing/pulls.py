@@ -18,6 +18,7 @@ class PullsMixin(GitHubCore):
         ("GET", R + "/pulls/{number}/files", "list_pull_files"),
         ("GET", R + "/pulls/{number}/commits", "list_pull_commits"),
         ("GET", R + "/commits/{ref}/pulls", "list_commit_pulls"),
+        ("GET", R + "/git/commits/{ref}", "get_git_commit"),
     ]
 
     # ---- state setup ----------------------------------------------------------------------
@@ -177,6 +178,15 @@ class PullsMixin(GitHubCore):
 
     def _route_list_pull_commits(self, call: Call, repo: Repo, number: int) -> tuple[int, Any, dict[str, str]]:
         return self._paginate(call, copy.deepcopy(self._pull_commits(repo, number)))
+
+    def _route_get_git_commit(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
+        for number in [n for n, item in repo.items.items() if "head" in item]:
+            for commit in self._pull_commits(repo, number):
+                if commit["sha"] == ref:
+                    return 200, {"sha": ref, "message": commit["commit"]["message"],
+                                 "author": commit["commit"]["author"], "committer": commit["commit"]["committer"],
+                                 "parents": commit["parents"], "html_url": commit["html_url"]}
+        raise Reply(404, NOT_FOUND)
 
     def _route_list_commit_pulls(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any, dict[str, str]]:
         pulls = [

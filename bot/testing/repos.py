@@ -12,6 +12,7 @@ from bot.testing.model import (
     Call,
     Repo,
     Reply,
+    CONTENTS_MAX,
     blob_sha,
     fake_sha,
     not_supplied,
@@ -35,6 +36,8 @@ class ReposMixin(GitHubCore):
     ROUTES = [
         ("GET", R, "get_repo"),
         ("GET", R + "/contents/{path}", "get_contents"),
+        ("GET", R + "/git/blobs/{ref}", "get_blob"),
+        ("GET", R + "/compare/{ref}", "get_compare"),
         ("GET", R + "/collaborators/{user}/permission", "get_permission"),
         ("POST", R + "/dispatches", "post_repository_dispatch"),
     ]
@@ -80,6 +83,10 @@ class ReposMixin(GitHubCore):
     def delete_file(self, full_name: str, path: str, *, ref: str | None = None) -> None:
         repo = self._repo(full_name)
         repo.files.get(ref or repo.json["default_branch"], {}).pop(path.lstrip("/"), None)
+
+    def set_merge_base(self, full_name: str, base: str, head: str, merge_base: str) -> None:
+        """What `compare/{base}...{head}` names as the merge base (by default: `base` itself)."""
+        self._repo(full_name).merge_bases[(base, head)] = merge_base
 
     def set_permission(self, full_name: str, login: str, permission: str) -> None:
         if permission not in LEGACY_PERMISSION:
@@ -132,16 +139,32 @@ class ReposMixin(GitHubCore):
         data = repo.files.get(ref, {}).get(path.strip("/"))
         if data is None:
             raise Reply(404, NOT_FOUND)
+        big = len(data) > CONTENTS_MAX  # GitHub then sends no content: the blob API has it
         return 200, {
             "type": "file",
-            "encoding": "base64",
+            "encoding": "none" if big else "base64",
             "size": len(data),
             "name": path.rsplit("/", 1)[-1],
             "path": path.strip("/"),
-            "content": wrapped_base64(data),
+            "content": "" if big else wrapped_base64(data),
             "sha": blob_sha(data),
             "html_url": f"{repo.json['html_url']}/blob/{ref}/{path.strip('/')}",
         }
+
+    def _route_get_blob(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
+        for files in repo.files.values():
+            for data in files.values():
+                if blob_sha(data) == ref:
+                    return 200, {"sha": ref, "size": len(data), "encoding": "base64", "content": wrapped_base64(data)}
+        raise Reply(404, NOT_FOUND)
+
+    def _route_get_compare(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
+        base, dots, head = ref.partition("...")
+        if not dots or not base or not head:
+            raise Reply(404, NOT_FOUND)
+        merge_base = repo.merge_bases.get((base, head), base)
+        return 200, {"status": "ahead", "merge_base_commit": {"sha": merge_base}, "base_commit": {"sha": base},
+                     "commits": [], "files": []}
 
     def _route_get_permission(self, call: Call, repo: Repo, user: str) -> tuple[int, Any]:
         role = repo.permissions.get(user.lower())
