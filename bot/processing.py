@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 import cachetools
+import gidgethub
 from gidgethub import routing, sansio
 
 from bot import actions as act
@@ -18,6 +21,10 @@ from bot.metrics import Metrics
 from bot.policy import Policy
 from bot.repo_config import RepoConfigs
 from bot.templates import Templates
+
+
+WRITER_ROLES = frozenset({"admin", "maintain", "write"})
+PERMISSION_TTL = 300.0  # a role granted or taken away counts within five minutes
 
 
 @dataclass
@@ -37,6 +44,12 @@ class Context:
     configs: RepoConfigs
     _memo: dict[Any, Any] = field(default_factory=dict)
     _apply: Callable[[act.Action], Awaitable[act.Result]] | None = None
+    permissions: cachetools.TTLCache | None = None  # (repo, login) -> role, shared by the process
+    waiting: Callable[[], list[tuple[str, str | None]]] = lambda: []  # (event, action) queued behind this one
+
+    def superseded(self, kinds: set[tuple[str, str | None]]) -> bool:
+        """Whether a later delivery of one of `kinds` waits in this PR's lane (it will decide on newer state)."""
+        return any(kind in kinds for kind in self.waiting())
 
     async def apply(self, action: act.Action) -> act.Result:
         if self._apply is None:
@@ -87,6 +100,55 @@ class Context:
         return await self._listing(("events", number), f"/repos/{self.repo}/issues/{number}/events",
                                    lambda e: e.get("event") in ("labeled", "unlabeled"))
 
+    async def file_at(self, path: str, ref: str) -> bytes | None:
+        """The exact bytes of a file at a commit, or None where it does not exist (above 1 MB via the blob API)."""
+        key = ("file", path, ref)
+        if key not in self._memo:
+            quoted = urllib.parse.quote(path, safe="/")
+            try:
+                item = await self.gh.getitem(f"/repos/{self.repo}/contents/{quoted}?ref={ref}")
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:
+                    raise
+                item = None
+            data = None
+            if isinstance(item, dict) and item.get("type", "file") == "file":
+                if item.get("encoding") == "base64":
+                    data = base64.b64decode(item.get("content") or "")
+                else:  # GitHub sends no content for files over 1 MB
+                    blob = await self.gh.getitem(f"/repos/{self.repo}/git/blobs/{item['sha']}")
+                    data = base64.b64decode(blob.get("content") or "")
+            self._memo[key] = data
+        return self._memo[key]
+
+    async def merge_base(self, base_sha: str, head_sha: str) -> str:
+        """The commit a PR's changes are counted from (its base branch may have moved on since)."""
+        compared = await self.gh.getitem(f"/repos/{self.repo}/compare/{base_sha}...{head_sha}?per_page=1")
+        return (compared.get("merge_base_commit") or {}).get("sha") or base_sha
+
+    async def commit_message(self, sha: str) -> str:
+        commit = await self.gh.getitem(f"/repos/{self.repo}/git/commits/{sha}")
+        return commit.get("message") or ""
+
+    async def role(self, login: str) -> str:
+        """The person's role on the repository: admin, maintain, write, triage, read or none."""
+        key = (self.repo, login.casefold())
+        cache = self.permissions if self.permissions is not None else self._memo
+        if key not in cache:
+            quoted = urllib.parse.quote(login, safe="")
+            try:
+                answer = await self.gh.getitem(f"/repos/{self.repo}/collaborators/{quoted}/permission")
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:
+                    raise
+                answer = {}
+            # `permission` is the legacy field (maintain reads as write); `role_name` is the real role.
+            cache[key] = answer.get("role_name") or answer.get("permission") or "none"
+        return cache[key]
+
+    async def can_write(self, login: str) -> bool:
+        return await self.role(login) in WRITER_ROLES
+
     async def comments(self, number: int) -> list[dict]:
         """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""
         return await self._listing(("comments", number), f"/repos/{self.repo}/issues/{number}/comments")
@@ -114,12 +176,15 @@ class Processor:
         self.metrics = metrics
         self.store = store or CommentStore()
         self.known_labels: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
+        self.known_checks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
+        self.permissions: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL)
 
     def wants(self, event: sansio.Event) -> bool:
         return bool(self.router.fetch(event))
 
     async def process(self, event: sansio.Event, *, ledger: Ledger | None = None, dry_run: bool = False,
-                      report: Callable[[str], None] | None = None) -> Outcome:
+                      report: Callable[[str], None] | None = None,
+                      waiting: Callable[[], list[tuple[str, str | None]]] | None = None) -> Outcome:
         started = time.monotonic()
         handlers = sorted(self.router.fetch(event), key=lambda f: (f.__module__, f.__name__))
         repo = (event.data.get("repository") or {}).get("full_name")
@@ -130,13 +195,14 @@ class Processor:
         bot_login = await self.app.bot_login()
         default_branch = event.data["repository"].get("default_branch") or "main"
         policy = await self.configs.policy(gh, repo, default_branch)
-        ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs)
+        ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs, permissions=self.permissions,
+                      waiting=waiting or (lambda: []))
         if dry_run:
             writer: Executor | DryRun = DryRun(ctx, report or print)
         else:
             writer = Executor(ctx, self.store, self.known_labels, ledger or MemoryLedger(),
                               request_window=self.app.request_window, sleep=self.app.retry.sleep,
-                              on_unreconciled=self.metrics.unreconciled_effect)
+                              on_unreconciled=self.metrics.unreconciled_effect, known_checks=self.known_checks)
         ctx._apply = writer.apply
         names = []
         for handler in handlers:
