@@ -52,6 +52,8 @@ class Settings:
     http_timeout: float = 10.0
     # workers (and their GitHub requests) on a thread and event loop of their own, apart from intake
     worker_thread: bool = True
+    # a label event waits this long before it is handled, so a burst of them ends in one decision; 0: at once
+    settle_seconds: float = 3.0
 
     @property
     def live(self) -> bool:
@@ -85,6 +87,8 @@ class Settings:
             workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
             writes_per_minute=cls._writes_per_minute(env.get("SWEEPBOT_WRITES_PER_MINUTE")),
             http_timeout=_positive("SWEEPBOT_HTTP_TIMEOUT", env.get("SWEEPBOT_HTTP_TIMEOUT"), cls.http_timeout),
+            settle_seconds=_positive("SWEEPBOT_SETTLE_SECONDS", env.get("SWEEPBOT_SETTLE_SECONDS"),
+                                     cls.settle_seconds, zero=True),
         )
 
     @classmethod
@@ -110,15 +114,16 @@ class Settings:
         return problems
 
 
-def _positive(name: str, raw: str | None, default: float) -> float:
+def _positive(name: str, raw: str | None, default: float, *, zero: bool = False) -> float:
     if raw is None or not raw.strip():
         return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not 0 < value < 3600:
-        raise ConfigError([f"{name} must be a number of seconds above 0, got {raw!r}"])
+    if not (0 <= value if zero else 0 < value) or not value < 3600:
+        raise ConfigError([f"{name} must be a number of seconds {'0 or more' if zero else 'above 0'} and below"
+                           f" 3600, got {raw!r}"])
     return value
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from bot import logs
-from bot.lanes import lane
+from bot.lanes import kind, lane
 
 # Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
 MIGRATIONS = (
@@ -88,6 +88,7 @@ class Queued:
     seq: int
     lane: str
     not_before: float | None = None
+    kind: tuple[str, str | None] | None = None  # (event, action), shared: see lanes.kind
 
 
 @dataclass(frozen=True)
@@ -111,10 +112,11 @@ class NewDelivery:
     body: bytes
     status: str = QUEUED
     sha: str | None = None  # head SHA of a run or suite that does not name its PR
+    not_before: float | None = None  # held back until then (a burst of label events settles first)
 
     def queued(self, seq: int) -> Queued:
         """The journal row this delivery became, as the workers hold it."""
-        return Queued(seq, self.lane)
+        return Queued(seq, self.lane, self.not_before, kind(self.event, self.action))
 
     @property
     def lane(self) -> str:
@@ -218,8 +220,9 @@ class Journal:
         def op(conn: sqlite3.Connection) -> int | None:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO deliveries (id, event, action, repo, number, installation, lane,"
-                " received_at, body, status) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (d.id, d.event, d.action, d.repo, d.number, d.installation, d.lane, time.time(), d.body, d.status),
+                " received_at, body, status, not_before) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (d.id, d.event, d.action, d.repo, d.number, d.installation, d.lane, time.time(), d.body, d.status,
+                 d.not_before),
             )
             return cur.lastrowid if cur.rowcount == 1 else None
 
@@ -301,9 +304,9 @@ class Journal:
         """Queued, retrying and interrupted deliveries, oldest first, without payloads: resumed at start."""
 
         def op(conn: sqlite3.Connection) -> list[Queued]:
-            rows = conn.execute("SELECT seq, lane, not_before FROM deliveries WHERE status IN (?, ?, ?) ORDER BY seq",
-                                UNFINISHED)
-            return [Queued(*row) for row in rows]
+            rows = conn.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
+                                " WHERE status IN (?, ?, ?) ORDER BY seq", UNFINISHED)
+            return [Queued(seq, name, not_before, kind(event, action)) for seq, name, not_before, event, action in rows]
 
         return await self._submit(op)
 

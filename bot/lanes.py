@@ -13,6 +13,20 @@ from typing import Any
 MAX_NUMBER = 2**31 - 1
 SHA = re.compile(r"[0-9a-f]{40}")
 PR_NUMBER_FIELDS = ("pr-number", "pr_number")  # repository_dispatch client_payload keys the results service uses
+# Events that come in bursts (a person adds three labels in a row, each its own delivery): held back for a
+# short window at intake, so that the last of a burst decides on the final state.
+SETTLING = frozenset({("pull_request", "labeled"), ("pull_request", "unlabeled")})
+# The sweep's run name carries its dispatch id `sw-<PR>-<digest>` (GitHub lists no PR for a dispatched run).
+DISPATCH_ID = re.compile(r"\bsw-(\d{1,10})-[0-9a-f]{12}\b")
+_KINDS: dict[tuple[str, str | None], tuple[str, str | None]] = {}
+
+
+def kind(event: str, action: str | None) -> tuple[str, str | None]:
+    """(event, action), one shared tuple per distinct pair: the backlog holds one per waiting delivery."""
+    key = (event, action)
+    if len(_KINDS) > 4096:
+        return key
+    return _KINDS.setdefault(key, key)
 
 
 def _number(value: Any) -> int | None:
@@ -40,7 +54,14 @@ def pr_number(event: str, data: dict[str, Any]) -> int | None:
         if isinstance(data.get(key), dict) and (number := _number(data[key].get("number"))) is not None:
             return number
     if event == "workflow_run" and isinstance(data.get("workflow_run"), dict):
-        return _first_pr(data["workflow_run"].get("pull_requests"))
+        run = data["workflow_run"]
+        number = _first_pr(run.get("pull_requests"))
+        if number is None:
+            for title in (run.get("display_title"), run.get("name")):
+                match = DISPATCH_ID.search(title) if isinstance(title, str) else None
+                if match and (number := _number(match.group(1))) is not None:
+                    return number
+        return number
     if event == "check_suite" and isinstance(data.get("check_suite"), dict):
         return _first_pr(data["check_suite"].get("pull_requests"))
     if event == "check_run" and isinstance(data.get("check_run"), dict):

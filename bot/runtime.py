@@ -93,7 +93,9 @@ class Bot:
         """One delivery as a worker took it, with its ledger rows read in the same journal round trip."""
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
         ledger = JournalLedger(self.journal, d.seq, effects)
-        await self.processor.process(event, ledger=ledger)
+        workers = self.workers
+        await self.processor.process(event, ledger=ledger,
+                                     waiting=(lambda: workers.waiting(d.lane)) if workers is not None else None)
 
     async def stop(self) -> None:
         if self._stopped:

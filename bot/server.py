@@ -10,6 +10,7 @@ import logging
 import math
 import re
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -153,12 +154,15 @@ def parse_payload(body: bytes) -> dict[str, Any]:
     return data
 
 
-def describe(event: str, data: dict[str, Any], delivery_id: str, body: bytes, wanted: bool) -> NewDelivery:
+def describe(event: str, data: dict[str, Any], delivery_id: str, body: bytes, wanted: bool,
+             settle: float = 0.0) -> NewDelivery:
     repo = (data.get("repository") or {}).get("full_name")
     number = lanes.pr_number(event, data)
     installation = (data.get("installation") or {}).get("id")
+    action = data.get("action") if isinstance(data.get("action"), str) else None
+    held = settle > 0 and number is not None and (event, action) in lanes.SETTLING
     return NewDelivery(
-        id=delivery_id, event=event, action=data.get("action") if isinstance(data.get("action"), str) else None,
+        id=delivery_id, event=event, action=action, not_before=time.time() + settle if held else None,
         repo=repo, number=number, installation=installation if isinstance(installation, int) else None,
         body=body, status=QUEUED if wanted else IGNORED,
         sha=lanes.head_sha(event, data) if number is None else None,
@@ -194,7 +198,7 @@ async def webhook(request: web.Request) -> web.Response:
         bot.metrics.deliveries.labels("ping", "pong").inc()
         return web.json_response({"msg": "pong", "zen": data.get("zen")})
     wanted = bot.processor.wants(sansio.Event(data, event=event, delivery_id=delivery_id))
-    new = describe(event, data, delivery_id, body, wanted)
+    new = describe(event, data, delivery_id, body, wanted, bot.settings.settle_seconds)
     with logs.context(delivery=delivery_id, event=event, action=new.action, repo=new.repo, pr=new.number):
         try:
             seq = await bot.journal.record(new)

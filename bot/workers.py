@@ -18,7 +18,7 @@ from typing import Awaitable, Callable, TypeVar
 from bot import logs
 from bot.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
 from bot.journal import DONE, FAILED, UNFINISHED, Delivery, Journal, Queued
-from bot.lanes import unresolved_sha
+from bot.lanes import kind, unresolved_sha
 from bot.metrics import Metrics
 
 Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows
@@ -79,6 +79,10 @@ class Workers:
             return
         self._heads[queued.lane] = queued
         self._schedule(queued.lane)
+
+    def waiting(self, lane: str) -> list[tuple[str, str | None]]:
+        """The (event, action) of each delivery queued behind the head of `lane`, in order."""
+        return [q.kind for q in self._behind.get(lane, ()) if q.kind is not None]
 
     def queued(self) -> list[Queued]:
         """Every delivery held in memory, lane by lane."""
@@ -179,7 +183,7 @@ class Workers:
             return False
         name = await self._journal(lambda: self.journal.relane(d.seq, number))
         logs.event("delivery moved to its PR's lane", delivery=d.id, lane=name)
-        self.submit(Queued(d.seq, name))
+        self.submit(Queued(d.seq, name, kind=kind(d.event, d.action)))
         return True
 
     async def _failed(self, d: Delivery, attempt: int, exc: Exception) -> float | None:

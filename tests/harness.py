@@ -33,7 +33,8 @@ class Sleeps:
 def settings(tmp_path, **changes: Any) -> Settings:
     base = Settings(app_id="1", private_key="unused", webhook_secrets=(SECRET,), db_path=str(tmp_path / "journal.db"),
                     workers=4, retry_delay=0.01, drain_timeout=2.0, read_timeout=1.0,
-                    worker_thread=False)  # one loop: tests read the fake GitHub between deliveries
+                    worker_thread=False,  # one loop: tests read the fake GitHub between deliveries
+                    settle_seconds=0.0)  # label events at once unless a test holds them
     return dataclasses.replace(base, **changes)
 
 
