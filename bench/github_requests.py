@@ -18,7 +18,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Awaitable, Callable
+from typing import Any, AsyncIterator, Awaitable, Callable
 
 import respx
 
@@ -28,6 +28,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
         sys.path.insert(0, _path)
 
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
+from handlers import router_without  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 FORK = "partner/InferenceX"
@@ -96,9 +97,10 @@ class Count:
 
 
 @contextlib.asynccontextmanager
-async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub], None] | None = None
-                ) -> AsyncIterator[Harness]:
-    """A bot against a fresh fake GitHub holding REPO (default branch main, installation 1)."""
+async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub], None] | None = None,
+                features: Any = None, **settings: Any) -> AsyncIterator[Harness]:
+    """A bot against a fresh fake GitHub holding REPO (default branch main, installation 1). Without `features`:
+    every feature but the sweep gate (these scenarios measure the welcome and the autolabels)."""
     fake = InMemoryGitHub()
     fake.add_repo(REPO, default_branch="main", installation_id=1)
     fake.set_permission(REPO, "maintainer", "write")
@@ -106,7 +108,8 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
         setup(fake)
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
         router.route(host="api.github.com").mock(side_effect=fake.handle)
-        h = await start_harness(Path(tmp), fake, key)
+        h = await start_harness(Path(tmp), fake, key, router=features or router_without("sweep_gate"),
+                                  **settings)
         try:
             if warm:  # a push to another branch: token, App identity and policy cached, nothing else done
                 await h.deliver("push", fake.push_payload(REPO, ref="refs/heads/warm-up", after="0" * 40))

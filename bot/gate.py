@@ -44,6 +44,9 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
     "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying"}),
 })
 
+# Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it).
+SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({"dispatch": frozenset({"failed", "retrying"})})
+
 # Workflow run statuses of a run that has not finished: a superseded one is cancelled.
 ACTIVE_STATUSES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
 

@@ -2,6 +2,23 @@
 
 from gidgethub import routing
 
-from handlers import autolabel, config_refresh, help_command, welcome
+from handlers import autolabel, config_refresh, help_command, sweep_gate, welcome
 
-router = routing.Router(welcome.router, autolabel.router, help_command.router, config_refresh.router)
+FEATURES = {
+    "welcome": welcome.router,
+    "autolabel": autolabel.router,
+    "help": help_command.router,
+    "config_refresh": config_refresh.router,
+    "sweep_gate": sweep_gate.router,
+}
+
+router = routing.Router(*FEATURES.values())
+
+
+def router_of(*names: str) -> routing.Router:
+    """Only some features (tests and benchmarks that measure one feature's requests)."""
+    return routing.Router(*(FEATURES[name] for name in names))
+
+
+def router_without(*names: str) -> routing.Router:
+    return router_of(*(name for name in FEATURES if name not in names))

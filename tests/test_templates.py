@@ -112,7 +112,76 @@ SAMPLES: dict[str, list[dict]] = {
         "reason": "POST /repos/acme/InferenceX/actions/workflows/run-sweep.yml/dispatches: 502 Bad Gateway",
         "runs_url": "https://github.com/acme/InferenceX/actions/workflows/run-sweep.yml",
     }],
+    "sweep_status": [],  # filled below from real gate decisions
+    "changelog_annotation": [],  # filled below from real changelog errors
+    "fork_label_removed": [
+        {"labels": ["full-sweep-fail-fast"], "by": ["drive-by"], "repo": "acme/InferenceX"},
+        {"labels": ["full-sweep-enabled", "full-sweep-fail-fast"], "by": ["a", "b`c"], "repo": "acme/InferenceX"},
+    ],
 }
+
+
+def _status_samples() -> list[dict]:
+    """Status comment variables as the sweep gate builds them, for a blocked fork PR, a running and a
+    finished same-repo sweep, and each failed dispatch."""
+    from bot.changelog import check_append
+    from bot.config import default_policy
+    from bot.gate import AppliedLabel, Changelog, ChangelogOutcome, GateInput, decide
+    from handlers.sweep_gate import _error, _plain, viewer_links
+
+    policy = default_policy()
+    sha = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"
+    g = {"primary_labels": [p["name"] for p in policy["labels"]["primary"]], "recommended": "full-sweep-fail-fast",
+         "modifiers": dict(policy["labels"]["modifiers"]), "changelog_path": "inferencex-e2e/perf-changelog.yaml",
+         "changelog_url": f"https://github.com/acme/InferenceX/blob/{sha}/inferencex-e2e/perf-changelog.yaml",
+         "skip_marker": "[skip-sweep]", "use_command": "/use", "runs_url": "https://github.com/acme/InferenceX/actions"}
+    base = dict(number=12, head_sha=sha, base_sha="b" * 40, head_ref="recipe", base_ref="main", default_branch="main")
+    bad = check_append(b"", b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: TBD\n", pr_number=12,
+                       canonical_prefix=policy["pr_link_prefix"])
+    blocked = decide(GateInput(**base, changelog=ChangelogOutcome(Changelog.INVALID), is_fork=True,
+                               labels=(AppliedLabel("full-sweep-fail-fast", "drive-by", False),
+                                       AppliedLabel("evals-only", "maintainer", True, sha))), policy)
+    running = decide(GateInput(**base, changelog=ChangelogOutcome(Changelog.VALID),
+                               labels=(AppliedLabel("full-sweep-fail-fast", "", True),)), policy)
+    run = {"run_id": 1006, "dispatch_id": running.dispatch_id, "status": "in_progress", "conclusion": None,
+           "url": "https://github.com/acme/InferenceX/actions/runs/1006", "head_sha": sha,
+           "perf_url": None, "eval_url": None}
+    done = {**run, "status": "completed", "conclusion": "success",
+            **viewer_links("https://inferencex.semianalysis.com", 1006)}
+    out = [
+        {"head_sha": sha, "headline": "blocked", "g": g, "run": None,
+         "conditions": [_plain(c) for c in blocked.conditions],
+         "changelog_errors": [_error(e) for e in bad.errors], "more_errors": 3},
+        {"head_sha": sha, "headline": "running", "g": g, "run": run,
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0},
+        {"head_sha": sha, "headline": "finished", "g": g, "run": done,
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0},
+        {"head_sha": sha, "headline": "idle", "g": g, "run": None,
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0},
+    ]
+    for code in ("failed", "retrying"):
+        conditions = [_plain(c) for c in running.conditions]
+        conditions[-1] = {"name": "dispatch", "ok": False, "code": code, "params": {
+            "dispatch_id": running.dispatch_id, "error": "422: Unexpected inputs provided", "retry_in": 4}}
+        out.append({"head_sha": sha, "headline": "dispatch_" + code, "g": g, "run": None,
+                    "conditions": conditions, "changelog_errors": [], "more_errors": 0})
+    return out
+
+
+def _annotation_samples() -> list[dict]:
+    from bot.changelog import check_append
+    from handlers.sweep_gate import _error
+
+    base = b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n"
+    errors = [e for text in (b"    - \td\n  pr-link: XXX\n", b"    - d\n  pr-link: TBD\n")
+              for e in check_append(base, base + b"\n- config-keys:\n    - c\n  description:\n" + text, pr_number=12,
+                                    canonical_prefix="https://github.com/SemiAnalysisAI/InferenceX/pull/").errors]
+    assert [e.code for e in errors] == ["tab", "pr-link-not-accepted"]
+    return [{"e": _error(e)} for e in errors]
+
+
+SAMPLES["sweep_status"] = _status_samples()
+SAMPLES["changelog_annotation"] = _annotation_samples()
 
 
 def samples(kind: str) -> list[dict]:

@@ -6,6 +6,7 @@ import threading
 
 from gidgethub import routing
 
+from handlers import router_of
 from harness import REPO
 
 
@@ -26,7 +27,7 @@ async def test_deliveries_are_processed_on_the_worker_thread_and_acked_on_the_se
 
 
 async def test_the_threaded_bot_welcomes_once_and_stops_cleanly(make_harness):
-    h = await make_harness(worker_thread=True)
+    h = await make_harness(worker_thread=True, router=router_of("welcome"))
     await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "opened"), delivery="th-2")
     assert len([c for c in h.github.comments(REPO, 1) if c["user"]["login"] == h.github.bot_login]) == 1
     await h.bot.stop()

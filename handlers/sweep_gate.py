@@ -1,0 +1,399 @@
+"""The sweep gate: on every change to a PR, decide whether its GPU sweep starts, start it once, and say why."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import cachetools
+from gidgethub import routing, sansio
+
+from bot import lanes, logs
+from bot.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
+from bot.changelog import ChangelogResult, check_append
+from bot.comments import is_bots, purpose_of
+from bot.failures import TRANSIENT, classify
+from bot.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
+                      GateInput, decide)
+from bot.processing import Context
+from bot.sweep_record import Approval, RunRecord, SweepRecord
+from handlers.autolabel import last_labeler
+
+PURPOSE = "sweep-status"
+FORK_LABEL_PURPOSE = "fork-label-removed"
+CHECK_NAME = "sweep-gate"
+PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
+              "converted_to_draft", "closed")
+RUN_ACTIONS = ("requested", "in_progress", "completed")
+SHOWN_ERRORS = 20  # in the comment; the check run annotates up to ANNOTATED_ERRORS lines
+ANNOTATED_ERRORS = 100
+MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
+VIEWER_PAGES = {"perf_url": "inference", "eval_url": "evaluation"}
+
+router = routing.Router()
+# Both are keyed by commit SHAs, whose content never changes.
+_changelog_checks: cachetools.LRUCache = cachetools.LRUCache(maxsize=512)
+_head_messages: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)
+
+
+# -- rules (plain data in, decisions out) ----------------------------------------------------------
+
+
+def sweep_label_names(policy: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """(primary names, modifier names), casefolded."""
+    labels = policy["labels"]
+    return ({p["name"].casefold() for p in labels["primary"]},
+            {name.casefold() for name in labels["modifiers"].values()})
+
+
+def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool, head_sha: str,
+                    policy: Mapping[str, Any]) -> tuple[str, Approval | str] | None:
+    """What a label event changes in the record of fork approvals: ("approve", Approval), ("withdraw", label)
+    or None. A writer's primary label approves the head SHA of that moment, and no later one."""
+    primaries, _ = sweep_label_names(policy)
+    if not is_fork or not label or label.casefold() not in primaries:
+        return None
+    if action == "labeled" and writer:
+        return "approve", Approval(label, sender, head_sha)
+    if action == "unlabeled":
+        return "withdraw", label
+    return None
+
+
+def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
+    if result is None or (result.ok and not result.has_entry):
+        return ChangelogOutcome(Changelog.ABSENT)
+    if not result.ok:
+        return ChangelogOutcome(Changelog.INVALID)
+    return ChangelogOutcome(Changelog.VALID, append_only=result.append_only)
+
+
+def check_conclusion(decision: Decision) -> str:
+    """The `sweep-gate` check: failure while the changelog or labels are wrong, neutral when no sweep is asked
+    for, success once both are right (a draft or a pending fork approval is not the contributor's error)."""
+    changelog, labels = decision.condition("changelog"), decision.condition("labels")
+    if changelog.reason_code == "invalid" or labels.ok is False:
+        return "failure"
+    if labels.ok is None:
+        return "neutral"
+    return "success" if changelog.ok else "failure"
+
+
+def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: bool) -> tuple[int, ...]:
+    """Superseded runs still going; on a PR closed without merging, every run still going."""
+    if not closed_unmerged:
+        return decision.cancel
+    return tuple(r.run_id for r in record.runs if r.status in ACTIVE_STATUSES and r.run_id)
+
+
+def shows_status(files_touch_changelog: bool, labels: list[str], policy: Mapping[str, Any], exists: bool) -> bool:
+    """The status comment appears once the PR touches the changelog or carries a sweep label, then stays."""
+    primaries, modifiers = sweep_label_names(policy)
+    return exists or files_touch_changelog or any(n.casefold() in primaries | modifiers for n in labels)
+
+
+def headline(decision: Decision, run: RunRecord | None) -> str:
+    """The status comment's first sentence, as a code the templates turn into words."""
+    dispatch = decision.condition("dispatch")
+    if dispatch.reason_code in ("failed", "retrying"):
+        return "dispatch_" + dispatch.reason_code
+    if dispatch.reason_code in ("dispatched", "starting") and run is not None:
+        return "finished" if run.finished else "running"
+    if any(c.ok is False for c in decision.conditions):
+        return "blocked"
+    return "idle"
+
+
+def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
+    base = viewer.rstrip("/")
+    return {key: f"{base}/{page}?unofficialRun={run_id}" for key, page in VIEWER_PAGES.items()}
+
+
+# -- what the gate reads from GitHub ---------------------------------------------------------------
+
+
+@dataclass
+class PRState:
+    pull: dict[str, Any]
+    is_fork: bool
+    files_touch_changelog: bool
+    changelog: ChangelogResult | None
+    labels: tuple[AppliedLabel, ...]
+    label_names: list[str]
+    message: str
+    record: SweepRecord
+    comment_exists: bool
+
+
+async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
+    for comment in await ctx.comments(number):
+        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == PURPOSE:
+            return SweepRecord.parse(comment.get("body")), True
+    return SweepRecord(), False
+
+
+def is_fork_pr(pull: Mapping[str, Any], repo: str) -> bool:
+    head_repo = (pull.get("head") or {}).get("repo") or {}  # None when the fork was deleted: still not ours
+    return (head_repo.get("full_name") or "").casefold() != repo.casefold()
+
+
+async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
+    """The PR as it is now (a queued payload may be old), waiting once for a fork's merge commit."""
+    pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    if (is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and not pull.get("merge_commit_sha")
+            and pull.get("mergeable") is None):
+        await asyncio.sleep(MERGE_SHA_WAIT)
+        pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    return pull
+
+
+async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> ChangelogResult:
+    """The PR's change to the changelog, judged from the file at the merge base and at the head."""
+    base_sha, head_sha, number = pull["base"]["sha"], pull["head"]["sha"], pull["number"]
+    prefix = ctx.policy["pr_link_prefix"]
+    key = (ctx.repo, path, base_sha, head_sha, number, prefix)
+    if key not in _changelog_checks:
+        merge_base = await ctx.merge_base(base_sha, head_sha)
+        base = await ctx.file_at(path, merge_base)
+        head = await ctx.file_at(path, head_sha)
+        _changelog_checks[key] = check_append(base, head if head is not None else b"", pr_number=number,
+                                              canonical_prefix=prefix)
+    return _changelog_checks[key]
+
+
+async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool,
+                         record: SweepRecord) -> tuple[AppliedLabel, ...]:
+    """The PR's labels with who applied them; on a fork, whether they may approve and which head they approved."""
+    names = [label["name"] for label in pull.get("labels") or []]
+    if not is_fork:  # on the repository's own branches whoever can label is trusted
+        return tuple(AppliedLabel(name, "", True) for name in names)
+    primaries, modifiers = sweep_label_names(ctx.policy)
+    events = await ctx.label_events(pull["number"])
+    out = []
+    for name in names:
+        if name.casefold() not in primaries | modifiers:
+            continue
+        by = last_labeler(events, name) or ""
+        writer = bool(by) and await ctx.can_write(by)
+        approval = record.approval(name)
+        head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
+        out.append(AppliedLabel(name, by, writer, head))
+    return tuple(out)
+
+
+async def head_message(ctx: Context, sha: str) -> str:
+    key = (ctx.repo, sha)
+    if key not in _head_messages:
+        _head_messages[key] = await ctx.commit_message(sha)
+    return _head_messages[key]
+
+
+async def read_state(ctx: Context, number: int, record: SweepRecord, exists: bool) -> PRState:
+    pull = await read_pull(ctx, number)
+    is_fork = is_fork_pr(pull, ctx.repo)
+    path = ctx.policy["paths"]["changelog"]
+    touches = path in await ctx.pr_files(number)
+    changelog = await check_changelog(ctx, pull, path) if touches else None
+    labels = await applied_labels(ctx, pull, is_fork, record)
+    names = [label["name"] for label in pull.get("labels") or []]
+    primaries, _ = sweep_label_names(ctx.policy)
+    wants_sweep = any(n.casefold() in primaries for n in names)
+    message = await head_message(ctx, pull["head"]["sha"]) if wants_sweep else ""
+    return PRState(pull, is_fork, touches, changelog, labels, names, message, record, exists)
+
+
+def gate_input(state: PRState, default_branch: str) -> GateInput:
+    pull, record = state.pull, state.record
+    return GateInput(
+        number=pull["number"], head_sha=pull["head"]["sha"], base_sha=pull["base"]["sha"],
+        head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
+        changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open",
+        draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
+        labels=state.labels, head_commit_message=state.message,
+        dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
+    )
+
+
+# -- what the gate writes --------------------------------------------------------------------------
+
+
+def _facts(ctx: Context, pull: Mapping[str, Any]) -> dict[str, Any]:
+    policy = ctx.policy
+    primary = policy["labels"]["primary"]
+    path = policy["paths"]["changelog"]
+    return {
+        "primary_labels": [p["name"] for p in primary],
+        "recommended": next((p["name"] for p in primary if p.get("recommended")), None),
+        "modifiers": dict(policy["labels"]["modifiers"]),
+        "changelog_path": path,
+        "changelog_url": f"{ctx.html_url}/blob/{pull['head']['sha']}/{path}",
+        "skip_marker": policy["skip_sweep_marker"],
+        "use_command": f"/{policy['commands']['use']}",
+        "runs_url": f"{ctx.html_url}/actions",
+    }
+
+
+def _plain(condition: Condition) -> dict[str, Any]:
+    params = {k: list(v) if isinstance(v, tuple) else v for k, v in condition.params.items()}
+    return {"name": condition.name, "ok": condition.ok, "code": condition.reason_code, "params": params}
+
+
+def _error(e: Any) -> dict[str, Any]:
+    return {"line": e.line, "code": e.code, "params": dict(e.params)}
+
+
+def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    links = viewer_links(ctx.policy["results"]["viewer"], run.run_id) if run.finished else {}
+    return {"run_id": run.run_id, "dispatch_id": run.dispatch_id, "status": run.status,
+            "conclusion": run.conclusion, "url": run.html_url or f"{ctx.html_url}/actions/runs/{run.run_id}",
+            "head_sha": run.head_sha, **{k: links.get(k) for k in VIEWER_PAGES}}
+
+
+def status_variables(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> dict[str, Any]:
+    current = record.by_dispatch(decision.dispatch_id)
+    errors = list(state.changelog.errors) if state.changelog is not None else []
+    return {
+        "head_sha": state.pull["head"]["sha"],
+        "headline": headline(decision, current),
+        "conditions": [_plain(c) for c in decision.conditions],
+        "g": _facts(ctx, state.pull),
+        "changelog_errors": [_error(e) for e in errors[:SHOWN_ERRORS]],
+        "more_errors": max(0, len(errors) - SHOWN_ERRORS),
+        "run": _shown_run(ctx, current),
+    }
+
+
+def status_comment(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> Comment:
+    body = record.line() + "\n" + ctx.render("sweep_status", **status_variables(ctx, state, decision, record))
+    return Comment(state.pull["number"], PURPOSE, body)
+
+
+def check_run(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> CheckRun:
+    variables = status_variables(ctx, state, decision, record)
+    conclusion = check_conclusion(decision)
+    path = ctx.policy["paths"]["changelog"]
+    errors = list(state.changelog.errors) if state.changelog is not None else []
+    notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e)))
+                  for e in errors[:ANNOTATED_ERRORS])
+    return CheckRun(
+        head_sha=state.pull["head"]["sha"], name=CHECK_NAME, conclusion=conclusion,
+        title=ctx.templates.title("sweep_check", conclusion=conclusion),
+        summary=ctx.render("sweep_status", **variables), annotations=notes,
+        details_url=state.pull.get("html_url"),
+    )
+
+
+def _with_dispatch(decision: Decision, code: str, **params: Any) -> Decision:
+    ok = {"dispatched": True, "not_dispatched": None}.get(code, False)
+    conditions = tuple(Condition("dispatch", ok, code, params) if c.name == "dispatch" else c
+                       for c in decision.conditions)
+    return dataclasses.replace(decision, conditions=conditions)
+
+
+async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool, *,
+                   may_start: bool = True) -> list[Action]:
+    """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework."""
+    state = await read_state(ctx, number, record, exists)
+    decision = decide(gate_input(state, ctx.default_branch), ctx.policy)
+    pull = state.pull
+    if decision.remove_labels:
+        for name in decision.remove_labels:
+            await ctx.apply(RemoveLabel(number, name))
+        removed = decision.condition("fork_approval").params
+        await ctx.apply(Comment(number, FORK_LABEL_PURPOSE, ctx.render(
+            "fork_label_removed", labels=list(decision.remove_labels), by=list(removed.get("by") or ()),
+            repo=ctx.repo)))
+    closed_unmerged = pull.get("state") == "closed" and not pull.get("merged")
+    for run_id in runs_to_cancel(decision, record, closed_unmerged=closed_unmerged):
+        result = await ctx.apply(CancelRun(run_id))
+        if result.outcome in ("cancelled", "finished", "absent"):
+            conclusion = "cancelled" if result.outcome == "cancelled" else record.run(run_id).conclusion
+            record = record.update_run(run_id, status="completed", conclusion=conclusion)
+    if decision.start is not None and may_start:
+        start = decision.start
+        try:
+            result = await ctx.apply(start)
+        except Exception as exc:
+            code = "retrying" if classify(exc) == TRANSIENT else "failed"
+            failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])
+            await _report(ctx, status_comment(ctx, state, failed, record))
+            raise
+        record = record.add_run(RunRecord(start.dispatch_id, int(result.id or 0), pull["head"]["sha"],
+                                          start.workflow, html_url=(result.data or {}).get("html_url")))
+        decision = _with_dispatch(decision, "dispatched", dispatch_id=start.dispatch_id, run_id=result.id,
+                                  status="queued")
+        logs.event("sweep dispatched", dispatch_id=start.dispatch_id, run=result.id, workflow=start.workflow)
+    elif decision.start is not None:  # a later delivery in the lane starts it; say nothing has started
+        decision = _with_dispatch(decision, "not_dispatched")
+    actions: list[Action] = []
+    if shows_status(state.files_touch_changelog, state.label_names, ctx.policy, exists or bool(record.runs)):
+        actions.append(status_comment(ctx, state, decision, record))
+    if pull.get("state") == "open":
+        actions.append(check_run(ctx, state, decision, record))
+    return actions
+
+
+async def _report(ctx: Context, comment: Comment) -> None:
+    """Say on the PR that the dispatch failed; the failure itself is re-raised by the caller either way."""
+    try:
+        await ctx.apply(comment)
+    except Exception as exc:
+        logs.event("could not report a failed dispatch on the PR", error=f"{type(exc).__name__}: {exc}")
+
+
+# -- events ----------------------------------------------------------------------------------------
+
+
+async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action]:
+    data = event.data
+    action = data.get("action")
+    if action == "edited" and "base" not in (data.get("changes") or {}):
+        return []  # a title or body edit changes nothing the gate looks at
+    pull = data["pull_request"]
+    number = pull["number"]
+    record, exists = await load_record(ctx, number)
+    change = None
+    if action in ("labeled", "unlabeled") and is_fork_pr(pull, ctx.repo):
+        label = (data.get("label") or {}).get("name")
+        sender = (data.get("sender") or {}).get("login") or ""
+        writer = action == "labeled" and bool(sender) and await ctx.can_write(sender)
+        change = approval_change(action, label, sender, is_fork=True, writer=writer,
+                                 head_sha=pull["head"]["sha"], policy=ctx.policy)
+    if change is not None:
+        verb, value = change
+        record = record.approve(value) if verb == "approve" else record.withdraw(value)
+    elif (event.event, action) in lanes.SETTLING and ctx.superseded(lanes.SETTLING):
+        logs.event("label change left to a later one waiting in this PR's lane")
+        return []
+    return await evaluate(ctx, number, record, exists, may_start=not ctx.superseded(lanes.SETTLING))
+
+
+async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
+    run = event.data["workflow_run"]
+    number = ctx.pr_number
+    title = f"{run.get('display_title') or ''} {run.get('name') or ''}"
+    found = lanes.DISPATCH_ID.search(title)
+    workflow = (run.get("path") or "").rsplit("/", 1)[-1]
+    if number is None or found is None or workflow not in ctx.policy["workflows"].values():
+        return []
+    if int(found.group(1)) != number:
+        return []
+    record, exists = await load_record(ctx, number)
+    known = record.run(run["id"])
+    if known is None:  # started by an attempt whose record was lost: its dispatch id names it
+        record = record.add_run(RunRecord(found.group(0), int(run["id"]), run.get("head_sha") or "", workflow))
+    record = record.update_run(int(run["id"]), status=run.get("status") or "queued",
+                               conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    if exists and known == record.run(run["id"]):
+        return []  # a redelivery, or a status the comment already shows
+    return await evaluate(ctx, number, record, exists, may_start=False)
+
+
+for _action in PR_ACTIONS:
+    router.add(pull_request_changed, "pull_request", action=_action)
+for _action in RUN_ACTIONS:
+    router.add(sweep_run_changed, "workflow_run", action=_action)
