@@ -298,12 +298,48 @@ class _EntryChecker:
         self.pr_number = pr_number
         self.prefix = prefix
         self.errors: list[ChangelogError] = []
+        self.own: range | None = None  # the entry's head lines, when other entries were parsed with it
 
     def at(self, node: yaml.Node) -> int:
         return self.first_line + node.start_mark.line
 
-    def check(self, node: yaml.Node, dash_line: int) -> AppendedEntry | None:
-        """The entry, or None when it is not a mapping; its errors go to self.errors."""
+    def foreign(self, node: yaml.Node) -> bool:
+        """A node written outside this entry's lines: it came in by an alias to another entry's anchor."""
+        return self.own is not None and self.at(node) not in self.own
+
+    def check(self, node: yaml.Node, dash_line: int, own: range | None = None,
+              aliases: tuple[tuple[int, str, int], ...] = ()) -> AppendedEntry | None:
+        """The entry, or None when it is not a mapping; its errors go to self.errors.
+
+        `own` is the entry's head lines when the appended text was parsed as a whole (an alias there may name
+        an anchor in another entry), and `aliases` its aliases to other entries' anchors, as (line, name, the
+        anchor's line). Each is an error on its own line, and what it brings in is not checked here: the
+        rules would blame the other entry's lines for it.
+        """
+        self.own = own
+        for line, name, anchor_line in aliases:
+            self.errors.append(_err(
+                line, "yaml-syntax",
+                f"the alias `*{name}` at line {line} names the anchor `&{name}` of another entry (line "
+                f"{anchor_line}); each entry is read on its own",
+                "write the value out in full in this entry (and put a value that starts with `*` in quotes, "
+                "e.g. `- \"*-mtp\"`)",
+                problem=f"found alias {name!r} of an anchor in another entry (line {anchor_line})",
+                context="each entry is read on its own", needs_quotes=True))
+        if self.foreign(node):
+            return None  # the whole entry is an alias (`- *a`): nothing of its own to check
+        if isinstance(node, yaml.MappingNode):
+            # The merge key `<<` is not a field. PyYAML's constructor would flatten it into the mapping, so that
+            # the merged fields look written here: take it out of the node before the entry is constructed.
+            merges = [key_node for key_node, _ in node.value if key_node.tag == _MERGE_TAG]
+            for key_node in merges:
+                self.errors.append(_err(
+                    self.at(key_node), "unknown-field",
+                    "the merge key `<<` is not a field of a changelog entry",
+                    "write the fields out in full", field="<<", suggestion=None, expected=list(FIELDS),
+                    merge_key=True))
+            if merges:
+                node.value = [(k, v) for k, v in node.value if k.tag != _MERGE_TAG]
         self.loader.duplicates = []
         try:
             data = self.loader.construct_object(node, deep=True)
@@ -328,13 +364,8 @@ class _EntryChecker:
             return None
         pairs: dict[Any, tuple[yaml.Node, yaml.Node]] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == _MERGE_TAG:
-                self.errors.append(_err(
-                    self.at(key_node), "unknown-field",
-                    "the merge key `<<` is not a field of a changelog entry",
-                    "write the fields out in full", field="<<", suggestion=None, expected=list(FIELDS),
-                    merge_key=True))
-                continue
+            if self.foreign(key_node):
+                continue  # a key written as an alias to another entry: its alias error says so
             key = self.loader.construct_object(key_node, deep=True)
             if key in FIELDS:
                 pairs[key] = (key_node, value_node)  # the last one, as in `data`
@@ -354,17 +385,22 @@ class _EntryChecker:
                     f"the entry at line {dash_line} has no {_code(name)}",
                     f"add {_code(name + ':')} to the entry", field=name))
 
-        config_keys = self.string_list(pairs.get("config-keys"), data.get("config-keys"), "config-keys")
-        description = self.string_list(pairs.get("description"), data.get("description"), "description")
-        scenario = self.string_list(pairs.get("scenario-type"), data.get("scenario-type"), "scenario-type",
+        # A value that is an alias to another entry's has its alias error; it is present, but not checked.
+        checked = {key: pair for key, pair in pairs.items() if not self.foreign(pair[1])}
+        config_keys = self.string_list(checked.get("config-keys"), data.get("config-keys"), "config-keys")
+        description = self.string_list(checked.get("description"), data.get("description"), "description")
+        scenario = self.string_list(checked.get("scenario-type"), data.get("scenario-type"), "scenario-type",
                                     allowed=SCENARIO_TYPES)
-        flags = {name: self.boolean(pairs.get(name), data.get(name), name) for name in BOOLEAN_FIELDS}
-        ep = self.min_prefill(pairs.get("eval-min-prefill-ep"), data.get("eval-min-prefill-ep"))
-        link = self.pr_link(pairs.get("pr-link"), data.get("pr-link"))
+        flags = {name: self.boolean(checked.get(name), data.get(name), name) for name in BOOLEAN_FIELDS}
+        ep = self.min_prefill(checked.get("eval-min-prefill-ep"), data.get("eval-min-prefill-ep"))
+        link = self.pr_link(checked.get("pr-link"), data.get("pr-link"))
+        if self.own is not None:
+            # An alias deeper inside a value (a list item): what it brings is another entry's, on its lines.
+            self.errors = [e for e in self.errors if e.line in self.own]
         if flags["append-only"]:
             combined = [name for name in ("evals-only", "all-evals") if flags[name]]
             if combined:
-                line = self.at(pairs["append-only"][0])
+                line = self.at(checked["append-only"][0])
                 self.errors.append(_err(
                     line, "append-only-combination",
                     f"`append-only: true` cannot be combined with {' and '.join(f'`{c}: true`' for c in combined)}"
@@ -610,8 +646,9 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, pr_number:
     # Parse the appended text alone: the history ends at a line boundary with a complete list, so the
     # appended lines, each entry starting with `- ` in column 0, are the list's new items.
     entries: list[AppendedEntry] = []
-    # (loader, entry node, its `- ` line, the head line of the parsed text's first line, the parsed lines)
-    located: list[tuple[Any, yaml.Node, int, int, list[str]]] = []
+    # (loader, entry node, its `- ` line, the head line of the parsed text's first line, the parsed lines,
+    #  the entry's own head lines and its aliases to other entries, when the entries were parsed together)
+    located: list[tuple[Any, yaml.Node, int, int, list[str], range | None, tuple[tuple[int, str, int], ...]]] = []
     parse_errors: list[ChangelogError] = []
     dash_lines: set[int] = set()
     whole = _parse(parse_lines, first_line)
@@ -628,24 +665,33 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, pr_number:
                 parse_errors.append(part)
             elif part is not None:
                 loader, node = part
-                located.extend((loader, item, first_line + start, first_line + start, part_lines)
+                located.extend((loader, item, first_line + start, first_line + start, part_lines, None, ())
                                for item in node.value)
         if not parse_errors:
             parse_errors.append(whole)
     elif whole is not None:
         loader, node = whole
-        for item in node.value:
-            dash = item.start_mark.line
+        starts, aliases = _items_and_aliases(parse_lines, len(node.value))
+        starts = starts or [item.start_mark.line for item in node.value]
+        dashes = []
+        for start in starts:
+            dash = start
             while dash > 0 and not _ENTRY_START.match(parse_lines[dash]):
                 dash -= 1
-            located.append((loader, item, first_line + dash, first_line, parse_lines))
-            dash_lines.add(first_line + dash)
+            dashes.append(dash)
+        for index, item in enumerate(node.value):
+            end = dashes[index + 1] if index + 1 < len(dashes) else len(parse_lines)
+            own = range(first_line + dashes[index], first_line + end)
+            uses = tuple((first_line + line, name, first_line + anchor) for i, line, name, anchor in aliases
+                         if i == index)
+            located.append((loader, item, first_line + dashes[index], first_line, parse_lines, own, uses))
+            dash_lines.add(first_line + dashes[index])
     # A tab breaks YAML where it indents; the tab error already names that line.
     errors.extend(e for e in parse_errors if not (e.code == "yaml-syntax" and e.line in tab_lines))
 
-    for loader, item, dash_line, text_line, text_lines in located:
+    for loader, item, dash_line, text_line, text_lines, own, uses in located:
         checker = _EntryChecker(loader, text_lines, text_line, pr_number, prefix)
-        entry = checker.check(item, dash_line)
+        entry = checker.check(item, dash_line, own, uses)
         errors.extend(checker.errors)
         if entry is not None:
             entries.append(entry)
@@ -681,6 +727,58 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, pr_number:
             fix = f"remove {found_blank - expected} of the empty lines before line {dash_line}"
         errors.append(_err(dash_line, "separator", message, fix, blank_lines=found_blank, expected=expected))
     return entries, errors
+
+
+def _items_and_aliases(lines: list[str], count: int) -> tuple[list[int], list[tuple[int, int, str, int]]]:
+    """What the composed nodes of a parsed list do not keep, from its YAML events (0-based lines of `lines`).
+
+    An alias becomes the very node of its anchor, marks and all, so the nodes cannot say where an alias is
+    written. The events can: each of the `count` items' first line (of `- *a` too), and each alias that names
+    an anchor of another item, as (its item, its line, the name, the anchor's line). Aliases in the value of an
+    entry's merge key `<<` are left out: that key is the error there, and its value is not read.
+    """
+    loader = Loader("\n".join(lines))
+    starts: list[int] = []
+    aliases: list[tuple[int, int, str, int]] = []
+    anchors: dict[str, tuple[int, int]] = {}  # name -> (item, line) of its latest definition
+    stack: list[list[bool]] = []  # each open collection: [a mapping, its key comes next, in a merge key's value]
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, yaml.CollectionEndEvent):
+                stack.pop()
+            elif isinstance(event, yaml.NodeEvent):
+                if len(stack) == 1:
+                    starts.append(event.start_mark.line)
+                item = len(starts) - 1
+                entry = stack[1] if len(stack) > 1 and stack[1][0] else None
+                merged = entry is not None and entry[2]
+                if isinstance(event, yaml.AliasEvent):
+                    anchor = anchors.get(event.anchor)
+                    if anchor is not None and anchor[0] != item and not merged:
+                        aliases.append((item, event.start_mark.line, event.anchor, anchor[1]))
+                else:
+                    if event.anchor is not None:
+                        anchors[event.anchor] = (item, event.start_mark.line)
+                    if entry is not None and len(stack) == 2 and entry[1] and isinstance(event, yaml.ScalarEvent):
+                        tag = event.tag if event.tag not in (None, "!") else \
+                            loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                        entry[2] = tag == _MERGE_TAG
+                    if isinstance(event, yaml.CollectionStartEvent):
+                        stack.append([isinstance(event, yaml.MappingStartEvent), True, False])
+                        continue
+            else:
+                continue
+            if stack and stack[-1][0]:  # a node of a mapping ended: a key is followed by its value, and back
+                stack[-1][2] = stack[-1][2] and stack[-1][1]
+                stack[-1][1] = not stack[-1][1]
+    except yaml.YAMLError:  # not expected: the same text was composed without an error
+        starts = []
+    finally:
+        loader.dispose()
+    if len(starts) != count:
+        return [], []
+    return starts, aliases
 
 
 def _parse(lines: list[str], first_line: int) -> tuple[Any, yaml.Node] | ChangelogError | None:

@@ -67,6 +67,7 @@ def _b(text: str | bytes | None) -> bytes | None:
 
 
 E = entry()
+ANCHORED = "- &base\n  " + E[2:]  # E with the anchor `&base` on its own first line: lines 13 to 18
 CASES = [
     # --- history: the base must stay a byte-exact prefix
     Case("history edited", HISTORY.replace("Update image", "Update image v2") + "\n" + E,
@@ -274,6 +275,47 @@ CASES = [
          base=HISTORY.replace(f"pr-link: {PREFIX}1040", f"pr-link: \n    {PREFIX}1040"),
          corrections=[(11, f"{PREFIX}1040")]),
 
+    # --- YAML merge keys and aliases: an entry says what its own lines say
+    Case("merge key with an inline mapping", appended(entry("XXX", "  <<: {evals-only: true}")),
+         errors=[("unknown-field", 18)], params={"field": "<<", "merge_key": True, "suggestion": None}),
+    Case("merge key bringing the required fields", appended("- <<: {config-keys: [a], description: [b], "
+                                                            "pr-link: XXX}\n"),
+         errors=[("unknown-field", 13), ("missing-field", 13), ("missing-field", 13), ("missing-field", 13)],
+         params={"field": "<<", "merge_key": True}),
+    Case("merge key with an alias to an anchor in an earlier appended entry",
+         appended(ANCHORED, "- <<: *base\n  evals-only: true\n"),
+         errors=[("unknown-field", 20), ("missing-field", 20), ("missing-field", 20), ("missing-field", 20)],
+         params={"field": "<<", "merge_key": True}),
+    Case("merge key with an alias, after the entry's own fields", appended(ANCHORED, entry("XXX", "  <<: *base")),
+         errors=[("unknown-field", 25)], params={"field": "<<", "merge_key": True}),
+    Case("merge key in one of three appended entries",
+         appended(E, entry("XXX", "  <<: {evals-only: true}"), entry(PREFIX + "XXX")),
+         errors=[("unknown-field", 24)], params={"field": "<<", "merge_key": True}),
+    Case("merge key whose value is not a mapping", appended(entry("XXX", "  <<: 5")),
+         errors=[("unknown-field", 18)], params={"field": "<<", "merge_key": True}),
+    Case("merge key written as a !!merge tag", appended(entry("XXX", "  !!merge x: {evals-only: true}")),
+         errors=[("unknown-field", 18)], params={"field": "<<", "merge_key": True}),
+    Case("merge key, and a syntax error in another entry",
+         appended(entry("XXX", "  <<: {evals-only: true}"),
+                  entry("XXX", desc=("unclosed",)).replace('"unclosed"', '"unclosed')),
+         errors=[("unknown-field", 18), ("yaml-syntax", 23)], params={"field": "<<", "merge_key": True}),
+    Case("a quoted << is an ordinary unknown field", appended(entry("XXX", '  "<<": {evals-only: true}')),
+         errors=[("unknown-field", 18)], params={"field": "<<", "merge_key": False}),
+    Case("alias to a value in another appended entry",
+         appended(entry("XXX", "  scenario-type: &s [agentic-coding]"), entry("XXX", "  scenario-type: *s")),
+         errors=[("yaml-syntax", 25)], params={"needs_quotes": True}),
+    Case("alias to another entry's value that is wrong here",
+         appended(entry("XXX", keys=("&k agentic",)), entry("XXX", "  scenario-type: [*k]")),
+         errors=[("yaml-syntax", 24)], params={"needs_quotes": True}),
+    Case("pr-link an alias to another entry's link", appended(entry("&l XXX"), entry("*l")),
+         errors=[("yaml-syntax", 23)]),
+    Case("entry an alias of another appended entry", appended(ANCHORED, "- *base\n"),
+         errors=[("yaml-syntax", 20)], params={"needs_quotes": True}),
+    Case("entry an alias, without an empty line before it", appended(ANCHORED) + "- *base\n",
+         errors=[("yaml-syntax", 19), ("separator", 19)]),
+    Case("aliases within one entry", appended("- config-keys: &k [a]\n  description: *k\n  pr-link: XXX\n"),
+         entries=[{"line": 13, "config_keys": ("a",), "description": ("a",)}]),
+
     # --- real-looking appends of several entries
     Case("three entries from one PR", appended(
         entry(PREFIX + str(PR), "  scenario-type:", "    - fixed-seq-len", keys=("dsr1-fp4-mi355x-sglang",
@@ -349,6 +391,25 @@ def test_unquoted_wildcard_says_to_quote_it():
                          canonical_prefix=PREFIX).errors[0]
     assert (error.code, error.line) == ("yaml-syntax", 14)
     assert "in quotes" in error.fix
+
+
+def test_merge_key_is_reported_not_flattened_into_the_entry(monkeypatch: pytest.MonkeyPatch):
+    """Bug: the check for the merge key `<<` never ran, because PyYAML's constructor flattens merge keys
+    (`flatten_mapping`) into the mapping before `_EntryChecker.check` looked at its keys: `- <<: {evals-only:
+    true}` was accepted silently and set `evals_only=True`. Now it is the `unknown-field` error on its own line,
+    with either YAML parser, and the merged fields are not the entry's."""
+    head = appended(entry("XXX", "  <<: {evals-only: true}"))
+    assert yaml.safe_load(head)[-1]["evals-only"] is True  # what a YAML reader downstream would take
+    for loader in (bot.changelog.Loader, bot.changelog._loader_class(yaml.SafeLoader)):
+        monkeypatch.setattr(bot.changelog, "Loader", loader)
+        result = check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
+        assert not result.ok and result.entries == () and not result.evals_only
+        [error] = result.errors
+        assert (error.code, error.line) == ("unknown-field", 18)
+        assert error.params == {"field": "<<", "suggestion": None, "expected": list(bot.changelog.FIELDS),
+                                "merge_key": True}
+        assert str(error) == "line 18: the merge key `<<` is not a field of a changelog entry; fix: write the " \
+                             "fields out in full"
 
 
 def test_duplicate_keys_are_not_silently_dropped():

@@ -175,7 +175,7 @@ def _variant(error: ChangelogError) -> Any:
         "link-correction-not-accepted": lambda: p["reason"],
         "separator": lambda: "top" if p["expected"] == 0 else "few" if p["blank_lines"] < p["expected"] else "many",
         "outside-entry": lambda: p["extends_history"],
-        "unknown-field": lambda: p["suggestion"] is None,
+        "unknown-field": lambda: "merge" if p["merge_key"] else p["suggestion"] is None,
         "yaml-syntax": lambda: p["needs_quotes"],
         "wrong-type": lambda: (p["expected"], p["actual"] == "null"),
         "not-a-mapping": lambda: p["actual"] in bot.changelog._ARTICLE,
@@ -193,7 +193,7 @@ def test_each_variant_has_its_own_sentence(language):
     for _, error in ERRORS:
         skeletons[error.code][_variant(error)].add(_skeleton(render(language, error)))
     expected_variants = {"history-changed": 6, "trailing-newline": 2, "pr-link-format": 5,
-                         "link-correction-not-accepted": 2, "separator": 3, "outside-entry": 2, "unknown-field": 2,
+                         "link-correction-not-accepted": 2, "separator": 3, "outside-entry": 2, "unknown-field": 3,
                          "yaml-syntax": 2, "wrong-type": 7, "not-a-mapping": 2}
     for code, count in expected_variants.items():
         assert len(skeletons[code]) == count, (code, list(skeletons[code]))
@@ -299,19 +299,33 @@ def test_a_long_value_is_shortened_inside_its_span():
 # --- branches no input reaches ----------------------------------------------------------------------------------
 
 
-def test_branches_bot_changelog_cannot_reach_today_still_render():
-    """Params shaped like real ones for two branches no input reaches: the merge key `<<` (PyYAML flattens it
-    before the check sees it) and a history line past the base's end (no change kind names it)."""
-    [unknown] = [e for name, e in ERRORS if name == "unknown field"]
-    merge = {"line": 14, "code": "unknown-field",
-             "params": {**unknown.params, "field": "<<", "suggestion": None, "merge_key": True}}
+def test_the_merge_key_sentence_is_rendered_from_a_real_error():
+    """The merge key `<<` once never reached its sentence (PyYAML flattened it before the check saw it)."""
+    [merge] = [e for name, e in ERRORS if name == "merge key with an inline mapping"]
+    assert merge.params["merge_key"] is True and merge.params["field"] == "<<"
+    assert render("en", merge) == ("line 18: the merge key `<<` is not a field of a changelog entry. Fix: write the "
+                                   "fields out in full.")
+    english, chinese = (render(language, merge) for language in LANGUAGES)
+    assert _spans(english)[0] == _spans(chinese)[0] == ["<<"] and _integers(english) == _integers(chinese)
+
+
+def test_an_alias_to_another_entry_is_named_with_its_anchor_line():
+    [alias] = [e for name, e in ERRORS if name == "alias to a value in another appended entry"]
+    for language in LANGUAGES:
+        text = render(language, alias)
+        assert "found alias 's' of an anchor in another entry (line 18)" in _spans(text)[0], text
+        assert '- "*-mtp"' in _spans(text)[0], text
+
+
+def test_a_history_line_past_the_base_end_still_renders():
+    """Params shaped like real ones for a branch no input reaches: a history line past the base's end (no
+    change kind names it)."""
     [edited] = [e for name, e in ERRORS if name == "history edited"]
     past_end = {"line": 12, "code": "history-changed",
                 "params": {**edited.params, "change": "removed", "base_line": 12, "expected": None}}
-    for error in (merge, past_end):
-        english, chinese = (render(language, error) for language in LANGUAGES)
-        assert _spans(english)[0] == _spans(chinese)[0] and _integers(english) == _integers(chinese)
-    assert "`<<`" in render("en", merge) and "ends at line 11" in render("en", past_end)
+    english, chinese = (render(language, past_end) for language in LANGUAGES)
+    assert _spans(english)[0] == _spans(chinese)[0] and _integers(english) == _integers(chinese)
+    assert "ends at line 11" in english
 
 
 def test_an_error_object_renders_like_its_mapping():
