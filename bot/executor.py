@@ -42,6 +42,7 @@ class Ledger(Protocol):
 
     def get(self, key: str) -> Effect | None: ...
     async def intend(self, key: str) -> None: ...
+    async def withdraw(self, key: str) -> None: ...
     async def complete(self, key: str, result: Result) -> None: ...
 
 
@@ -56,6 +57,9 @@ class MemoryLedger:
 
     async def intend(self, key: str) -> None:
         self.rows[key] = Effect(key, INTENDED, None, time.time())
+
+    async def withdraw(self, key: str) -> None:
+        self.rows.pop(key, None)
 
     async def complete(self, key: str, result: Result) -> None:
         self.rows[key] = Effect(key, EFFECT_DONE, result.to_json(), None)
@@ -73,6 +77,10 @@ class JournalLedger:
     async def intend(self, key: str) -> None:
         await self.journal.intend(self.seq, key)
         self.rows[key] = Effect(key, INTENDED, None, time.time())
+
+    async def withdraw(self, key: str) -> None:
+        await self.journal.withdraw(self.seq, key)
+        self.rows.pop(key, None)
 
     async def complete(self, key: str, result: Result) -> None:
         self.journal.complete(self.seq, key, result.to_json())  # queued behind the intent, not waited for
@@ -147,9 +155,23 @@ class Executor:
 
     async def _send(self, action: act.Action, kind: "Kind") -> Result:
         key = action.key
-        token = BEFORE_SEND.set(lambda: self.ledger.intend(key))
+        intended = []
+
+        async def intend() -> None:
+            await self.ledger.intend(key)
+            intended.append(True)
+
+        token = BEFORE_SEND.set(intend)
         try:
             return await kind.perform(self, action)
+        except AmbiguousWrite:
+            raise  # GitHub may have acted: the intent stays, and a later attempt looks before sending again
+        except Exception:
+            # GitHub answered and refused (a 4xx, a rate limit after its retries) or the send never left: the
+            # effect did not happen. Without this a retried dispatch would be refused as possibly done.
+            if intended and not kind.partial:
+                await self.ledger.withdraw(key)
+            raise
         finally:
             BEFORE_SEND.reset(token)
 
@@ -430,8 +452,9 @@ class Kind:
     """How one action type is performed, found again after a lost answer, and whether it may be sent again."""
 
     def __init__(self, perform: Perform, reconcile: Reconcile | None = None, *, resendable: bool = True,
-                 ledgered: bool = True, looks: int = 1):
+                 ledgered: bool = True, looks: int = 1, partial: bool = False):
         self.perform = perform
+        self.partial = partial  # several writes: a refused later one does not undo an earlier one
         self.reconcile = reconcile or _nothing_to_find
         self.resendable = resendable
         self.ledgered = ledgered
@@ -454,7 +477,7 @@ KINDS: dict[type, Kind] = {
     # A second sweep costs hours of GPU nodes: never resent unless GitHub shows the first did not start.
     act.DispatchWorkflow: Kind(Executor.dispatch, Executor.find_run, resendable=False, looks=DISPATCH_LOOKS),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
-    act.CheckRun: Kind(Executor.check_run, Executor.find_check),
+    act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
     act.ReloadConfig: Kind(Executor.reload_config, ledgered=False),
 }
 

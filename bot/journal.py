@@ -325,6 +325,11 @@ class Journal:
 
         await self._submit(op)
 
+    async def withdraw(self, seq: int, key: str) -> None:
+        """An intent whose send GitHub answered with a refusal: it surely did not happen."""
+        await self._submit(lambda conn: conn.execute(
+            "DELETE FROM effects WHERE seq=? AND key=? AND state=?", (seq, key, INTENDED)))
+
     def complete(self, seq: int, key: str, result: Any) -> asyncio.Future:
         """Queued, not waited for: the intent already guards the effect, so losing this row in a crash costs
         only a reconciliation, and it is committed before anything the same worker writes after it."""
