@@ -30,6 +30,7 @@ def test_defaults_hold_every_name_from_the_spec():
 def test_manifest_asks_only_for_what_the_bot_uses():
     manifest = load_app_yaml()["manifest"]
     assert manifest["default_permissions"] == {"contents": "read", "pull_requests": "write", "issues": "write",
+                                               "actions": "write", "checks": "write",
                                                "metadata": "read"}  # contents read: the bot never pushes code
     # every subscribed event has a handler, and every handled event is subscribed
     from handlers import router
