@@ -49,7 +49,7 @@ class Comment:
         return f"comment:{self.number}:{self.purpose}:{digest(self.body, self.only_if_missing)}"
 
     def describe(self) -> str:
-        first = next((line for line in self.body.splitlines() if line.strip()), "")
+        first = next((line for line in self.body.splitlines() if line.strip() and not line.startswith("<!--")), "")
         mode = " (only if none exists)" if self.only_if_missing else ""
         return f"comment[{self.purpose}] on #{self.number}{mode}: {len(self.body)} chars, «{first[:70]}»"
 

@@ -101,9 +101,9 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
         return "dispatch_" + dispatch.reason_code
     if dispatch.reason_code in ("dispatched", "starting") and run is not None:
         return "finished" if run.finished else "running"
-    if any(c.ok is False for c in decision.conditions):
-        return "blocked"
-    return "idle"
+    if decision.condition("labels").ok is None:
+        return "idle"  # no sweep asked for: what is missing is shown, but nothing is blocked
+    return "blocked"
 
 
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
