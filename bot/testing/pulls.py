@@ -9,7 +9,8 @@ from typing import Any
 from bot.testing.core import R, GitHubCore
 from bot.testing.model import Call, Repo, check_body, fake_sha
 
-PULL_FIELDS = frozenset({"title", "body", "state", "draft", "merged", "merged_at", "merge_commit_sha", "locked"})
+PULL_FIELDS = frozenset({"title", "body", "state", "draft", "merged", "merged_at", "merge_commit_sha", "mergeable",
+                         "locked"})
 
 
 class PullsMixin(GitHubCore):

@@ -1,0 +1,404 @@
+"""The sweep gate (issue #7) through the webhook endpoint into the fake GitHub: one dispatch per (PR, head SHA,
+label set), superseded runs cancelled, fork approvals bound to a head SHA, one status comment and one
+`sweep-gate` check run per head, kept in place."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from bot.comments import marker
+from bot.sweep_record import SweepRecord
+import handlers
+from handlers import sweep_gate
+from harness import REPO
+
+CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
+FORK = "partner/InferenceX"
+PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
+HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
+           b"  pr-link: " + PREFIX.encode() + b"1\n")
+ENTRY = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n  pr-link: XXX\n"
+TBD_ENTRY = ENTRY.replace(b"XXX", b"TBD")
+FAIL_FAST, ENABLED = "full-sweep-fail-fast", "full-sweep-enabled"
+INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
+          "agentx-fast", "dispatch-id"]
+STATUS = marker("sweep-status")
+
+
+@pytest.fixture
+def make_harness(make_harness):
+    """Every feature, as `sweepbot serve` runs them."""
+
+    async def make(**changes):
+        return await make_harness(**{"router": handlers.router, **changes})
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def no_merge_wait(monkeypatch):
+    monkeypatch.setattr(sweep_gate, "MERGE_SHA_WAIT", 0.0)
+
+
+@pytest.fixture
+def repo(github):
+    github.add_repo(REPO, default_branch="main", installation_id=1)
+    github.set_permission(REPO, "maintainer", "write")
+    github.add_workflow(REPO, "run-sweep.yml", inputs=INPUTS, run_name="Sweep ${{ inputs.dispatch-id }}")
+    github.add_workflow(REPO, "e2e-tests.yml", inputs=INPUTS + ["merge-sha"], run_name="Fork sweep ${{ inputs.dispatch-id }}")
+    return github
+
+
+def open_pull(github, number: int, *, entry: bytes | None = ENTRY, fork: bool = False, draft: bool = False,
+              title: str = "MI355X recipe", files: tuple[str, ...] | None = None) -> dict:
+    pr = github.add_pull(REPO, number=number, user="partner", title=title, head_ref=f"recipe-{number}",
+                         head_repo=FORK if fork else None, draft=draft,
+                         files=list(files) if files is not None else [CHANGELOG])
+    github.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])
+    if entry is not None:
+        github.set_file(REPO, CHANGELOG, HISTORY + entry, ref=pr["head"]["sha"])
+    if fork:
+        github.update_pull(REPO, number, merge_commit_sha=f"{number:040x}")
+    return pr
+
+
+def push(github, number: int, sha: str, *, entry: bytes = ENTRY, message: str = "Tune the recipe") -> None:
+    github.push_commit(REPO, number, sha=sha, message=message)
+    github.set_file(REPO, CHANGELOG, HISTORY + entry, ref=sha)
+
+
+async def send(h, number: int, action: str, *, sender: str = "maintainer", label: str | None = None,
+               delivery: str | None = None, **extra):
+    payload = h.github.pull_request_payload(REPO, number, action, sender=sender, **extra,
+                                            **({"label": label} if label else {}))
+    return await h.deliver("pull_request", payload, delivery=delivery)
+
+
+async def label(h, number: int, name: str, *, by: str = "maintainer", delivery: str | None = None):
+    h.github.label_issue(REPO, number, name, actor=by)
+    return await send(h, number, "labeled", sender=by, label=name, delivery=delivery)
+
+
+async def unlabel(h, number: int, name: str, *, by: str = "maintainer"):
+    h.github.unlabel_issue(REPO, number, name, actor=by)
+    return await send(h, number, "unlabeled", sender=by, label=name)
+
+
+def runs(github, workflow: str = "run-sweep.yml") -> list[dict]:
+    return github.runs(REPO, workflow)
+
+
+def inputs(github, run: dict) -> dict:
+    return github._repo(REPO).run_inputs[run["id"]]
+
+
+def status_comments(github, number: int) -> list[dict]:
+    return [c for c in github.comments(REPO, number)
+            if c["user"]["login"] == github.bot_login and c["body"].startswith(STATUS + "\n")]
+
+
+def status(github, number: int) -> str:
+    found = status_comments(github, number)
+    assert len(found) == 1, f"{len(found)} status comments"
+    return found[0]["body"]
+
+
+def gate_checks(github, sha: str) -> list[dict]:
+    return [c for c in github.check_runs(REPO, sha) if c["name"] == "sweep-gate"]
+
+
+def check(github, sha: str) -> dict:
+    found = gate_checks(github, sha)
+    assert len(found) == 1, f"{len(found)} sweep-gate check runs on {sha[:7]}"
+    return found[0]
+
+
+def english(body: str) -> str:
+    return body.split("\n## 中文\n")[0]
+
+
+# -- same-repository PRs -----------------------------------------------------------------------------
+
+
+async def test_synchronize_with_one_primary_and_a_valid_append_dispatches_once(repo, make_harness):
+    open_pull(repo, 5)
+    repo.label_issue(REPO, 5, FAIL_FAST, actor="maintainer")
+    h = await make_harness()
+    await send(h, 5, "synchronize", sender="partner", delivery="sync-1")
+    (run,) = runs(repo)
+    pr = repo.pull(REPO, 5)
+    assert run["head_branch"] == "recipe-5"
+    got = inputs(repo, run)
+    assert got == {"pr-number": "5", "head-sha": pr["head"]["sha"], "base-sha": pr["base"]["sha"],
+                   "sweep-label": FAIL_FAST, "canary": "true", "fail-fast": "true", "all-evals": "false",
+                   "evals-only": "false", "agentx-fast": "false", "dispatch-id": got["dispatch-id"]}
+    assert got["dispatch-id"] in run["name"]
+    body = status(repo, 5)
+    assert f"actions/runs/{run['id']}" in body
+    assert SweepRecord.parse(body).by_dispatch(got["dispatch-id"]).run_id == run["id"]
+    assert check(repo, pr["head"]["sha"])["conclusion"] == "success"
+
+    before = len(repo.writes)
+    await send(h, 5, "synchronize", sender="partner", delivery="sync-1")  # the same delivery again
+    assert len(runs(repo)) == 1 and len(repo.writes) == before
+    await send(h, 5, "synchronize", sender="partner", delivery="sync-1-redelivered")  # a new id, same state
+    assert len(runs(repo)) == 1
+    assert len(status_comments(repo, 5)) == 1 and len(gate_checks(repo, pr["head"]["sha"])) == 1
+
+
+async def test_two_primaries_start_nothing_and_say_pick_one(repo, make_harness):
+    open_pull(repo, 6)
+    h = await make_harness()
+    await label(h, 6, FAIL_FAST)
+    (first,) = runs(repo)
+    await label(h, 6, ENABLED)
+    assert len(runs(repo)) == 1
+    body = english(status(repo, 6))
+    line = next(l for l in body.splitlines() if "**Sweep labels:**" in l)
+    assert line.startswith("- ❌") and FAIL_FAST in line and ENABLED in line
+    sha = repo.pull(REPO, 6)["head"]["sha"]
+    assert check(repo, sha)["conclusion"] == "failure"
+    assert repo.runs(REPO)[0]["conclusion"] == "cancelled", "the run of the old label set is superseded"
+
+
+async def test_evals_only_without_a_primary_starts_nothing_and_says_why(repo, make_harness):
+    open_pull(repo, 7)
+    h = await make_harness()
+    await label(h, 7, "evals-only")
+    assert runs(repo) == []
+    line = next(l for l in english(status(repo, 7)).splitlines() if "**Sweep labels:**" in l)
+    assert line.startswith("- ❌") and "evals-only" in line
+    assert check(repo, repo.pull(REPO, 7)["head"]["sha"])["conclusion"] == "failure"
+
+
+async def test_a_storm_of_five_label_events_ends_in_one_dispatch_for_the_final_set(repo, make_harness):
+    open_pull(repo, 8)
+    h = await make_harness(settle_seconds=0.3)
+    names = [FAIL_FAST, "all-evals", "agentx-fast", "evals-only", ENABLED]
+    for name in names[:4]:
+        repo.label_issue(REPO, 8, name, actor="maintainer")
+        await send_only(h, 8, "labeled", name)
+    repo.unlabel_issue(REPO, 8, "evals-only", actor="maintainer")
+    await send_only(h, 8, "unlabeled", "evals-only")
+    await h.idle()
+    (run,) = runs(repo)
+    got = inputs(repo, run)
+    assert (got["sweep-label"], got["all-evals"], got["agentx-fast"], got["evals-only"]) == (
+        FAIL_FAST, "true", "true", "false")
+    assert repo.count("POST", r"/dispatches$") == 1
+    assert repo.count("GET", r"/pulls/8$") == 1, "four superseded deliveries did not even read the PR"
+
+
+async def send_only(h, number: int, action: str, name: str):
+    """Post without waiting for the workers (a burst)."""
+    payload = h.github.pull_request_payload(REPO, number, action, sender="maintainer", label=name)
+    resp = await h.post("pull_request", payload)
+    assert resp.status == 202
+
+
+async def test_a_new_push_cancels_the_old_run_and_dispatches_a_new_one(repo, make_harness):
+    open_pull(repo, 9)
+    h = await make_harness()
+    await label(h, 9, FAIL_FAST)
+    (old,) = runs(repo)
+    push(repo, 9, "9" * 40)
+    await send(h, 9, "synchronize", sender="partner")
+    assert len(runs(repo)) == 2
+    old_now = next(r for r in repo.runs(REPO) if r["id"] == old["id"])
+    assert old_now["conclusion"] == "cancelled"
+    new = next(r for r in runs(repo) if r["id"] != old["id"])
+    assert inputs(repo, new)["head-sha"] == "9" * 40
+    assert f"actions/runs/{new['id']}" in status(repo, 9)
+    assert len(status_comments(repo, 9)) == 1
+
+
+async def test_a_draft_starts_nothing_until_ready_for_review(repo, make_harness):
+    open_pull(repo, 10, draft=True)
+    h = await make_harness()
+    await label(h, 10, FAIL_FAST)
+    assert runs(repo) == []
+    line = next(l for l in english(status(repo, 10)).splitlines() if "**Pull request:**" in l)
+    assert line.startswith("- ❌")
+    repo.update_pull(REPO, 10, draft=False)
+    await send(h, 10, "ready_for_review", sender="partner")
+    assert len(runs(repo)) == 1
+
+
+async def test_skip_sweep_in_the_head_commit_starts_nothing_but_the_checks_still_run(repo, make_harness):
+    open_pull(repo, 11)
+    push(repo, 11, "b" * 40, message="Fix a typo [skip-sweep]")
+    h = await make_harness()
+    await label(h, 11, FAIL_FAST)
+    assert runs(repo) == []
+    line = next(l for l in english(status(repo, 11)).splitlines() if "**Skip marker:**" in l)
+    assert line.startswith("- ❌") and "[skip-sweep]" in line
+    assert check(repo, "b" * 40)["conclusion"] == "success", "the changelog and labels are still checked"
+
+
+async def test_pr_link_tbd_fails_the_check_with_the_line_and_the_fix_annotated(repo, make_harness):
+    open_pull(repo, 12, entry=TBD_ENTRY)
+    h = await make_harness()
+    await label(h, 12, FAIL_FAST)
+    assert runs(repo) == []
+    body = english(status(repo, 12))
+    line_number = (HISTORY + TBD_ENTRY).split(b"\n").index(b"  pr-link: TBD") + 1
+    problem = next(l for l in body.splitlines() if "`TBD`" in l)
+    assert str(line_number) in problem and "XXX" in problem and f"{PREFIX}12" in problem
+    sha = repo.pull(REPO, 12)["head"]["sha"]
+    gate = check(repo, sha)
+    assert gate["conclusion"] == "failure"
+    (note,) = repo.check_annotations(REPO, gate["id"])
+    assert (note["path"], note["start_line"], note["annotation_level"]) == (CHANGELOG, line_number, "failure")
+    assert "TBD" in note["message"] and "中文" in note["message"]
+
+
+async def test_no_sweep_label_and_no_changelog_gets_a_neutral_check_and_no_comment(repo, make_harness):
+    open_pull(repo, 13, entry=None, files=("README.md",))
+    h = await make_harness()
+    await send(h, 13, "opened", sender="partner")
+    assert status_comments(repo, 13) == []
+    assert check(repo, repo.pull(REPO, 13)["head"]["sha"])["conclusion"] == "neutral"
+
+
+async def test_a_completed_run_puts_the_viewer_links_in_the_same_comment(repo, make_harness):
+    open_pull(repo, 14)
+    h = await make_harness()
+    await label(h, 14, FAIL_FAST)
+    (run,) = runs(repo)
+    (comment,) = status_comments(repo, 14)
+    payload = repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="success")
+    assert payload["sender"]["login"] == repo.bot_login, "the App dispatched it: the App is the sender"
+    await h.deliver("workflow_run", payload)
+    (after,) = status_comments(repo, 14)
+    assert after["id"] == comment["id"]
+    body = english(after["body"])
+    assert f"https://inferencex.semianalysis.com/inference?unofficialRun={run['id']}" in body
+    assert f"https://inferencex.semianalysis.com/evaluation?unofficialRun={run['id']}" in body
+    assert "`success`" in body
+    assert len(runs(repo)) == 1, "a finished run is not started again"
+
+
+async def test_a_dispatch_answered_502_after_the_run_started_is_still_one_run(repo, make_harness):
+    open_pull(repo, 15)
+    repo.fail_after_commit("POST", r"/dispatches$", 502)
+    h = await make_harness()
+    await label(h, 15, FAIL_FAST)
+    (run,) = runs(repo)
+    assert f"actions/runs/{run['id']}" in status(repo, 15)
+    assert repo.count("POST", r"/dispatches$") == 1
+
+
+async def test_a_journal_lost_after_dispatch_never_dispatches_again(repo, make_harness, tmp_path):
+    """Regression: the ledger is per journal; a fresh process (journal gone) must find the run on GitHub."""
+    open_pull(repo, 16)
+    repo.fail_next("POST", r"/issues/16/comments$", 422, times=10)  # the status comment never lands
+    h = await make_harness()
+    await label(h, 16, FAIL_FAST, delivery="lost-1")
+    assert len(runs(repo)) == 1 and status_comments(repo, 16) == []
+    await h.bot.stop()
+    fresh = await make_harness(db_path=str(tmp_path / "other.db"))
+    await send(fresh, 16, "labeled", label=FAIL_FAST, delivery="lost-1")
+    assert len(runs(repo)) == 1
+
+
+async def test_a_refused_dispatch_is_reported_on_the_pr_not_shown_as_started(repo, make_harness):
+    open_pull(repo, 17)
+    repo.fail_next("POST", r"/dispatches$", 422, json={"message": "Unexpected inputs provided: [\"canary\"]"})
+    h = await make_harness()
+    await label(h, 17, FAIL_FAST, delivery="refused")
+    assert runs(repo) == []
+    body = english(status(repo, 17))
+    assert "did not start" in body and "Unexpected inputs" in body
+    line = next(l for l in body.splitlines() if "**Sweep run:**" in l)
+    assert line.startswith("- ❌")
+    assert (await h.journal_row("refused")).status == "failed"
+
+
+async def test_a_dispatch_failing_for_a_while_says_so_then_starts_once(repo, make_harness):
+    open_pull(repo, 18)
+    repo.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})
+    h = await make_harness()
+    await label(h, 18, FAIL_FAST, delivery="slow")
+    for _ in range(50):
+        if runs(repo):
+            break
+        await asyncio.sleep(0.05)
+        await h.idle()
+    (run,) = runs(repo)
+    body = status(repo, 18)
+    assert f"actions/runs/{run['id']}" in body and "tries again" not in body
+
+
+# -- fork PRs ----------------------------------------------------------------------------------------
+
+
+async def test_a_fork_labelled_by_a_writer_runs_the_trusted_workflow_on_the_approved_head(repo, make_harness):
+    pr = open_pull(repo, 20, fork=True)
+    h = await make_harness()
+    await label(h, 20, FAIL_FAST)
+    assert runs(repo) == []
+    (run,) = runs(repo, "e2e-tests.yml")
+    assert run["head_branch"] == "main"
+    got = inputs(repo, run)
+    assert got["head-sha"] == pr["head"]["sha"] and got["merge-sha"] == f"{20:040x}"
+    record = SweepRecord.parse(status(repo, 20))
+    assert record.approval(FAIL_FAST).head_sha == pr["head"]["sha"]
+
+    push(repo, 20, "f" * 40)  # the fork pushes after the approval: not trusted
+    await send(h, 20, "synchronize", sender="partner")
+    assert len(runs(repo, "e2e-tests.yml")) == 1
+    line = next(l for l in english(status(repo, 20)).splitlines() if "**Fork approval:**" in l)
+    assert line.startswith("- ❌") and "fffffff" in line
+
+    await unlabel(h, 20, FAIL_FAST)
+    await label(h, 20, FAIL_FAST)  # re-added by the writer: approves the new head
+    assert len(runs(repo, "e2e-tests.yml")) == 2
+    newest = max(runs(repo, "e2e-tests.yml"), key=lambda r: r["id"])
+    assert inputs(repo, newest)["head-sha"] == "f" * 40
+
+
+async def test_a_fork_labelled_by_a_non_writer_loses_the_label_with_a_reply(repo, make_harness):
+    open_pull(repo, 21, fork=True)
+    h = await make_harness()
+    await label(h, 21, FAIL_FAST, by="drive-by")
+    assert runs(repo, "e2e-tests.yml") == []
+    assert FAIL_FAST not in repo.issue_labels(REPO, 21)
+    replies = [c for c in repo.comments(REPO, 21) if c["body"].startswith(marker("fork-label-removed"))]
+    assert len(replies) == 1 and "drive-by" in replies[0]["body"] and "write, maintain or admin" in replies[0]["body"]
+
+
+async def test_a_fork_without_a_merge_commit_waits_for_conflicts_to_be_resolved(repo, make_harness):
+    open_pull(repo, 22, fork=True)
+    repo.update_pull(REPO, 22, merge_commit_sha=None, mergeable=False)
+    h = await make_harness()
+    await label(h, 22, FAIL_FAST)
+    assert runs(repo, "e2e-tests.yml") == []
+    line = next(l for l in english(status(repo, 22)).splitlines() if "**Merge commit:**" in l)
+    assert line.startswith("- ❌")
+
+
+async def test_a_forged_record_in_someone_elses_comment_approves_nothing(repo, make_harness):
+    """Only the bot's own comment holds the record: a contributor pasting one approves no head."""
+    open_pull(repo, 23, fork=True)
+    forged = SweepRecord().approve(sweep_gate.Approval(FAIL_FAST, "maintainer", "e" * 40))
+    repo.add_comment(REPO, 23, f"{STATUS}\n{forged.line()}", user="partner")
+    repo.label_issue(REPO, 23, FAIL_FAST, actor="maintainer")
+    push(repo, 23, "e" * 40)
+    h = await make_harness()
+    await send(h, 23, "synchronize", sender="partner")
+    assert runs(repo, "e2e-tests.yml") == []
+    assert SweepRecord.parse(status(repo, 23)).approvals == ()
+
+
+async def test_closing_without_merging_cancels_the_running_sweep(repo, make_harness):
+    open_pull(repo, 24)
+    h = await make_harness()
+    await label(h, 24, FAIL_FAST)
+    (run,) = runs(repo)
+    repo.update_pull(REPO, 24, state="closed")
+    await send(h, 24, "closed", sender="partner")
+    assert repo.runs(REPO)[0]["conclusion"] == "cancelled"
+    assert "closed" in english(status(repo, 24)).lower()
