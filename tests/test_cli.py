@@ -22,14 +22,16 @@ async def test_receive_dry_run_prints_the_plan_and_writes_nothing(tmp_path, caps
     assert "would comment[welcome] on #1" in out and "would add labels to #1: amd, perf-changelog" in out
     assert "    | ## 中文" in out  # the planned comment is shown in full, both languages
     assert "GitHub write" not in out  # the sandbox prints every write: there must be none
-    assert "4 action(s) planned, none made" in out
+    assert "would comment[sweep-status] on #1" in out and "would check run 'sweep-gate'" in out
+    assert "6 action(s) planned, none made" in out
 
 
 async def test_receive_without_dry_run_writes_to_the_sandbox(tmp_path, capsys):
     assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(EXAMPLE), dry_run=False) == 0
     out = capsys.readouterr().out
-    assert out.count("GitHub write: POST /repos/demo-org/InferenceX/issues/1/comments -> 201") == 1
-    assert "created: comment[welcome]" in out
+    # the welcome and, as the PR touches the changelog, the sweep status: one each
+    assert out.count("GitHub write: POST /repos/demo-org/InferenceX/issues/1/comments -> 201") == 2
+    assert "created: comment[welcome]" in out and "created: comment[sweep-status]" in out
 
 
 async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys):

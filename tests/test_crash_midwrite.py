@@ -31,6 +31,8 @@ def seed(fake: FakeGitHubProcess, repo: str, prs: int) -> None:
     for number in range(1, prs + 1):
         fake.add_pull(repo, number=number, user=f"partner{number}", head_repo=f"partner{number}/fork",
                       files=[CHANGELOG])
+        # GitHub has computed the merge commit: the sweep gate reads and writes at once, without waiting for it
+        fake.update_pull(repo, number, merge_commit_sha=f"{number:040x}")
 
 
 def start_bot(tmp_path, fake: FakeGitHubProcess, app_key: str, port: int, run: int, http_timeout: float):
@@ -65,7 +67,7 @@ def comment_reads(fake: FakeGitHubProcess) -> int:
     (20, 8, "end", 6.0),
     (50, 25, "start", 3.0),  # half-way through 50 PRs
 ])
-def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_welcome_per_pr(
+def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_of_each_comment_per_pr(
         tmp_path, fake, app_key, prs, kill_after, commit, latency):
     http_timeout = latency + 0.5  # the client outwaits a slow create; the restart waits out the whole request
     fake.call("reset_requests")
@@ -82,14 +84,15 @@ def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_welcome_per_
         deadline = time.monotonic() + 60
         while comment_reads(fake) < kill_after and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.3)  # their creates are on the wire now, unanswered for `latency` seconds
+        time.sleep(1.0)  # their creates are on the wire now (each PR reads a few files first), unanswered for `latency` s
         reads = comment_reads(fake)
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(10)
     heard = (tmp_path / "log-1.jsonl").read_text().count('"msg": "comment created"')
-    # the killed process really was writing: creates were sent and not yet answered when it died
-    assert reads >= kill_after and heard < reads
+    # the killed process really was writing: each PR it had read makes two comments (status, welcome), and
+    # some of those creates were not answered when it died
+    assert reads >= kill_after and heard < 2 * reads
     second = start_bot(tmp_path, fake, app_key, port, run=2, http_timeout=http_timeout)
     try:
         deadline = time.monotonic() + 120
@@ -100,11 +103,14 @@ def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_welcome_per_
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0
-    welcomes = {}
+    # every handler wrote while the bot died: the sweep gate's status comment and check run, and the welcome
+    found = {}
     for number in range(1, prs + 1):
-        mine = [c for c in fake.comments(repo, number) if c["user"]["login"] == "sweepbot[bot]"
-                and c["body"].startswith("<!-- sweepbot:welcome -->")]
-        welcomes[number] = len(mine)
-    assert welcomes == {n: 1 for n in range(1, prs + 1)}
+        mine = [c["body"] for c in fake.comments(repo, number) if c["user"]["login"] == "sweepbot[bot]"]
+        found[number] = (sum(b.startswith("<!-- sweepbot:welcome -->") for b in mine),
+                         sum(b.startswith("<!-- sweepbot:sweep-status -->") for b in mine))
+    assert found == {n: (1, 1) for n in range(1, prs + 1)}
+    heads = [fake.pull(repo, n)["head"]["sha"] for n in range(1, prs + 1)]
+    assert [len([c for c in fake.check_runs(repo, sha) if c["name"] == "sweep-gate"]) for sha in heads] == [1] * prs
     log = (tmp_path / "log-2.jsonl").read_text()
     assert "effect found done by an earlier attempt" in log or "waiting out an earlier attempt" in log

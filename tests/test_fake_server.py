@@ -122,15 +122,17 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
                 before = fake.count("GET", r"/issues/1/comments$")
                 assert deliver() == 202
                 assert wait_until(lambda: fake.count("GET", r"/issues/1/comments$") > before and
-                                (run == 2 or len(fake.comments(repo, 1)) == 1)), (tmp_path / f"log-{run}.jsonl"
+                                (run == 2 or len(fake.comments(repo, 1)) == 2)), (tmp_path / f"log-{run}.jsonl"
                                                                                  ).read_text()[-3000:]
                 time.sleep(0.5)  # a duplicate would be written right after the read
             finally:
                 bot.send_signal(signal.SIGKILL)
                 bot.wait(10)
-        assert len(fake.comments(repo, 1)) == 1 and fake.running
-    assert fake.comments(repo, 1)[0]["user"]["login"] == "sweepbot[bot]"
-    assert fake.count("POST", r"/issues/1/comments$") == 1
+        # the welcome and the sweep status (the PR touches the changelog): one each
+        assert sorted(c["body"].split("\n")[0] for c in fake.comments(repo, 1)) == [
+            "<!-- sweepbot:sweep-status -->", "<!-- sweepbot:welcome -->"] and fake.running
+    assert {c["user"]["login"] for c in fake.comments(repo, 1)} == {"sweepbot[bot]"}
+    assert fake.count("POST", r"/issues/1/comments$") == 2
     assert fake.count("POST", r"/access_tokens$") == 2  # each bot process got its own token
 
 

@@ -15,21 +15,9 @@ import pytest
 from bot.comments import marker
 from bot.commands import find_commands
 from bot.config import default_policy
-from handlers import router_without
 from harness import REPO
 
 WELCOME = marker("welcome")
-
-
-@pytest.fixture
-def make_harness(make_harness):
-    """The welcome's requests and writes alone: every feature but the sweep gate (tests/test_sweep_gate.py)."""
-
-    async def make(**changes):
-        changes.setdefault("router", router_without("sweep_gate"))
-        return await make_harness(**changes)
-
-    return make
 OTHER_REPO = "acme/Bench"
 
 
