@@ -113,6 +113,8 @@ class GateInput:
     head_commit_message: str = ""
     pin: int | None = None  # the run id of the active reuse pin
     primary_readded_after_pin: bool = False  # the primary label was removed and added again after the pin
+    # The newest label event that counts (a sweep label added or removed by someone trusted): see dispatch_id.
+    label_generation: int | None = None
     dispatched: tuple[Dispatched, ...] = ()
 
     def __post_init__(self) -> None:
@@ -143,11 +145,17 @@ class Decision:
         return next(c for c in self.conditions if c.name == name)
 
 
-def dispatch_id(number: int, head_sha: str, labels: Iterable[str]) -> str:
+def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None) -> str:
     """A short stable id of (PR, head SHA, label set): label order and case do not change it. Only `[a-z0-9-]`,
-    so it fits in a comment marker and a run name."""
+    so it fits in a comment marker and a run name.
+
+    `generation` is the newest label event that counts (a sweep label added or removed by someone trusted):
+    taking a modifier off again, or removing the primary and adding it back, asks for a new run even for a
+    commit and label set that ran before (whose run was cancelled, or failed), while a redelivered event,
+    which changes no label, asks for none."""
     names = sorted({name.casefold() for name in labels})
-    return f"sw-{int(number)}-{digest(int(number), head_sha, names)[:12]}"
+    parts: tuple = (int(number), head_sha, names) if generation is None else (int(number), head_sha, names, generation)
+    return f"sw-{int(number)}-{digest(*parts)[:12]}"
 
 
 # -- the decision -------------------------------------------------------------------------------
@@ -318,7 +326,7 @@ def _bool(value: bool) -> str:
 def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
     """What the gate does for `pr` now under `policy` (shaped like app.yaml's `policy`)."""
     labels = _Labels.read(pr, policy)
-    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names)
+    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation)
     gates = [
         _changelog(pr, policy),
         _labels(pr, labels, policy),

@@ -19,7 +19,6 @@ from bot.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome
                       GateInput, decide)
 from bot.processing import Context
 from bot.sweep_record import Approval, RunRecord, SweepRecord
-from handlers.autolabel import last_labeler
 
 PURPOSE = "sweep-status"
 FORK_LABEL_PURPOSE = "fork-label-removed"
@@ -121,6 +120,7 @@ class PRState:
     files_touch_changelog: bool
     changelog: ChangelogResult | None
     labels: tuple[AppliedLabel, ...]
+    generation: int | None
     label_names: list[str]
     message: str
     record: SweepRecord
@@ -163,24 +163,46 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
     return _changelog_checks[key]
 
 
+def label_generation(events: list[dict[str, Any]], sweep_labels: set[str], trusted: set[str]) -> int | None:
+    """The id of the newest event that added or removed a sweep label, by someone in `trusted` (casefolded
+    logins): an untrusted labeller on a fork, or the bot taking their label off, changes nothing."""
+    ids = [e["id"] for e in events
+           if isinstance(e.get("id"), int) and e.get("event") in ("labeled", "unlabeled")
+           and ((e.get("label") or {}).get("name") or "").casefold() in sweep_labels
+           and ((e.get("actor") or {}).get("login") or "").casefold() in trusted]
+    return max(ids) if ids else None
+
+
+def last_applied(events: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
+    """The `labeled` event that applied `label` as it is now (oldest first in `events`), if it still is."""
+    found = None
+    for e in events:
+        if ((e.get("label") or {}).get("name") or "").casefold() == label.casefold():
+            found = e if e.get("event") == "labeled" else None
+    return found
+
+
 async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool,
-                         record: SweepRecord) -> tuple[AppliedLabel, ...]:
-    """The PR's labels with who applied them; on a fork, whether they may approve and which head they approved."""
-    names = [label["name"] for label in pull.get("labels") or []]
-    if not is_fork:  # on the repository's own branches whoever can label is trusted
-        return tuple(AppliedLabel(name, "", True) for name in names)
-    primaries, modifiers = sweep_label_names(ctx.policy)
+                         record: SweepRecord) -> tuple[tuple[AppliedLabel, ...], int | None]:
+    """The PR's sweep labels with who applied them (on a fork: whether they may approve, and which head they
+    approved), and the label generation of the dispatch id."""
+    sweep = set().union(*sweep_label_names(ctx.policy))
+    names = [label["name"] for label in pull.get("labels") or [] if label["name"].casefold() in sweep]
+    if not names:
+        return (), None
     events = await ctx.label_events(pull["number"])
+    actors = {(e.get("actor") or {}).get("login") or "" for e in events} - {"", ctx.bot_login}
+    trusted = {a.casefold() for a in actors if not is_fork or await ctx.can_write(a)}
     out = []
     for name in names:
-        if name.casefold() not in primaries | modifiers:
+        by = ((last_applied(events, name) or {}).get("actor") or {}).get("login") or ""
+        if not is_fork:  # on the repository's own branches whoever can label is trusted
+            out.append(AppliedLabel(name, by, True))
             continue
-        by = last_labeler(events, name) or ""
-        writer = bool(by) and await ctx.can_write(by)
         approval = record.approval(name)
         head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
-        out.append(AppliedLabel(name, by, writer, head))
-    return tuple(out)
+        out.append(AppliedLabel(name, by, by.casefold() in trusted, head))
+    return tuple(out), label_generation(events, sweep, trusted)
 
 
 async def head_message(ctx: Context, sha: str) -> str:
@@ -196,12 +218,12 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     path = ctx.policy["paths"]["changelog"]
     touches = path in await ctx.pr_files(number)
     changelog = await check_changelog(ctx, pull, path) if touches else None
-    labels = await applied_labels(ctx, pull, is_fork, record)
+    labels, generation = await applied_labels(ctx, pull, is_fork, record)
     names = [label["name"] for label in pull.get("labels") or []]
     primaries, _ = sweep_label_names(ctx.policy)
     wants_sweep = any(n.casefold() in primaries for n in names)
     message = await head_message(ctx, pull["head"]["sha"]) if wants_sweep else ""
-    return PRState(pull, is_fork, touches, changelog, labels, names, message, record, exists)
+    return PRState(pull, is_fork, touches, changelog, labels, generation, names, message, record, exists)
 
 
 def gate_input(state: PRState, default_branch: str) -> GateInput:
@@ -211,7 +233,7 @@ def gate_input(state: PRState, default_branch: str) -> GateInput:
         head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
         changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open",
         draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
-        labels=state.labels, head_commit_message=state.message,
+        labels=state.labels, label_generation=state.generation, head_commit_message=state.message,
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
 

@@ -402,3 +402,42 @@ async def test_closing_without_merging_cancels_the_running_sweep(repo, make_harn
     await send(h, 24, "closed", sender="partner")
     assert repo.runs(REPO)[0]["conclusion"] == "cancelled"
     assert "closed" in english(status(repo, 24)).lower()
+
+
+async def test_taking_a_modifier_off_again_restarts_the_sweep(repo, make_harness):
+    """Regression: the set {primary} ran, was superseded by {primary, all-evals} and cancelled; taking the
+    modifier off gave the first dispatch id again, found the cancelled run and started nothing."""
+    open_pull(repo, 30)
+    h = await make_harness()
+    await label(h, 30, FAIL_FAST)
+    await label(h, 30, "all-evals")
+    await unlabel(h, 30, "all-evals")
+    assert len(runs(repo)) == 3
+    newest = max(runs(repo), key=lambda r: r["id"])
+    assert newest["status"] == "queued" and inputs(repo, newest)["all-evals"] == "false"
+    assert [r["conclusion"] for r in sorted(runs(repo), key=lambda r: r["id"])[:2]] == ["cancelled", "cancelled"]
+
+
+async def test_removing_and_re_adding_the_primary_reruns_a_finished_sweep_and_a_redelivery_does_not(
+        repo, make_harness):
+    open_pull(repo, 31)
+    h = await make_harness()
+    await label(h, 31, FAIL_FAST)
+    (first,) = runs(repo)
+    await h.deliver("workflow_run", repo.workflow_run_payload(REPO, first["id"], "completed", conclusion="failure"))
+    await unlabel(h, 31, FAIL_FAST)
+    await label(h, 31, FAIL_FAST, delivery="re-added")
+    assert len(runs(repo)) == 2
+    await send(h, 31, "labeled", label=FAIL_FAST, delivery="re-added-again")  # GitHub redelivers it
+    assert len(runs(repo)) == 2
+
+
+async def test_a_drive_by_label_on_an_approved_fork_does_not_restart_its_sweep(repo, make_harness):
+    open_pull(repo, 32, fork=True)
+    h = await make_harness()
+    await label(h, 32, FAIL_FAST)
+    (run,) = runs(repo, "e2e-tests.yml")
+    await label(h, 32, ENABLED, by="drive-by")  # removed by the bot: neither label event counts
+    assert runs(repo, "e2e-tests.yml")[0]["status"] == "queued"
+    assert len(runs(repo, "e2e-tests.yml")) == 1
+    assert ENABLED not in repo.issue_labels(REPO, 32)
