@@ -113,15 +113,25 @@ def sign(body: bytes, secret: str) -> str:
 
 
 async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: Any) -> None:
-    from bot.sandbox import DEMO_REPO
+    """The PR is opened, then a maintainer adds the recommended sweep label: the welcome, the labels, the
+    sweep status and check, then the sweep's dispatch, all printed as they are written."""
+    from bot.sandbox import DEMO_LABEL, DEMO_REPO
 
-    payload = fake.pull_request_payload(DEMO_REPO, 1, "opened", sender="partner-dev")
+    opened = fake.pull_request_payload(DEMO_REPO, 1, "opened", sender="partner-dev")
+    await _post_demo(out, url, settings, "pull_request", opened, f"{DEMO_REPO}#1 opened by partner-dev")
+    fake.label_issue(DEMO_REPO, 1, DEMO_LABEL, actor="maintainer")
+    labeled = fake.pull_request_payload(DEMO_REPO, 1, "labeled", sender="maintainer", label=DEMO_LABEL)
+    await _post_demo(out, url, settings, "pull_request", labeled,
+                     f"{DEMO_LABEL} added by maintainer (handled after the {settings.settle_seconds:g} s label settle)")
+
+
+async def _post_demo(out: TextIO, url: str, settings: Settings, event: str, payload: dict, what: str) -> None:
     body = json.dumps(payload).encode()
     delivery = f"sandbox-{uuid.uuid4()}"
-    print(f"Sending a signed pull_request.opened delivery for {DEMO_REPO}#1 ({delivery})", file=out)
+    print(f"Sending a signed {event}.{payload['action']} delivery: {what} ({delivery})", file=out)
     async with ClientSession() as session:
         async with session.post(f"{url}/webhook", data=body, headers={
-            "Content-Type": "application/json", "X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery,
+            "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
             "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
         }) as resp:
             print(f"  webhook answered {resp.status} {await resp.text()}", file=out)

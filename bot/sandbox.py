@@ -26,6 +26,13 @@ DEMO_FILES = {
 }
 
 
+DEMO_ENTRY = ("\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - Tuned SGLang recipe\n"
+              "  pr-link: XXX\n")
+DEMO_LABEL = "full-sweep-fail-fast"
+SWEEP_INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
+                "agentx-fast", "dispatch-id"]
+
+
 def _generate_key() -> str:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -65,10 +72,17 @@ def demo_github(out: TextIO | None = None) -> InMemoryGitHub:
     for path, content in DEMO_FILES.items():
         fake.set_file(DEMO_REPO, path, content)
     fake.set_permission(DEMO_REPO, "maintainer", "admin")
-    fake.add_pull(
+    pr = fake.add_pull(
         DEMO_REPO, number=1, title="Add MI355X SGLang recipe", user="partner-dev", head_repo=DEMO_FORK,
         head_ref="mi355x-sglang", files=["inferencex-e2e/perf-changelog.yaml", "configs/amd-master.yaml"],
     )
+    # the PR appends one valid entry; GitHub has its merge commit, so a maintainer's label can start a sweep
+    changelog = DEMO_FILES["inferencex-e2e/perf-changelog.yaml"]
+    fake.set_file(DEMO_REPO, "inferencex-e2e/perf-changelog.yaml", changelog, ref=pr["base"]["sha"])
+    fake.set_file(DEMO_REPO, "inferencex-e2e/perf-changelog.yaml", changelog + DEMO_ENTRY, ref=pr["head"]["sha"])
+    fake.update_pull(DEMO_REPO, 1, merge_commit_sha="5" * 40)
+    for workflow, extra in (("run-sweep.yml", []), ("e2e-tests.yml", ["merge-sha"])):
+        fake.add_workflow(DEMO_REPO, workflow, inputs=SWEEP_INPUTS + extra, run_name="Sweep ${{ inputs.dispatch-id }}")
     return fake
 
 
