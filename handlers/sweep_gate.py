@@ -140,9 +140,12 @@ def is_fork_pr(pull: Mapping[str, Any], repo: str) -> bool:
 
 
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
-    """The PR as it is now (a queued payload may be old), waiting once for a fork's merge commit."""
+    """The PR as it is now (a queued payload may be old), waiting once for the merge commit of a fork that
+    asks for a sweep."""
     pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
-    if (is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and not pull.get("merge_commit_sha")
+    primaries, _ = sweep_label_names(ctx.policy)
+    asks = any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
+    if (asks and is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and not pull.get("merge_commit_sha")
             and pull.get("mergeable") is None):
         await asyncio.sleep(MERGE_SHA_WAIT)
         pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
