@@ -3,8 +3,9 @@
 Each scenario starts a real bot (journal, workers, webhook server: `tests/harness.py`) against a fresh
 `InMemoryGitHub` behind respx, sends signed webhooks and counts what reached GitHub. "Warm" means the
 process has already handled one event: the installation token, the App's identity (`GET /app`) and the
-repository's `.github/sweepbot.yml` are cached. The test suite runs the same functions
-(`tests/test_welcome.py`), so the numbers below cannot drift from the code silently.
+repository's `.github/sweepbot.yml` are cached. Two tables: the welcome and autolabel scenarios (every feature
+but the sweep gate) and the sweep-gate scenarios (every feature). The test suite runs the same functions
+(`tests/test_welcome.py`, `tests/test_gate_requests.py`), so the numbers cannot drift from the code silently.
 
     .venv/bin/python bench/github_requests.py
 """
@@ -28,7 +29,8 @@ for _path in (str(ROOT), str(ROOT / "tests")):
         sys.path.insert(0, _path)
 
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
-from handlers import router_without  # noqa: E402
+import handlers  # noqa: E402
+from handlers import router_without, sweep_gate  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 FORK = "partner/InferenceX"
@@ -39,6 +41,7 @@ NAMES = [  # (method, path regex, short name) for the Markdown table
     ("POST", r"^/app/installations/\d+/access_tokens$", "token"),
     ("GET", r"^/app$", "App identity"),
     ("GET", r"/contents/\.github/sweepbot\.yml$", "read sweepbot.yml"),
+    ("GET", r"/pulls/\d+$", "read PR"),
     ("GET", r"/pulls/\d+/files$", "list files"),
     ("GET", r"/issues/\d+/comments$", "list comments"),
     ("POST", r"/issues/\d+/comments$", "create comment"),
@@ -49,6 +52,18 @@ NAMES = [  # (method, path regex, short name) for the Markdown table
     ("GET", r"/issues/\d+/events$", "list label events"),
     ("GET", r"/labels/[^/]+$", "look up label"),
     ("POST", r"/labels$", "create label"),
+    ("GET", r"/compare/[^/]+$", "compare (merge base)"),
+    ("GET", r"/contents/.+$", "read file at commit"),  # after sweepbot.yml: the changelog at a SHA
+    ("GET", r"/git/blobs/[^/]+$", "read blob"),
+    ("GET", r"/git/commits/[^/]+$", "read commit"),
+    ("GET", r"/actions/workflows/[^/]+/runs$", "list runs"),
+    ("POST", r"/actions/workflows/[^/]+/dispatches$", "dispatch"),
+    ("GET", r"/actions/runs/\d+$", "read run"),
+    ("POST", r"/actions/runs/\d+/cancel$", "cancel run"),
+    ("GET", r"/commits/[^/]+/check-runs$", "list check runs"),
+    ("POST", r"/check-runs$", "create check run"),
+    ("PATCH", r"/check-runs/\d+$", "update check run"),
+    ("GET", r"/collaborators/[^/]+/permission$", "read permission"),
 ]
 
 
@@ -228,6 +243,131 @@ SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
 ]
 
 
+
+# ---- sweep-gate scenarios (every feature, as `sweepbot serve` runs them) --------------------------------------
+
+GATE_INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
+               "agentx-fast", "dispatch-id"]
+PREFIX = f"https://github.com/{REPO}/pull/"
+HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
+           b"  pr-link: " + PREFIX.encode() + b"1\n")
+ENTRY = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n  pr-link: XXX\n"
+TBD_ENTRY = ENTRY.replace(b"XXX", b"TBD")
+PRIMARY, SECOND_PRIMARY = "full-sweep-fail-fast", "full-sweep-enabled"
+
+
+def gate_pull(number: int, *, entry: bytes | None = ENTRY, fork: bool = False,
+              files: tuple[str, ...] = (CHANGELOG,)) -> Callable[[InMemoryGitHub], None]:
+    """The repository's sweep workflows and one PR whose changelog gains `entry` (base and head bytes by SHA),
+    carrying the autolabel its files earn (applied by the bot, as on `opened`: the autolabels cost nothing here
+    but their `list files`); a fork PR has its merge commit computed already."""
+    def setup(fake: InMemoryGitHub) -> None:
+        fake.add_workflow(REPO, "run-sweep.yml", inputs=GATE_INPUTS, run_name="Sweep ${{ inputs.dispatch-id }}")
+        fake.add_workflow(REPO, "e2e-tests.yml", inputs=GATE_INPUTS + ["merge-sha"],
+                          run_name="Fork sweep ${{ inputs.dispatch-id }}")
+        pr = fake.add_pull(REPO, number=number, user="partner", title="MI355X recipe", head_ref=f"recipe-{number}",
+                           head_repo=FORK if fork else None, files=list(files))
+        fake.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])
+        if entry is not None:
+            fake.set_file(REPO, CHANGELOG, HISTORY + entry, ref=pr["head"]["sha"])
+        if CHANGELOG in files:
+            fake.label_issue(REPO, number, "perf-changelog", actor=fake.bot_login)
+        if fork:
+            fake.update_pull(REPO, number, merge_commit_sha=f"{number:040x}")
+    return setup
+
+
+@contextlib.asynccontextmanager
+async def gate_stage(key: str, setup: Callable[[InMemoryGitHub], None]) -> AsyncIterator[Harness]:
+    """`stage` with every feature. The gate's per-process caches of changelog verdicts and head messages (keyed
+    by SHA) are emptied first: the fake's SHAs repeat from one scenario to the next, a real PR's do not."""
+    sweep_gate._changelog_checks.clear()
+    sweep_gate._head_messages.clear()
+    async with stage(key, setup=setup, features=handlers.router) as h:
+        yield h
+
+
+def labeled_payload(h: Harness, number: int, name: str, by: str) -> dict[str, Any]:
+    return h.github.pull_request_payload(REPO, number, "labeled", sender=by, label=name)
+
+
+async def add_label(h: Harness, number: int, name: str, *, by: str = "maintainer",
+                    delivery: str | None = None) -> None:
+    h.github.label_issue(REPO, number, name, actor=by)
+    await h.deliver("pull_request", labeled_payload(h, number, name, by), delivery=delivery)
+
+
+async def labeled(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        await add_label(h, 40, PRIMARY)
+        return Count("labeled: valid changelog append, primary label by a maintainer", list(h.github.requests))
+
+
+async def labeled_redelivered_new_id(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        await add_label(h, 40, PRIMARY, delivery="original")
+        h.github.reset_requests()
+        await h.deliver("pull_request", labeled_payload(h, 40, PRIMARY, "maintainer"), delivery="redelivered")
+        return Count("labeled redelivered, new delivery id", list(h.github.requests))
+
+
+async def synchronize_new_push(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        await add_label(h, 40, PRIMARY)
+        h.github.push_commit(REPO, 40, sha="9" * 40, message="Tune the recipe")
+        h.github.set_file(REPO, CHANGELOG, HISTORY + ENTRY, ref="9" * 40)
+        h.github.reset_requests()
+        await h.deliver("pull_request", h.github.pull_request_payload(REPO, 40, "synchronize", sender="partner"))
+        return Count("synchronize: new head with a valid append, sweep running", list(h.github.requests))
+
+
+async def two_primaries(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        await add_label(h, 40, PRIMARY)
+        h.github.reset_requests()
+        await add_label(h, 40, SECOND_PRIMARY)
+        return Count("labeled: a second primary label, sweep running", list(h.github.requests))
+
+
+async def fork_labeled_by_writer(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40, fork=True)) as h:
+        await add_label(h, 40, PRIMARY)
+        return Count("fork PR labeled by a writer (trusted workflow)", list(h.github.requests))
+
+
+async def fork_labeled_by_non_writer(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40, fork=True)) as h:
+        await add_label(h, 40, PRIMARY, by="drive-by")
+        return Count("fork PR labeled by a non-writer (label removed, reply)", list(h.github.requests))
+
+
+async def invalid_changelog(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40, entry=TBD_ENTRY)) as h:
+        await add_label(h, 40, PRIMARY)
+        return Count("labeled, changelog `pr-link: TBD` (annotated check run)", list(h.github.requests))
+
+
+async def run_completed(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        await add_label(h, 40, PRIMARY)
+        (run,) = h.github.runs(REPO, "run-sweep.yml")
+        payload = h.github.workflow_run_payload(REPO, run["id"], "completed", conclusion="success")
+        h.github.reset_requests()
+        await h.deliver("workflow_run", payload)
+        return Count("`workflow_run` completed for the dispatched run", list(h.github.requests))
+
+
+async def opened_no_changelog(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40, entry=None, files=("README.md",))) as h:
+        await opened(h, 40)
+        return Count("opened, README.md only, no sweep label", list(h.github.requests))
+
+
+GATE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
+    labeled, labeled_redelivered_new_id, synchronize_new_push, two_primaries, fork_labeled_by_writer,
+    fork_labeled_by_non_writer, invalid_changelog, run_completed, opened_no_changelog,
+]
+
 def table(counts: list[Count]) -> str:
     lines = [
         "| Scenario | Requests after the token | GET | POST | PATCH | DELETE | Writes | Requests, in order |",
@@ -239,8 +379,8 @@ def table(counts: list[Count]) -> str:
     return "\n".join(lines)
 
 
-async def run(key: str) -> list[Count]:
-    return [await scenario(key) for scenario in SCENARIOS]
+async def run(key: str, scenarios: list[Callable[[str], Awaitable[Count]]] = SCENARIOS) -> list[Count]:
+    return [await scenario(key) for scenario in scenarios]
 
 
 def main() -> None:
@@ -249,13 +389,23 @@ def main() -> None:
     from bot.sandbox import _generate_key
 
     logging.disable(logging.CRITICAL)
-    counts = asyncio.run(run(_generate_key()))
+    key = _generate_key()
+    counts = asyncio.run(run(key))
+    print("GitHub requests per welcome/autolabel scenario (every feature but the sweep gate):")
+    print()
     print(table(counts))
     cold = next(c for c in counts if c.scenario.startswith("welcome, PR with 0 comments, cold"))
     print()
     print(f"Warm scenarios make no authentication request. A cold process adds {cold.auth} App requests "
           "(installation token, `GET /app` for the bot's login) and one read of `.github/sweepbot.yml` "
           "(cached for an hour, refreshed by a push that changes it).")
+    print()
+    print("GitHub requests per sweep-gate scenario (every feature, warm process):")
+    print()
+    print(table(asyncio.run(run(key, GATE_SCENARIOS))))
+    print()
+    print("Each gate scenario starts with the PR new to the process (the gate's caches of changelog verdicts and "
+          "head commit messages emptied); the labels, pushes and runs before the counted delivery are not counted.")
 
 
 if __name__ == "__main__":
