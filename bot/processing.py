@@ -46,6 +46,7 @@ class Context:
     _apply: Callable[[act.Action], Awaitable[act.Result]] | None = None
     permissions: cachetools.TTLCache | None = None  # (repo, login) -> role, shared by the process
     waiting: Callable[[], list[tuple[str, str | None]]] = lambda: []  # (event, action) queued behind this one
+    last_try: bool = False  # a transient failure now is not retried: the delivery's retry window is over
 
     def superseded(self, kinds: set[tuple[str, str | None]]) -> bool:
         """Whether a later delivery of one of `kinds` waits in this PR's lane (it will decide on newer state)."""
@@ -184,7 +185,8 @@ class Processor:
 
     async def process(self, event: sansio.Event, *, ledger: Ledger | None = None, dry_run: bool = False,
                       report: Callable[[str], None] | None = None,
-                      waiting: Callable[[], list[tuple[str, str | None]]] | None = None) -> Outcome:
+                      waiting: Callable[[], list[tuple[str, str | None]]] | None = None,
+                      last_try: bool = False) -> Outcome:
         started = time.monotonic()
         handlers = sorted(self.router.fetch(event), key=lambda f: (f.__module__, f.__name__))
         repo = (event.data.get("repository") or {}).get("full_name")
@@ -196,7 +198,7 @@ class Processor:
         default_branch = event.data["repository"].get("default_branch") or "main"
         policy = await self.configs.policy(gh, repo, default_branch)
         ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs, permissions=self.permissions,
-                      waiting=waiting or (lambda: []))
+                      waiting=waiting or (lambda: []), last_try=last_try)
         if dry_run:
             writer: Executor | DryRun = DryRun(ctx, report or print)
         else:

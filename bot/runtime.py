@@ -95,7 +95,8 @@ class Bot:
         ledger = JournalLedger(self.journal, d.seq, effects)
         workers = self.workers
         await self.processor.process(event, ledger=ledger,
-                                     waiting=(lambda: workers.waiting(d.lane)) if workers is not None else None)
+                                     waiting=(lambda: workers.waiting(d.lane)) if workers is not None else None,
+                                     last_try=workers is not None and workers.last_try(d))
 
     async def stop(self) -> None:
         if self._stopped:

@@ -80,6 +80,12 @@ class Workers:
         self._heads[queued.lane] = queued
         self._schedule(queued.lane)
 
+    def last_try(self, d: Delivery) -> bool:
+        """Whether a transient failure of this attempt would be the last: the next try would fall past the
+        retry window (so a handler can say "failed", not "retrying")."""
+        soonest = min(self.max_retry_delay, self.retry_delay * 2 ** max(d.attempts - 1, 0)) * 0.8
+        return time.time() + soonest - d.received_at > self.retry_for
+
     def waiting(self, lane: str) -> list[tuple[str, str | None]]:
         """The (event, action) of each delivery queued behind the head of `lane`, in order."""
         return [q.kind for q in self._behind.get(lane, ()) if q.kind is not None]

@@ -343,7 +343,7 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
         try:
             result = await ctx.apply(start)
         except Exception as exc:
-            code = "retrying" if classify(exc) == TRANSIENT else "failed"
+            code = "retrying" if classify(exc) == TRANSIENT and not ctx.last_try else "failed"
             failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])
             await _report(ctx, status_comment(ctx, state, failed, record))
             raise

@@ -441,3 +441,15 @@ async def test_a_drive_by_label_on_an_approved_fork_does_not_restart_its_sweep(r
     assert runs(repo, "e2e-tests.yml")[0]["status"] == "queued"
     assert len(runs(repo, "e2e-tests.yml")) == 1
     assert ENABLED not in repo.issue_labels(REPO, 32)
+
+
+async def test_a_dispatch_still_failing_when_the_retry_window_ends_says_it_did_not_start(repo, make_harness):
+    """Regression: the last transient failure left the comment saying the bot would try again."""
+    open_pull(repo, 33)
+    repo.fail_next("POST", r"/dispatches$", 429, times=50, headers={"Retry-After": "0"})  # surely not started
+    h = await make_harness(retry_for=0.0)  # the first failure is already the last try
+    await label(h, 33, FAIL_FAST, delivery="given-up")
+    assert runs(repo) == []
+    body = english(status(repo, 33))
+    assert "did not start" in body and "tries again" not in body
+    assert (await h.journal_row("given-up")).status == "failed"
