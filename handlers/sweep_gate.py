@@ -100,8 +100,8 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
         return "dispatch_" + dispatch.reason_code
     if dispatch.reason_code in ("dispatched", "starting") and run is not None:
         return "finished" if run.finished else "running"
-    if decision.condition("labels").ok is None:
-        return "idle"  # no sweep asked for: what is missing is shown, but nothing is blocked
+    if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
+        return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
     return "blocked"
 
 

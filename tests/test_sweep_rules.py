@@ -142,6 +142,8 @@ def test_shows_status(touches, labels, exists, expected):
     ({}, RunRecord("x", 1, SHA, "w", "completed", "success"), "finished"),
     ({"labels": ()}, None, "idle"),
     ({"changelog": ChangelogOutcome(Changelog.INVALID)}, None, "blocked"),
+    ({"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()}, None, "idle"),
+    ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, None, "blocked"),  # a wrong entry is news
 ])
 def test_headline(changes, run, expected):
     assert headline(decide(pr(**changes), POLICY), run) == expected
