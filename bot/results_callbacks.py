@@ -109,7 +109,8 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
     refused (`unknown-field`), JSON null counts as absent, ids are canonical decimal strings or JSON integers
     in 1..2**63-1, `stage-succeeded` is "true"/"false" (or a JSON boolean), `results-url` is required when the
     stage succeeded and optional when it failed, and `counts` must hold every row and column. The first problem
-    found is reported, in this order: event type, payload shape, source, unknown keys, then each field.
+    found is reported, in this order: event type, payload shape, source, unknown keys, then each field in the
+    order of Callback's fields.
     """
     kind = EVENT_KINDS.get(event_type) if isinstance(event_type, str) else None
     if kind is None:
@@ -128,8 +129,7 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
 def _parse(kind: str, payload: Mapping[Any, Any], results_repository: str) -> Callback:
     _check_source(payload, results_repository)
     _check_keys(kind, payload)
-    succeeded = _boolean(payload, SUCCEEDED) if kind == "completed" else None
-    return Callback(
+    common = dict(
         kind=kind,
         pr_number=_number(payload, PR_NUMBER),
         run_id=_number(payload, RUN_ID),
@@ -137,10 +137,13 @@ def _parse(kind: str, payload: Mapping[Any, Any], results_repository: str) -> Ca
         comment_id=_optional_number(payload, COMMENT_ID),
         run_date=_date(payload, RUN_DATE),
         requested_by=_login(payload, REQUESTED_BY),
-        succeeded=succeeded,
-        results_url=_results_url(payload, required=bool(succeeded)) if kind == "completed" else None,
-        counts=_counts(payload) if kind == "ingested" else None,
     )
+    if kind == "completed":
+        succeeded = _boolean(payload, SUCCEEDED)
+        return Callback(**common, succeeded=succeeded, results_url=_results_url(payload, required=succeeded))
+    if kind == "ingested":
+        return Callback(**common, counts=_counts(payload))
+    return Callback(**common)
 
 
 def _check_source(payload: Mapping[Any, Any], results_repository: str) -> None:

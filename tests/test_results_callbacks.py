@@ -94,6 +94,9 @@ CASES = [
     ("source-missing", STARTED, {"source-repository": DROP}, no("missing-field", "source-repository")),
     ("source-before-fields", STARTED, {"source-repository": "x/y", "run-id": "abc"}, no("wrong-source",
                                                                                         "source-repository")),
+    ("fields-in-order", COMPLETED, {"stage-succeeded": "maybe", "run-date": "2026-02-30", "pr-number": "x"},
+     no("not-numeric", "pr-number")),
+    ("unknown-before-fields", STARTED, {"extra": 1, "pr-number": "x"}, no("unknown-field", "extra")),
     # -- unknown keys --------------------------------------------------------------------------------------
     ("extra-key", STARTED, {"run-attempt": "1"}, no("unknown-field", "run-attempt")),
     ("snake-case-key", STARTED, {"pr_number": "17"}, no("unknown-field", "pr_number")),
