@@ -1,0 +1,410 @@
+"""Table-driven tests of the reuse-pin rules (bot/pins.py): eligibility, selection, summaries, winning commands."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from bot.commands import Command, CommandLine, parse
+from bot.config import default_policy
+from bot.pins import (
+    AUTOMATIC_CONCLUSIONS,
+    BLOCKED_BY_LABEL,
+    CODES,
+    COMMIT_NOT_IN_PR,
+    CONCLUSION_NOT_ALLOWED,
+    ELIGIBLE,
+    NO_RESULT_ARTIFACT,
+    NOT_COMPLETED,
+    PINNED_CONCLUSIONS,
+    RESULT_ARTIFACTS,
+    WRONG_WORKFLOW,
+    Authorized,
+    RunSummary,
+    Verdict,
+    check_run,
+    is_result_artifact,
+    newest_eligible,
+    pin_withdrawn,
+    summarize,
+    winning_command,
+)
+from bot.policy import Policy
+
+POLICY = Policy(default_policy())
+NAMES = dict(POLICY["commands"])
+NOW = datetime(2025, 7, 1, 12, 0, 0, tzinfo=timezone.utc)
+HEAD, OLD, STRANGER = "a" * 40, "b" * 40, "c" * 40
+PR_COMMITS = (OLD, HEAD)
+RUN_ID = 101
+LATER = (NOW + timedelta(days=30)).isoformat()
+EARLIER = (NOW - timedelta(seconds=1)).isoformat()
+
+
+def run(**changes):
+    """A finished, successful run-sweep.yml run on the PR's head, with `changes` applied (None deletes a key)."""
+    base = {"id": RUN_ID, "path": ".github/workflows/run-sweep.yml", "status": "completed",
+            "conclusion": "success", "head_sha": HEAD, "run_attempt": 1, "name": "Run Sweep",
+            "display_title": "Sweep sw-7-0123456789ab", "created_at": "2025-06-30T10:00:00Z",
+            "run_started_at": "2025-06-30T10:00:05Z"}
+    base.update(changes)
+    return {key: value for key, value in base.items() if value is not None}
+
+
+def artifact(name="results_bmk_mi355x", expired=False, expires_at=LATER):
+    item = {"name": name, "expired": expired}
+    if expires_at is not None:
+        item["expires_at"] = expires_at
+    return item
+
+
+LIVE = [artifact()]
+
+
+def check(r=None, *, pinned=True, commits=PR_COMMITS, dispatched=(), artifacts=LIVE, labels=("full-sweep-enabled",),
+          policy=POLICY, now=NOW) -> Verdict:
+    return check_run(run() if r is None else r, pinned=pinned, pr_commits=commits, dispatched_run_ids=dispatched,
+                     artifacts=artifacts, labels=labels, policy=policy, now=now)
+
+
+# --- check_run: one row per rule and boundary -----------------------------------------------------
+
+CHECK_CASES = [
+    # (id, kwargs for check(), expected code)
+    ("eligible-pinned", {}, ELIGIBLE),
+    ("eligible-automatic", {"pinned": False}, ELIGIBLE),
+    # the workflow
+    ("fork-workflow", {"r": run(path=".github/workflows/e2e-tests.yml")}, WRONG_WORKFLOW),
+    ("other-workflow", {"r": run(path=".github/workflows/lint.yml")}, WRONG_WORKFLOW),
+    ("same-name-elsewhere", {"r": run(path="ci/run-sweep.yml")}, WRONG_WORKFLOW),
+    ("workflow-case", {"r": run(path=".github/workflows/Run-Sweep.yml")}, WRONG_WORKFLOW),
+    ("no-path", {"r": run(path=None)}, WRONG_WORKFLOW),
+    ("override-workflow", {"policy": {**POLICY.to_dict(), "workflows": {"sweep": "bench.yml"}}}, WRONG_WORKFLOW),
+    # status
+    ("queued", {"r": run(status="queued", conclusion=None)}, NOT_COMPLETED),
+    ("in-progress", {"r": run(status="in_progress", conclusion=None)}, NOT_COMPLETED),
+    ("rerun-in-progress", {"r": run(status="in_progress", conclusion=None, run_attempt=2)}, NOT_COMPLETED),
+    ("rerun-finished", {"r": run(run_attempt=3)}, ELIGIBLE),
+    ("rerun-finished-automatic", {"r": run(run_attempt=2), "pinned": False}, ELIGIBLE),
+    # conclusions: pinned allows success, failure, cancelled; automatic only success
+    ("pinned-failure", {"r": run(conclusion="failure")}, ELIGIBLE),
+    ("pinned-cancelled", {"r": run(conclusion="cancelled")}, ELIGIBLE),
+    ("pinned-timed-out", {"r": run(conclusion="timed_out")}, CONCLUSION_NOT_ALLOWED),
+    ("pinned-skipped", {"r": run(conclusion="skipped")}, CONCLUSION_NOT_ALLOWED),
+    ("pinned-neutral", {"r": run(conclusion="neutral")}, CONCLUSION_NOT_ALLOWED),
+    ("pinned-startup-failure", {"r": run(conclusion="startup_failure")}, CONCLUSION_NOT_ALLOWED),
+    ("pinned-action-required", {"r": run(conclusion="action_required")}, CONCLUSION_NOT_ALLOWED),
+    ("pinned-no-conclusion", {"r": run(conclusion=None)}, CONCLUSION_NOT_ALLOWED),
+    ("pinned-conclusion-case", {"r": run(conclusion="Success")}, CONCLUSION_NOT_ALLOWED),
+    ("automatic-failure", {"r": run(conclusion="failure"), "pinned": False}, CONCLUSION_NOT_ALLOWED),
+    ("automatic-cancelled", {"r": run(conclusion="cancelled"), "pinned": False}, CONCLUSION_NOT_ALLOWED),
+    # the commit
+    ("older-pr-commit", {"r": run(head_sha=OLD)}, ELIGIBLE),
+    ("sha-upper-case", {"r": run(head_sha=HEAD.upper())}, ELIGIBLE),
+    ("foreign-commit", {"r": run(head_sha=STRANGER)}, COMMIT_NOT_IN_PR),
+    ("no-head-sha", {"r": run(head_sha=None)}, COMMIT_NOT_IN_PR),
+    ("force-pushed-away", {"commits": (STRANGER,)}, COMMIT_NOT_IN_PR),
+    ("dispatched-by-bot", {"r": run(head_sha=STRANGER), "dispatched": {RUN_ID}}, ELIGIBLE),
+    ("dispatched-other-run", {"r": run(head_sha=STRANGER), "dispatched": {RUN_ID + 1}}, COMMIT_NOT_IN_PR),
+    ("no-pr-commits", {"commits": ()}, COMMIT_NOT_IN_PR),
+    # artifacts
+    ("no-artifacts", {"artifacts": []}, NO_RESULT_ARTIFACT),
+    ("only-expired-flag", {"artifacts": [artifact(expired=True)]}, NO_RESULT_ARTIFACT),
+    ("only-expired-date", {"artifacts": [artifact(expires_at=EARLIER)]}, NO_RESULT_ARTIFACT),
+    ("expires-exactly-now", {"artifacts": [artifact(expires_at=NOW.isoformat())]}, NO_RESULT_ARTIFACT),
+    ("expires-now-z", {"artifacts": [artifact(expires_at="2025-07-01T12:00:00Z")]}, NO_RESULT_ARTIFACT),
+    ("expires-in-a-second", {"artifacts": [artifact(expires_at="2025-07-01T12:00:01Z")]}, ELIGIBLE),
+    ("expires-naive-utc", {"artifacts": [artifact(expires_at="2025-07-01T12:00:01")]}, ELIGIBLE),
+    ("expires-other-zone", {"artifacts": [artifact(expires_at="2025-07-01T13:00:00+02:00")]}, NO_RESULT_ARTIFACT),
+    ("expires-garbled", {"artifacts": [artifact(expires_at="soon")]}, NO_RESULT_ARTIFACT),
+    ("no-expiry-not-flagged", {"artifacts": [artifact(expires_at=None)]}, ELIGIBLE),
+    ("no-expiry-flagged", {"artifacts": [artifact(expires_at=None, expired=True)]}, NO_RESULT_ARTIFACT),
+    ("flag-beats-date", {"artifacts": [artifact(expired=True, expires_at=LATER)]}, NO_RESULT_ARTIFACT),
+    ("non-result-names", {"artifacts": [artifact("logs"), artifact("server_logs_bmk"), artifact("results")]},
+     NO_RESULT_ARTIFACT),
+    ("near-miss-names", {"artifacts": [artifact("Results_bmk1"), artifact("eval_results_all_2"),
+                                       artifact("bmk_agentic"), artifact("xresults_bmk")]}, NO_RESULT_ARTIFACT),
+    ("one-live-among-expired", {"artifacts": [artifact(expired=True), artifact("logs"),
+                                              artifact("eval_results_all")]}, ELIGIBLE),
+    ("agentic-artifact", {"artifacts": [artifact("bmk_agentic_coding")]}, ELIGIBLE),
+    ("bare-prefix", {"artifacts": [artifact("results_bmk")]}, ELIGIBLE),
+    ("artifact-without-name", {"artifacts": [{"expired": False, "expires_at": LATER}]}, NO_RESULT_ARTIFACT),
+    # labels: evals-only and agentx-fast block, all-evals does not; case-insensitive
+    ("all-evals-allowed", {"labels": ("full-sweep-enabled", "all-evals")}, ELIGIBLE),
+    ("evals-only", {"labels": ("full-sweep-enabled", "evals-only")}, BLOCKED_BY_LABEL),
+    ("agentx-fast", {"labels": ("agentx-fast",)}, BLOCKED_BY_LABEL),
+    ("label-upper-case", {"labels": ("EVALS-ONLY",)}, BLOCKED_BY_LABEL),
+    ("label-mixed-case", {"labels": ("AgentX-Fast",)}, BLOCKED_BY_LABEL),
+    ("label-lookalike", {"labels": ("evals-only-please", "agentx")}, ELIGIBLE),
+    ("no-labels", {"labels": ()}, ELIGIBLE),
+    ("renamed-modifier", {"labels": ("evals-only",), "policy": {**POLICY.to_dict(), "labels": {
+        **POLICY.to_dict()["labels"], "modifiers": {"all_evals": "ae", "evals_only": "eo", "agentx_fast": "af"}}}},
+     ELIGIBLE),
+    # the first failing check is the one reported
+    ("order-workflow-first", {"r": run(path="x", status="queued", head_sha=STRANGER), "artifacts": [],
+                              "labels": ("evals-only",)}, WRONG_WORKFLOW),
+    ("order-status-before-conclusion", {"r": run(status="in_progress", conclusion=None, head_sha=STRANGER)},
+     NOT_COMPLETED),
+    ("order-conclusion-before-commit", {"r": run(conclusion="failure", head_sha=STRANGER), "pinned": False},
+     CONCLUSION_NOT_ALLOWED),
+    ("order-commit-before-artifacts", {"r": run(head_sha=STRANGER), "artifacts": []}, COMMIT_NOT_IN_PR),
+    ("order-artifacts-before-labels", {"artifacts": [], "labels": ("evals-only",)}, NO_RESULT_ARTIFACT),
+]
+
+
+@pytest.mark.parametrize("kwargs, expected", [pytest.param(k, e, id=i) for i, k, e in CHECK_CASES])
+def test_check_run(kwargs, expected):
+    verdict = check(**kwargs)
+    assert verdict.code == expected
+    assert verdict.ok is (expected == ELIGIBLE)
+
+
+def test_every_code_has_a_case():
+    assert {expected for _, _, expected in CHECK_CASES} == set(CODES)
+
+
+PARAM_CASES = [
+    ("wrong-workflow", {"r": run(path=".github/workflows/e2e-tests.yml")},
+     {"path": ".github/workflows/e2e-tests.yml", "workflow": ".github/workflows/run-sweep.yml"}),
+    ("not-completed", {"r": run(status="queued", conclusion=None)}, {"status": "queued"}),
+    ("conclusion-automatic", {"r": run(conclusion="failure"), "pinned": False},
+     {"conclusion": "failure", "allowed": ("success",)}),
+    ("conclusion-pinned", {"r": run(conclusion="timed_out")},
+     {"conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")}),
+    ("no-result-artifact", {"artifacts": [artifact("logs"), artifact(expired=True), artifact("eval_results_all",
+                                                                                               expires_at=EARLIER)]},
+     {"artifacts": ("logs", "results_bmk_mi355x", "eval_results_all"),
+      "expired": ("results_bmk_mi355x", "eval_results_all"), "patterns": RESULT_ARTIFACTS}),
+    ("blocked-by-label", {"labels": ("AgentX-Fast", "full-sweep-enabled", "Evals-Only")},
+     {"labels": ("Evals-Only", "AgentX-Fast")}),
+    ("eligible", {"r": run(conclusion="cancelled", run_attempt=2),
+                  "artifacts": [artifact("logs"), artifact(), artifact("bmk_agentic_x", expired=True)]},
+     {"conclusion": "cancelled", "artifacts": ("results_bmk_mi355x",)}),
+]
+
+
+@pytest.mark.parametrize("kwargs, extra", [pytest.param(k, e, id=i) for i, k, e in PARAM_CASES])
+def test_check_run_params(kwargs, extra):
+    verdict = check(**kwargs)
+    r = kwargs.get("r", run())
+    assert verdict.params == {"run_id": r["id"], "head_sha": r.get("head_sha"), "run_attempt": r["run_attempt"],
+                              **extra}
+
+
+def test_commit_not_in_pr_names_the_commit():
+    verdict = check(run(head_sha=STRANGER))
+    assert verdict.params == {"run_id": RUN_ID, "head_sha": STRANGER, "run_attempt": 1}
+
+
+def test_conclusion_lists():
+    assert PINNED_CONCLUSIONS == ("success", "failure", "cancelled")
+    assert AUTOMATIC_CONCLUSIONS == ("success",)
+
+
+def test_artifacts_may_be_a_generator():
+    assert check(artifacts=(a for a in [artifact()])).ok
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("results_bmk", True), ("results_bmk_dsr1_1k1k", True), ("eval_results_all", True), ("bmk_agentic_", True),
+    ("bmk_agentic_swe", True), ("RESULTS_BMK1", False), ("eval_results_all.zip", False), ("eval_results", False),
+    ("bmk_agentic", False), ("my_results_bmk", False), ("", False), (None, False), (7, False),
+])
+def test_is_result_artifact(name, expected):
+    assert is_result_artifact(name) is expected
+
+
+# --- newest_eligible -----------------------------------------------------------------------------
+
+
+def pick(runs, artifacts_of=None, labels=("full-sweep-enabled",), dispatched=()):
+    artifacts_of = {r["id"]: LIVE for r in runs} if artifacts_of is None else artifacts_of
+    return newest_eligible(runs, pr_commits=PR_COMMITS, dispatched_run_ids=dispatched, artifacts_of=artifacts_of,
+                           labels=labels, policy=POLICY, now=NOW)
+
+
+def at(run_id, created_at, **changes):
+    return run(id=run_id, created_at=created_at, **changes)
+
+
+SELECT_CASES = [
+    # (id, runs, artifacts_of (None: all live), chosen id, other ids newest first)
+    ("none", [], None, None, []),
+    ("single", [at(1, "2025-06-01T00:00:00Z")], None, 1, []),
+    ("newest-by-date-not-id", [at(9, "2025-06-01T00:00:00Z"), at(3, "2025-06-02T00:00:00Z")], None, 3, [9]),
+    ("tie-on-date-bigger-id", [at(4, "2025-06-01T00:00:00Z"), at(5, "2025-06-01T00:00:00Z")], None, 5, [4]),
+    ("zones-compared-as-instants", [at(1, "2025-06-01T10:00:00+02:00"), at(2, "2025-06-01T09:00:00Z")], None, 2,
+     [1]),
+    ("newest-failed-falls-back", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z", conclusion="failure")],
+     None, 1, [2]),
+    ("newest-running-falls-back", [at(1, "2025-06-01T00:00:00Z"),
+                                   at(2, "2025-06-02T00:00:00Z", status="in_progress", conclusion=None)], None, 1, [2]),
+    ("newest-expired-falls-back", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
+     {1: LIVE, 2: [artifact(expired=True)]}, 1, [2]),
+    ("missing-artifacts-entry", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")], {1: LIVE}, 1, [2]),
+    ("older-eligible-listed", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z"),
+                               at(3, "2025-06-03T00:00:00Z")], None, 3, [2, 1]),
+    ("none-eligible", [at(1, "2025-06-01T00:00:00Z", conclusion="cancelled"),
+                       at(2, "2025-06-02T00:00:00Z", head_sha=STRANGER)], None, None, [2, 1]),
+    ("duplicate-listed-once", [at(1, "2025-06-01T00:00:00Z"), at(1, "2025-06-01T00:00:00Z"),
+                               at(2, "2025-05-01T00:00:00Z")], None, 1, [2]),
+    ("started-at-fallback", [at(1, None, run_started_at="2025-06-03T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
+     None, 1, [2]),
+    ("undated-is-oldest", [at(8, None, run_started_at=None), at(2, "2025-06-02T00:00:00Z")], None, 2, [8]),
+    ("garbled-date-is-oldest", [at(8, "yesterday", run_started_at=None), at(2, "2025-06-02T00:00:00Z")], None, 2, [8]),
+]
+
+
+@pytest.mark.parametrize("runs, artifacts_of, chosen, others",
+                         [pytest.param(r, a, c, o, id=i) for i, r, a, c, o in SELECT_CASES])
+def test_newest_eligible(runs, artifacts_of, chosen, others):
+    selection = pick(runs, artifacts_of)
+    assert (selection.run or {}).get("id") == chosen
+    assert [r["id"] for r, _ in selection.others] == others
+    assert (selection.verdict is None) == (chosen is None)
+    if chosen is not None:
+        assert selection.verdict.code == ELIGIBLE
+
+
+def test_newest_eligible_is_automatic():
+    """A failed run that a pin could take is not chosen automatically; its verdict says why."""
+    selection = pick([at(1, "2025-06-01T00:00:00Z", conclusion="failure")])
+    assert selection.run is None
+    [(_, verdict)] = selection.others
+    assert (verdict.code, verdict.params["allowed"]) == (CONCLUSION_NOT_ALLOWED, ("success",))
+
+
+def test_newest_eligible_labels_block_every_run():
+    selection = pick([at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")], labels=iter(["evals-only"]))
+    assert selection.run is None
+    assert [v.code for _, v in selection.others] == [BLOCKED_BY_LABEL, BLOCKED_BY_LABEL]
+
+
+def test_newest_eligible_bot_dispatch_exception():
+    selection = pick([at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z", head_sha=STRANGER)],
+                     dispatched={2})
+    assert selection.run["id"] == 2
+
+
+# --- summarize -----------------------------------------------------------------------------------
+
+FULL = "model=DeepSeek-R1 scenario=1k1k precision=fp8 hardware_framework=mi355x_sglang date=2025-06-30"
+SUMMARY = RunSummary("DeepSeek-R1", "1k1k", "fp8", "mi355x_sglang", "2025-06-30")
+
+SUMMARY_CASES = [
+    ("after-dispatch-id", {"display_title": f"Sweep sw-7-0123456789ab {FULL}"}, SUMMARY),
+    ("any-order", {"display_title": "date=2025-06-30 precision=fp8 model=DeepSeek-R1 hardware_framework=mi355x_sglang "
+                                    "scenario=1k1k"}, SUMMARY),
+    ("keys-any-case", {"display_title": FULL.replace("model=", "Model=").replace("date=", "DATE=")}, SUMMARY),
+    ("punctuated", {"display_title": "Sweep (model=DeepSeek-R1, scenario=1k1k; precision=fp8 | "
+                                     "hardware_framework=mi355x_sglang · date=2025-06-30)"}, SUMMARY),
+    ("name-fallback", {"display_title": "Sweep sw-7-0123456789ab", "name": FULL}, SUMMARY),
+    ("title-garbled-name-ok", {"display_title": FULL.replace("fp8", "fp<8"), "name": FULL}, SUMMARY),
+    ("slash-and-dots", {"display_title": FULL.replace("DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528.v2")},
+     RunSummary("deepseek-ai/DeepSeek-R1-0528.v2", "1k1k", "fp8", "mi355x_sglang", "2025-06-30")),
+    ("same-key-twice-same-value", {"display_title": FULL + " precision=fp8"}, SUMMARY),
+    ("absent", {"display_title": "Sweep sw-7-0123456789ab", "name": "Run Sweep"}, None),
+    ("no-titles", {}, None),
+    ("not-strings", {"display_title": 5, "name": ["model=x"]}, None),
+    ("one-key-missing", {"display_title": FULL.replace(" date=2025-06-30", "")}, None),
+    ("empty-value", {"display_title": FULL.replace("model=DeepSeek-R1", "model=")}, None),
+    ("bad-characters", {"display_title": FULL.replace("DeepSeek-R1", "<b>DeepSeek</b>")}, None),
+    ("backtick", {"display_title": FULL.replace("fp8", "`fp8`")}, None),
+    ("non-ascii-value", {"display_title": FULL.replace("fp8", "fp８")}, None),
+    ("too-long", {"display_title": FULL.replace("DeepSeek-R1", "x" * 65)}, None),
+    ("conflicting-key", {"display_title": FULL + " precision=fp4"}, None),
+    ("impossible-date", {"display_title": FULL.replace("2025-06-30", "2025-02-30")}, None),
+    ("date-wrong-shape", {"display_title": FULL.replace("2025-06-30", "30/06/2025")}, None),
+    ("key-inside-word", {"display_title": FULL.replace("model=", "xmodel=")}, None),
+    ("stray-word-after-value", {"display_title": FULL.replace("fp8", "fp 8")},
+     RunSummary("DeepSeek-R1", "1k1k", "fp", "mi355x_sglang", "2025-06-30")),
+    ("spaced-equals", {"display_title": FULL.replace("model=", "model = ")}, None),
+]
+
+
+@pytest.mark.parametrize("r, expected", [pytest.param(r, e, id=i) for i, r, e in SUMMARY_CASES])
+def test_summarize(r, expected):
+    assert summarize(r) == expected
+
+
+def test_summary_text():
+    assert SUMMARY.text == "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"
+
+
+# --- winning_command ------------------------------------------------------------------------------
+
+T0 = datetime(2025, 6, 1, tzinfo=timezone.utc)
+
+
+def given(comment_id, minutes, body, authorized=True, author="maintainer"):
+    command = parse(body, NAMES)
+    assert command is not None, body
+    return Authorized(comment_id, T0 + timedelta(minutes=minutes), author, command, authorized)
+
+
+WIN_CASES = [
+    # (id, commands, winning comment id or None)
+    ("none", [], None),
+    ("single-use", [given(1, 0, "/use 5")], 1),
+    ("newer-bare-reuse-replaces-pin", [given(1, 0, "/use 5"), given(2, 1, "/reuse-sweep-run")], 2),
+    ("newer-pin-replaces-bare", [given(1, 0, "/reuse-sweep-run"), given(2, 1, "/use 5")], 2),
+    ("legacy-with-id", [given(1, 0, "/use 5"), given(2, 1, "/reuse-sweep-run 6")], 2),
+    ("by-time-not-id", [given(9, 0, "/use 5"), given(3, 1, "/use 6")], 3),
+    ("order-given-irrelevant", [given(3, 1, "/use 6"), given(9, 0, "/use 5")], 3),
+    ("tie-bigger-comment-id", [given(8, 0, "/use 6"), given(7, 0, "/use 5")], 8),
+    ("unauthorized-newer-loses", [given(1, 0, "/use 5"), given(2, 1, "/use 6", authorized=False)], 1),
+    ("only-unauthorized", [given(1, 0, "/use 5", authorized=False)], None),
+    ("usage-problem-withdraws-nothing", [given(1, 0, "/use 5"), given(2, 1, "/use abc"), given(3, 2, "/use")], 1),
+    ("other-kinds-ignored", [given(1, 0, "/use 5"), given(2, 1, "/stage-results 6"), given(3, 2, "/help")], 1),
+]
+
+
+@pytest.mark.parametrize("commands, expected", [pytest.param(c, e, id=i) for i, c, e in WIN_CASES])
+def test_winning_command(commands, expected):
+    winner = winning_command(iter(commands))
+    assert (None if winner is None else winner.comment_id) == expected
+
+
+def test_winning_command_naive_time_is_utc():
+    source = CommandLine("use", ("5",), 1, "/use 5")
+    aware = Authorized(1, T0, "m", Command("use", 5, None, source), True)
+    naive = Authorized(2, T0.replace(tzinfo=None) + timedelta(seconds=1), "m", Command("use", 6, None, source), True)
+    assert winning_command([aware, naive]).comment_id == 2
+
+
+def test_authorized_is_frozen():
+    item = given(1, 0, "/use 5")
+    with pytest.raises(AttributeError):
+        item.authorized = False
+
+
+# --- pin_withdrawn -------------------------------------------------------------------------------
+
+WITHDRAW_CASES = [
+    # (id, old body, new body, withdrawn)
+    ("deleted", "/use 5", None, True),
+    ("emptied", "/use 5", "", True),
+    ("command-removed", "Pinning.\n/use 5", "Pinning.", True),
+    ("run-id-changed", "/use 5", "/use 6", True),
+    ("kind-changed", "/use 5", "/reuse-sweep-run", True),
+    ("became-usage-problem", "/use 5", "/use five", True),
+    ("quoted-away", "/use 5", "> /use 5", True),
+    ("fenced-away", "/use 5", "```\n/use 5\n```", True),
+    ("replaced-by-help", "/use 5", "/use 5\n/help", True),
+    ("bare-reuse-removed", "/reuse-sweep-run", "thanks", True),
+    ("text-edited-only", "/use 5", "Pinning the green run:\n/use 5\nthanks", False),
+    ("same-id-leading-zero", "/use 5", "/use 005", False),
+    ("case-of-name", "/use 5", "/USE 5", False),
+    ("no-command-before", "hello", "hello again", False),
+    ("command-added", "hello", "/use 5", False),
+    ("old-was-usage-problem", "/use abc", "nothing", False),
+    ("old-was-stage", "/stage-results 5", "nothing", False),
+    ("old-was-help", "/help", "", False),
+    ("both-none", None, None, False),
+]
+
+
+@pytest.mark.parametrize("old, new, expected", [pytest.param(o, n, e, id=i) for i, o, n, e in WITHDRAW_CASES])
+def test_pin_withdrawn(old, new, expected):
+    assert pin_withdrawn(old, new, NAMES) is expected
