@@ -118,6 +118,60 @@ SAMPLES: dict[str, list[dict]] = {
         {"labels": ["full-sweep-fail-fast"], "by": ["drive-by"], "repo": "acme/InferenceX"},
         {"labels": ["full-sweep-enabled", "full-sweep-fail-fast"], "by": ["a", "b`c"], "repo": "acme/InferenceX"},
     ],
+    # The reply to a pin command: every outcome and every verdict code, params as bot.pins.check_run builds them.
+    "reuse_reply": [
+        {"command": f"/use {run['id']}", "requester": "maintainer-one", "run": run, "verdict": None, "others": [],
+         "workflow": "run-sweep.yml", "use_command": "/use", "reuse_command": "/reuse-sweep-run", **case}
+        for run in ({"id": 15551234567, "url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
+                     "head_sha": "9f3c2a17d4e8b6051c2a9e7f3d1b8c6a4e2f0d9b", "conclusion": "success",
+                     "summary": "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"},)
+        for base in ({"run_id": run["id"], "head_sha": run["head_sha"], "run_attempt": 1},)
+        for patterns in (("results_bmk*", "eval_results_all", "bmk_agentic_*"),)
+        for case in (
+            {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
+                **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},
+            {"outcome": "accepted", "command": "/reuse-sweep-run", "run": {**run, "summary": None},
+             "verdict": {"code": "eligible", "params": {**base, "conclusion": "success",
+                                                        "artifacts": ("results_bmk_mi355x",)}},
+             "others": [{"id": 15559999999, "code": "not-completed"}, {"id": 15550000001, "code": "eligible"}]},
+            {"outcome": "accepted", "command": f"/reuse-sweep-run {run['id']}", "run": {**run, "conclusion": "failure"},
+             "verdict": {"code": "eligible", "params": {**base, "conclusion": "failure",
+                                                        "artifacts": ("results_bmk_mi355x",)}}},
+            {"outcome": "refused", "command": "/use 999", "run": None,
+             "verdict": {"code": "not-found", "params": {"run_id": 999}}},
+            {"outcome": "refused", "verdict": {"code": "wrong-workflow", "params": {
+                **base, "path": ".github/workflows/pr-lint.yml", "workflow": ".github/workflows/run-sweep.yml"}}},
+            {"outcome": "refused", "run": {**run, "summary": None}, "verdict": {"code": "wrong-workflow", "params": {
+                **base, "path": None, "workflow": ".github/workflows/run-sweep.yml"}}},
+            {"outcome": "refused", "run": {**run, "conclusion": None},
+             "verdict": {"code": "not-completed", "params": {**base, "status": "in_progress"}}},
+            {"outcome": "refused", "run": {**run, "conclusion": "timed_out"}, "verdict": {
+                "code": "conclusion-not-allowed",
+                "params": {**base, "conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")}}},
+            {"outcome": "refused", "verdict": {"code": "commit-not-in-pr", "params": base}},
+            {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
+                **base, "patterns": patterns,
+                "artifacts": (*(f"results_bmk_{i}" for i in range(7)), "server_logs"),
+                "expired": tuple(f"results_bmk_{i}" for i in range(7))}}},
+            {"outcome": "refused", "run": {**run, "conclusion": "failure"}, "verdict": {
+                "code": "no-result-artifact",
+                "params": {**base, "patterns": patterns, "artifacts": ("server_logs", "logs`raw"), "expired": ()}}},
+            {"outcome": "refused", "run": {**run, "conclusion": "cancelled"}, "verdict": {
+                "code": "no-result-artifact", "params": {**base, "patterns": patterns, "artifacts": (), "expired": ()}}},
+            {"outcome": "refused", "verdict": {"code": "blocked-by-label", "params": {**base, "labels": ("Evals-Only",)}}},
+            {"outcome": "refused", "command": f"/reuse-sweep-run {run['id']}", "verdict": {
+                "code": "blocked-by-label", "params": {**base, "labels": ("evals-only", "agentx-fast")}}},
+            {"outcome": "unauthorized", "requester": "drive-by", "run": None},
+            {"outcome": "unauthorized", "requester": "drive-by", "run": None, "command": "/pin 42",
+             "workflow": "sweep.yml", "use_command": "/pin", "reuse_command": "/reuse"},
+            {"outcome": "no_eligible_run", "command": "/reuse-sweep-run", "run": None},
+            {"outcome": "no_eligible_run", "command": "/reuse", "run": None, "use_command": "/pin",
+             "reuse_command": "/reuse", "others": [
+                {"id": 15551234600 - i, "code": code} for i, code in enumerate(
+                    ("not-completed", "conclusion-not-allowed", "commit-not-in-pr", "no-result-artifact",
+                     "blocked-by-label", "wrong-workflow") * 2)]},
+        )
+    ],
 }
 
 
