@@ -8,6 +8,7 @@ import sqlite3
 
 import gidgethub
 import httpx
+import jinja2
 
 from bot.executor import Unreconciled
 from bot.github import AmbiguousWrite, AuthenticationFailed
@@ -21,6 +22,8 @@ def classify(exc: BaseException) -> str:
     """TRANSIENT: retried on a growing schedule for hours. PERMANENT: recorded at once. BUG: a few tries."""
     if isinstance(exc, Unreconciled):
         return PERMANENT  # a person must look: the bot will not guess whether a sweep started
+    if isinstance(exc, jinja2.TemplateError):
+        return BUG  # a missing template is an OSError to Jinja, but no wait brings it back
     if isinstance(exc, (AmbiguousWrite, AuthenticationFailed, httpx.HTTPError, sqlite3.Error, OSError,
                         asyncio.TimeoutError)):
         return TRANSIENT

@@ -65,3 +65,16 @@ async def test_writes_go_through_one_pacer_per_installation(harness):
     assert h.bot.app._states[1].pacer is pacer  # the second delivery's client shares it
     writes = [r for r in h.github.writes if not r.path.startswith("/app/")]
     assert len(pacer._sent) == len(writes) == 5  # PR 1: label, labels, welcome; PR 2: labels, welcome
+
+
+def test_a_missing_template_is_a_bug_not_a_wait():
+    """Regression: jinja2.TemplateNotFound is an OSError, so a kind without its template files was retried
+    for six hours as if GitHub were down."""
+    import jinja2
+
+    from bot.failures import BUG, TRANSIENT, classify
+    from bot.templates import KindNotFound
+
+    assert classify(KindNotFound("x", "missing")) == BUG
+    assert classify(jinja2.TemplateNotFound("x")) == BUG
+    assert classify(ConnectionResetError()) == TRANSIENT
