@@ -123,7 +123,7 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
         setup(fake)
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
         router.route(host="api.github.com").mock(side_effect=fake.handle)
-        h = await start_harness(Path(tmp), fake, key, router=features or router_without("sweep_gate"),
+        h = await start_harness(Path(tmp), fake, key, router=features or router_without("sweep_gate", "reuse"),
                                   **settings)
         try:
             if warm:  # a push to another branch: token, App identity and policy cached, nothing else done

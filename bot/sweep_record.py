@@ -1,8 +1,8 @@
 """The sweep gate's memory, kept on GitHub: a JSON record hidden in the bot's own sweep status comment.
 
 It holds what the bot cannot read back from GitHub's state alone: which head SHA a writer approved on a fork
-when they applied a primary label (a label event does not say), and the runs the bot dispatched for the PR
-with their dispatch ids. Losing the local journal loses nothing: the next delivery reads this record again.
+when they applied a primary label (a label event does not say), the runs the bot dispatched for the PR
+with their dispatch ids, and the run pinned for reuse. Losing the local journal loses nothing: the next delivery reads this record again.
 Only the bot's own comment counts (the caller finds it by author and marker), so nobody else can forge it.
 """
 
@@ -45,9 +45,20 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
+class Pin:
+    """An authorized reuse command pinned run `run_id`: from comment `comment_id` by `by` at `created_at`."""
+
+    run_id: int
+    comment_id: int
+    by: str
+    created_at: str  # ISO 8601, as GitHub gives it
+
+
+@dataclass(frozen=True)
 class SweepRecord:
     approvals: tuple[Approval, ...] = ()
     runs: tuple[RunRecord, ...] = field(default=())  # oldest first
+    pin: Pin | None = None
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -64,9 +75,12 @@ class SweepRecord:
             runs = tuple(RunRecord(str(r["dispatch_id"]), int(r["run_id"]), str(r["head_sha"]), str(r["workflow"]),
                                    str(r.get("status") or "queued"), r.get("conclusion"), r.get("html_url"))
                          for r in data.get("runs", ()))
+            pin = data.get("pin")
+            pin = None if pin is None else Pin(int(pin["run_id"]), int(pin["comment_id"]), str(pin["by"]),
+                                                str(pin["created_at"]))
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
-        return cls(approvals, runs)
+        return cls(approvals, runs, pin)
 
     def approval(self, label: str) -> Approval | None:
         return next((a for a in self.approvals if a.label.casefold() == label.casefold()), None)
@@ -94,6 +108,9 @@ class SweepRecord:
         kept = tuple(r for r in self.runs if r.run_id != run.run_id)
         return replace(self, runs=(kept + (run,))[-MAX_RUNS:])
 
+    def pinned(self, pin: Pin | None) -> "SweepRecord":
+        return replace(self, pin=pin)
+
     def update_run(self, run_id: int, **changes: Any) -> "SweepRecord":
         return replace(self, runs=tuple(replace(r, **changes) if r.run_id == run_id else r for r in self.runs))
 
@@ -104,5 +121,7 @@ class SweepRecord:
         data = {"v": VERSION,
                 "approvals": [a.__dict__ for a in self.approvals],
                 "runs": [r.__dict__ for r in self.runs]}
+        if self.pin is not None:
+            data["pin"] = self.pin.__dict__
         text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).replace(">", _GT)
         return f"<!-- sweepbot-record {text} -->"

@@ -2,7 +2,7 @@
 
 from gidgethub import routing
 
-from handlers import autolabel, config_refresh, help_command, sweep_gate, welcome
+from handlers import autolabel, config_refresh, help_command, reuse_command, sweep_gate, welcome
 
 FEATURES = {
     "welcome": welcome.router,
@@ -10,6 +10,7 @@ FEATURES = {
     "help": help_command.router,
     "config_refresh": config_refresh.router,
     "sweep_gate": sweep_gate.router,
+    "reuse": reuse_command.router,
 }
 
 router = routing.Router(*FEATURES.values())

@@ -18,7 +18,7 @@ from bot.failures import TRANSIENT, classify
 from bot.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
 from bot.processing import Context
-from bot.sweep_record import Approval, RunRecord, SweepRecord
+from bot.sweep_record import Approval, Pin, RunRecord, SweepRecord
 
 PURPOSE = "sweep-status"
 FORK_LABEL_PURPOSE = "fork-label-removed"
@@ -59,6 +59,11 @@ def approval_change(action: str, label: str | None, sender: str, *, is_fork: boo
     if action == "unlabeled":
         return "withdraw", label
     return None
+
+
+def readded_after(pin: Pin | None, primary_applied_at: str | None) -> bool:
+    """A primary label applied after the pin (removed and added again) forces a sweep despite the pin."""
+    return pin is not None and primary_applied_at is not None and primary_applied_at > pin.created_at
 
 
 def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
@@ -119,8 +124,7 @@ class PRState:
     is_fork: bool
     files_touch_changelog: bool
     changelog: ChangelogResult | None
-    labels: tuple[AppliedLabel, ...]
-    generation: int | None
+    labelling: Labelling
     label_names: list[str]
     message: str
     record: SweepRecord
@@ -185,27 +189,37 @@ def last_applied(events: list[dict[str, Any]], label: str) -> dict[str, Any] | N
     return found
 
 
-async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool,
-                         record: SweepRecord) -> tuple[tuple[AppliedLabel, ...], int | None]:
+@dataclass(frozen=True)
+class Labelling:
+    labels: tuple[AppliedLabel, ...] = ()
+    generation: int | None = None
+    primary_applied_at: str | None = None  # when a trusted person last applied a primary now on the PR
+
+
+async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, record: SweepRecord) -> Labelling:
     """The PR's sweep labels with who applied them (on a fork: whether they may approve, and which head they
-    approved), and the label generation of the dispatch id."""
-    sweep = set().union(*sweep_label_names(ctx.policy))
+    approved), the label generation of the dispatch id, and when the primary was last applied."""
+    primaries, modifiers = sweep_label_names(ctx.policy)
+    sweep = primaries | modifiers
     names = [label["name"] for label in pull.get("labels") or [] if label["name"].casefold() in sweep]
     if not names:
-        return (), None
+        return Labelling()
     events = await ctx.label_events(pull["number"])
     actors = {(e.get("actor") or {}).get("login") or "" for e in events} - {"", ctx.bot_login}
     trusted = {a.casefold() for a in actors if not is_fork or await ctx.can_write(a)}
-    out = []
+    out, applied_at = [], []
     for name in names:
-        by = ((last_applied(events, name) or {}).get("actor") or {}).get("login") or ""
+        event = last_applied(events, name) or {}
+        by = (event.get("actor") or {}).get("login") or ""
+        if name.casefold() in primaries and by.casefold() in trusted and event.get("created_at"):
+            applied_at.append(str(event["created_at"]))
         if not is_fork:  # on the repository's own branches whoever can label is trusted
             out.append(AppliedLabel(name, by, True))
             continue
         approval = record.approval(name)
         head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
         out.append(AppliedLabel(name, by, by.casefold() in trusted, head))
-    return tuple(out), label_generation(events, sweep, trusted)
+    return Labelling(tuple(out), label_generation(events, sweep, trusted), max(applied_at, default=None))
 
 
 async def head_message(ctx: Context, sha: str) -> str:
@@ -221,12 +235,12 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     path = ctx.policy["paths"]["changelog"]
     touches = path in await ctx.pr_files(number)
     changelog = await check_changelog(ctx, pull, path) if touches else None
-    labels, generation = await applied_labels(ctx, pull, is_fork, record)
+    labelling = await applied_labels(ctx, pull, is_fork, record)
     names = [label["name"] for label in pull.get("labels") or []]
     primaries, _ = sweep_label_names(ctx.policy)
     wants_sweep = any(n.casefold() in primaries for n in names)
     message = await head_message(ctx, pull["head"]["sha"]) if wants_sweep else ""
-    return PRState(pull, is_fork, touches, changelog, labels, generation, names, message, record, exists)
+    return PRState(pull, is_fork, touches, changelog, labelling, names, message, record, exists)
 
 
 def gate_input(state: PRState, default_branch: str) -> GateInput:
@@ -236,7 +250,9 @@ def gate_input(state: PRState, default_branch: str) -> GateInput:
         head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
         changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open",
         draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
-        labels=state.labels, label_generation=state.generation, head_commit_message=state.message,
+        labels=state.labelling.labels, label_generation=state.labelling.generation,
+        head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
+        primary_readded_after_pin=readded_after(record.pin, state.labelling.primary_applied_at),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
 

@@ -46,9 +46,9 @@ async def make_harness(github, tmp_path, app_key):
     async def make(**changes):
         if not github.has_repo(REPO):
             seed(github)
-        # Framework tests probe with the welcome and the autolabels, whose writes they count; the sweep gate
-        # (tests/test_sweep_gate.py) asks for every feature with `router=handlers.router`.
-        changes.setdefault("router", router_without("sweep_gate"))
+        # Framework tests probe with the welcome and the autolabels, whose writes they count; the sweep gate and
+        # the reuse pins (tests/test_sweep_gate.py, test_reuse_command.py) ask for every feature.
+        changes.setdefault("router", router_without("sweep_gate", "reuse"))
         h = await start_harness(tmp_path, github, app_key, **changes)
         started.append(h)
         return h

@@ -1,0 +1,187 @@
+"""Pin a finished sweep run for reuse: `/use <run_id>` and `/reuse-sweep-run [<run_id>]` by a maintainer."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import gidgethub
+from gidgethub import routing, sansio
+
+from bot import pins
+from bot.actions import Action, Comment, React, Unreact
+from bot.commands import Command, edit_is_new_command, parse
+from bot.comments import PER_PAGE
+from bot.processing import Context
+from bot.sweep_record import Pin, SweepRecord
+from handlers import sweep_gate
+from handlers.help_command import from_a_bot, reply_purpose
+
+PIN_KINDS = ("use", "reuse")
+TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
+NOT_FOUND = "not-found"
+CANDIDATE_RUNS = 100  # a bare /reuse-sweep-run looks at this many of the newest runs of the PR's branch
+
+router = routing.Router()
+
+
+def utcnow() -> dt.datetime:
+    """The time artifacts' expiry is judged at (tests set it to the fake GitHub's clock)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+# -- rules -----------------------------------------------------------------------------------------
+
+
+def authorized_by_association(association: str | None) -> bool:
+    """OWNER, MEMBER and COLLABORATOR may pin; anyone else is checked against the permission API first (a
+    private member of the organization shows as CONTRIBUTOR)."""
+    return (association or "").upper() in TRUSTED_ASSOCIATIONS
+
+
+def pin_command(event: dict[str, Any], names: dict[str, str]) -> Command | None:
+    """The pin command this `issue_comment` delivery runs: a new or changed one, well formed; else None."""
+    comment = event["comment"]
+    if event["action"] == "edited":
+        before = ((event.get("changes") or {}).get("body") or {}).get("from")
+        if not edit_is_new_command(before, comment.get("body"), names):
+            return None
+    command = parse(comment.get("body"), names)
+    if command is None or command.kind not in PIN_KINDS or command.problem is not None:
+        return None  # usage problems get the help reply (handlers/help_command.py)
+    return command
+
+
+# -- what the command reads ------------------------------------------------------------------------
+
+
+async def pr_commits(ctx: Context, number: int) -> list[str]:
+    return [c["sha"] async for c in ctx.gh.getiter(f"/repos/{ctx.repo}/pulls/{number}/commits?per_page={PER_PAGE}")]
+
+
+async def run_artifacts(ctx: Context, run_id: int) -> list[dict]:
+    url = f"/repos/{ctx.repo}/actions/runs/{run_id}/artifacts?per_page={PER_PAGE}"
+    return [a async for a in ctx.gh.getiter(url, iterable_key="artifacts")]
+
+
+async def read_run(ctx: Context, run_id: int) -> dict | None:
+    try:
+        return await ctx.gh.getitem(f"/repos/{ctx.repo}/actions/runs/{run_id}")
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) == 404:
+            return None
+        raise
+
+
+async def candidate_runs(ctx: Context, pull: dict, record: SweepRecord) -> list[dict]:
+    """Runs a bare `/reuse-sweep-run` chooses from: the sweep workflow's runs on the PR's branch, and the
+    runs the bot dispatched for the PR (a fork's run on the default branch)."""
+    workflow = ctx.policy["workflows"]["sweep"]
+    url = (f"/repos/{ctx.repo}/actions/workflows/{workflow}/runs?branch={pull['head']['ref']}"
+           f"&status=completed&per_page={PER_PAGE}")
+    runs: dict[int, dict] = {}
+    async for run in ctx.gh.getiter(url, iterable_key="workflow_runs"):
+        runs[run["id"]] = run
+        if len(runs) >= CANDIDATE_RUNS:
+            break
+    for known in record.runs:
+        if known.run_id and known.run_id not in runs and (run := await read_run(ctx, known.run_id)) is not None:
+            runs[run["id"]] = run
+    return list(runs.values())
+
+
+# -- the command -----------------------------------------------------------------------------------
+
+
+def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
+                    verdict: pins.Verdict | None, others: list[dict]) -> dict[str, Any]:
+    summary = pins.summarize(run) if run else None
+    shown = None if run is None else {
+        "id": run["id"], "url": run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}",
+        "head_sha": run.get("head_sha") or "", "conclusion": run.get("conclusion") or "",
+        "summary": summary.text if summary else None}
+    commands = ctx.policy["commands"]
+    return {"outcome": outcome, "command": command.source.text, "requester": requester, "run": shown,
+            "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
+            "others": others, "workflow": ctx.policy["workflows"]["sweep"],
+            "use_command": f"/{commands['use']}", "reuse_command": f"/{commands['reuse']}"}
+
+
+async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
+                 ) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
+    """(outcome, run, verdict, others) for an authorized pin command."""
+    commits = await pr_commits(ctx, pull["number"])
+    labels = [label["name"] for label in pull.get("labels") or []]
+    dispatched = [r.run_id for r in record.runs]
+    now = utcnow()
+    if command.run_id is not None:
+        run = await read_run(ctx, command.run_id)
+        if run is None:
+            return "refused", None, pins.Verdict(False, NOT_FOUND, {"run_id": command.run_id}), []
+        verdict = pins.check_run(run, pinned=True, pr_commits=commits, dispatched_run_ids=dispatched,
+                                 artifacts=await run_artifacts(ctx, run["id"]), labels=labels, policy=ctx.policy,
+                                 now=now)
+        return ("accepted" if verdict.ok else "refused"), run, verdict, []
+    runs = await candidate_runs(ctx, pull, record)
+    artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
+    chosen = pins.newest_eligible(runs, pr_commits=commits, dispatched_run_ids=dispatched, artifacts_of=artifacts,
+                                  labels=labels, policy=ctx.policy, now=now)
+    others = [{"id": run["id"], "code": verdict.code} for run, verdict in chosen.others]
+    if chosen.run is None:
+        return "no_eligible_run", None, None, others
+    return "accepted", chosen.run, chosen.verdict, others
+
+
+async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
+    data = event.data
+    issue, comment = data["issue"], data["comment"]
+    user = comment.get("user") or {}
+    if "pull_request" not in issue or from_a_bot(user, ctx.bot_login):
+        return []  # the bot obeys neither itself nor other bots
+    command = pin_command(data, ctx.policy["commands"])
+    if command is None:
+        return []
+    number, requester = issue["number"], user.get("login") or ""
+    await ctx.apply(React(comment["id"], SEEN))  # before the slow checks: the maintainer sees it was heard
+    record, exists = await sweep_gate.load_record(ctx, number)
+    if not (authorized_by_association(comment.get("author_association")) or await ctx.can_write(requester)):
+        outcome, run, verdict, others = "unauthorized", None, None, []
+    else:
+        pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+        outcome, run, verdict, others = await choose(ctx, command, pull, record)
+    actions: list[Action] = [Comment(number, reply_purpose(comment["id"]), ctx.render(
+        "reuse_reply", **reply_variables(ctx, command, requester, outcome, run, verdict, others)))]
+    await ctx.apply(Unreact(comment["id"], SEEN))
+    actions.append(React(comment["id"], ACCEPTED if outcome == "accepted" else REFUSED))
+    if outcome != "accepted":
+        return actions  # a refused command leaves an earlier pin as it was
+    pin = Pin(run["id"], comment["id"], requester, str(comment.get("updated_at") if data["action"] == "edited"
+                                                       else comment.get("created_at") or ""))
+    if record.pin is not None and record.pin.created_at > pin.created_at:
+        return actions  # a newer pin already won (deliveries of one PR are in order, redeliveries are not)
+    return actions + await sweep_gate.evaluate(ctx, number, record.pinned(pin), exists, may_start=False)
+
+
+async def pin_comment_gone(event: sansio.Event, ctx: Context) -> list[Action]:
+    """The comment holding the pin was deleted, or edited so that its command is gone or changed."""
+    data = event.data
+    issue, comment = data["issue"], data["comment"]
+    if "pull_request" not in issue:
+        return []
+    record, exists = await sweep_gate.load_record(ctx, issue["number"])
+    if record.pin is None or record.pin.comment_id != comment["id"]:
+        return []
+    if data["action"] == "edited":
+        before = ((data.get("changes") or {}).get("body") or {}).get("from")
+        if not pins.pin_withdrawn(before, comment.get("body"), ctx.policy["commands"]):
+            return []
+        if pin_command(data, ctx.policy["commands"]) is not None:
+            return []  # changed into another pin command: pin_requested pins anew
+    return await sweep_gate.evaluate(ctx, issue["number"], record.pinned(None), exists, may_start=False)
+
+
+router.add(pin_requested, "issue_comment", action="created")
+router.add(pin_requested, "issue_comment", action="edited")
+router.add(pin_comment_gone, "issue_comment", action="edited")
+router.add(pin_comment_gone, "issue_comment", action="deleted")

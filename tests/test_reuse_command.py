@@ -1,0 +1,144 @@
+"""Reuse pins (issue #8, part one): `/use` and `/reuse-sweep-run` through the webhook into the fake GitHub. The
+pin is kept in the gate's record, shown in the status comment and honoured by the gate."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from bot.comments import marker
+from bot.sweep_record import SweepRecord
+from handlers import reuse_command
+from harness import REPO
+from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, push,  # noqa: F401
+                             repo, runs, send, status, unlabel)
+
+FAKE_NOW = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)  # the fake GitHub's clock starts on 2026-01-01
+
+
+@pytest.fixture(autouse=True)
+def fake_clock(monkeypatch):
+    monkeypatch.setattr(reuse_command, "utcnow", lambda: FAKE_NOW)
+
+
+def finished_run(github, number: int, *, conclusion: str = "success", artifact: str | None = "results_bmk_dsr1",
+                 expired: bool = False, sha: str | None = None) -> dict:
+    pr = github.pull(REPO, number)
+    run = github.add_run(REPO, "run-sweep.yml", head_sha=sha or pr["head"]["sha"], head_branch=pr["head"]["ref"],
+                         event="workflow_dispatch", conclusion=conclusion)
+    if artifact:
+        github.add_artifact(REPO, run["id"], artifact, expired=expired)
+    return run
+
+
+async def command(h, number: int, body: str, *, user: str = "maintainer", association: str = "MEMBER"):
+    comment = h.github.add_comment(REPO, number, body, user=user, author_association=association)
+    await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, number, comment))
+    return comment
+
+
+def reactions(github, comment: dict) -> list[str]:
+    """The reactions standing on the comment (only the bot reacts in these tests)."""
+    return sorted(github.reactions(comment["id"]))
+
+
+def reply(github, number: int, comment: dict) -> str:
+    purpose = marker(f"reply-{comment['id']}")
+    (found,) = [c["body"] for c in github.comments(REPO, number) if c["body"].startswith(purpose + "\n")]
+    return english(found)
+
+
+def pin(github, number: int):
+    return SweepRecord.parse(status(github, number)).pin
+
+
+async def test_a_member_pins_a_valid_run_and_the_next_push_starts_no_sweep(repo, make_harness):
+    open_pull(repo, 40)
+    h = await make_harness()
+    await label(h, 40, FAIL_FAST)
+    (dispatched,) = runs(repo)
+    run = finished_run(repo, 40)
+    c = await command(h, 40, f"/use {run['id']}")
+    assert reactions(repo, c) == ["+1"]
+    assert pin(repo, 40).run_id == run["id"]
+    assert f"actions/runs/{run['id']}" in reply(repo, 40, c)
+    line = next(l for l in english(status(repo, 40)).splitlines() if "**Reuse pin:**" in l)
+    assert str(run["id"]) in line
+    push(repo, 40, "4" * 40)
+    await send(h, 40, "synchronize", sender="partner")
+    assert len(runs(repo)) == 2, "no new dispatch: only the first sweep and the pinned run exist"
+    await unlabel(h, 40, FAIL_FAST)
+    await label(h, 40, FAIL_FAST)  # removed and added again after the pin: forces a sweep
+    assert len(runs(repo)) == 3
+
+
+async def test_a_contributor_with_write_permission_is_accepted_and_one_without_is_refused(repo, make_harness):
+    open_pull(repo, 41)
+    repo.set_permission(REPO, "private-member", "write")
+    h = await make_harness()
+    run = finished_run(repo, 41)
+    ok = await command(h, 41, f"/use {run['id']}", user="private-member", association="CONTRIBUTOR")
+    assert reactions(repo, ok) == ["+1"] and pin(repo, 41).by == "private-member"
+    refused = await command(h, 41, f"/use {run['id']}", user="drive-by", association="CONTRIBUTOR")
+    assert reactions(repo, refused) == ["-1"]
+    assert "write" in reply(repo, 41, refused)
+    assert pin(repo, 41).comment_id == ok["id"], "a refused command changes no pin"
+
+
+@pytest.mark.parametrize("body", ["please /use 111 later", "> /use 111", "```\n/use 111\n```", "`/use 111`"])
+async def test_a_command_in_prose_quotes_or_code_does_nothing(repo, make_harness, body):
+    open_pull(repo, 42)
+    h = await make_harness()
+    c = await command(h, 42, body)
+    assert reactions(repo, c) == [] and [w for w in repo.writes if not w.path.startswith("/app/")] == []
+
+
+async def test_a_newer_bare_reuse_replaces_the_pin_with_the_newest_successful_run(repo, make_harness):
+    open_pull(repo, 43)
+    h = await make_harness()
+    old = finished_run(repo, 43, conclusion="failure")
+    await command(h, 43, f"/use {old['id']}")
+    assert pin(repo, 43).run_id == old["id"], "a pinned id may have failed"
+    newest = finished_run(repo, 43)
+    finished_run(repo, 43, conclusion="failure")  # newer, but automatic selection takes successes only
+    c = await command(h, 43, "/reuse-sweep-run")
+    assert reactions(repo, c) == ["+1"] and pin(repo, 43).run_id == newest["id"]
+
+
+@pytest.mark.parametrize("case, code_word", [
+    ("rebased", "commit"), ("expired", "artifact"), ("evals-only", "evals-only"), ("missing", "no run"),
+])
+async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, case, code_word):
+    open_pull(repo, 44)
+    h = await make_harness()
+    if case == "rebased":
+        run = finished_run(repo, 44, sha="c" * 40)
+    elif case == "expired":
+        run = finished_run(repo, 44, expired=True)
+    else:
+        run = finished_run(repo, 44)
+    if case == "evals-only":
+        repo.label_issue(REPO, 44, "evals-only", actor="maintainer")
+    run_id = 987654 if case == "missing" else run["id"]
+    c = await command(h, 44, f"/use {run_id}")
+    assert reactions(repo, c) == ["-1"]
+    assert code_word in reply(repo, 44, c).lower()
+    assert not any(c["body"].startswith(marker("sweep-status")) for c in repo.comments(REPO, 44)), \
+        "nothing pinned: no status comment written for it"
+
+
+async def test_an_edit_elsewhere_runs_nothing_again_and_deleting_the_comment_withdraws_the_pin(repo, make_harness):
+    open_pull(repo, 45)
+    h = await make_harness()
+    run = finished_run(repo, 45)
+    c = await command(h, 45, f"/use {run['id']}\nthanks")
+    writes = len([w for w in repo.writes if not w.path.startswith("/app/")])
+    old_body = c["body"]
+    c["body"] = f"/use {run['id']}\nthanks!"
+    await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 45, c, "edited",
+                                                                changes={"body": {"from": old_body}}))
+    assert len([w for w in repo.writes if not w.path.startswith("/app/")]) == writes, \
+        "a typo fixed elsewhere runs nothing again"
+    await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 45, c, "deleted"))
+    assert pin(repo, 45) is None
