@@ -21,6 +21,7 @@ PIN_KINDS = ("use", "reuse")
 TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
 NOT_FOUND = "not-found"
+MERGE_PURPOSE = "merge-reuse"
 CANDIDATE_RUNS = 100  # a bare /reuse-sweep-run looks at this many of the newest runs of the PR's branch
 
 router = routing.Router()
@@ -181,6 +182,44 @@ async def pin_comment_gone(event: sansio.Event, ctx: Context) -> list[Action]:
     return await sweep_gate.evaluate(ctx, issue["number"], record.pinned(None), exists, may_start=False)
 
 
+def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:
+    """What the merge comment says: the pinned run is reused, the pin is no longer valid, or nothing is pinned."""
+    if pin is None:
+        return "none"
+    return "reused" if verdict is not None and verdict.ok else "invalid"
+
+
+async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
+    """At merge, judge the winning pin again and say which run the merge reuses, or loudly that none is."""
+    pull = event.data["pull_request"]
+    if not pull.get("merged"):
+        return []
+    number = pull["number"]
+    record, exists = await sweep_gate.load_record(ctx, number)
+    if not exists:
+        return []  # the PR never asked for a sweep nor touched the changelog
+    run = verdict = None
+    if record.pin is not None:
+        run = await read_run(ctx, record.pin.run_id)
+        if run is None:
+            verdict = pins.Verdict(False, NOT_FOUND, {"run_id": record.pin.run_id})
+        else:
+            verdict = pins.check_run(
+                run, pinned=True, pr_commits=await pr_commits(ctx, number),
+                dispatched_run_ids=[r.run_id for r in record.runs], artifacts=await run_artifacts(ctx, run["id"]),
+                labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
+    outcome = merge_outcome(record.pin, verdict)
+    summary = pins.summarize(run) if run else None
+    body = ctx.render("merge_reuse", outcome=outcome, pin=None if record.pin is None else {
+        "run_id": record.pin.run_id, "by": record.pin.by,
+        "url": (run or {}).get("html_url") or f"{ctx.html_url}/actions/runs/{record.pin.run_id}",
+        "head_sha": (run or {}).get("head_sha") or "", "summary": summary.text if summary else None},
+        verdict=None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
+        use_command=f"/{ctx.policy['commands']['use']}")
+    return [Comment(number, MERGE_PURPOSE, body)]
+
+
+router.add(merged, "pull_request", action="closed")
 router.add(pin_requested, "issue_comment", action="created")
 router.add(pin_requested, "issue_comment", action="edited")
 router.add(pin_comment_gone, "issue_comment", action="edited")

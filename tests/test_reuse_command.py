@@ -46,7 +46,7 @@ def reactions(github, comment: dict) -> list[str]:
 def reply(github, number: int, comment: dict) -> str:
     purpose = marker(f"reply-{comment['id']}")
     (found,) = [c["body"] for c in github.comments(REPO, number) if c["body"].startswith(purpose + "\n")]
-    return english(found)
+    return english(found).split("\n", 1)[1]  # after the marker
 
 
 def pin(github, number: int):
@@ -142,3 +142,49 @@ async def test_an_edit_elsewhere_runs_nothing_again_and_deleting_the_comment_wit
         "a typo fixed elsewhere runs nothing again"
     await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 45, c, "deleted"))
     assert pin(repo, 45) is None
+
+
+def merge_comment(github, number: int) -> str:
+    (found,) = [c["body"] for c in github.comments(REPO, number) if c["body"].startswith(marker("merge-reuse") + "\n")]
+    return english(found).split("\n", 1)[1]  # after the marker
+
+
+async def merge(h, number: int):
+    h.github.update_pull(REPO, number, state="closed", merged=True)
+    await send(h, number, "closed", sender="maintainer")
+
+
+async def test_at_merge_the_pin_is_checked_again_and_the_reused_run_named(repo, make_harness):
+    open_pull(repo, 46)
+    h = await make_harness()
+    run = finished_run(repo, 46)
+    await command(h, 46, f"/use {run['id']}")
+    await merge(h, 46)
+    text = merge_comment(repo, 46)
+    assert "will be reused" in text and f"actions/runs/{run['id']}" in text
+
+
+async def test_at_merge_a_pin_whose_artifacts_expired_since_is_said_loudly(repo, make_harness, monkeypatch):
+    open_pull(repo, 47)
+    h = await make_harness()
+    run = finished_run(repo, 47)
+    await command(h, 47, f"/use {run['id']}")
+    monkeypatch.setattr(reuse_command, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))  # past 90 days
+    await merge(h, 47)
+    text = merge_comment(repo, 47)
+    assert text.startswith("**Merged, but") and "no-result-artifact" in text
+
+
+async def test_at_merge_with_nothing_pinned_the_pr_is_told(repo, make_harness):
+    open_pull(repo, 48)
+    h = await make_harness()
+    await label(h, 48, FAIL_FAST)
+    await merge(h, 48)
+    assert merge_comment(repo, 48).startswith("**Merged with no run pinned")
+
+
+async def test_a_merged_pr_that_never_asked_for_a_sweep_gets_no_merge_comment(repo, make_harness):
+    open_pull(repo, 49, entry=None, files=("README.md",))
+    h = await make_harness()
+    await merge(h, 49)
+    assert not any(c["body"].startswith(marker("merge-reuse")) for c in repo.comments(REPO, 49))

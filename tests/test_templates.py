@@ -112,6 +112,15 @@ SAMPLES: dict[str, list[dict]] = {
         "reason": "POST /repos/acme/InferenceX/actions/workflows/run-sweep.yml/dispatches: 502 Bad Gateway",
         "runs_url": "https://github.com/acme/InferenceX/actions/workflows/run-sweep.yml",
     }],
+    "merge_reuse": [
+        {"outcome": "reused", "use_command": "/use", "verdict": {"code": "eligible", "params": {}}, "pin": {
+            "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
+            "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "summary": "DeepSeek-R1 · 1k1k · fp8"}},
+        {"outcome": "invalid", "use_command": "/pin", "verdict": {"code": "no-result-artifact", "params": {}}, "pin": {
+            "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
+            "head_sha": "", "summary": None}},
+        {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None},
+    ],
     "sweep_status": [],  # filled below from real gate decisions
     "changelog_annotation": [],  # filled below from real changelog errors
     "fork_label_removed": [
