@@ -130,12 +130,18 @@ SAMPLES: dict[str, list[dict]] = {
     # The reply to a pin command: every outcome and every verdict code, params as bot.pins.check_run builds them.
     "reuse_reply": [
         {"command": f"/use {run['id']}", "requester": "maintainer-one", "run": run, "verdict": None, "others": [],
-         "workflow": "run-sweep.yml", "use_command": "/use", "reuse_command": "/reuse-sweep-run", **case}
+         "workflow": "run-sweep.yml", "use_command": "/use", "reuse_command": "/reuse-sweep-run",
+         "stage_command": "/stage-results", "staging": None, **case}
         for run in ({"id": 15551234567, "url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
                      "head_sha": "9f3c2a17d4e8b6051c2a9e7f3d1b8c6a4e2f0d9b", "conclusion": "success",
                      "summary": "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"},)
         for base in ({"run_id": run["id"], "head_sha": run["head_sha"], "run_attempt": 1},)
         for patterns in (("results_bmk*", "eval_results_all", "bmk_agentic_*"),)
+        for accepted in ({"outcome": "accepted", "verdict": {"code": "eligible", "params": {
+            **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},)
+        for staging in ({"repository": "SemiAnalysisAI/InferenceX-app", "results_url": None, "app_run_url": None,
+                         "error": None, "primary_labels": [label["name"] for label in DEFAULT_LABELS]},)
+        for app_run in ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210",)
         for case in (
             {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
                 **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},
@@ -179,6 +185,35 @@ SAMPLES: dict[str, list[dict]] = {
                 {"id": 15551234600 - i, "code": code} for i, code in enumerate(
                     ("not-completed", "conclusion-not-allowed", "commit-not-in-pr", "no-result-artifact",
                      "blocked-by-label", "wrong-workflow") * 2)]},
+            # `/use` also asks the results service to stage the run: each state of the reply's staging section.
+            {**accepted, "staging": {**staging, "state": "requested"}},
+            {**accepted, "staging": {**staging, "state": "needs_primary"}},
+            {**accepted, "command": "/pin 15551234567", "use_command": "/pin", "reuse_command": "/reuse",
+             "stage_command": "/restage", "staging": {**staging, "state": "needs_primary", "primary_labels": []}},
+            {**accepted, "staging": {**staging, "state": "dispatch_failed",
+                                     "error": "422: Unprocessable Entity\n/use 1 `event_type` is invalid"}},
+            {**accepted, "staging": {**staging, "state": "dispatch_failed", "error": ""}},
+            {**accepted, "staging": {**staging, "state": "started", "app_run_url": app_run}},
+            {**accepted, "staging": {**staging, "state": "started"}},
+            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,
+                                     "results_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
+            {**accepted, "run": {**run, "conclusion": "failure"},
+             "staging": {**staging, "state": "stage_failed", "app_run_url": app_run}},
+            {**accepted, "staging": {**staging, "state": "stage_failed"}},
+        )
+    ],
+    # The results service's ingest report: the table in bot.results_callbacks ROWS x COLUMNS order.
+    "ingest_report": [
+        {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
+         "app_run_url": app_run_url, "run_date": "2025-06-30", "rows": ["benchmark", "eval", "trace", "power"],
+         "columns": ["new", "duplicate", "skipped", "unmapped", "failed"], "counts": {
+             row: {"new": new, "duplicate": 3, "skipped": 0, "unmapped": 1, "failed": failed.get(row, 0)}
+             for row, new in (("benchmark", 1024), ("eval", 36), ("trace", 0), ("power", 12))}}
+        for app_run_url, failed in (
+            ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {"eval": 2, "power": 1}),
+            (None, {"trace": 5}),
+            ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {}),
+            (None, {}),
         )
     ],
 }
