@@ -174,6 +174,23 @@ class DispatchWorkflow:
 
 
 @dataclass(frozen=True)
+class RepositoryDispatch:
+    """Send `event_type` with `payload` to `repository` (the results service): a `repository_dispatch`."""
+
+    repository: str
+    event_type: str
+    payload: Mapping[str, str]
+
+    @property
+    def key(self) -> str:
+        return f"repo-dispatch:{self.repository.casefold()}:{self.event_type}:{digest(dict(self.payload))}"
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v}" for k, v in sorted(self.payload.items()))
+        return f"repository_dispatch {self.event_type} to {self.repository}: {shown}"
+
+
+@dataclass(frozen=True)
 class CancelRun:
     """Cancel workflow run `run_id` if it has not finished (a superseded sweep)."""
 
@@ -237,4 +254,4 @@ class ReloadConfig:
 
 
 Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue, React, Unreact, DispatchWorkflow,
-               CancelRun, CheckRun, ReloadConfig]
+               RepositoryDispatch, CancelRun, CheckRun, ReloadConfig]

@@ -360,6 +360,11 @@ class Executor:
                 break
         return None
 
+    async def repository_dispatch(self, action: act.RepositoryDispatch) -> Result:
+        await self.ctx.gh.post(f"/repos/{action.repository}/dispatches", data={
+            "event_type": action.event_type, "client_payload": dict(action.payload)})
+        return Result("dispatched")
+
     async def cancel_run(self, action: act.CancelRun) -> Result:
         try:
             await self.ctx.gh.post(f"/repos/{self.ctx.repo}/actions/runs/{action.run_id}/cancel", data={})
@@ -476,6 +481,9 @@ KINDS: dict[type, Kind] = {
     act.Unreact: Kind(Executor.unreact),
     # A second sweep costs hours of GPU nodes: never resent unless GitHub shows the first did not start.
     act.DispatchWorkflow: Kind(Executor.dispatch, Executor.find_run, resendable=False, looks=DISPATCH_LOOKS),
+    # GitHub lists no repository_dispatch events: after a lost answer it is sent again (staging a run twice
+    # costs the results service a repeat, not hours of GPU nodes).
+    act.RepositoryDispatch: Kind(Executor.repository_dispatch),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
     act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
     act.ReloadConfig: Kind(Executor.reload_config, ledgered=False),

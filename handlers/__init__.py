@@ -2,7 +2,7 @@
 
 from gidgethub import routing
 
-from handlers import autolabel, config_refresh, help_command, reuse_command, sweep_gate, welcome
+from handlers import autolabel, config_refresh, help_command, reuse_command, staging, sweep_gate, welcome
 
 FEATURES = {
     "welcome": welcome.router,
@@ -11,6 +11,7 @@ FEATURES = {
     "config_refresh": config_refresh.router,
     "sweep_gate": sweep_gate.router,
     "reuse": reuse_command.router,
+    "staging": staging.router,
 }
 
 router = routing.Router(*FEATURES.values())

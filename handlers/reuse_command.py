@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
+import logging
 from typing import Any
 
 import gidgethub
 from gidgethub import routing, sansio
 
-from bot import pins
-from bot.actions import Action, Comment, React, Unreact
+from bot import logs, pins
+from bot.actions import Action, Comment, React, RepositoryDispatch, Unreact
 from bot.commands import Command, edit_is_new_command, parse
 from bot.comments import PER_PAGE
 from bot.processing import Context
@@ -21,6 +23,9 @@ PIN_KINDS = ("use", "reuse")
 TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
 NOT_FOUND = "not-found"
+STAGE_EVENT = "stage-results"
+REPLY_RECORD = "<!-- sweepbot-reply"
+GT = "\\u003e"  # `>` as a JSON escape: no value closes the hidden record
 MERGE_PURPOSE = "merge-reuse"
 CANDIDATE_RUNS = 100  # a bare /reuse-sweep-run looks at this many of the newest runs of the PR's branch
 
@@ -95,6 +100,37 @@ async def candidate_runs(ctx: Context, pull: dict, record: SweepRecord) -> list[
 # -- the command -----------------------------------------------------------------------------------
 
 
+def reply_comment(ctx: Context, number: int, comment_id: int, variables: dict[str, Any]) -> Comment:
+    """The reply, with the variables it was rendered from kept in it: a staging callback re-renders it."""
+    record = json.dumps(variables, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=list)
+    body = f"{REPLY_RECORD} {record.replace('>', GT)} -->\n" + ctx.render("reuse_reply", **variables)
+    return Comment(number, reply_purpose(comment_id), body)
+
+
+def reply_record(body: str | None) -> dict[str, Any] | None:
+    for line in (body or "").splitlines()[:3]:
+        if line.startswith(REPLY_RECORD + " ") and line.endswith(" -->"):
+            try:
+                found = json.loads(line[len(REPLY_RECORD) + 1:-4])
+            except ValueError:
+                return None
+            return found if isinstance(found, dict) else None
+    return None
+
+
+def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
+    """The `stage-results` client_payload (kebab-case, all strings), as the results service reads it."""
+    started = str(run.get("run_started_at") or run.get("created_at") or "")[:10]
+    return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
+            "run-date": started, "requested-by": requester, "comment-id": str(reply_id)}
+
+
+def staging_state(state: str, policy: dict, **extra: Any) -> dict[str, Any]:
+    return {"state": state, "repository": policy["results"]["repository"], "results_url": None,
+            "app_run_url": None, "error": None, "primary_labels": [p["name"] for p in policy["labels"]["primary"]],
+            **extra}
+
+
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
                     verdict: pins.Verdict | None, others: list[dict]) -> dict[str, Any]:
     summary = pins.summarize(run) if run else None
@@ -105,8 +141,9 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
     commands = ctx.policy["commands"]
     return {"outcome": outcome, "command": command.source.text, "requester": requester, "run": shown,
             "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-            "others": others, "workflow": ctx.policy["workflows"]["sweep"],
-            "use_command": f"/{commands['use']}", "reuse_command": f"/{commands['reuse']}"}
+            "others": others, "workflow": ctx.policy["workflows"]["sweep"], "staging": None,
+            "use_command": f"/{commands['use']}", "reuse_command": f"/{commands['reuse']}",
+            "stage_command": f"/{commands['stage']}"}
 
 
 async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
@@ -146,19 +183,23 @@ async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     number, requester = issue["number"], user.get("login") or ""
     await ctx.apply(React(comment["id"], SEEN))  # before the slow checks: the maintainer sees it was heard
     record, exists = await sweep_gate.load_record(ctx, number)
+    pull: dict = {}
     if not (authorized_by_association(comment.get("author_association")) or await ctx.can_write(requester)):
         outcome, run, verdict, others = "unauthorized", None, None, []
     else:
         pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
         outcome, run, verdict, others = await choose(ctx, command, pull, record)
-    actions: list[Action] = [Comment(number, reply_purpose(comment["id"]), ctx.render(
-        "reuse_reply", **reply_variables(ctx, command, requester, outcome, run, verdict, others)))]
+    variables = reply_variables(ctx, command, requester, outcome, run, verdict, others)
+    if outcome == "accepted" and command.kind == "use":
+        await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
+    actions: list[Action] = [reply_comment(ctx, number, comment["id"], variables)]
     await ctx.apply(Unreact(comment["id"], SEEN))
     actions.append(React(comment["id"], ACCEPTED if outcome == "accepted" else REFUSED))
     if outcome != "accepted":
         return actions  # a refused command leaves an earlier pin as it was
     pin = Pin(run["id"], comment["id"], requester, str(comment.get("updated_at") if data["action"] == "edited"
-                                                       else comment.get("created_at") or ""))
+                                                       else comment.get("created_at") or ""),
+              had_primary=has_primary(ctx, pull))
     if record.pin is not None and record.pin.created_at > pin.created_at:
         return actions  # a newer pin already won (deliveries of one PR are in order, redeliveries are not)
     return actions + await sweep_gate.evaluate(ctx, number, record.pinned(pin), exists, may_start=False)
@@ -180,6 +221,28 @@ async def pin_comment_gone(event: sansio.Event, ctx: Context) -> list[Action]:
         if pin_command(data, ctx.policy["commands"]) is not None:
             return []  # changed into another pin command: pin_requested pins anew
     return await sweep_gate.evaluate(ctx, issue["number"], record.pinned(None), exists, may_start=False)
+
+
+def has_primary(ctx: Context, pull: dict) -> bool:
+    primaries, _ = sweep_gate.sweep_label_names(ctx.policy)
+    return any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
+
+
+async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester: str,
+                variables: dict[str, Any], primary: bool) -> None:
+    """`/use <run_id>` asks the results service to stage the run; the reply says so, and is what the service
+    updates (its id goes into the request). Sets `variables["staging"]`."""
+    if not primary:
+        variables["staging"] = staging_state("needs_primary", ctx.policy)
+        return
+    variables["staging"] = staging_state("requested", ctx.policy)
+    posted = await ctx.apply(reply_comment(ctx, number, comment_id, variables))
+    try:
+        await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], STAGE_EVENT,
+                                           staging_payload(number, run, requester, int(posted.id or 0))))
+    except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
+        logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
+        variables["staging"] = staging_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
 
 
 def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:

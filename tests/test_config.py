@@ -29,14 +29,28 @@ def test_defaults_hold_every_name_from_the_spec():
 
 def test_manifest_asks_only_for_what_the_bot_uses():
     manifest = load_app_yaml()["manifest"]
-    assert manifest["default_permissions"] == {"contents": "read", "pull_requests": "write", "issues": "write",
-                                               "actions": "write", "checks": "write",
-                                               "metadata": "read"}  # contents read: the bot never pushes code
+    # contents write only because GitHub requires it for a repository_dispatch to the results service; the
+    # bot never pushes code (test_no_write_touches_code)
+    assert manifest["default_permissions"] == {"contents": "write", "pull_requests": "write", "issues": "write",
+                                               "actions": "write", "checks": "write", "metadata": "read"}
     # every subscribed event has a handler, and every handled event is subscribed
     from handlers import router
 
     handled = set(router._shallow_routes) | set(router._deep_routes)
     assert set(manifest["default_events"]) == handled
+
+
+def test_no_write_touches_code():
+    """contents: write is granted for repository_dispatch only: no write of the bot names a file, ref or blob."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    writes = re.compile(r"\.(post|put|patch|delete)\(\s*f?[\"'][^\"']*(/contents/|/git/)")
+    found = [f"{path.name}: {m.group(0)}" for folder in ("bot", "handlers") for path in (root / folder).glob("*.py")
+             for m in writes.finditer(path.read_text())]
+    assert found == []
+    assert writes.search('await gh.put(f"/repos/{repo}/contents/x"') is not None  # the check is not vacuous
 
 
 @pytest.mark.parametrize("text, check", [

@@ -3,6 +3,7 @@ pin is kept in the gate's record, shown in the status comment and honoured by th
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 import pytest
@@ -188,3 +189,131 @@ async def test_a_merged_pr_that_never_asked_for_a_sweep_gets_no_merge_comment(re
     h = await make_harness()
     await merge(h, 49)
     assert not any(c["body"].startswith(marker("merge-reuse")) for c in repo.comments(REPO, 49))
+
+
+# -- staging and the results service ----------------------------------------------------------------
+
+RESULTS = "SemiAnalysisAI/InferenceX-app"
+
+
+def callback_payload(github, number: int, run_id: int, event_type: str, reply_id: int | None, **extra):
+    payload = {"source-repository": RESULTS, "pr-number": str(number), "run-id": str(run_id),
+               "app-run-id": "777", "run-date": "2026-01-01", "requested-by": "maintainer", **extra}
+    if reply_id is not None:
+        payload["comment-id"] = str(reply_id)
+    envelope = github.pull_request_payload(REPO, number, "opened")
+    return {"action": event_type, "branch": "main", "client_payload": payload,
+            "repository": envelope["repository"], "installation": envelope["installation"],
+            "sender": {"login": "results-bot", "type": "Bot"}}
+
+
+def reply_comment_of(github, number: int, command_comment: dict) -> dict:
+    purpose = marker(f"reply-{command_comment['id']}")
+    (found,) = [c for c in github.comments(REPO, number) if c["body"].startswith(purpose + "\n")]
+    return found
+
+
+async def pinned_and_staged(h, repo, number: int):
+    open_pull(repo, number)
+    if not repo.has_repo(RESULTS):
+        repo.add_repo(RESULTS, installation_id=1)
+    repo.label_issue(REPO, number, FAIL_FAST, actor="maintainer")
+    run = finished_run(repo, number)
+    c = await command(h, number, f"/use {run['id']}")
+    return run, c
+
+
+async def test_use_asks_the_results_service_to_stage_the_run_with_the_replys_id(repo, make_harness):
+    h = await make_harness()
+    run, c = await pinned_and_staged(h, repo, 50)
+    reply = reply_comment_of(repo, 50, c)
+    (sent,) = repo.repository_dispatches(RESULTS)
+    assert sent["event_type"] == "stage-results"
+    assert sent["client_payload"] == {"pr-number": "50", "run-id": str(run["id"]), "run-attempt": "1",
+                                      "run-date": run["created_at"][:10], "requested-by": "maintainer",
+                                      "comment-id": str(reply["id"])}
+    assert "stag" in english(reply["body"]).lower()
+
+
+async def test_use_without_a_primary_label_stages_nothing_and_says_so(repo, make_harness):
+    open_pull(repo, 51)
+    repo.add_repo(RESULTS, installation_id=1)
+    h = await make_harness()
+    run = finished_run(repo, 51)
+    c = await command(h, 51, f"/use {run['id']}")
+    assert repo.repository_dispatches(RESULTS) == []
+    assert FAIL_FAST in english(reply_comment_of(repo, 51, c)["body"])
+
+
+async def test_a_failed_staging_request_is_shown_failed_in_the_same_reply(repo, make_harness):
+    h = await make_harness()
+    repo.fail_next("POST", r"/InferenceX-app/dispatches$", 422, json={"message": "No ref found"})
+    run, c = await pinned_and_staged(h, repo, 52)
+    body = english(reply_comment_of(repo, 52, c)["body"])
+    assert "No ref found" in body
+    assert pin(repo, 52).run_id == run["id"], "the pin stands; only staging failed"
+
+
+async def test_started_then_completed_callbacks_update_one_reply_twice(repo, make_harness):
+    h = await make_harness()
+    run, c = await pinned_and_staged(h, repo, 53)
+    reply = copy.deepcopy(reply_comment_of(repo, 53, c))  # the fake edits its comments in place
+    started = callback_payload(repo, 53, run["id"], "stage-results-started", reply["id"])
+    await h.deliver("repository_dispatch", started)
+    after_start = reply_comment_of(repo, 53, c)
+    assert after_start["id"] == reply["id"] and after_start["body"] != reply["body"]
+    assert f"{RESULTS}/actions/runs/777" in after_start["body"]
+    done = callback_payload(repo, 53, run["id"], "stage-results-completed", None, **{
+        "stage-succeeded": "true", "results-url": "https://inferencex.semianalysis.com/staged/53"})
+    await h.deliver("repository_dispatch", done)  # no comment id: found by the run id
+    final = reply_comment_of(repo, 53, c)
+    assert final["id"] == reply["id"] and "https://inferencex.semianalysis.com/staged/53" in final["body"]
+    assert len([x for x in repo.comments(REPO, 53) if x["body"].startswith(marker(f"reply-{c['id']}"))]) == 1
+
+
+async def test_a_callback_with_a_non_numeric_run_id_or_from_elsewhere_is_rejected(repo, make_harness):
+    h = await make_harness()
+    run, c = await pinned_and_staged(h, repo, 54)
+    before = reply_comment_of(repo, 54, c)["body"]
+    bad = callback_payload(repo, 54, run["id"], "stage-results-started", None)
+    bad["client_payload"]["run-id"] = "12a"
+    elsewhere = callback_payload(repo, 54, run["id"], "stage-results-started", None,
+                                 **{"source-repository": "someone/else"})
+    for payload in (bad, elsewhere):
+        resp = await h.deliver("repository_dispatch", payload)
+        assert resp.status == 202
+    assert reply_comment_of(repo, 54, c)["body"] == before
+
+
+async def test_a_callback_for_an_unknown_reply_is_recorded_and_ignored(repo, make_harness):
+    h = await make_harness()
+    open_pull(repo, 55)
+    await h.deliver("repository_dispatch", callback_payload(repo, 55, 424242, "stage-results-started", 999999),
+                    delivery="unknown-reply")
+    assert (await h.journal_row("unknown-reply")).status == "done"
+    assert [x for x in repo.comments(REPO, 55) if x["user"]["login"] == repo.bot_login] == []
+
+
+async def test_an_ingest_report_is_a_table_and_a_rerun_updates_the_same_comment(repo, make_harness):
+    h = await make_harness()
+    open_pull(repo, 56)
+    counts = {row: {col: 0 for col in ("new", "duplicate", "skipped", "unmapped", "failed")}
+              for row in ("benchmark", "eval", "trace", "power")}
+    counts["benchmark"]["new"] = 12
+    await h.deliver("repository_dispatch", callback_payload(repo, 56, 900, "ingest-completed", None, counts=counts))
+    counts["benchmark"]["duplicate"], counts["eval"]["failed"] = 12, 2
+    await h.deliver("repository_dispatch", callback_payload(repo, 56, 900, "ingest-completed", None, counts=counts))
+    (report,) = [x for x in repo.comments(REPO, 56) if x["body"].startswith(marker("ingest-900"))]
+    text = english(report["body"])
+    assert "| `benchmark` | 12 | 12 | 0 | 0 | 0 |" in text and "| `eval` | 0 | 0 | 0 | 0 | 2 |" in text
+    assert "2 failed" in text and f"{RESULTS}/actions/runs/777" in text
+
+
+async def test_a_first_primary_added_after_the_pin_stages_it_without_forcing_a_sweep(repo, make_harness):
+    """Regression: applying a primary for the first time after a pin read as "re-added" and forced a sweep."""
+    open_pull(repo, 57)
+    h = await make_harness()
+    run = finished_run(repo, 57)
+    await command(h, 57, f"/use {run['id']}")
+    await label(h, 57, FAIL_FAST)
+    assert len(runs(repo)) == 1, "only the pinned run: the pin holds"
