@@ -52,6 +52,7 @@ class Pin:
     comment_id: int
     by: str
     created_at: str  # ISO 8601, as GitHub gives it
+    had_primary: bool = True  # a primary label was on the PR: applying one later is a re-add that forces a sweep
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ class SweepRecord:
                          for r in data.get("runs", ()))
             pin = data.get("pin")
             pin = None if pin is None else Pin(int(pin["run_id"]), int(pin["comment_id"]), str(pin["by"]),
-                                                str(pin["created_at"]))
+                                                str(pin["created_at"]), bool(pin.get("had_primary", True)))
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
         return cls(approvals, runs, pin)

@@ -62,8 +62,10 @@ def approval_change(action: str, label: str | None, sender: str, *, is_fork: boo
 
 
 def readded_after(pin: Pin | None, primary_applied_at: str | None) -> bool:
-    """A primary label applied after the pin (removed and added again) forces a sweep despite the pin."""
-    return pin is not None and primary_applied_at is not None and primary_applied_at > pin.created_at
+    """A primary label applied again after the pin (it was there when the pin was made, then removed and added
+    back) forces a sweep despite the pin; a first primary added after the pin (to stage it) does not."""
+    return (pin is not None and pin.had_primary and primary_applied_at is not None
+            and primary_applied_at > pin.created_at)
 
 
 def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
