@@ -470,3 +470,42 @@ def test_a_name_the_check_refuses_the_grammar_refuses_too(name):
     assert command_name_errors(names) != []
     with pytest.raises(ValueError, match="invalid command name"):
         parse("/help", names)
+
+
+# -- properties: what is quoted or fenced never runs (hypothesis) --------------------------------------
+
+import re  # noqa: E402
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+# Bodies made of the characters that matter to the grammar, with real command lines mixed in.
+PIECES = st.sampled_from(["/use 123", "/reuse-sweep-run", "/help", "/stage-results 9", "```", "~~~", "`", ">",
+                          "<!--", "-->", "    ", "\t", "\n", "\r\n", "\r", " ", "text", "- ", "1. "])
+BODIES = st.lists(PIECES | st.text(max_size=8), max_size=25).map("".join)
+
+
+def fenced(body: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{body}\n{fence}\n"
+
+
+def quoted(body: str) -> str:
+    return "\n".join("> " + line for line in re.split(r"\r\n|\r|\n", body)) + "\n"
+
+
+@settings(max_examples=400, deadline=None)
+@given(BODIES)
+def test_a_fenced_body_never_yields_a_command(body):
+    assert find_commands(fenced(body), NAMES.values()) == []
+
+
+@settings(max_examples=400, deadline=None)
+@given(BODIES)
+def test_a_quoted_body_never_yields_a_command(body):
+    assert find_commands(quoted(body), NAMES.values()) == []
+
+
+def test_the_properties_are_not_vacuous():
+    assert find_commands("/use 123", NAMES.values()) and find_commands("x\n/use 1\n", NAMES.values())
