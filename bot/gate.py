@@ -39,7 +39,7 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
                                 "awaiting_label"}),
     "merge_commit": frozenset({"same_repo", "present", "missing"}),
     "skip_marker": frozenset({"absent", "present"}),
-    "reuse_pin": frozenset({"no_pin", "pinned", "forced"}),
+    "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
     # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
     "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying"}),
 })
@@ -113,6 +113,7 @@ class GateInput:
     head_commit_message: str = ""
     pin: int | None = None  # the run id of the active reuse pin
     primary_readded_after_pin: bool = False  # the primary label was removed and added again after the pin
+    pin_blocked_by: tuple[str, ...] = ()  # labels on the PR that block reuse (evals-only, agentx-fast)
     # The newest label event that counts (a sweep label added or removed by someone trusted): see dispatch_id.
     label_generation: int | None = None
     dispatched: tuple[Dispatched, ...] = ()
@@ -120,6 +121,7 @@ class GateInput:
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "dispatched", tuple(self.dispatched))
+        object.__setattr__(self, "pin_blocked_by", tuple(self.pin_blocked_by))
 
 
 # -- what the gate answers ----------------------------------------------------------------------
@@ -289,6 +291,8 @@ def _skip_marker(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
 def _reuse_pin(pr: GateInput) -> Condition:
     if pr.pin is None:
         return Condition("reuse_pin", None, "no_pin", _params())
+    if pr.pin_blocked_by:  # the pin cannot be reused while these are on: it does not hold the sweep back
+        return Condition("reuse_pin", None, "blocked", _params(run_id=pr.pin, labels=tuple(pr.pin_blocked_by)))
     if pr.primary_readded_after_pin:
         return Condition("reuse_pin", True, "forced", _params(run_id=pr.pin))
     return Condition("reuse_pin", False, "pinned", _params(run_id=pr.pin))

@@ -245,7 +245,14 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     return PRState(pull, is_fork, touches, changelog, labelling, names, message, record, exists)
 
 
-def gate_input(state: PRState, default_branch: str) -> GateInput:
+def reuse_blockers(names: list[str], policy: Mapping[str, Any]) -> tuple[str, ...]:
+    """The labels on the PR that block reuse of a pin while applied (SPEC §4: evals-only, agentx-fast)."""
+    modifiers = policy["labels"]["modifiers"]
+    blocking = {modifiers[key].casefold() for key in ("evals_only", "agentx_fast")}
+    return tuple(name for name in names if name.casefold() in blocking)
+
+
+def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -> GateInput:
     pull, record = state.pull, state.record
     return GateInput(
         number=pull["number"], head_sha=pull["head"]["sha"], base_sha=pull["base"]["sha"],
@@ -255,6 +262,7 @@ def gate_input(state: PRState, default_branch: str) -> GateInput:
         labels=state.labelling.labels, label_generation=state.labelling.generation,
         head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
         primary_readded_after_pin=readded_after(record.pin, state.labelling.primary_applied_at),
+        pin_blocked_by=reuse_blockers(state.label_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
 
@@ -341,7 +349,7 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
                    may_start: bool = True) -> list[Action]:
     """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework."""
     state = await read_state(ctx, number, record, exists)
-    decision = decide(gate_input(state, ctx.default_branch), ctx.policy)
+    decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
     pull = state.pull
     if decision.remove_labels:
         for name in decision.remove_labels:

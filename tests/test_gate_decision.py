@@ -187,7 +187,7 @@ def test_the_exhaustive_cases_start_sweeps_exactly_where_the_rules_allow(grid):
 def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
     seen = {name: set(codes) for name, codes in grid.seen.items()}
     extra = [make_pr(open=False), make_pr(base_ref="release"), fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
-             fork_pr(merge_commit_sha=None), make_pr(dispatched=(Dispatched(decide(make_pr(), POLICY).dispatch_id,
+             fork_pr(merge_commit_sha=None), make_pr(pin=5, pin_blocked_by=("evals-only",)), make_pr(dispatched=(Dispatched(decide(make_pr(), POLICY).dispatch_id,
                                                                             7, "in_progress"),))]
     for pr in extra:
         for c in decide(pr, POLICY).conditions:

@@ -139,6 +139,7 @@ CASES = {
     "skip marker": make_pr(head_commit_message="Tune MI355X recipe\n\n[skip-sweep] numbers unchanged"),
     "pinned": make_pr(pin=PIN),
     "pinned, primary re-added": make_pr(pin=PIN, primary_readded_after_pin=True),
+    "pinned, blocked": make_pr(pin=PIN, pin_blocked_by=("evals-only", "agentx-fast")),
     "dispatched": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "in_progress"),)),
 }
 DECISIONS = {name: decide(pr, POLICY) for name, pr in CASES.items()}

@@ -317,3 +317,15 @@ async def test_a_first_primary_added_after_the_pin_stages_it_without_forcing_a_s
     await command(h, 57, f"/use {run['id']}")
     await label(h, 57, FAIL_FAST)
     assert len(runs(repo)) == 1, "only the pinned run: the pin holds"
+
+
+async def test_evals_only_added_after_a_pin_shows_the_pin_blocked(repo, make_harness):
+    open_pull(repo, 58)
+    h = await make_harness()
+    await label(h, 58, FAIL_FAST)
+    run = finished_run(repo, 58)
+    await command(h, 58, f"/use {run['id']}")
+    await label(h, 58, "evals-only")
+    line = next(l for l in english(status(repo, 58)).splitlines() if "**Reuse pin:**" in l)
+    assert "blocks reuse" in line and "`evals-only`" in line and str(run["id"]) in line
+    assert pin(repo, 58).run_id == run["id"], "the pin is kept; it counts again once the label is gone"
