@@ -329,3 +329,14 @@ async def test_evals_only_added_after_a_pin_shows_the_pin_blocked(repo, make_har
     line = next(l for l in english(status(repo, 58)).splitlines() if "**Reuse pin:**" in l)
     assert "blocks reuse" in line and "`evals-only`" in line and str(run["id"]) in line
     assert pin(repo, 58).run_id == run["id"], "the pin is kept; it counts again once the label is gone"
+
+
+@pytest.mark.parametrize("body", ["/use", "/use abc"])
+async def test_use_without_a_numeric_run_id_gets_the_usage_reply_and_pins_nothing(repo, make_harness, body):
+    open_pull(repo, 59)
+    h = await make_harness()
+    c = await command(h, 59, body)
+    text = reply(repo, 59, c)
+    assert "this line was not run" in text and f"`{body}`" in text
+    assert reactions(repo, c) == [] and not any(x["body"].startswith(marker("sweep-status"))
+                                                for x in repo.comments(REPO, 59))
