@@ -112,6 +112,19 @@ SAMPLES: dict[str, list[dict]] = {
         "reason": "POST /repos/acme/InferenceX/actions/workflows/run-sweep.yml/dispatches: 502 Bad Gateway",
         "runs_url": "https://github.com/acme/InferenceX/actions/workflows/run-sweep.yml",
     }],
+    "stage_reply": [
+        {"outcome": outcome, "command": "/stage-results 333", "requester": "maintainer",
+         "stage_command": "/stage-results", "use_command": "/use",
+         "run": None if outcome == "nothing_to_stage" else {"id": 333, "url": "https://github.com/acme/InferenceX/actions/runs/333"},
+         "verdict": {"code": "no-result-artifact"} if outcome == "refused" else None,
+         "staging": None if outcome != "requested" else {
+             "state": state, "repository": "SemiAnalysisAI/InferenceX-app", "error": "422 No ref found",
+             "results_url": "https://inferencex.semianalysis.com/staged/1", "primary_labels": ["full-sweep-fail-fast"],
+             "app_run_url": "https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/7"}}
+        for outcome, state in (("requested", "requested"), ("requested", "dispatch_failed"),
+                               ("requested", "needs_primary"), ("requested", "staged"), ("unauthorized", None),
+                               ("nothing_to_stage", None), ("refused", None))
+    ],
     "merge_reuse": [
         {"outcome": "reused", "use_command": "/use", "verdict": {"code": "eligible", "params": {}}, "pin": {
             "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
