@@ -20,6 +20,7 @@ from handlers import sweep_gate
 from handlers.help_command import from_a_bot, reply_purpose
 
 PIN_KINDS = ("use", "reuse")
+STAGE_KIND = "stage"
 TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
 NOT_FOUND = "not-found"
@@ -46,15 +47,15 @@ def authorized_by_association(association: str | None) -> bool:
     return (association or "").upper() in TRUSTED_ASSOCIATIONS
 
 
-def pin_command(event: dict[str, Any], names: dict[str, str]) -> Command | None:
-    """The pin command this `issue_comment` delivery runs: a new or changed one, well formed; else None."""
+def pin_command(event: dict[str, Any], names: dict[str, str], kinds: tuple[str, ...] = PIN_KINDS) -> Command | None:
+    """The pin (or stage) command this `issue_comment` delivery runs: a new or changed one, well formed; else None."""
     comment = event["comment"]
     if event["action"] == "edited":
         before = ((event.get("changes") or {}).get("body") or {}).get("from")
         if not edit_is_new_command(before, comment.get("body"), names):
             return None
     command = parse(comment.get("body"), names)
-    if command is None or command.kind not in PIN_KINDS or command.problem is not None:
+    if command is None or command.kind not in kinds or command.problem is not None:
         return None  # usage problems get the help reply (handlers/help_command.py)
     return command
 
@@ -101,9 +102,12 @@ async def candidate_runs(ctx: Context, pull: dict, record: SweepRecord) -> list[
 
 
 def reply_comment(ctx: Context, number: int, comment_id: int, variables: dict[str, Any]) -> Comment:
-    """The reply, with the variables it was rendered from kept in it: a staging callback re-renders it."""
+    """The reply, with the variables it was rendered from (and which template) kept in it: a staging callback
+    re-renders it. `variables["template"]` names the kind; reuse_reply when absent."""
     record = json.dumps(variables, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=list)
-    body = f"{REPLY_RECORD} {record.replace('>', GT)} -->\n" + ctx.render("reuse_reply", **variables)
+    shown = {k: v for k, v in variables.items() if k != "template"}
+    body = (f"{REPLY_RECORD} {record.replace('>', GT)} -->\n"
+            + ctx.render(variables.get("template", "reuse_reply"), **shown))
     return Comment(number, reply_purpose(comment_id), body)
 
 
@@ -282,7 +286,49 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
     return [Comment(number, MERGE_PURPOSE, body)]
 
 
+async def stage_requested(event: sansio.Event, ctx: Context) -> list[Action]:
+    """`/stage-results [<run_id>]`: ask the results service to stage a run again (the pinned one by default)."""
+    data = event.data
+    issue, comment = data["issue"], data["comment"]
+    user = comment.get("user") or {}
+    if "pull_request" not in issue or from_a_bot(user, ctx.bot_login):
+        return []
+    command = pin_command(data, ctx.policy["commands"], (STAGE_KIND,))
+    if command is None:
+        return []
+    number, requester = issue["number"], user.get("login") or ""
+    commands = ctx.policy["commands"]
+    variables: dict[str, Any] = {"template": "stage_reply", "command": command.source.text, "requester": requester,
+                                 "stage_command": f"/{commands['stage']}", "use_command": f"/{commands['use']}",
+                                 "run": None, "verdict": None, "staging": None}
+    await ctx.apply(React(comment["id"], SEEN))
+    record, _ = await sweep_gate.load_record(ctx, number)
+    run_id = command.run_id or (record.pin.run_id if record.pin else None)
+    if not (authorized_by_association(comment.get("author_association")) or await ctx.can_write(requester)):
+        variables["outcome"] = "unauthorized"
+    elif run_id is None:
+        variables["outcome"] = "nothing_to_stage"
+    else:
+        pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+        run = await read_run(ctx, run_id)
+        verdict = pins.Verdict(False, NOT_FOUND, {"run_id": run_id}) if run is None else pins.check_run(
+            run, pinned=True, pr_commits=await pr_commits(ctx, number),
+            dispatched_run_ids=[r.run_id for r in record.runs], artifacts=await run_artifacts(ctx, run_id),
+            labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
+        variables["run"] = {"id": run_id, "url": (run or {}).get("html_url") or f"{ctx.html_url}/actions/runs/{run_id}"}
+        if not verdict.ok:
+            variables.update(outcome="refused", verdict={"code": verdict.code})
+        else:
+            variables["outcome"] = "requested"
+            await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
+    await ctx.apply(Unreact(comment["id"], SEEN))
+    staged = variables["outcome"] == "requested" and variables["staging"]["state"] == "requested"
+    return [reply_comment(ctx, number, comment["id"], variables), React(comment["id"], ACCEPTED if staged else REFUSED)]
+
+
 router.add(merged, "pull_request", action="closed")
+router.add(stage_requested, "issue_comment", action="created")
+router.add(stage_requested, "issue_comment", action="edited")
 router.add(pin_requested, "issue_comment", action="created")
 router.add(pin_requested, "issue_comment", action="edited")
 router.add(pin_comment_gone, "issue_comment", action="edited")

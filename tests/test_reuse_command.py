@@ -340,3 +340,31 @@ async def test_use_without_a_numeric_run_id_gets_the_usage_reply_and_pins_nothin
     assert "this line was not run" in text and f"`{body}`" in text
     assert reactions(repo, c) == [] and not any(x["body"].startswith(marker("sweep-status"))
                                                 for x in repo.comments(REPO, 59))
+
+
+async def test_stage_results_restages_the_pinned_run_and_its_callbacks_update_its_own_reply(repo, make_harness):
+    h = await make_harness()
+    run, c = await pinned_and_staged(h, repo, 60)
+    again = await command(h, 60, "/stage-results")
+    assert reactions(repo, again) == ["+1"]
+    first, second = repo.repository_dispatches(RESULTS)
+    stage_reply = reply_comment_of(repo, 60, again)
+    assert second["client_payload"]["run-id"] == str(run["id"])
+    assert second["client_payload"]["comment-id"] == str(stage_reply["id"]) != first["client_payload"]["comment-id"]
+    done = callback_payload(repo, 60, run["id"], "stage-results-completed", stage_reply["id"], **{
+        "stage-succeeded": "false"})
+    await h.deliver("repository_dispatch", done)
+    assert f"{RESULTS}/actions/runs/777" in reply_comment_of(repo, 60, again)["body"]
+
+
+@pytest.mark.parametrize("body, user, association, word", [
+    ("/stage-results", "maintainer", "MEMBER", "nothing to stage"),
+    ("/stage-results 5", "drive-by", "CONTRIBUTOR", "write, maintain or admin"),
+])
+async def test_stage_results_refusals(repo, make_harness, body, user, association, word):
+    open_pull(repo, 61)
+    repo.add_repo(RESULTS, installation_id=1)
+    h = await make_harness()
+    c = await command(h, 61, body, user=user, association=association)
+    assert reactions(repo, c) == ["-1"] and repo.repository_dispatches(RESULTS) == []
+    assert word in english(reply_comment_of(repo, 61, c)["body"])
