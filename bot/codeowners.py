@@ -1,0 +1,170 @@
+"""CODEOWNERS (SPEC §6): parse GitHub's CODEOWNERS file and say which rule owns a path and which files a login owns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+# Owners GitHub accepts: `@user`, `@org/team`, or an email address. Anything else makes the line a problem.
+USER_RE = re.compile(r"@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+TEAM_RE = re.compile(r"@[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+EMAIL_RE = re.compile(r"[^@\s]+@[^@\s/]+\.[^@\s/]+")
+
+# A `#` that starts a token (line start, or after whitespace) starts a comment; `\#` and `\ ` are literal.
+COMMENT = "#"
+ESCAPE = "\\"
+
+# gitignore features GitHub's CODEOWNERS does not support. `!` (negation) makes the line a problem; `[` and `]`
+# are matched literally (no character classes). `?` is one character other than `/`.
+NEGATION = "!"
+
+# A path segment of wildcards, translated to a regular expression (paths are case-sensitive, as on GitHub).
+STAR = "[^/]*"
+QMARK = "[^/]"
+
+
+class Rule(NamedTuple):
+    line: int  # 1-based line number in the file
+    pattern: str  # as written, escapes included
+    owners: tuple[str, ...]  # empty: the rule un-owns what it matches
+
+
+class Problem(NamedTuple):
+    line: int
+    reason: str
+
+
+class Match(NamedTuple):
+    rule: Rule
+
+
+@dataclass(frozen=True)
+class CodeOwners:
+    rules: tuple[Rule, ...]
+    problems: tuple[Problem, ...]
+
+    def owners_of(self, path: str) -> Match | None:
+        """The last rule matching `path` (repository-relative, `/`-separated), or None when no rule matches."""
+        path = path.lstrip("/")
+        for rule in reversed(self.rules):
+            if _regex(rule.pattern).match(path):
+                return Match(rule)
+        return None
+
+
+def parse(text: str) -> CodeOwners:
+    """Rules in file order; malformed lines are skipped (as GitHub skips them) and collected as problems."""
+    rules: list[Rule] = []
+    problems: list[Problem] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        tokens, error = _tokens(line)
+        if error:
+            problems.append(Problem(number, error))
+            continue
+        if not tokens:
+            continue
+        pattern, owners = tokens[0], tuple(tokens[1:])
+        reason = _pattern_problem(pattern) or next(
+            (f"invalid owner {owner!r}" for owner in owners if not _valid_owner(owner)), None
+        )
+        if reason:
+            problems.append(Problem(number, reason))
+        else:
+            rules.append(Rule(number, pattern, owners))
+    return CodeOwners(tuple(rules), tuple(problems))
+
+
+def owned_files(
+    codeowners: CodeOwners, files: Iterable[str], login: str, teams_of: Mapping[str, set[str]]
+) -> list[tuple[str, Rule]]:
+    """The files whose winning rule names `@login` or a team of it (case-insensitive); emails never match a login."""
+    handles = {"@" + login.lower()}
+    handles |= {"@" + team.lower() for team in teams_of.get(login, teams_of.get(login.lower(), set()))}
+    owned = []
+    for path in files:
+        match = codeowners.owners_of(path)
+        if match and any(owner.lower() in handles for owner in match.rule.owners):
+            owned.append((path, match.rule))
+    return owned
+
+
+def _tokens(line: str) -> tuple[list[str], str | None]:
+    """Whitespace-separated tokens up to an unescaped comment, escapes kept; or an error."""
+    tokens: list[str] = []
+    token = ""
+    i = 0
+    while i < len(line):
+        char = line[i]
+        if char == ESCAPE:
+            if i + 1 == len(line):
+                return [], "trailing backslash"
+            token += line[i : i + 2]
+            i += 2
+            continue
+        if char.isspace():
+            if token:
+                tokens.append(token)
+                token = ""
+        elif char == COMMENT and not token:
+            break
+        else:
+            token += char
+        i += 1
+    if token:
+        tokens.append(token)
+    return tokens, None
+
+
+def _pattern_problem(pattern: str) -> str | None:
+    if pattern.startswith(NEGATION):
+        return "negation (!) is not supported in CODEOWNERS"
+    if not pattern.strip("/"):
+        return "empty pattern"
+    return None
+
+
+def _valid_owner(owner: str) -> bool:
+    return any(regex.fullmatch(owner) for regex in (USER_RE, TEAM_RE, EMAIL_RE))
+
+
+@lru_cache(maxsize=1024)
+def _regex(pattern: str) -> re.Pattern[str]:
+    """A pattern as a regular expression over a whole path (see the module constants for the semantics)."""
+    directory = pattern.endswith("/") and not pattern.endswith("\\/")
+    body = pattern.rstrip("/") if directory else pattern
+    anchored = "/" in body  # at the start or in the middle: relative to the repository root
+    body = body.lstrip("/")
+    segments = body.split("/")
+    parts = []
+    for index, segment in enumerate(segments):
+        last = index == len(segments) - 1
+        if segment == "**":
+            # `a/**/b`: zero or more directories; trailing `a/**`: everything under a; leading `**/b`: b anywhere.
+            parts.append(".*" if last else "(?:.*/)?")
+        else:
+            parts.append(_segment(segment) + ("" if last else "/"))
+    prefix = "" if anchored else "(?:.*/)?"
+    if directory:
+        suffix = "/.*"  # a directory: everything under it
+    elif segments[-1] in ("*", "**"):
+        suffix = ""  # `/docs/*`: direct children only (GitHub, unlike gitignore, does not recurse)
+    else:
+        suffix = "(?:/.*)?"  # the path itself, or a directory of that name and everything under it
+    return re.compile(prefix + "".join(parts) + suffix + r"\Z")
+
+
+def _segment(segment: str) -> str:
+    out = []
+    i = 0
+    while i < len(segment):
+        char = segment[i]
+        if char == ESCAPE and i + 1 < len(segment):
+            out.append(re.escape(segment[i + 1]))
+            i += 2
+            continue
+        out.append(STAR if char == "*" else QMARK if char == "?" else re.escape(char))
+        i += 1
+    return "".join(out)
