@@ -58,6 +58,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 from bot import logs  # noqa: E402
 from bot.comments import purpose_of  # noqa: E402
 from bot.config import Settings  # noqa: E402
+from bot.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
@@ -65,9 +66,6 @@ CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 LABEL = "full-sweep-fail-fast"
 WARM_UP_LABEL = "documentation"  # not a sweep label: the gate runs, nothing is dispatched
 MAINTAINER = "maintainer"
-WORKFLOW = "run-sweep.yml"
-INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
-          "agentx-fast", "dispatch-id"]
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 HISTORY = f"""\
 - config-keys:
@@ -141,7 +139,7 @@ def seed(fake: InMemoryGitHub, prs: int) -> None:
     fake.add_repo(REPO, default_branch="main", installation_id=1)
     fake.set_rate_limit(1_000_000)  # ~20 requests a PR; GitHub's 5,000 an hour is not the subject
     fake.set_permission(REPO, MAINTAINER, "write")
-    fake.add_workflow(REPO, WORKFLOW, inputs=INPUTS, run_name="Sweep ${{ inputs.dispatch-id }}")
+    add_sweep_workflows(fake, REPO)
     for number in range(1, prs + 1):
         add_changelog_pull(fake, number)
 

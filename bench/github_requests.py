@@ -28,6 +28,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from bot.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
 import handlers  # noqa: E402
 from handlers import router_without, sweep_gate  # noqa: E402
@@ -246,8 +247,6 @@ SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
 
 # ---- sweep-gate scenarios (every feature, as `sweepbot serve` runs them) --------------------------------------
 
-GATE_INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
-               "agentx-fast", "dispatch-id"]
 PREFIX = f"https://github.com/{REPO}/pull/"
 HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
            b"  pr-link: " + PREFIX.encode() + b"1\n")
@@ -262,9 +261,7 @@ def gate_pull(number: int, *, entry: bytes | None = ENTRY, fork: bool = False,
     carrying the autolabel its files earn (applied by the bot, as on `opened`: the autolabels cost nothing here
     but their `list files`); a fork PR has its merge commit computed already."""
     def setup(fake: InMemoryGitHub) -> None:
-        fake.add_workflow(REPO, "run-sweep.yml", inputs=GATE_INPUTS, run_name="Sweep ${{ inputs.dispatch-id }}")
-        fake.add_workflow(REPO, "e2e-tests.yml", inputs=GATE_INPUTS + ["merge-sha"],
-                          run_name="Fork sweep ${{ inputs.dispatch-id }}")
+        add_sweep_workflows(fake, REPO)
         pr = fake.add_pull(REPO, number=number, user="partner", title="MI355X recipe", head_ref=f"recipe-{number}",
                            head_repo=FORK if fork else None, files=list(files))
         fake.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])

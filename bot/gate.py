@@ -47,6 +47,12 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
 # Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it).
 SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({"dispatch": frozenset({"failed", "retrying"})})
 
+# The inputs of the sweep workflows (every value a string, booleans "true"/"false"); the fork's trusted workflow
+# also takes GitHub's merge commit. `_request` fills exactly these.
+DISPATCH_INPUTS = ("pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals",
+                   "evals-only", "agentx-fast", "dispatch-id")
+FORK_INPUTS = DISPATCH_INPUTS + ("merge-sha",)
+
 # Workflow run statuses of a run that has not finished: a superseded one is cancelled.
 ACTIVE_STATUSES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
 

@@ -7,6 +7,8 @@ from typing import Any, Callable, TextIO
 
 import httpx
 
+from bot.config import default_policy
+from bot.gate import DISPATCH_INPUTS, FORK_INPUTS
 from bot.github import GitHubApp, RetryPolicy, WritePacer
 from bot.testing import InMemoryGitHub
 from bot.metrics import Metrics
@@ -29,8 +31,7 @@ DEMO_FILES = {
 DEMO_ENTRY = ("\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - Tuned SGLang recipe\n"
               "  pr-link: XXX\n")
 DEMO_LABEL = "full-sweep-fail-fast"
-SWEEP_INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
-                "agentx-fast", "dispatch-id"]
+SWEEP_RUN_NAME = "Sweep ${{ inputs.dispatch-id }}"
 
 
 def _generate_key() -> str:
@@ -81,9 +82,16 @@ def demo_github(out: TextIO | None = None) -> InMemoryGitHub:
     fake.set_file(DEMO_REPO, "inferencex-e2e/perf-changelog.yaml", changelog, ref=pr["base"]["sha"])
     fake.set_file(DEMO_REPO, "inferencex-e2e/perf-changelog.yaml", changelog + DEMO_ENTRY, ref=pr["head"]["sha"])
     fake.update_pull(DEMO_REPO, 1, merge_commit_sha="5" * 40)
-    for workflow, extra in (("run-sweep.yml", []), ("e2e-tests.yml", ["merge-sha"])):
-        fake.add_workflow(DEMO_REPO, workflow, inputs=SWEEP_INPUTS + extra, run_name="Sweep ${{ inputs.dispatch-id }}")
+    add_sweep_workflows(fake, DEMO_REPO)
     return fake
+
+
+def add_sweep_workflows(fake: InMemoryGitHub, repo: str) -> None:
+    """The default policy's two sweep workflows, taking the gate's inputs, their runs named by dispatch id (as
+    the real workflows' `run-name:` must be)."""
+    workflows = default_policy()["workflows"]
+    for workflow, inputs in ((workflows["sweep"], DISPATCH_INPUTS), (workflows["fork_sweep"], FORK_INPUTS)):
+        fake.add_workflow(repo, workflow, inputs=list(inputs), run_name=SWEEP_RUN_NAME)
 
 
 def seed_from_payload(fake: InMemoryGitHub, payload: dict[str, Any]) -> None:

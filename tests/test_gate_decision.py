@@ -12,6 +12,8 @@ from bot.config import default_policy
 from bot.gate import (
     ACTIVE_STATUSES,
     CONDITIONS,
+    DISPATCH_INPUTS,
+    FORK_INPUTS,
     REASONS,
     SET_BY_HANDLER,
     AppliedLabel,
@@ -210,6 +212,7 @@ def test_same_repo_dispatch_runs_the_sweep_workflow_on_the_head_branch_with_exac
         "dispatch-id": key,
     }
     assert decision.start.dispatch_id == decision.dispatch_id == key
+    assert tuple(decision.start.inputs) == DISPATCH_INPUTS  # what the fakes' sweep workflows accept
     assert decision.start.head_sha == HEAD
     assert decision.cancel == () and decision.remove_labels == ()
 
@@ -224,6 +227,7 @@ def test_fork_dispatch_runs_the_trusted_workflow_on_the_default_branch_with_appr
         "canary": "false", "fail-fast": "false", "all-evals": "false", "evals-only": "true", "agentx-fast": "true",
         "dispatch-id": dispatch_id(42, HEAD, [NON_CANARY, EVALS_ONLY, AGENTX_FAST]), "merge-sha": MERGE,
     }
+    assert tuple(decision.start.inputs) == FORK_INPUTS
     assert reasons(decision)["fork_approval"] == (True, "approved")
     assert dict(decision.condition("fork_approval").params) == {"by": "maintainer", "head_sha": HEAD, "ignored": ()}
     assert reasons(decision)["merge_commit"] == (True, "present")

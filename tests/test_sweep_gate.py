@@ -10,6 +10,7 @@ import json
 import pytest
 
 from bot.comments import marker
+from bot.sandbox import add_sweep_workflows
 from bot.sweep_record import SweepRecord
 import handlers
 from handlers import sweep_gate
@@ -23,8 +24,6 @@ HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \
 ENTRY = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n  pr-link: XXX\n"
 TBD_ENTRY = ENTRY.replace(b"XXX", b"TBD")
 FAIL_FAST, ENABLED = "full-sweep-fail-fast", "full-sweep-enabled"
-INPUTS = ["pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals", "evals-only",
-          "agentx-fast", "dispatch-id"]
 STATUS = marker("sweep-status")
 
 
@@ -47,8 +46,7 @@ def no_merge_wait(monkeypatch):
 def repo(github):
     github.add_repo(REPO, default_branch="main", installation_id=1)
     github.set_permission(REPO, "maintainer", "write")
-    github.add_workflow(REPO, "run-sweep.yml", inputs=INPUTS, run_name="Sweep ${{ inputs.dispatch-id }}")
-    github.add_workflow(REPO, "e2e-tests.yml", inputs=INPUTS + ["merge-sha"], run_name="Fork sweep ${{ inputs.dispatch-id }}")
+    add_sweep_workflows(github, REPO)
     return github
 
 
