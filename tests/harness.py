@@ -95,6 +95,22 @@ async def stop_harness(h: Harness) -> None:
     await h.bot.stop()
 
 
+def load_bench(script: str) -> Any:
+    """A script of bench/ (not a package) as a module, loaded once and registered first (for its dataclasses)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    name = f"bench_{script}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{script}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = sys.modules[name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 # -- the bot as a separate process (crash test, intake benchmark) -------------------------------
 
 CREDENTIALS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET")

@@ -3,26 +3,12 @@ cannot drift from the code silently."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-
-def _bench():
-    """bench/ is not a package: load the script as a module (the same registration as tests/test_welcome.py)."""
-    name = "bench_github_requests"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parent.parent / "bench" / "github_requests.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from harness import load_bench
 
 
-BENCH = _bench()
+BENCH = load_bench("github_requests")
 
 # scenario -> (requests after the token, writes, requests in order), every feature, warm process.
 FIGURES = {

@@ -15,7 +15,7 @@ import pytest
 from bot.comments import marker
 from bot.commands import find_commands
 from bot.config import default_policy
-from harness import REPO
+from harness import REPO, load_bench
 
 WELCOME = marker("welcome")
 OTHER_REPO = "acme/Bench"
@@ -347,23 +347,7 @@ async def test_copied_marker_does_not_hijack_the_welcome(harness, action, login,
 # ---- request figures (bench/github_requests.py) ------------------------------------------------------------
 
 
-def _bench():
-    """bench/ is not a package: load the script as a module (registered first, for its dataclasses)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    name = "bench_github_requests"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().parent.parent / "bench" / "github_requests.py"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = load_bench("github_requests")
 
 # scenario -> (requests after the token, writes, requests in order); the README's table is printed from these.
 FIGURES = {
