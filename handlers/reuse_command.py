@@ -150,21 +150,34 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
             "stage_command": f"/{commands['stage']}"}
 
 
+async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecord,
+                       commits: list[str] | None = None) -> tuple[dict | None, pins.Verdict]:
+    """(the run, its verdict as a pinned id): `not-found` when the repository has no such run."""
+    run = await read_run(ctx, run_id)
+    if run is None:
+        return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
+    verdict = pins.check_run(
+        run, pinned=True, pr_commits=commits if commits is not None else await pr_commits(ctx, pull["number"]),
+        dispatched_run_ids=[r.run_id for r in record.runs], artifacts=await run_artifacts(ctx, run_id),
+        labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
+    return run, verdict
+
+
+async def may_pin(ctx: Context, comment: dict, login: str) -> bool:
+    """Authorized for pin and stage commands (the association first, then the permission API)."""
+    return authorized_by_association(comment.get("author_association")) or await ctx.can_write(login)
+
+
 async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
                  ) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
     """(outcome, run, verdict, others) for an authorized pin command."""
     commits = await pr_commits(ctx, pull["number"])
+    if command.run_id is not None:
+        run, verdict = await judge_pinned(ctx, command.run_id, pull, record, commits)
+        return ("accepted" if verdict.ok else "refused"), run, verdict, []
     labels = [label["name"] for label in pull.get("labels") or []]
     dispatched = [r.run_id for r in record.runs]
     now = utcnow()
-    if command.run_id is not None:
-        run = await read_run(ctx, command.run_id)
-        if run is None:
-            return "refused", None, pins.Verdict(False, NOT_FOUND, {"run_id": command.run_id}), []
-        verdict = pins.check_run(run, pinned=True, pr_commits=commits, dispatched_run_ids=dispatched,
-                                 artifacts=await run_artifacts(ctx, run["id"]), labels=labels, policy=ctx.policy,
-                                 now=now)
-        return ("accepted" if verdict.ok else "refused"), run, verdict, []
     runs = await candidate_runs(ctx, pull, record)
     artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
     chosen = pins.newest_eligible(runs, pr_commits=commits, dispatched_run_ids=dispatched, artifacts_of=artifacts,
@@ -188,7 +201,7 @@ async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     await ctx.apply(React(comment["id"], SEEN))  # before the slow checks: the maintainer sees it was heard
     record, exists = await sweep_gate.load_record(ctx, number)
     pull: dict = {}
-    if not (authorized_by_association(comment.get("author_association")) or await ctx.can_write(requester)):
+    if not await may_pin(ctx, comment, requester):
         outcome, run, verdict, others = "unauthorized", None, None, []
     else:
         pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
@@ -267,14 +280,7 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
         return []  # the PR never asked for a sweep nor touched the changelog
     run = verdict = None
     if record.pin is not None:
-        run = await read_run(ctx, record.pin.run_id)
-        if run is None:
-            verdict = pins.Verdict(False, NOT_FOUND, {"run_id": record.pin.run_id})
-        else:
-            verdict = pins.check_run(
-                run, pinned=True, pr_commits=await pr_commits(ctx, number),
-                dispatched_run_ids=[r.run_id for r in record.runs], artifacts=await run_artifacts(ctx, run["id"]),
-                labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
+        run, verdict = await judge_pinned(ctx, record.pin.run_id, pull, record)
     outcome = merge_outcome(record.pin, verdict)
     summary = pins.summarize(run) if run else None
     body = ctx.render("merge_reuse", outcome=outcome, pin=None if record.pin is None else {
@@ -304,17 +310,13 @@ async def stage_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     await ctx.apply(React(comment["id"], SEEN))
     record, _ = await sweep_gate.load_record(ctx, number)
     run_id = command.run_id or (record.pin.run_id if record.pin else None)
-    if not (authorized_by_association(comment.get("author_association")) or await ctx.can_write(requester)):
+    if not await may_pin(ctx, comment, requester):
         variables["outcome"] = "unauthorized"
     elif run_id is None:
         variables["outcome"] = "nothing_to_stage"
     else:
         pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
-        run = await read_run(ctx, run_id)
-        verdict = pins.Verdict(False, NOT_FOUND, {"run_id": run_id}) if run is None else pins.check_run(
-            run, pinned=True, pr_commits=await pr_commits(ctx, number),
-            dispatched_run_ids=[r.run_id for r in record.runs], artifacts=await run_artifacts(ctx, run_id),
-            labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
+        run, verdict = await judge_pinned(ctx, run_id, pull, record)
         variables["run"] = {"id": run_id, "url": (run or {}).get("html_url") or f"{ctx.html_url}/actions/runs/{run_id}"}
         if not verdict.ok:
             variables.update(outcome="refused", verdict={"code": verdict.code})
