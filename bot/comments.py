@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from typing import Any, Callable
 
@@ -16,6 +17,7 @@ BODY_LIMIT = 65536  # GitHub rejects longer comment and issue bodies
 MARKER_RE = re.compile(r"^<!-- sweepbot:([a-z0-9][a-z0-9:_.\-]*) -->")
 PER_PAGE = 100
 FENCE_CLOSE = "\n```"
+JSON_GT = "\\u003e"  # `>` as a JSON escape
 
 CREATED, UPDATED, UNCHANGED, KEPT = "created", "updated", "unchanged", "kept"
 
@@ -46,6 +48,25 @@ def fit(purpose: str, text: str, truncated_note: Callable[[int], str]) -> str:
     if cut.count("```") % 2:  # don't leave a code fence open above the note: close it, keeping what it holds
         cut += FENCE_CLOSE
     return head + cut + note
+
+
+def hidden_record(name: str, data: Any) -> str:
+    """One HTML comment line that holds `data` as JSON for the bot to read back (`read_hidden_record`); `>` is
+    escaped, so no value can close the comment early."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=list)
+    return f"<!-- sweepbot-{name} {text.replace('>', JSON_GT)} -->"
+
+
+def read_hidden_record(name: str, body: str | None) -> Any:
+    """The data of the first `hidden_record(name, ...)` line of `body`; None when there is none or it is unreadable."""
+    prefix = f"<!-- sweepbot-{name} "
+    for line in (body or "").splitlines():
+        if line.startswith(prefix) and line.endswith(" -->"):
+            try:
+                return json.loads(line[len(prefix):-len(" -->")])
+            except ValueError:
+                return None
+    return None
 
 
 def is_bots(item: dict[str, Any], bot_login: str) -> bool:

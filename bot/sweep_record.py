@@ -8,16 +8,15 @@ Only the bot's own comment counts (the caller finds it by author and marker), so
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bot.comments import hidden_record, read_hidden_record
+
 VERSION = 1
 MAX_RUNS = 20  # the newest runs kept: older ones are finished or cancelled long ago
-_RECORD = re.compile(r"^<!-- sweepbot-record (\{.*\}) -->$", re.MULTILINE)
+RECORD = "record"  # its hidden line: <!-- sweepbot-record {...} -->
 _FINISHED = "completed"
-_GT = "\\u003e"  # `>` as a JSON escape
 
 
 @dataclass(frozen=True)
@@ -66,11 +65,10 @@ class SweepRecord:
     @classmethod
     def parse(cls, body: str | None) -> "SweepRecord":
         """The record in a status comment's body; an empty record when there is none or it cannot be read."""
-        match = _RECORD.search(body or "")
-        if not match:
+        data = read_hidden_record(RECORD, body)
+        if data is None:
             return cls()
         try:
-            data = json.loads(match.group(1))
             approvals = tuple(Approval(str(a["label"]), str(a["by"]), str(a["head_sha"]))
                               for a in data.get("approvals", ()))
             runs = tuple(RunRecord(str(r["dispatch_id"]), int(r["run_id"]), str(r["head_sha"]), str(r["workflow"]),
@@ -118,11 +116,10 @@ class SweepRecord:
     # -- writing ---------------------------------------------------------------------------------
 
     def line(self) -> str:
-        """One HTML comment line; `>` is escaped so no value can close the comment early."""
+        """The record as one hidden HTML comment line of the status comment."""
         data = {"v": VERSION,
                 "approvals": [a.__dict__ for a in self.approvals],
                 "runs": [r.__dict__ for r in self.runs]}
         if self.pin is not None:
             data["pin"] = self.pin.__dict__
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).replace(">", _GT)
-        return f"<!-- sweepbot-record {text} -->"
+        return hidden_record(RECORD, data)

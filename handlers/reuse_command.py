@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
 from typing import Any
 
@@ -13,7 +12,7 @@ from gidgethub import routing, sansio
 from bot import logs, pins
 from bot.actions import Action, Comment, React, RepositoryDispatch, Unreact
 from bot.commands import Command, edit_is_new_command, parse
-from bot.comments import PER_PAGE
+from bot.comments import PER_PAGE, hidden_record, read_hidden_record
 from bot.processing import Context
 from bot.sweep_record import Pin, SweepRecord
 from handlers import sweep_gate
@@ -25,8 +24,7 @@ TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
 NOT_FOUND = "not-found"
 STAGE_EVENT = "stage-results"
-REPLY_RECORD = "<!-- sweepbot-reply"
-GT = "\\u003e"  # `>` as a JSON escape: no value closes the hidden record
+REPLY_RECORD = "reply"  # the reply's hidden line: <!-- sweepbot-reply {...} -->
 MERGE_PURPOSE = "merge-reuse"
 CANDIDATE_RUNS = 100  # a bare /reuse-sweep-run looks at this many of the newest runs of the PR's branch
 
@@ -104,22 +102,14 @@ async def candidate_runs(ctx: Context, pull: dict, record: SweepRecord) -> list[
 def reply_comment(ctx: Context, number: int, comment_id: int, variables: dict[str, Any]) -> Comment:
     """The reply, with the variables it was rendered from (and which template) kept in it: a staging callback
     re-renders it. `variables["template"]` names the kind; reuse_reply when absent."""
-    record = json.dumps(variables, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=list)
     shown = {k: v for k, v in variables.items() if k != "template"}
-    body = (f"{REPLY_RECORD} {record.replace('>', GT)} -->\n"
-            + ctx.render(variables.get("template", "reuse_reply"), **shown))
+    body = hidden_record(REPLY_RECORD, variables) + "\n" + ctx.render(variables.get("template", "reuse_reply"), **shown)
     return Comment(number, reply_purpose(comment_id), body)
 
 
 def reply_record(body: str | None) -> dict[str, Any] | None:
-    for line in (body or "").splitlines()[:3]:
-        if line.startswith(REPLY_RECORD + " ") and line.endswith(" -->"):
-            try:
-                found = json.loads(line[len(REPLY_RECORD) + 1:-4])
-            except ValueError:
-                return None
-            return found if isinstance(found, dict) else None
-    return None
+    found = read_hidden_record(REPLY_RECORD, body)
+    return found if isinstance(found, dict) else None
 
 
 def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
