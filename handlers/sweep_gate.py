@@ -318,13 +318,16 @@ def status_variables(ctx: Context, state: PRState, decision: Decision, record: S
     }
 
 
-def status_comment(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> Comment:
-    body = record.line() + "\n" + ctx.render("sweep_status", **status_variables(ctx, state, decision, record))
-    return Comment(state.pull["number"], PURPOSE, body)
+def status_text(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> str:
+    """The gate table, as the status comment and the check run's summary both show it."""
+    return ctx.render("sweep_status", **status_variables(ctx, state, decision, record))
 
 
-def check_run(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> CheckRun:
-    variables = status_variables(ctx, state, decision, record)
+def status_comment(ctx: Context, state: PRState, record: SweepRecord, text: str) -> Comment:
+    return Comment(state.pull["number"], PURPOSE, record.line() + "\n" + text)
+
+
+def check_run(ctx: Context, state: PRState, decision: Decision, text: str) -> CheckRun:
     conclusion = check_conclusion(decision)
     path = ctx.policy["paths"]["changelog"]
     errors = list(state.changelog.errors) if state.changelog is not None else []
@@ -333,7 +336,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, record: SweepRec
     return CheckRun(
         head_sha=state.pull["head"]["sha"], name=CHECK_NAME, conclusion=conclusion,
         title=ctx.templates.title("sweep_check", conclusion=conclusion),
-        summary=ctx.render("sweep_status", **variables), annotations=notes,
+        summary=text, annotations=notes,
         details_url=state.pull.get("html_url"),
     )
 
@@ -371,7 +374,7 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
         except Exception as exc:
             code = "retrying" if classify(exc) == TRANSIENT and not ctx.last_try else "failed"
             failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])
-            await _report(ctx, status_comment(ctx, state, failed, record))
+            await _report(ctx, status_comment(ctx, state, record, status_text(ctx, state, failed, record)))
             raise
         record = record.add_run(RunRecord(start.dispatch_id, int(result.id or 0), pull["head"]["sha"],
                                           start.workflow, html_url=(result.data or {}).get("html_url")))
@@ -381,10 +384,11 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
     elif decision.start is not None:  # a later delivery in the lane starts it; say nothing has started
         decision = _with_dispatch(decision, "not_dispatched")
     actions: list[Action] = []
+    text = status_text(ctx, state, decision, record)
     if shows_status(state.files_touch_changelog, state.label_names, ctx.policy, exists or bool(record.runs)):
-        actions.append(status_comment(ctx, state, decision, record))
+        actions.append(status_comment(ctx, state, record, text))
     if pull.get("state") == "open":
-        actions.append(check_run(ctx, state, decision, record))
+        actions.append(check_run(ctx, state, decision, text))
     return actions
 
 
