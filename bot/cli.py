@@ -23,7 +23,7 @@ from bot import logs
 from bot.config import ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.executor import JournalLedger
 from bot.github import GitHubApp, http_timeout, WritePacer
-from bot.journal import DONE, FAILED, Journal
+from bot.journal import DONE, FAILED, JournalUnavailable, open_journal
 from bot.metrics import Metrics
 from bot.runtime import Bot, log_secrets
 from bot.server import make_app
@@ -62,7 +62,12 @@ async def serve(settings: Settings, out: TextIO | None = None) -> int:
     log_secrets(settings)
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
-    bot = Bot(settings, app)
+    try:
+        bot = Bot(settings, app)
+    except JournalUnavailable as exc:  # a bad or unreachable database: said once, without its password
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        await app.close()
+        return 2
     await bot.start()
     runner = web.AppRunner(make_app(bot), access_log=None, shutdown_timeout=5)
     await runner.setup()
@@ -194,11 +199,15 @@ class _NoJournal:
 
 async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    journal = Journal(settings.db_path)
+    try:
+        journal = open_journal(settings.db_path)
+    except JournalUnavailable as exc:
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        return 2
     try:
         found = await journal.get(delivery_id)
         if found is None:
-            print(f"sweepbot: no delivery {delivery_id!r} in {settings.db_path}", file=sys.stderr)
+            print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
             return 2
         requeued = await journal.requeue(delivery_id)
         row, attempt, effects = await journal.begin(requeued.seq)  # as a worker takes it: attempt and ledger
@@ -218,7 +227,11 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
 
 async def deliveries(settings: Settings, failed_only: bool, limit: int, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    journal = Journal(settings.db_path)
+    try:
+        journal = open_journal(settings.db_path)
+    except JournalUnavailable as exc:
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        return 2
     try:
         rows = await journal.listing(status=FAILED if failed_only else None, limit=limit)
         counts = await journal.counts()

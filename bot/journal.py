@@ -1,4 +1,9 @@
-"""The delivery journal: every accepted webhook is committed to SQLite (WAL) before it is acknowledged."""
+"""The delivery journal: every accepted webhook is committed before it is acknowledged.
+
+Two backends behind one interface (`JournalBackend`): SQLite (WAL, this module, the default) for one process,
+and PostgreSQL (`bot.journal_pg`) for replicas that share one database. `open_journal` picks by the target:
+a `postgresql://` URL or a file path.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,8 @@ import sqlite3
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from bot import logs
 from bot.lanes import kind, lane
@@ -123,11 +129,84 @@ class NewDelivery:
         return lane(self.repo, self.number, self.sha, self.id)
 
 
+class JournalUnavailable(RuntimeError):
+    """The journal cannot be opened at start; the message names where, never a password."""
+
+
+class JournalBackend(Protocol):
+    """What the server, the workers, the ledger and the CLI use; both backends pass tests/test_journal_contract.py.
+
+    Each method may be awaited from any event loop and thread (intake and the workers run on two).
+    """
+
+    where: str  # what to call it in messages: a path, or a URL without its password
+    last_error: str | None
+
+    async def record(self, d: NewDelivery) -> int | None: ...
+    async def begin(self, seq: int) -> tuple[Delivery, int, dict[str, Effect]] | None: ...
+    async def load(self, seq: int) -> Delivery | None: ...
+    async def finish(self, seq: int, status: str, error: str | None = None) -> None: ...
+    async def retry_later(self, seq: int, not_before: float, error: str) -> None: ...
+    async def requeue(self, delivery_id: str) -> Delivery | None: ...
+    async def relane(self, seq: int, number: int) -> str: ...
+    async def recover(self, max_interrupted: int) -> list[str]: ...
+    async def unfinished(self) -> list[Queued]: ...
+    async def effects(self, seq: int) -> dict[str, Effect]: ...
+    async def intend(self, seq: int, key: str) -> None: ...
+    async def withdraw(self, seq: int, key: str) -> None: ...
+    def complete(self, seq: int, key: str, result: Any) -> asyncio.Future: ...
+    async def get(self, delivery_id: str) -> Delivery | None: ...
+    async def listing(self, *, status: str | None = None, limit: int = 50) -> list[Delivery]: ...
+    async def oldest_pending(self) -> float | None: ...
+    async def counts(self) -> dict[str, int]: ...
+    async def prune(self, older_than_days: float = 30.0) -> int: ...
+    async def probe(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def is_postgres(target: str) -> bool:
+    return target.startswith(("postgresql://", "postgres://"))
+
+
+def safe_target(target: str) -> str:
+    """The journal's target fit for a message or a log line: a URL's password (in it or in its query) masked."""
+    if not is_postgres(target):
+        return target
+    try:
+        parts = urlsplit(target)
+    except ValueError:
+        return f"{target.split(':', 1)[0]}://(a URL that cannot be parsed)"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, hosts = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            netloc = f"{userinfo.split(':', 1)[0]}:***@{hosts}"
+    query = parts.query
+    if any(k == "password" for k, _ in parse_qsl(query, True)):
+        query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(query, True)], safe="/*")
+    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+            + (f"#{parts.fragment}" if parts.fragment else ""))
+
+
+def open_journal(target: str) -> JournalBackend:
+    """The journal at `target` (SWEEPBOT_DB): PostgreSQL for a postgresql:// URL, else an SQLite file there.
+    Connected and migrated on return; JournalUnavailable, naming the target without its password, otherwise."""
+    if is_postgres(target):
+        from bot.journal_pg import PgJournal
+
+        return PgJournal(target)
+    try:
+        return Journal(target)
+    except sqlite3.Error as exc:
+        raise JournalUnavailable(f"cannot open the journal {target}: {type(exc).__name__}: {exc}") from None
+
+
 class Journal:
     """SQLite journal with one writer thread; concurrent writes are committed together (group commit)."""
 
     def __init__(self, path: str):
         self.path = path
+        self.where = path
         self._ops: "queue.Queue[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future | None] | None]" = queue.Queue()
         self._conn = self._connect()
         self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)

@@ -14,7 +14,7 @@ from bot import lanes, logs
 from bot.config import Settings
 from bot.github import GitHubApp
 from bot.executor import JournalLedger
-from bot.journal import Delivery, Journal, NewDelivery
+from bot.journal import Delivery, JournalBackend, NewDelivery, open_journal
 from bot.processing import Processor
 from bot.repo_config import RepoConfigs
 from bot.templates import Templates
@@ -34,13 +34,13 @@ def default_router() -> routing.Router:
 class Bot:
     def __init__(self, settings: Settings, app: GitHubApp, *, router: routing.Router | None = None,
                  templates: Templates | None = None, configs: RepoConfigs | None = None,
-                 journal: Journal | None = None):
+                 journal: JournalBackend | None = None):
         self.settings = settings
         self.app = app
         self.metrics = app.metrics
         self.templates = templates or Templates()
         self.configs = configs or RepoConfigs()
-        self.journal = journal or Journal(settings.db_path)
+        self.journal = journal or open_journal(settings.db_path)  # SQLite file or postgresql:// URL
         self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
         self.workers: Workers | None = None
         self._loop: WorkerLoop | None = None
