@@ -201,10 +201,7 @@ def callback_payload(github, number: int, run_id: int, event_type: str, reply_id
                "app-run-id": "777", "run-date": "2026-01-01", "requested-by": "maintainer", **extra}
     if reply_id is not None:
         payload["comment-id"] = str(reply_id)
-    envelope = github.pull_request_payload(REPO, number, "opened")
-    return {"action": event_type, "branch": "main", "client_payload": payload,
-            "repository": envelope["repository"], "installation": envelope["installation"],
-            "sender": {"login": "results-bot", "type": "Bot"}}
+    return github.repository_dispatch_payload(REPO, event_type, payload)
 
 
 def reply_comment_of(github, number: int, command_comment: dict) -> dict:

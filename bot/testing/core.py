@@ -42,7 +42,7 @@ from bot.testing.model import (
 # Placeholders usable in ROUTES, and the regex each one matches in the raw (encoded) path.
 PARAMS = {
     "owner": r"[^/]+", "repo": r"[^/]+", "name": r"[^/]+", "user": r"[^/]+", "path": r".+",
-    "workflow": r"[^/]+", "ref": r"[^/]+",
+    "workflow": r"[^/]+", "ref": r"[^/]+", "org": r"[^/]+", "team": r"[^/]+",
     "number": r"\d+", "id": r"\d+", "rid": r"\d+",
 }
 INT_PARAMS = frozenset({"number", "id", "rid"})
@@ -96,6 +96,7 @@ class GitHubCore:
         self._repos: dict[str, Repo] = {}
         self._installations: dict[int, dict[str, Any]] = {}
         self._comments: dict[int, Comment] = {}
+        self._teams: dict[tuple[str, str], dict[str, str]] = {}  # (org, slug) -> login -> active|pending
         self._known_users: set[str] = set()
         self._ids = iter(range(1001, 1 << 62))
         self._ticks = 0

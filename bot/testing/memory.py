@@ -11,6 +11,7 @@ from bot.testing.payloads import PayloadsMixin
 from bot.testing.pulls import PullsMixin
 from bot.testing.reactions import ReactionsMixin
 from bot.testing.repos import ReposMixin
+from bot.testing.reviews import ReviewsMixin
 
 
 class InMemoryGitHub(
@@ -22,6 +23,7 @@ class InMemoryGitHub(
     IssuesMixin,
     PullsMixin,
     ReposMixin,
+    ReviewsMixin,
     AppsMixin,
 ):
     """GitHub as far as sweepbot uses it. `handle` is an httpx MockTransport / respx side effect.
