@@ -19,7 +19,8 @@ LOGIN_RE = re.compile(r"@?(?P<login>[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\
 IMAGE_OR_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 REF_LINK_RE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
 AUTOLINK_RE = re.compile(r"<((?:https?|mailto):[^>\s]*)>")
-EMPHASIS_RE = re.compile(r"\*+|_+|~~|`+")
+# `_` inside a word (PR_REVIEW_CHECKLIST.md) is not emphasis in CommonMark; around a word it is.
+EMPHASIS_RE = re.compile(r"\*+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])|~~|`+")
 SPACE_RE = re.compile(r"\s+")
 
 

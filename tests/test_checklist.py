@@ -96,6 +96,8 @@ def test_tilde_fence_and_custom_heading():
         ("see [MODELS.md](https://x/MODELS.md) now", "see MODELS.md now"),
         ("run `git apply` here", "run git apply here"),
         ("Case Kept.", "Case Kept."),
+        # regression: underscores inside a word were stripped as emphasis (PRREVIEWCHECKLIST.md in a verdict)
+        ("the [PR_REVIEW_CHECKLIST.md](https://x) and `<PR_NUMBER>.md`", "the PR_REVIEW_CHECKLIST.md and <PR_NUMBER>.md"),
         ("![alt](img.png) <https://a.b/c>", "alt https://a.b/c"),
     ],
 )
