@@ -31,7 +31,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 from bot.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
 import handlers  # noqa: E402
-from handlers import router_without, sweep_gate  # noqa: E402
+from handlers import PR_WORKFLOW, router_without, sweep_gate  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 FORK = "partner/InferenceX"
@@ -124,7 +124,7 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
         setup(fake)
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
         router.route(host="api.github.com").mock(side_effect=fake.handle)
-        h = await start_harness(Path(tmp), fake, key, router=features or router_without("sweep_gate", "reuse"),
+        h = await start_harness(Path(tmp), fake, key, router=features or router_without(*PR_WORKFLOW),
                                   **settings)
         try:
             if warm:  # a push to another branch: token, App identity and policy cached, nothing else done

@@ -236,8 +236,16 @@ def _check_semantics(policy: dict[str, Any]) -> None:
     errors = _sweep_label_errors(labels)
     errors += command_name_errors(policy["commands"])
     errors += _autolabel_errors(policy["autolabels"], _sweep_labels(labels))
+    errors += _verified_item_errors(policy["signoff"]["verified_items"])
     if errors:
         raise ConfigError(errors)
+
+
+def _verified_item_errors(items: list[dict[str, Any]]) -> list[str]:
+    from bot.signoff import CHECKS
+
+    return [f"signoff.verified_items[{i}].check: {item['check']!r} is not one of the bot's checks"
+            f" ({', '.join(CHECKS)})" for i, item in enumerate(items) if item["check"] not in CHECKS]
 
 
 # GitHub's limits for a label; a longer name or description is refused with a 422.

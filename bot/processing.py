@@ -87,10 +87,13 @@ class Context:
             self._memo[key] = [item async for item in self.gh.getiter(f"{url}?per_page={PER_PAGE}") if keep(item)]
         return self._memo[key]
 
+    async def pr_file_entries(self, number: int) -> list[dict]:
+        """The changed files of a PR as GitHub lists them (every page; a rename carries `previous_filename`)."""
+        return await self._listing(("files", number), f"/repos/{self.repo}/pulls/{number}/files")
+
     async def pr_files(self, number: int) -> list[str]:
         """Changed file names of a PR."""
-        files = await self._listing(("files", number), f"/repos/{self.repo}/pulls/{number}/files")
-        return [f["filename"] for f in files]
+        return [f["filename"] for f in await self.pr_file_entries(number)]
 
     async def labels(self, number: int) -> list[str]:
         """The labels on an issue or PR as GitHub has them now (a payload's list can be stale)."""
@@ -149,6 +152,25 @@ class Context:
 
     async def can_write(self, login: str) -> bool:
         return await self.role(login) in WRITER_ROLES
+
+    async def team_member(self, team: str, login: str) -> bool | None:
+        """Whether `login` is an active member of `org/slug` (a pending invitation is not); None when GitHub
+        will not say (403: the App lacks `members: read`, or the team is secret to it)."""
+        org, _, slug = team.partition("/")
+        key = ("team", org.casefold(), slug.casefold(), login.casefold())
+        cache = self.permissions if self.permissions is not None else self._memo
+        if key not in cache:
+            url = "/orgs/{}/teams/{}/memberships/{}".format(*(urllib.parse.quote(v, safe="") for v in (org, slug, login)))
+            try:
+                answer = await self.gh.getitem(url)
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) == 403:
+                    return None  # not cached: granting the permission counts at once
+                if int(exc.status_code) != 404:
+                    raise
+                answer = {}  # not a member, or no such team
+            cache[key] = answer.get("state") == "active"
+        return cache[key]
 
     async def comments(self, number: int) -> list[dict]:
         """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""

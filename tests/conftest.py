@@ -16,7 +16,7 @@ def github():
 
 # -- the bot under test ------------------------------------------------------------------------
 
-from handlers import router_without  # noqa: E402
+from handlers import PR_WORKFLOW, router_without  # noqa: E402
 from harness import REPO, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -46,9 +46,8 @@ async def make_harness(github, tmp_path, app_key):
     async def make(**changes):
         if not github.has_repo(REPO):
             seed(github)
-        # Framework tests probe with the welcome and the autolabels, whose writes they count; the sweep gate and
-        # the reuse pins (tests/test_sweep_gate.py, test_reuse_command.py) ask for every feature.
-        changes.setdefault("router", router_without("sweep_gate", "reuse"))
+        # the welcome and the autolabels, not the PR workflow (handlers.PR_WORKFLOW): see there
+        changes.setdefault("router", router_without(*PR_WORKFLOW))
         h = await start_harness(tmp_path, github, app_key, **changes)
         started.append(h)
         return h

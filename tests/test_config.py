@@ -32,7 +32,8 @@ def test_manifest_asks_only_for_what_the_bot_uses():
     # contents write only because GitHub requires it for a repository_dispatch to the results service; the
     # bot never pushes code (test_no_write_touches_code)
     assert manifest["default_permissions"] == {"contents": "write", "pull_requests": "write", "issues": "write",
-                                               "actions": "write", "checks": "write", "metadata": "read"}
+                                               "actions": "write", "checks": "write", "metadata": "read",
+                                               "members": "read"}  # an organization permission: CODEOWNERS teams
     # every subscribed event has a handler, and every handled event is subscribed
     from handlers import router
 

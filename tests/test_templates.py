@@ -291,8 +291,76 @@ def _annotation_samples() -> list[dict]:
     return [{"e": _error(e)} for e in errors]
 
 
+def _signoff_samples() -> list[dict]:
+    """Verdicts covering every check code, state and judge state, built by bot/signoff.py's own rules."""
+    from bot import signoff as rules
+    from bot.checklist import ChecklistResult, Item, Template, TemplateProblem
+    from bot.codeowners import parse
+
+    sha, now = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "e" * 40
+    owners = parse("* @core\nconfigs/ @amd-owner @acme/amd\n")
+    files = ["configs/a.yaml", "README.md"]
+    item = Item(2, 0, "Verified that the **evals** pass, see [the doc](https://x)", "")
+    template = Template((item,), ())
+    run = rules.SweepRun(333, sha, "completed", "success", "https://github.com/acme/InferenceX/actions/runs/333")
+    failed = rules.SweepRun(334, sha, "completed", "failure", "https://github.com/acme/InferenceX/actions/runs/334")
+    wrong = ChecklistResult(False, [item], [item], [(item, "Verified the evals")], "someone-else", False)
+    unsigned = ChecklistResult(False, [], [], [], None, False)
+    checks = [
+        rules.codeowner_check(owners, files, "amd-owner", ()),
+        rules.codeowner_check(owners, files, "drive-by", ()),
+        rules.codeowner_check(owners, files, "drive-by", (), ["acme/amd"]),
+        rules.codeowner_check(None, files, "drive-by", (), path=".github/CODEOWNERS"),
+        rules.codeowner_check(owners, [], "drive-by", ()),
+        rules.sweep_check([], [sha], pinned=run, asked=True),
+        rules.sweep_check([run], [sha], pinned=None, asked=True),
+        rules.sweep_check([failed], [sha], pinned=None, asked=True),
+        rules.sweep_check([], [sha], pinned=None, asked=True),
+        rules.sweep_check([], [sha], pinned=None, asked=False),
+        rules.reuse_check(333, "maintainer", "eligible", required=True, asked=True),
+        rules.reuse_check(333, "maintainer", "no-result-artifact", required=True, asked=True),
+        rules.reuse_check(None, None, None, required=True, asked=True),
+        rules.reuse_check(None, None, None, required=False, asked=True),
+        rules.reuse_check(None, None, None, required=True, asked=False),
+        rules.checklist_check(template, ChecklistResult(True, signed_by="amd-owner", signed_ok=True), "amd-owner",
+                              path="docs/PR_REVIEW_CHECKLIST.md"),
+        rules.checklist_check(template, wrong, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"),
+        rules.checklist_check(template, unsigned, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"),
+        rules.checklist_check(None, None, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"),
+        rules.checklist_check(TemplateProblem("heading '## Template' not found"), None, "amd-owner",
+                              path="docs/PR_REVIEW_CHECKLIST.md"),
+    ]
+    base = {"source": "comment", "signer": "amd-owner",
+            "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12", "head_sha": sha, "current_sha": sha,
+            "state": "fresh", "outcome": "fail", "covered": [{"item": "Verified the sweep", "check": "sweep"}],
+            "not_verified": ["Verified that the evals pass, see the doc", "Verified `no patches` <PR_NUMBER>.md"],
+            "judge": None, "codeowners_url": "https://github.com/acme/InferenceX/blob/main/.github/CODEOWNERS",
+            "checklist_url": "https://github.com/acme/InferenceX/blob/main/docs/PR_REVIEW_CHECKLIST.md",
+            "use_command": "/use"}
+    judge = {"workflow": "signoff-judge.yml", "dispatch_id": "so-12-0a1b2c3d4e5f", "url": "", "error": "",
+             "summary": ""}
+    plain = lambda checks: [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params}  # noqa: E731
+                            for c in rules.ordered(checks)]
+    out = [{**base, "checks": plain(checks)},
+           {**base, "checks": plain([checks[0], checks[5], checks[10], checks[15]]), "outcome": "pass",
+            "source": "review", "covered": [], "not_verified": []},
+           {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
+           {**base, "checks": plain(checks[:1]), "state": "withdrawn"}]
+    for state, extra in (("requested", {"url": "https://github.com/acme/InferenceX/actions/runs/9"}),
+                         ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
+                         ("pass", {}), ("fail", {"summary": "The recipe sets --hf-overrides."}), ("error", {})):
+        out.append({**base, "checks": plain(checks[:1]), "judge": {**judge, "state": state, **extra}})
+    return out
+
+
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
+SAMPLES["signoff_verdict"] = _signoff_samples()
+SAMPLES["signoff_summary"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "verdicts": [
+    {"signer": signer, "outcome": outcome, "state": state, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+     "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12"}
+    for signer, outcome, state in (("amd-owner", "pass", "fresh"), ("drive-by", "fail", "fresh"),
+                                   ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))]}]
 
 
 def samples(kind: str) -> list[dict]:

@@ -1,0 +1,296 @@
+"""Verify a CODEOWNER's sign-off: one bilingual verdict per sign-off, edited in place, and a `signoff` check run."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import gidgethub
+from gidgethub import routing, sansio
+
+from bot import logs
+from bot import signoff as rules
+from bot.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
+from bot.checklist import Template, compare, template_items
+from bot.codeowners import parse as parse_codeowners
+from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.processing import Context
+from bot.sweep_record import SweepRecord
+from handlers import reuse_command, sweep_gate
+from handlers.help_command import from_a_bot
+
+CHECK_NAME = "signoff"
+RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
+JUDGE_INPUTS = ("pr-number", "head-sha", "signoff-id", "dispatch-id")
+POSTED = (("issue_comment", "created"), ("issue_comment", "edited"), ("pull_request_review", "submitted"),
+          ("pull_request_review", "edited"), ("pull_request_review_comment", "created"),
+          ("pull_request_review_comment", "edited"))
+REMOVED = (("issue_comment", "deleted"), ("pull_request_review", "dismissed"),
+           ("pull_request_review_comment", "deleted"))
+
+router = routing.Router()
+
+
+# -- the verdict comments on GitHub ----------------------------------------------------------------
+
+
+def verdict_comment(ctx: Context, number: int, variables: dict[str, Any]) -> Comment:
+    """The verdict, with the variables it was rendered from kept in it: a push or the judge re-renders it."""
+    shown = {k: v for k, v in variables.items() if k != "signoff"}  # the key is the record's, not the text's
+    body = hidden_record(RECORD, variables) + "\n" + ctx.render("signoff_verdict", **shown)
+    return Comment(number, rules.PURPOSE_PREFIX + variables["signoff"], body)
+
+
+async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
+    """Every verdict the bot keeps on the PR, by sign-off key (only the bot's own comments count)."""
+    found: dict[str, dict[str, Any]] = {}
+    for comment in await ctx.comments(number):
+        purpose = purpose_of(comment.get("body")) or ""
+        if is_bots(comment, ctx.bot_login) and purpose.startswith(rules.PURPOSE_PREFIX):
+            record = read_hidden_record(RECORD, comment.get("body"))
+            if isinstance(record, dict) and record.get("signoff") == purpose.removeprefix(rules.PURPOSE_PREFIX):
+                found[record["signoff"]] = record
+    return found
+
+
+def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]]) -> CheckRun:
+    """The `signoff` check run on the PR's head: success only while a sign-off of that very head passed."""
+    head = pull["head"]["sha"]
+    conclusion = rules.check_conclusion(records.values(), head)
+    shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH, r.get("outcome") != rules.PASS,
+                                                    r["signoff"]))
+    summary = ctx.render("signoff_summary", head_sha=head, verdicts=[
+        {k: r.get(k) for k in ("signer", "outcome", "state", "head_sha", "url")} for r in shown])
+    return CheckRun(head_sha=head, name=CHECK_NAME, conclusion=conclusion, summary=summary,
+                    title=ctx.templates.title("signoff_check", conclusion=conclusion),
+                    details_url=pull.get("html_url"))
+
+
+# -- what the checks read --------------------------------------------------------------------------
+
+
+async def text_at(ctx: Context, path: str, ref: str) -> str | None:
+    data = await ctx.file_at(path, ref)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+async def changed_paths(ctx: Context, number: int) -> list[str]:
+    """Every changed path, a renamed file's old path too (moving an owned file away changes it)."""
+    paths: list[str] = []
+    for entry in await ctx.pr_file_entries(number):
+        paths.append(entry["filename"])
+        if entry.get("previous_filename") and entry["previous_filename"] not in paths:
+            paths.append(entry["previous_filename"])
+    return paths
+
+
+async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer: str) -> rules.Check:
+    path = ctx.policy["paths"]["codeowners"]
+    text = await text_at(ctx, path, pull["base"]["ref"])
+    if text is None:
+        return rules.codeowner_check(None, files, signer, (), path=path)
+    owners = parse_codeowners(text)
+    member_of, unreadable = [], []
+    for team in rules.teams_to_ask(owners, files):
+        member = await ctx.team_member(team, signer)
+        if member:
+            member_of.append(team)
+        elif member is None:
+            unreadable.append(team)
+    return rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path)
+
+
+async def sweep_runs(ctx: Context, pull: dict[str, Any], record: SweepRecord) -> list[rules.SweepRun]:
+    """The PR's finished sweep runs: the sweep workflow's on its branch, and the ones the bot dispatched (a
+    fork's run sits on the default branch; the record says which PR head it swept)."""
+    dispatched = {r.run_id: r for r in record.runs}
+    found = []
+    for run in await reuse_command.candidate_runs(ctx, pull, record):
+        known = dispatched.get(run["id"])
+        found.append(rules.SweepRun(
+            int(run["id"]), known.head_sha if known else run.get("head_sha") or "", run.get("status") or "",
+            run.get("conclusion"), run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}",
+            str(run.get("created_at") or "")))
+    return found
+
+
+async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) -> tuple[rules.Check, rules.Check]:
+    number = pull["number"]
+    record, exists = await sweep_gate.load_record(ctx, number)
+    commits = await reuse_command.pr_commits(ctx, number)
+    labels = [label["name"] for label in pull.get("labels") or []]
+    asked = sweep_gate.shows_status(ctx.policy["paths"]["changelog"] in files, labels, ctx.policy,
+                                    exists or bool(record.runs))
+    pinned, code = None, None
+    if record.pin is not None:
+        run, verdict = await reuse_command.judge_pinned(ctx, record.pin.run_id, pull, record, commits)
+        code = verdict.code
+        if verdict.ok and run is not None:
+            known = record.run(run["id"])
+            pinned = rules.SweepRun(int(run["id"]), known.head_sha if known else run.get("head_sha") or "",
+                                    run.get("status") or "", run.get("conclusion"),
+                                    run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}")
+    sweep = rules.sweep_check(await sweep_runs(ctx, pull, record), commits, pinned=pinned, asked=asked)
+    reuse = rules.reuse_check(record.pin.run_id if record.pin else None, record.pin.by if record.pin else None,
+                              code, required=ctx.policy["signoff"]["require_reuse"], asked=asked)
+    return sweep, reuse
+
+
+async def checklist(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff
+                    ) -> tuple[rules.Check, Template | None]:
+    path = ctx.policy["paths"]["checklist"]
+    text = await text_at(ctx, path, pull["base"]["ref"])
+    template = None if text is None else template_items(text, ctx.policy["checklist_heading"])
+    result = compare(template, signoff.body, signoff.signer) if isinstance(template, Template) else None
+    check = rules.checklist_check(template, result, signoff.signer, path=path)
+    return check, template if isinstance(template, Template) else None
+
+
+# -- the judge -------------------------------------------------------------------------------------
+
+
+def judge_dispatch(ctx: Context, number: int, head: str, signoff: rules.Signoff) -> DispatchWorkflow:
+    dispatch_id = f"so-{number}-{digest(signoff.key, head, signoff.body)[:12]}"
+    inputs = dict(zip(JUDGE_INPUTS, (str(number), head, signoff.key, dispatch_id)))
+    return DispatchWorkflow(ctx.policy["signoff"]["judge"]["workflow"], ctx.default_branch, inputs, dispatch_id)
+
+
+async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff,
+                    before: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The verdict's judge section: None when no judge is configured; the earlier answer when the same sign-off
+    text was judged on the same head; else the judge is dispatched (once per sign-off text and head)."""
+    judge = ctx.policy["signoff"]["judge"]
+    if not judge["enabled"]:
+        return None
+    start = judge_dispatch(ctx, number, head, signoff)
+    earlier = (before or {}).get("judge") or {}
+    if earlier.get("dispatch_id") == start.dispatch_id:
+        return earlier
+    shown = {"workflow": judge["workflow"], "dispatch_id": start.dispatch_id, "summary": "", "url": "", "error": ""}
+    try:
+        result = await ctx.apply(start)
+    except gidgethub.GitHubException as exc:  # the bot's own checks stand; the verdict says the judge did not start
+        logs.event("judge dispatch failed", logging.ERROR, signoff=signoff.key, error=f"{type(exc).__name__}: {exc}")
+        return {**shown, "state": "dispatch_failed", "error": str(exc)[:200]}
+    url = (result.data or {}).get("html_url") or (f"{ctx.html_url}/actions/runs/{result.id}" if result.id else "")
+    return {**shown, "state": "requested", "url": url}
+
+
+# -- verifying -------------------------------------------------------------------------------------
+
+
+def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks: list[rules.Check],
+              template: Template | None, judge: dict[str, Any] | None) -> dict[str, Any]:
+    blob = f"{ctx.html_url}/blob/{pull['base']['ref']}"
+    covered = ctx.policy["signoff"]["verified_items"]
+    return {
+        "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
+        "head_sha": pull["head"]["sha"], "current_sha": pull["head"]["sha"], "state": rules.FRESH,
+        "outcome": rules.outcome(checks),
+        "checks": [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in rules.ordered(checks)],
+        "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
+        "judge": judge, "codeowners_url": f"{blob}/{ctx.policy['paths']['codeowners']}",
+        "checklist_url": f"{blob}/{ctx.policy['paths']['checklist']}",
+        "use_command": f"/{ctx.policy['commands']['use']}",
+    }
+
+
+async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Action]:
+    pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    if pull.get("state") != "open":
+        logs.event("sign-off on a closed PR left alone", signoff=signoff.key)
+        return []
+    files = await changed_paths(ctx, number)
+    owner = await codeowner(ctx, pull, files, signoff.signer)
+    sweep, reuse = await sweep_and_reuse(ctx, pull, files)
+    listed, template = await checklist(ctx, pull, signoff)
+    records = await verdicts(ctx, number)
+    judge = await ask_judge(ctx, number, pull["head"]["sha"], signoff, records.get(signoff.key))
+    records[signoff.key] = variables(ctx, pull, signoff, [owner, sweep, reuse, listed], template, judge)
+    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer,
+               outcome=records[signoff.key]["outcome"])
+    return [verdict_comment(ctx, number, records[signoff.key]), check_run(ctx, pull, records)]
+
+
+async def restate(ctx: Context, number: int, changed: dict[str, dict[str, Any]]) -> list[Action]:
+    """Re-render the verdicts in `changed` and the check run on the PR's head."""
+    pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    records = {**await verdicts(ctx, number), **changed}
+    actions: list[Action] = [verdict_comment(ctx, number, record) for record in changed.values()]
+    if pull.get("state") == "open":
+        actions.append(check_run(ctx, pull, records))
+    return actions
+
+
+# -- events ----------------------------------------------------------------------------------------
+
+
+def _author(event: sansio.Event) -> dict[str, Any]:
+    holder = event.data.get("review" if event.event == "pull_request_review" else "comment") or {}
+    return holder.get("user") or {}
+
+
+def _body_changed(data: dict[str, Any]) -> bool:
+    """An `edited` delivery whose body changed (a review edit may change nothing the bot reads)."""
+    return data.get("action") != "edited" or "changes" not in data or "body" in (data.get("changes") or {})
+
+
+async def signoff_posted(event: sansio.Event, ctx: Context) -> list[Action]:
+    data = event.data
+    number = ctx.pr_number
+    if number is None or from_a_bot(_author(event), ctx.bot_login) or not _body_changed(data):
+        return []
+    signoff = rules.signoff_of(event.event, data, ctx.policy["signoff_phrase"])
+    if signoff is not None:
+        return await verify(ctx, number, signoff)
+    if data.get("action") == "edited":  # the phrase was edited out: the sign-off is withdrawn
+        return await withdraw(ctx, number, rules.source_key(event.event, data))
+    return []
+
+
+async def signoff_removed(event: sansio.Event, ctx: Context) -> list[Action]:
+    if ctx.pr_number is None:
+        return []
+    return await withdraw(ctx, ctx.pr_number, rules.source_key(event.event, event.data))
+
+
+async def withdraw(ctx: Context, number: int, key: str | None) -> list[Action]:
+    record = (await verdicts(ctx, number)).get(key or "")
+    if record is None or record.get("state") == rules.WITHDRAWN:
+        return []
+    return await restate(ctx, number, {record["signoff"]: {**record, "state": rules.WITHDRAWN}})
+
+
+async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
+    """A new head: every verdict for an earlier one is stale, and the check run on the new head says so."""
+    pull = event.data["pull_request"]
+    records = await verdicts(ctx, pull["number"])
+    if not records:
+        return []
+    head = pull["head"]["sha"]
+    changed = {key: {**r, "state": rules.STALE, "current_sha": head} for key, r in records.items()
+               if r.get("state") != rules.WITHDRAWN and r.get("head_sha") != head and r.get("current_sha") != head}
+    return await restate(ctx, pull["number"], changed)
+
+
+async def judged(event: sansio.Event, ctx: Context) -> list[Action]:
+    """The judge workflow answered: merge its result into the verdict it was asked for."""
+    answer = rules.judge_result(event.data.get("client_payload"))
+    if isinstance(answer, str):
+        logs.event("judge answer refused", logging.WARNING, reason=answer)
+        return []
+    record = (await verdicts(ctx, answer["pr"])).get(answer["signoff"])
+    judge = (record or {}).get("judge")
+    if record is None or not judge or record.get("head_sha") != answer["head_sha"]:
+        logs.event("judge answer for no pending verdict, ignored", logging.WARNING, signoff=answer["signoff"])
+        return []
+    judge = {**judge, "state": answer["verdict"], "summary": answer["summary"], "url": answer["url"] or judge["url"]}
+    return await restate(ctx, answer["pr"], {record["signoff"]: {**record, "judge": judge}})
+
+
+for _event, _action in POSTED:
+    router.add(signoff_posted, _event, action=_action)
+for _event, _action in REMOVED:
+    router.add(signoff_removed, _event, action=_action)
+router.add(pushed, "pull_request", action="synchronize")
+router.add(judged, "repository_dispatch", action=rules.JUDGED)

@@ -1,0 +1,232 @@
+"""bot/signoff.py's rules, without HTTP: which comment is a sign-off, each check's table, the verdict and the check."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot import signoff as rules
+from bot.checklist import compare, template_items
+from bot.codeowners import parse
+
+PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
+SHA, OLD = "a" * 40, "b" * 40
+
+
+# -- which comment is a sign-off ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("body", "expected"), [
+    (f"{PHRASE}:\n- [x] one", True),
+    (f"  {PHRASE.upper()}:", True),  # case is not significant
+    (PHRASE.replace(" ", "\n  ", 3), True),  # nor how the lines are wrapped
+    (f"**As a PR reviewer and CODEOWNER**, I have reviewed this and have:", True),  # nor emphasis
+    (f"> {PHRASE}:\n\nI agree with the above.", False),  # a quote of someone's sign-off
+    (f"   > {PHRASE}", False),
+    ("As a PR reviewer, I have reviewed this", False),
+    ("", False),
+    (None, False),
+])
+def test_has_phrase(body, expected):
+    assert rules.has_phrase(body, PHRASE) is expected
+
+
+def test_an_empty_phrase_matches_nothing():
+    assert rules.has_phrase("anything", "  ") is False
+
+
+def _comment(body, **extra):
+    return {"id": 7, "body": body, "user": {"login": "alice"}, "html_url": "https://x/7", **extra}
+
+
+@pytest.mark.parametrize(("event", "data", "key"), [
+    ("issue_comment", {"issue": {"pull_request": {}}, "comment": _comment(PHRASE)}, "comment-7"),
+    ("issue_comment", {"issue": {}, "comment": _comment(PHRASE)}, None),  # on an issue, not a PR
+    ("pull_request_review", {"review": _comment(PHRASE)}, "review-7"),
+    ("pull_request_review", {"review": _comment(None)}, None),  # a review without a body
+    ("pull_request_review_comment", {"comment": _comment(PHRASE)}, "review-comment-7"),
+    ("issue_comment", {"issue": {"pull_request": {}}, "comment": _comment("LGTM")}, None),
+    ("push", {"comment": _comment(PHRASE)}, None),
+])
+def test_signoff_of(event, data, key):
+    found = rules.signoff_of(event, data, PHRASE)
+    assert (found.key if found else None) == key
+    if found:
+        assert (found.signer, found.url, found.purpose) == ("alice", "https://x/7", f"signoff-{key}")
+
+
+# -- CODEOWNER ------------------------------------------------------------------------------------
+
+OWNERS = parse("* @core\nconfigs/ @broad\nconfigs/amd-* @amd @acme/amd\ndocs/ \n")
+
+@pytest.mark.parametrize(("files", "signer", "teams", "ok", "code"), [
+    (["configs/amd-a.yaml"], "amd", (), True, "owns"),
+    (["configs/amd-a.yaml"], "AMD", (), True, "owns"),  # logins are case-insensitive
+    (["configs/amd-a.yaml"], "broad", (), False, "not_owner"),  # the later, narrower rule wins
+    (["configs/other.yaml"], "broad", (), True, "owns"),
+    (["configs/amd-a.yaml"], "teammate", ("acme/amd",), True, "owns"),  # through the team
+    (["configs/amd-a.yaml"], "teammate", (), False, "not_owner"),
+    (["README.md"], "core", (), True, "owns"),  # the catch-all
+    (["docs/x.md"], "core", (), False, "not_owner"),  # a rule without owners un-owns
+    (["README.md", "configs/amd-a.yaml"], "amd", (), True, "owns"),  # one owned file is enough
+    ([], "amd", (), False, "no_files"),
+])
+def test_codeowner_check(files, signer, teams, ok, code):
+    check = rules.codeowner_check(OWNERS, files, signer, teams)
+    assert (check.ok, check.code) == (ok, code)
+
+
+def test_a_failed_codeowner_check_names_every_file_with_its_owners_and_rule_line():
+    check = rules.codeowner_check(OWNERS, ["configs/amd-a.yaml", "docs/x.md"], "drive-by", ())
+    assert check.params["files"] == [{"path": "configs/amd-a.yaml", "owners": ["@amd", "@acme/amd"], "line": 3},
+                                     {"path": "docs/x.md", "owners": [], "line": 4}]
+
+
+def test_many_files_are_shown_up_to_a_limit_and_counted():
+    files = [f"configs/amd-{i}.yaml" for i in range(rules.SHOWN_FILES + 7)]
+    check = rules.codeowner_check(OWNERS, files, "drive-by", ())
+    assert (len(check.params["files"]), check.params["more"]) == (rules.SHOWN_FILES, 7)
+
+
+def test_no_codeowners_file_and_an_unreadable_team_fail_with_their_own_reason():
+    assert rules.codeowner_check(None, ["a"], "x", (), path=".github/CODEOWNERS").code == "no_codeowners"
+    check = rules.codeowner_check(OWNERS, ["configs/amd-a.yaml"], "teammate", (), ["acme/amd"])
+    assert (check.ok, check.code, check.params["teams"]) == (False, "team_unreadable", ["acme/amd"])
+
+
+def test_only_the_teams_of_winning_rules_are_asked_about():
+    owners = parse("* @acme/everyone\nconfigs/ @acme/configs @solo\n")
+    assert rules.teams_to_ask(owners, ["configs/a.yaml"]) == ["acme/configs"]
+    assert rules.teams_to_ask(owners, ["configs/a.yaml", "README.md"]) == ["acme/configs", "acme/everyone"]
+
+
+# -- sweep and reuse ------------------------------------------------------------------------------
+
+def run(run_id, sha=SHA, conclusion="success", status="completed", created="2026-01-01T00:00:0{}Z"):
+    return rules.SweepRun(run_id, sha, status, conclusion, f"https://x/runs/{run_id}", created.format(run_id % 10))
+
+
+@pytest.mark.parametrize(("runs", "commits", "pinned", "asked", "ok", "code", "run_id"), [
+    ([run(1)], [SHA], None, True, True, "green_run", 1),
+    ([run(1), run(2)], [SHA], None, True, True, "green_run", 2),  # the newest
+    ([run(1, conclusion="failure")], [SHA], None, True, False, "no_green_run", None),
+    ([run(1, status="in_progress", conclusion=None)], [SHA], None, True, False, "no_green_run", None),
+    ([run(1, sha=OLD)], [SHA], None, True, False, "no_green_run", None),  # force-pushed away
+    ([run(1, sha=OLD)], [OLD, SHA], None, True, True, "green_run", 1),  # an earlier commit still in the PR
+    ([], [SHA], run(9, conclusion="failure"), True, True, "pinned_run", 9),  # a valid pin stands for the sweep
+    ([], [SHA], None, False, None, "not_asked", None),
+    ([run(1)], [SHA], None, False, True, "green_run", 1),  # a green run counts even where none was asked for
+])
+def test_sweep_check(runs, commits, pinned, asked, ok, code, run_id):
+    check = rules.sweep_check(runs, commits, pinned=pinned, asked=asked)
+    assert (check.ok, check.code, check.params.get("run_id")) == (ok, code, run_id)
+
+
+def test_a_failing_sweep_check_names_the_latest_run_of_the_pr():
+    check = rules.sweep_check([run(1, conclusion="failure"), run(2, conclusion="cancelled"), run(3, sha=OLD)],
+                              [SHA], pinned=None, asked=True)
+    assert (check.params["latest"]["run_id"], check.params["latest"]["conclusion"]) == (2, "cancelled")
+
+
+@pytest.mark.parametrize(("pin", "code", "required", "asked", "ok", "expected"), [
+    (333, "eligible", True, True, True, "pinned"),
+    (333, "no-result-artifact", True, True, False, "pin_invalid"),
+    (333, "not-found", True, True, False, "pin_invalid"),
+    (None, None, True, True, False, "no_pin"),
+    (None, None, True, False, None, "not_asked"),
+    (None, None, False, True, None, "not_required"),
+    (333, "no-result-artifact", False, True, None, "not_required"),
+])
+def test_reuse_check(pin, code, required, asked, ok, expected):
+    check = rules.reuse_check(pin, "maintainer" if pin else None, code, required=required, asked=asked)
+    assert (check.ok, check.code) == (ok, expected)
+
+
+# -- checklist ------------------------------------------------------------------------------------
+
+TEMPLATE = template_items("## Template\n```\n- [ ] Verified this PR has passed PR validation.\n"
+                          "- [ ] Verified the evals.\n  - [ ] with _all_ of them\n\nSigned: `X`\n```\n")
+COVERED = [{"check": "sweep", "contains": "has passed pr VALIDATION"}]
+
+
+def test_checklist_check_passes_a_complete_signoff_and_lists_problems_otherwise():
+    body = "- [x] Verified this PR has passed PR validation.\n- [x] Verified the evals.\n  - [x] with all of them\n"
+    good = rules.checklist_check(TEMPLATE, compare(TEMPLATE, body + "Signed: @alice", "alice"), "alice", path="c.md")
+    assert (good.ok, good.code, good.params["count"]) == (True, "complete", 3)
+    bad = rules.checklist_check(TEMPLATE, compare(TEMPLATE, body.replace("[x] Verified the", "[ ] Verified the"),
+                                                  "alice"), "alice", path="c.md")
+    assert (bad.ok, bad.params["unticked"], bad.params["signed_ok"]) == (False, ["Verified the evals."], False)
+
+
+def test_checklist_check_without_a_template_fails_with_the_reason():
+    assert rules.checklist_check(None, None, "a", path="c.md").code == "no_checklist"
+    problem = template_items("# no template here")
+    check = rules.checklist_check(problem, None, "a", path="c.md")
+    assert (check.ok, check.code, check.params["reason"]) == (False, "template_problem", problem.reason)
+
+
+def test_items_a_check_covers_are_not_listed_as_unverified_and_the_rest_are():
+    assert rules.not_verified(TEMPLATE, COVERED) == ["Verified the evals.", "with all of them"]
+    assert rules.covered_items(TEMPLATE, COVERED) == [
+        {"item": "Verified this PR has passed PR validation.", "check": "sweep"}]
+    assert rules.not_verified(None, COVERED) == []
+
+
+def test_a_long_item_is_shortened_for_the_verdict():
+    long = template_items("## Template\n```\n- [ ] " + "word " * 100 + "\n```\n")
+    (shown,) = rules.not_verified(long, [])
+    assert len(shown) == rules.ITEM_CHARS and shown.endswith("…")
+
+
+# -- the verdict and the check run ----------------------------------------------------------------
+
+def check(name, ok):
+    return rules.Check(name, ok, "x")
+
+
+@pytest.mark.parametrize(("checks", "outcome", "order"), [
+    ([check("codeowner", True), check("sweep", True), check("reuse", True), check("checklist", True)], "pass",
+     ["codeowner", "sweep", "reuse", "checklist"]),
+    ([check("codeowner", True), check("sweep", None), check("reuse", None), check("checklist", True)], "pass",
+     ["codeowner", "checklist", "sweep", "reuse"]),
+    ([check("codeowner", True), check("sweep", False), check("reuse", None), check("checklist", False)], "fail",
+     ["sweep", "checklist", "codeowner", "reuse"]),
+])
+def test_outcome_and_failing_checks_first(checks, outcome, order):
+    assert rules.outcome(checks) == outcome
+    assert [c.name for c in rules.ordered(checks)] == order
+
+
+@pytest.mark.parametrize(("records", "conclusion"), [
+    ([{"head_sha": SHA, "state": "fresh", "outcome": "pass"}], "success"),
+    ([{"head_sha": SHA, "state": "fresh", "outcome": "fail"}], "failure"),
+    ([{"head_sha": OLD, "state": "stale", "outcome": "pass"}], "failure"),  # a pass for an older head
+    ([{"head_sha": SHA, "state": "withdrawn", "outcome": "pass"}], "failure"),
+    ([{"head_sha": SHA, "state": "fresh", "outcome": "fail"}, {"head_sha": SHA, "state": "fresh", "outcome": "pass"}],
+     "success"),  # one passing sign-off of this head is enough
+    ([], "failure"),
+])
+def test_check_conclusion(records, conclusion):
+    assert rules.check_conclusion(records, SHA) == conclusion
+
+
+GOOD = {"pr-number": "12", "signoff-id": "comment-7", "head-sha": SHA, "verdict": "fail", "summary": " patched ",
+        "run-url": "https://github.com/acme/x/actions/runs/9"}
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({}, None),
+    ({"pr-number": 12}, "pr-number"),
+    ({"signoff-id": "comment-x"}, "signoff-id"),
+    ({"signoff-id": "issue-7"}, "signoff-id"),
+    ({"head-sha": "A" * 40}, "head-sha"),
+    ({"verdict": "maybe"}, "verdict"),
+    ({"summary": "x" * 2001}, "summary"),
+    ({"run-url": "javascript:alert(1)"}, "run-url"),
+    ({"extra": "1"}, "unknown field"),
+])
+def test_judge_result(change, problem):
+    answer = rules.judge_result({**GOOD, **change})
+    if problem is None:
+        assert answer == {"pr": 12, "signoff": "comment-7", "head_sha": SHA, "verdict": "fail", "summary": "patched",
+                          "url": "https://github.com/acme/x/actions/runs/9"}
+    else:
+        assert isinstance(answer, str) and problem in answer
+    assert rules.judge_result(["not", "an", "object"]) == "client_payload is not an object"
