@@ -119,8 +119,9 @@ def sign(body: bytes, secret: str) -> str:
 
 async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: Any) -> None:
     """The PR is opened, then a maintainer adds the recommended sweep label: the welcome, the labels, the
-    sweep status and check, then the sweep's dispatch, all printed as they are written."""
-    from bot.sandbox import DEMO_LABEL, DEMO_REPO
+    sweep status and check, then the sweep's dispatch; then the AMD CODEOWNER signs off before the sweep has
+    finished: the verdict says which checks fail. All printed as they are written."""
+    from bot.sandbox import DEMO_LABEL, DEMO_REPO, DEMO_SIGNER, demo_signoff
 
     opened = fake.pull_request_payload(DEMO_REPO, 1, "opened", sender="partner-dev")
     await _post_demo(out, url, settings, "pull_request", opened, f"{DEMO_REPO}#1 opened by partner-dev")
@@ -128,6 +129,7 @@ async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: A
     labeled = fake.pull_request_payload(DEMO_REPO, 1, "labeled", sender="maintainer", label=DEMO_LABEL)
     await _post_demo(out, url, settings, "pull_request", labeled,
                      f"{DEMO_LABEL} added by maintainer (handled after the {settings.settle_seconds:g} s label settle)")
+    await _post_demo(out, url, settings, "issue_comment", demo_signoff(fake), f"{DEMO_SIGNER} signs off")
 
 
 async def _post_demo(out: TextIO, url: str, settings: Settings, event: str, payload: dict, what: str) -> None:

@@ -20,7 +20,11 @@ PREVIEW_LINES = 14
 
 DEMO_FILES = {
     ".github/CODEOWNERS": "inferencex-e2e/ @demo-org/maintainers\nconfigs/amd-* @amd-partner\n",
-    "docs/PR_REVIEW_CHECKLIST.md": "# Review checklist\n\n## Template\n\n```\n- [ ] Results look sane\n```\n",
+    "docs/PR_REVIEW_CHECKLIST.md": (
+        "# Review checklist\n\n## Template\n\n```\nAs a PR reviewer and CODEOWNER, I have reviewed this and have:\n"
+        "- [ ] Verified that this PR has passed PR validation.\n- [ ] Verified that this PR passes evals.\n\n"
+        "Signed: `FILL_IN_GITHUB_USERNAME`\n```\n"
+    ),
     "inferencex-e2e/perf-changelog.yaml": (
         "- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - Baseline\n"
         "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n"
@@ -31,6 +35,7 @@ DEMO_FILES = {
 DEMO_ENTRY = ("\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - Tuned SGLang recipe\n"
               "  pr-link: XXX\n")
 DEMO_LABEL = "full-sweep-fail-fast"
+DEMO_SIGNER = "amd-partner"  # owns configs/amd-* by the demo CODEOWNERS
 SWEEP_RUN_NAME = "Sweep ${{ inputs.dispatch-id }}"
 
 
@@ -84,6 +89,14 @@ def demo_github(out: TextIO | None = None) -> InMemoryGitHub:
     fake.update_pull(DEMO_REPO, 1, merge_commit_sha="5" * 40)
     add_sweep_workflows(fake, DEMO_REPO)
     return fake
+
+
+def demo_signoff(fake: InMemoryGitHub) -> dict[str, Any]:
+    """The AMD CODEOWNER signs off PR #1 with the checklist ticked, before its sweep has finished."""
+    template = DEMO_FILES["docs/PR_REVIEW_CHECKLIST.md"].split("```\n")[1]
+    body = template.replace("[ ]", "[x]").replace("`FILL_IN_GITHUB_USERNAME`", "@" + DEMO_SIGNER)
+    comment = fake.add_comment(DEMO_REPO, 1, body, user=DEMO_SIGNER)
+    return fake.issue_comment_payload(DEMO_REPO, 1, comment)
 
 
 def add_sweep_workflows(fake: InMemoryGitHub, repo: str) -> None:

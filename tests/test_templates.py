@@ -315,6 +315,8 @@ def _signoff_samples() -> list[dict]:
         rules.sweep_check([], [sha], pinned=run, asked=True),
         rules.sweep_check([run], [sha], pinned=None, asked=True),
         rules.sweep_check([failed], [sha], pinned=None, asked=True),
+        rules.sweep_check([rules.SweepRun(335, sha, "queued", None, "https://github.com/acme/InferenceX/actions/runs/335")],
+                          [sha], pinned=None, asked=True),
         rules.sweep_check([], [sha], pinned=None, asked=True),
         rules.sweep_check([], [sha], pinned=None, asked=False),
         rules.reuse_check(333, "maintainer", "eligible", required=True, asked=True),
@@ -342,7 +344,7 @@ def _signoff_samples() -> list[dict]:
     plain = lambda checks: [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params}  # noqa: E731
                             for c in rules.ordered(checks)]
     out = [{**base, "checks": plain(checks)},
-           {**base, "checks": plain([checks[0], checks[5], checks[10], checks[15]]), "outcome": "pass",
+           {**base, "checks": plain([checks[0], checks[5], checks[11], checks[16]]), "outcome": "pass",
             "source": "review", "covered": [], "not_verified": []},
            {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
            {**base, "checks": plain(checks[:1]), "state": "withdrawn"}]
