@@ -441,3 +441,15 @@ async def test_the_real_template_with_one_item_reworded_fails_naming_that_item(r
     assert found["record"]["outcome"] == "fail"
     (problem,) = [ln for ln in found["body"].splitlines() if ln.startswith("  - Worded differently")]
     assert "deprecated model" in problem and "an old model" in problem
+
+
+async def test_one_verification_reads_ten_things_and_writes_the_verdict_and_the_check(owned, make_harness):
+    """Pins the request count the README quotes for one verification (one owning team, one pin)."""
+    h = await make_harness()
+    await ready(h, 82, files=(CHANGELOG, "configs/nvidia-master.yaml"))
+    owned.reset_requests()
+    await sign(h, 82, "nv-member")
+    work = [(r.method, r.path.split("/", 4)[-1]) for r in owned.requests if not r.path.startswith("/app")]
+    reads = [path for method, path in work[:-3] if method == "GET"]
+    assert len(reads) == 10 and len(work) == 13, work
+    assert [m for m, _ in work[-3:]] == ["POST", "GET", "POST"]  # the verdict; the check run looked for, created
