@@ -198,7 +198,7 @@ def open_journal(target: str) -> JournalBackend:
     try:
         return Journal(target)
     except sqlite3.Error as exc:
-        raise JournalUnavailable(f"cannot open the journal {target}: {type(exc).__name__}: {exc}") from None
+        raise JournalUnavailable(f"cannot open the journal at {target}: {type(exc).__name__}: {exc}") from None
 
 
 class Journal:
@@ -252,7 +252,7 @@ class Journal:
                 try:
                     results.append((fut, fn(self._conn), None))
                     self._conn.execute("RELEASE op")
-                except sqlite3.Error as exc:
+                except Exception as exc:  # this operation alone fails (a bug too): the writer goes on
                     self._conn.execute("ROLLBACK TO op")
                     self._conn.execute("RELEASE op")
                     results.append((fut, None, exc))
@@ -357,7 +357,10 @@ class Journal:
         """A delivery found to belong to PR `number`: it moves to that PR's lane; returns the lane."""
 
         def op(conn: sqlite3.Connection) -> str:
-            repo = conn.execute("SELECT repo FROM deliveries WHERE seq=?", (seq,)).fetchone()[0]
+            found = conn.execute("SELECT repo FROM deliveries WHERE seq=?", (seq,)).fetchone()
+            if found is None:
+                raise LookupError(f"no delivery with seq {seq}")
+            repo = found[0]
             name = lane(repo, number, None, "")
             conn.execute("UPDATE deliveries SET number=?, lane=? WHERE seq=?", (number, name, seq))
             return name
