@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 import psycopg
@@ -66,7 +67,62 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE TABLE probe (id INTEGER PRIMARY KEY, at DOUBLE PRECISION);
     """,
+    # 2: what replicas share. A lane's lease (who runs its head delivery, until when: the database's clock, so
+    # the replicas' clocks do not matter), and the write budget per installation (GitHub's secondary limit).
+    """
+    CREATE TABLE lanes (
+        lane       TEXT PRIMARY KEY,
+        holder     TEXT NOT NULL,
+        expires_at TIMESTAMPTZ NOT NULL,
+        renewed_at TIMESTAMPTZ NOT NULL
+    );
+    CREATE INDEX lanes_holder ON lanes (holder);
+    CREATE TABLE write_pacing (
+        key  TEXT PRIMARY KEY,
+        sent DOUBLE PRECISION[] NOT NULL
+    );
+    """,
 )
+
+LEASE_SECONDS = 15.0  # a replica that stops renewing loses its lanes this long after its last renewal
+CLAIM_TRIES = 8  # candidates looked at in one claim when other replicas take the same lanes meanwhile
+
+# The head of each lane (its lowest unfinished seq), runnable now, whose lane no replica holds; heads that another
+# replica is claiming right now are skipped, not waited for.
+CANDIDATE = """
+    SELECT d.seq, d.lane, d.status FROM deliveries d
+    WHERE d.status IN ('queued', 'running', 'retrying')
+      AND (d.not_before IS NULL OR d.not_before <= %(now)s)
+      AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.lane = d.lane
+                      AND e.status IN ('queued', 'running', 'retrying') AND e.seq < d.seq)
+      AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = d.lane AND l.expires_at > clock_timestamp())
+    ORDER BY d.seq
+    LIMIT 1
+    FOR UPDATE OF d SKIP LOCKED
+"""
+# The lease, taken only where none is live: the arbiter when two replicas pick the same lane.
+TAKE_LEASE = """
+    INSERT INTO lanes (lane, holder, expires_at, renewed_at)
+    VALUES (%(lane)s, %(holder)s, clock_timestamp() + make_interval(secs => %(lease)s), clock_timestamp())
+    ON CONFLICT (lane) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at,
+        renewed_at = excluded.renewed_at
+    WHERE lanes.expires_at <= clock_timestamp()
+    RETURNING lane
+"""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A delivery a replica took with its lane's lease: run it, finish it, then release the lane."""
+
+    delivery: Delivery
+    attempt: int
+    effects: dict[str, Effect]
+    taken_over: bool  # it was running under a lease that ran out: that replica died (interrupted counts it)
+
+    @property
+    def lane(self) -> str:
+        return self.delivery.lane
 
 Op = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
 
@@ -74,8 +130,10 @@ Op = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
 class PgJournal:
     """PostgreSQL journal: one connection on a thread and loop of its own; concurrent writes committed together."""
 
-    def __init__(self, url: str, *, connect_timeout: float = CONNECT_TIMEOUT):
+    def __init__(self, url: str, *, connect_timeout: float = CONNECT_TIMEOUT, lease_seconds: float = LEASE_SECONDS):
         self.where = safe_target(url)
+        self.lease_seconds = lease_seconds
+        self._holders: set[str] = set()  # whose leases this process took: handed back at close
         self._url = url
         self._connect_timeout = connect_timeout
         self.last_error: str | None = None
@@ -174,6 +232,8 @@ class PgJournal:
             settled = {id(fut) for fut, _, _ in outcomes}
             outcomes += [(fut, None, exc) for _, fut in batch if id(fut) not in settled]
         for fut, value, exc in outcomes:
+            if fut is None:  # queued by close(): nobody waits for it
+                continue
             try:
                 fut.get_loop().call_soon_threadsafe(_settle, fut, value, exc)
             except RuntimeError:  # the caller's loop is gone; nobody is waiting
@@ -199,6 +259,8 @@ class PgJournal:
         if self._closed:
             return
         self._closed = True
+        for holder in sorted(self._holders):  # SIGTERM: the lanes go back at once, not when their leases run out
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, (_release_op(holder, None), None))
         self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
         try:
             self._writer.result(timeout=30)
@@ -282,8 +344,10 @@ class PgJournal:
         """At start: deliveries left running were interrupted; fail those interrupted too often (ids returned)."""
 
         async def op(conn: psycopg.AsyncConnection) -> list[str]:
-            await conn.execute("UPDATE deliveries SET interrupted=interrupted+1, status=%s WHERE status=%s",
-                               (QUEUED, RUNNING))
+            # Only where no replica holds the lane: another replica's running delivery is not interrupted.
+            await conn.execute("UPDATE deliveries d SET interrupted=interrupted+1, status=%s WHERE status=%s"
+                               " AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = d.lane"
+                               " AND l.expires_at > clock_timestamp())", (QUEUED, RUNNING))
             cur = await conn.execute(
                 "UPDATE deliveries SET status=%s, finished_at=%s, error=%s WHERE status=%s AND interrupted>%s"
                 " RETURNING seq, id",
@@ -376,6 +440,100 @@ class PgJournal:
                                " SET at=excluded.at", (time.time(),))
 
         await self._submit(op)
+
+
+    # -- what several replicas share: lanes under lease, one write budget --------------------------------
+
+    async def claim(self, holder: str, *, lease: float | None = None, now: float | None = None) -> Claim | None:
+        """Take the next runnable delivery of a lane that no replica holds, with that lane's lease for `lease`
+        seconds (default: the journal's, 15 s). Per PR: the lowest unfinished seq of the lane, and only one at a
+        time (the lane is held until released or its lease runs out); a head waiting for its `not_before` holds
+        its lane back. None when there is nothing to take. A head left running under a lease that ran out is
+        taken over, its `interrupted` counted (the caller fails it past its limit, as recover does)."""
+        seconds = self.lease_seconds if lease is None else lease
+        self._holders.add(holder)
+
+        async def op(conn: psycopg.AsyncConnection) -> Claim | None:
+            at = time.time() if now is None else now
+            for _ in range(CLAIM_TRIES):
+                cur = await conn.execute(CANDIDATE, {"now": at})
+                found = await cur.fetchone()
+                if found is None:
+                    return None
+                seq, name, status = found
+                cur = await conn.execute(TAKE_LEASE, {"lane": name, "holder": holder, "lease": seconds})
+                if await cur.fetchone() is None:
+                    continue  # another replica took this lane meanwhile: look again
+                cur = await conn.execute(
+                    "UPDATE deliveries SET status=%s, attempts=attempts+1, not_before=NULL,"
+                    " interrupted=interrupted + CASE WHEN status=%s THEN 1 ELSE 0 END"
+                    f" WHERE seq=%s RETURNING {COLUMNS}, body", (RUNNING, RUNNING, seq))
+                d = _delivery(await cur.fetchone())
+                return Claim(d, d.attempts, await _effects(conn, seq), taken_over=status == RUNNING)
+            return None
+
+        return await self._submit(op)
+
+    async def renew(self, holder: str, *, lease: float | None = None) -> list[str]:
+        """The heartbeat: every lane `holder` holds gets its lease again from now; returns those lanes. A lane
+        missing from the answer was lost (its lease ran out and another replica took it): stop working on it."""
+        seconds = self.lease_seconds if lease is None else lease
+
+        async def op(conn: psycopg.AsyncConnection) -> list[str]:
+            cur = await conn.execute(
+                "UPDATE lanes SET expires_at = clock_timestamp() + make_interval(secs => %s),"
+                " renewed_at = clock_timestamp() WHERE holder=%s RETURNING lane", (seconds, holder))
+            return sorted(name for (name,) in await cur.fetchall())
+
+        return await self._submit(op)
+
+    async def release(self, holder: str, lane: str | None = None) -> list[str]:
+        """Hand a lane back (its head finished or will wait), or every lane of `holder` (SIGTERM); returns them."""
+        return await self._submit(_release_op(holder, lane))
+
+    async def leases(self) -> dict[str, str]:
+        """The lanes held now, and by whom."""
+
+        async def op(conn: psycopg.AsyncConnection) -> dict[str, str]:
+            cur = await conn.execute("SELECT lane, holder FROM lanes WHERE expires_at > clock_timestamp()"
+                                     " ORDER BY lane")
+            return dict(await cur.fetchall())
+
+        return await self._submit(op)
+
+    async def pace(self, key: str, limit: int, window: float = 60.0, *, now: float | None = None) -> float:
+        """Reserve one write of the budget `key` shares across replicas (e.g. one installation's): at most
+        `limit` in any `window` seconds. Returns how long to wait before sending it (0 when at once); the slot is
+        reserved, so concurrent callers, on any replica, are spread one after another. Times are the database's
+        clock unless `now` is given. A limit of 0 paces nothing."""
+        if limit <= 0:
+            return 0.0
+
+        async def op(conn: psycopg.AsyncConnection) -> float:
+            await conn.execute("INSERT INTO write_pacing (key, sent) VALUES (%s, '{}') ON CONFLICT DO NOTHING",
+                               (key,))
+            cur = await conn.execute("SELECT sent, extract(epoch FROM clock_timestamp())::float8 FROM write_pacing"
+                                     " WHERE key=%s FOR UPDATE", (key,))
+            sent, clock = await cur.fetchone()
+            at = clock if now is None else now
+            kept = sorted(t for t in sent if t > at - window)  # reservations still inside a window from now
+            slot = at if len(kept) < limit else max(at, kept[-limit] + window)
+            kept = sorted([*kept, slot])[-limit:]  # only the last `limit` can hold a later one back
+            await conn.execute("UPDATE write_pacing SET sent=%s WHERE key=%s", (kept, key))
+            return slot - at
+
+        return await self._submit(op)
+
+
+def _release_op(holder: str, lane: str | None) -> Op:
+    async def op(conn: psycopg.AsyncConnection) -> list[str]:
+        if lane is None:
+            cur = await conn.execute("DELETE FROM lanes WHERE holder=%s RETURNING lane", (holder,))
+        else:
+            cur = await conn.execute("DELETE FROM lanes WHERE holder=%s AND lane=%s RETURNING lane", (holder, lane))
+        return sorted(name for (name,) in await cur.fetchall())
+
+    return op
 
 
 async def migrate(conn: psycopg.AsyncConnection) -> int:
