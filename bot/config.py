@@ -54,6 +54,8 @@ class Settings:
     worker_thread: bool = True
     # a label event waits this long before it is handled, so a burst of them ends in one decision; 0: at once
     settle_seconds: float = 3.0
+    # on PostgreSQL: a replica that stops renewing its lanes (killed, cut off) loses them after this long
+    lease_seconds: float = 15.0
 
     @property
     def live(self) -> bool:
@@ -89,6 +91,7 @@ class Settings:
             http_timeout=_positive("SWEEPBOT_HTTP_TIMEOUT", env.get("SWEEPBOT_HTTP_TIMEOUT"), cls.http_timeout),
             settle_seconds=_positive("SWEEPBOT_SETTLE_SECONDS", env.get("SWEEPBOT_SETTLE_SECONDS"),
                                      cls.settle_seconds, zero=True),
+            lease_seconds=_positive("SWEEPBOT_LEASE_SECONDS", env.get("SWEEPBOT_LEASE_SECONDS"), cls.lease_seconds),
         )
 
     @classmethod

@@ -106,12 +106,31 @@ class WritePacer:
             self._sent.append(time.monotonic())
 
 
+class SharedWritePacer:
+    """The write budget of one installation shared by every replica: a row in the PostgreSQL journal
+    (`PgJournal.pace`) reserves each write's slot, so N replicas together stay under `limit` per `window`."""
+
+    def __init__(self, budget: Callable[..., Awaitable[float]], key: str, limit: int = 80, window: float = 60.0,
+                 sleep: Callable[[float], Awaitable[None]] | None = None):
+        self._budget, self.key, self.limit, self.window = budget, key, limit, window
+        self._sleep = sleep or asyncio.sleep
+        self.waited = 0.0
+
+    async def acquire(self) -> None:
+        if self.limit <= 0:
+            return
+        delay = await self._budget(self.key, self.limit, self.window)
+        if delay > 0:
+            self.waited += delay
+            await self._sleep(delay)
+
+
 @dataclass
 class InstallationState:
     """What every client of one installation shares: its ETag cache, write pacer and last rate limit seen."""
 
     installation_id: int
-    pacer: WritePacer
+    pacer: WritePacer | SharedWritePacer
     etags: cachetools.LRUCache = field(default_factory=lambda: cachetools.LRUCache(ETAG_CACHE_SIZE))
     rate_limit: sansio.RateLimit | None = None
 
@@ -303,6 +322,8 @@ class GitHubApp:
         self.http = http or httpx.AsyncClient(timeout=self.timeout, http2=False)
         self.retry = retry or RetryPolicy()
         self._pacer_factory = pacer_factory or WritePacer
+        # set by a replica on PostgreSQL: installation id -> the pacer every replica shares for it
+        self.shared_pacer: Callable[[int], WritePacer | SharedWritePacer] | None = None
         self._tokens: cachetools.TLRUCache = cachetools.TLRUCache(
             maxsize=4096, ttu=lambda _k, tok, _now: tok.expires_at - TOKEN_RENEW_MARGIN, timer=time.time
         )
@@ -321,7 +342,8 @@ class GitHubApp:
     def _state(self, installation_id: int) -> InstallationState:
         state = self._states.get(installation_id)
         if state is None:
-            state = self._states[installation_id] = InstallationState(installation_id, self._pacer_factory())
+            pacer = self.shared_pacer(installation_id) if self.shared_pacer else self._pacer_factory()
+            state = self._states[installation_id] = InstallationState(installation_id, pacer)
         return state
 
     def app_client(self) -> GitHubClient:

@@ -491,6 +491,17 @@ class PgJournal:
         """Hand a lane back (its head finished or will wait), or every lane of `holder` (SIGTERM); returns them."""
         return await self._submit(_release_op(holder, lane))
 
+    async def behind(self, seq: int, lane: str) -> list[tuple[str, str | None]]:
+        """The (event, action) of each unfinished delivery of `lane` after `seq`, in order: what a handler
+        running `seq` may leave to a later delivery (the label settle)."""
+
+        async def op(conn: psycopg.AsyncConnection) -> list[tuple[str, str | None]]:
+            cur = await conn.execute("SELECT event, action FROM deliveries WHERE lane=%s AND seq>%s"
+                                     " AND status IN (%s, %s, %s) ORDER BY seq", (lane, seq, *UNFINISHED))
+            return [kind(event, action) for event, action in await cur.fetchall()]
+
+        return await self._submit(op)
+
     async def leases(self) -> dict[str, str]:
         """The lanes held now, and by whom."""
 

@@ -26,6 +26,8 @@ class Metrics:
             registry=self.registry,
         )
         self.backlog = Gauge("sweepbot_backlog", "Deliveries waiting or running", registry=self.registry)
+        self.replica_lanes = Gauge("sweepbot_replica_lanes", "PR lanes this replica holds a lease on (PostgreSQL)",
+                                   ["replica"], registry=self.registry)
         self.rate_limit_remaining = Gauge(
             "sweepbot_github_rate_limit_remaining", "Requests left in the primary rate limit", ["installation"],
             registry=self.registry,

@@ -6,13 +6,14 @@ import asyncio
 import json
 import sys
 import threading
+import time
 from typing import Any
 
 from gidgethub import routing, sansio
 
 from bot import lanes, logs
 from bot.config import Settings
-from bot.github import GitHubApp
+from bot.github import GitHubApp, SharedWritePacer
 from bot.executor import JournalLedger
 from bot.journal import Delivery, JournalBackend, NewDelivery, open_journal
 from bot.processing import Processor
@@ -51,10 +52,25 @@ class Bot:
         if self.settings.workers > 0:
             if self.settings.worker_thread:
                 self._loop = WorkerLoop()
-            self.workers = Workers(self.journal, self.handle, self.metrics, concurrency=self.settings.workers,
-                                   max_attempts=self.settings.max_attempts, retry_delay=self.settings.retry_delay,
-                                   retry_for=self.settings.retry_for, resolve=self.pr_of_sha)
+            options = dict(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
+                           retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
+                           resolve=self.pr_of_sha)
+            if self.shared:  # replicas share the work, the timers and the write budget through the database
+                from bot.replica_workers import ReplicaWorkers
+
+                self.workers = ReplicaWorkers(self.journal, self.handle, self.metrics,
+                                              lease=self.settings.lease_seconds, **options)
+                limit = self.settings.writes_per_minute
+                self.app.shared_pacer = lambda installation: SharedWritePacer(
+                    self.journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
+            else:
+                self.workers = Workers(self.journal, self.handle, self.metrics, **options)
             await self._on_workers(self.workers.start())
+
+    @property
+    def shared(self) -> bool:
+        """Whether the journal is one that several replicas share (PostgreSQL)."""
+        return hasattr(self.journal, "claim")
 
     async def _on_workers(self, coro: Any) -> Any:
         """Run a coroutine where the workers live: their own thread and loop, or this loop."""
@@ -98,6 +114,18 @@ class Bot:
                                      waiting=(lambda: workers.waiting(d.lane)) if workers is not None else None,
                                      last_try=workers is not None and workers.last_try(d))
 
+    async def _database_health(self) -> dict[str, Any]:
+        """The shared database: reachable, how long the oldest pending delivery has waited, the leases held."""
+        found: dict[str, Any] = {"target": self.journal.where, "replica": getattr(self.workers, "holder", None)}
+        try:
+            oldest = await asyncio.wait_for(self.journal.oldest_pending(), HEALTH_PROBE_TIMEOUT)
+            leases = await asyncio.wait_for(self.journal.leases(), HEALTH_PROBE_TIMEOUT)
+        except Exception as exc:
+            return {**found, "reachable": False, "error": f"{type(exc).__name__}: {exc}"}
+        mine = sum(1 for holder in leases.values() if holder == found["replica"])
+        return {**found, "reachable": True, "oldest_pending_seconds": None if oldest is None
+                else round(max(0.0, time.time() - oldest), 3), "leases_held": mine, "leases_total": len(leases)}
+
     async def stop(self) -> None:
         if self._stopped:
             return
@@ -123,6 +151,9 @@ class Bot:
         report["retrying"] = counts.get("retrying", 0)
         report["failed"] = counts.get("failed", 0)
         report["workers"] = self.workers.concurrency if self.workers else 0
+        if self.shared:
+            report["database"] = await self._database_health()
+            report["ok"] = report["ok"] and report["database"]["reachable"]
         if self.workers is not None and self.workers.journal_error:
             report["ok"] = False
             report["journal"] = f"workers cannot write: {self.workers.journal_error}"

@@ -164,7 +164,10 @@ class Workers:
         begun = await self._journal(lambda: self.journal.begin(queued.seq))
         if begun is None:
             return None  # finished meanwhile (e.g. `sweepbot redeliver` from another process)
-        d, attempt, effects = begun
+        return await self._execute(*begun)
+
+    async def _execute(self, d: Delivery, attempt: int, effects: dict) -> float | None:
+        """Process a delivery this worker has begun; finish it, or schedule its retry (returned)."""
         with logs.context(delivery=d.id, event=d.event, action=d.action, repo=d.repo, pr=d.number):
             try:
                 await self.process(d, effects)

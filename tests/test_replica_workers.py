@@ -1,0 +1,176 @@
+"""Replica workers over one PostgreSQL journal (issue #10): several replicas in this process, each with its own
+journal connection, sharing lanes, per-PR order, leases that a dead replica loses, SIGTERM's hand-back and one
+write budget. The bots run against the shared fake GitHub."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import time
+
+import psycopg
+import pytest
+
+from bot.github import SharedWritePacer
+from bot.journal import DONE, NewDelivery
+from bot.journal_pg import PgJournal
+from bot.metrics import Metrics
+from bot.replica_workers import ReplicaWorkers
+from harness import REPO, Sleeps
+from postgres import postgres_db, postgres_url  # noqa: F401
+
+
+@pytest.fixture
+def journals(postgres_db):  # noqa: F811
+    opened: list[PgJournal] = []
+
+    def open_one() -> PgJournal:
+        opened.append(PgJournal(postgres_db))
+        return opened[-1]
+
+    yield open_one
+    for journal in opened:
+        journal.close()
+
+
+def new(i: int, number: int, action: str = "labeled") -> NewDelivery:
+    return NewDelivery(f"d{i}", "pull_request", action, REPO, number, 1, b"{}")
+
+
+class Recorder:
+    """A process function that records which PR ran when, on which replica, and whether two of one PR overlapped."""
+
+    def __init__(self, pause: float = 0.0):
+        self.order: dict[int, list[str]] = collections.defaultdict(list)
+        self.running: set[int] = set()
+        self.overlaps = 0
+        self.by: collections.Counter = collections.Counter()
+        self.pause = pause
+
+    def on(self, name: str):
+        async def process(d, effects) -> None:
+            if d.number in self.running:
+                self.overlaps += 1
+            self.running.add(d.number)
+            await asyncio.sleep(self.pause)
+            self.order[d.number].append(d.id)
+            self.by[name] += 1
+            self.running.discard(d.number)
+
+        return process
+
+
+async def test_two_replicas_share_the_work_one_pr_at_a_time_in_arrival_order(journals):
+    writer = journals()
+    expected: dict[int, list[str]] = collections.defaultdict(list)
+    for i in range(60):
+        number = i % 12 + 1
+        await writer.record(new(i, number))
+        expected[number].append(f"d{i}")
+    recorder = Recorder(pause=0.005)
+    replicas = [ReplicaWorkers(journals(), recorder.on(name), Metrics(), holder=name, concurrency=3, poll=0.02)
+                for name in ("a", "b")]
+    for r in replicas:
+        await r.start()
+    await replicas[0].wait_idle(30)
+    for r in replicas:
+        await r.drain(1)
+    assert dict(recorder.order) == dict(expected)
+    assert recorder.overlaps == 0
+    assert set(recorder.by) == {"a", "b"}  # both replicas took work
+    assert await writer.leases() == {}
+
+
+async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it_over(journals):
+    writer = journals()
+    await writer.record(new(1, 7))
+    hang = asyncio.Event()
+
+    async def stuck(d, effects) -> None:
+        await hang.wait()  # the replica dies here: it never finishes nor renews
+
+    dead = ReplicaWorkers(journals(), stuck, Metrics(), holder="dead", concurrency=1, lease=0.6, poll=0.02)
+    await dead.start()
+    while not dead.held():
+        await asyncio.sleep(0.01)
+    dead._heartbeat.cancel()  # a SIGKILL: no more heartbeats, and nothing handed back
+    recorder = Recorder()
+    alive = ReplicaWorkers(journals(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
+                           poll=0.05)
+    await alive.start()
+    await alive.wait_idle(30)
+    row = await writer.get("d1")
+    assert (row.status, row.attempts, row.interrupted) == (DONE, 2, 1)
+    assert recorder.order == {7: ["d1"]}
+    await alive.drain(1)
+    hang.set()
+    await dead.drain(1)
+
+
+async def test_sigterm_hands_every_lease_back_at_once(journals):
+    writer = journals()
+    for i, number in enumerate((1, 2, 3)):
+        await writer.record(new(i, number))
+    started = asyncio.Event()
+
+    async def slow(d, effects) -> None:
+        started.set()
+        await asyncio.sleep(30)
+
+    replica = ReplicaWorkers(journals(), slow, Metrics(), holder="leaving", concurrency=3, poll=0.02)
+    await replica.start()
+    await started.wait()
+    while len(replica.held()) < 3:
+        await asyncio.sleep(0.01)
+    assert set((await writer.leases()).values()) == {"leaving"}
+    await replica.drain(0.05)  # the in-flight ones do not finish in time
+    assert await writer.leases() == {}  # not 15 s later: at once
+
+
+async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(journals):
+    """The label settle and a retry's wait are rows, not timers in one process's memory."""
+    writer = journals()
+    seq = await writer.record(NewDelivery("late", "pull_request", "labeled", REPO, 5, 1, b"{}",
+                                          not_before=time.time() + 3600))
+    await writer.record(new(2, 5))
+    recorder = Recorder()
+    replica = ReplicaWorkers(journals(), recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
+    await replica.start()
+    await asyncio.sleep(0.3)
+    assert recorder.order == {}  # the second of PR 5 waits behind the first, which waits for its time
+    await writer.retry_later(seq, time.time(), "now")
+    await replica.wait_idle(30)
+    assert recorder.order == {5: ["late", "d2"]}
+    await replica.drain(1)
+
+
+async def test_the_write_budget_is_one_for_all_replicas(journals):
+    sleeps = Sleeps()
+    pacers = [SharedWritePacer(journals().pace, "installation:1", limit=3, window=60.0, sleep=sleeps)
+              for _ in range(2)]
+    for i in range(5):
+        await pacers[i % 2].acquire()
+    assert len(sleeps.calls) == 2 and all(50 < s <= 60 for s in sleeps.calls)  # the 4th and 5th wait a window
+
+
+async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_it(postgres_db, make_harness,  # noqa: F811
+                                                                              github):
+    bots = [await make_harness(db_path=postgres_db) for _ in range(2)]
+    assert all(type(h.bot.workers) is ReplicaWorkers for h in bots)
+    for number in range(101, 121):
+        github.add_pull(REPO, number=number, user=f"partner{number}", files=["inferencex-e2e/perf-changelog.yaml"])
+        payload = github.pull_request_payload(REPO, number, "opened")
+        await bots[number % 2].post("pull_request", payload)
+    for h in bots:
+        await h.idle()
+    welcomes = collections.Counter(
+        number for number in range(101, 121) for c in github.comments(REPO, number)
+        if c["body"].startswith("<!-- sweepbot:welcome -->"))
+    assert welcomes == {number: 1 for number in range(101, 121)}
+    with psycopg.connect(postgres_db) as conn:
+        assert conn.execute("SELECT count(*) FROM deliveries WHERE status <> 'done'").fetchone() == (0,)
+    health = await (await bots[0].client.get("/healthz")).json()
+    assert health["database"]["reachable"] is True and health["database"]["oldest_pending_seconds"] is None
+    assert health["database"]["leases_held"] == 0 and "password" not in health["database"]["target"]
+    metrics = await (await bots[0].client.get("/metrics")).text()
+    assert f'sweepbot_replica_lanes{{replica="{bots[0].bot.workers.holder}"}} 0.0' in metrics
