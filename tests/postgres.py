@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 from pathlib import Path
 
 import pytest
@@ -57,8 +58,7 @@ class Server:
     def start(self) -> None:
         self.run(self.initdb, "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
                  "--no-sync", "--no-instructions").check_returncode()
-        options = (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root / 'sock'}"
-                   " -c fsync=off -c full_page_writes=off -c max_connections=200")
+        options = self.options()
         (self.root / "sock").mkdir()
         if self.user is not None:
             shutil.chown(self.root / "sock", self.user)
@@ -67,6 +67,19 @@ class Server:
         if started.returncode != 0:
             log = (self.root / "server.log").read_text(errors="replace") if (self.root / "server.log").exists() else ""
             raise RuntimeError(f"pg_ctl start failed ({started.returncode}): {started.stderr}\n{log[-4000:]}")
+
+    def options(self) -> str:
+        return (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root / 'sock'}"
+                " -c fsync=off -c full_page_writes=off -c max_connections=200")
+
+    def restart(self, while_down: Callable[[], None]) -> None:
+        """Stop the server as a crash would (immediate), run `while_down`, start it again on the same data."""
+        self.run(self.pg_ctl, "-D", str(self.data), "-m", "immediate", "-w", "stop").check_returncode()
+        try:
+            while_down()
+        finally:
+            self.run(self.pg_ctl, "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
+                     "-t", str(START_TIMEOUT), "-o", self.options(), "start").check_returncode()
 
     def stop(self) -> None:
         if self.data.exists():
@@ -136,6 +149,12 @@ def _start() -> Server:
             problem = exc
             server.stop()
     raise RuntimeError(f"could not start a test PostgreSQL: {problem}")
+
+
+def restart_server(while_down: Callable[[], None]) -> None:
+    """Restart the test server (started by `postgres_url`), calling `while_down` while it is stopped."""
+    assert _server is not None, "postgres_url has not started a server"
+    _server.restart(while_down)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,161 @@
+"""Three `sweepbot serve` processes on one PostgreSQL (issue #10): 300 PRs opened, spread over them, one replica
+SIGKILLed mid-drain; then the database restarted mid-drain. GitHub is a separate fake process, so its state
+outlives any replica: every PR must be welcomed exactly once, and one PR's deliveries finish in arrival order."""
+
+from __future__ import annotations
+
+import collections
+import signal
+import time
+import urllib.error
+
+import psycopg
+import pytest
+
+from bot.testing.server import FakeGitHubProcess
+from harness import free_port, post_webhook, process_health, start_server_process
+from postgres import postgres_db, postgres_url, restart_server  # noqa: F401
+
+SECRET = "replica-secret"
+RECIPE = "inferencex-e2e/recipes/mi355x.yaml"  # a benchmark path (welcome), not the changelog (no gate comment)
+WELCOME = "<!-- sweepbot:welcome -->"
+DRAIN_TIMEOUT = 180.0
+
+
+@pytest.fixture(scope="module")
+def fake():
+    with FakeGitHubProcess() as process:
+        yield process
+
+
+def start_replica(tmp_path, fake, app_key: str, db: str, index: int, port: int):
+    env = {"APP_ID": "1", "PRIVATE_KEY": app_key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
+           "SWEEPBOT_DB": db, "SWEEPBOT_WORKERS": "4", "SWEEPBOT_WRITES_PER_MINUTE": "0",
+           "SWEEPBOT_SETTLE_SECONDS": "0", "SWEEPBOT_LEASE_SECONDS": "3", "LOG_LEVEL": "INFO"}
+    return start_server_process(port, env, cwd=tmp_path, stdout=open(tmp_path / f"out-{index}.txt", "a"),
+                                stderr=open(tmp_path / f"log-{index}.jsonl", "a"))
+
+
+def seed(fake, repo: str, prs: int) -> None:
+    fake.add_repo(repo, default_branch="main", installation_id=1)
+    for number in range(1, prs + 1):
+        fake.add_pull(repo, number=number, user=f"partner{number}", files=[RECIPE])
+
+
+def opened(fake, repo: str, number: int) -> dict:
+    return fake.pull_request_payload(repo, number, "opened", sender=f"partner{number}")
+
+
+def unfinished(db: str) -> int:
+    with psycopg.connect(db) as conn:
+        return conn.execute("SELECT count(*) FROM deliveries WHERE status IN ('queued','running','retrying')"
+                            ).fetchone()[0]
+
+
+def wait_drained(db: str, timeout: float = DRAIN_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if unfinished(db) == 0:
+                return
+        except psycopg.OperationalError:
+            pass  # the database is restarting
+        time.sleep(0.2)
+    raise AssertionError(f"{unfinished(db)} deliveries still unfinished after {timeout} s")
+
+
+def welcomes(fake, repo: str, prs: int) -> collections.Counter:
+    return collections.Counter({n: sum(1 for c in fake.comments(repo, n) if c["body"].startswith(WELCOME))
+                                for n in range(1, prs + 1)})
+
+
+def lane_order_violations(db: str) -> list[str]:
+    """Lanes where a later delivery finished before an earlier one."""
+    with psycopg.connect(db) as conn:
+        rows = conn.execute("SELECT lane, seq, finished_at FROM deliveries WHERE status='done' ORDER BY lane, seq"
+                            ).fetchall()
+    bad, last = [], {}
+    for lane, _seq, finished in rows:
+        if lane in last and finished < last[lane]:
+            bad.append(lane)
+        last[lane] = finished
+    return bad
+
+
+def post_all(ports: list[int], deliveries: list[tuple[str, str, dict]]) -> list[int]:
+    """Each delivery to the next replica in turn; a replica that answers nothing is skipped for the next."""
+    statuses = []
+    for i, (event, delivery, payload) in enumerate(deliveries):
+        for attempt in range(len(ports)):
+            try:
+                statuses.append(post_webhook(ports[(i + attempt) % len(ports)], event, delivery, payload, SECRET))
+                break
+            except OSError:
+                continue
+    return statuses
+
+
+def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tmp_path, fake, app_key,
+                                                                              postgres_db):  # noqa: F811
+    repo, prs = "acme/replicas-300", 300
+    seed(fake, repo, prs)
+    fake.set_latency("POST", r"/issues/\d+/comments$", 0.05, commit="start")  # the drain takes a while
+    ports = [free_port() for _ in range(3)]
+    procs = [start_replica(tmp_path, fake, app_key, postgres_db, i, port) for i, port in enumerate(ports)]
+    try:
+        deliveries = [("pull_request", f"open-{n}", opened(fake, repo, n)) for n in range(1, prs + 1)]
+        for n in range(1, 21):  # a labeled/unlabeled/labeled sequence on 20 PRs, behind their `opened`
+            for step, action in enumerate(("labeled", "unlabeled", "labeled")):
+                payload = fake.pull_request_payload(repo, n, action, sender="maintainer", label="documentation")
+                deliveries.append(("pull_request", f"label-{n}-{step}", payload))
+        statuses = post_all(ports, deliveries)
+        assert statuses == [202] * len(deliveries)  # every one acknowledged: committed before the answer
+        while fake.count("POST", r"/issues/\d+/comments$") < 60:
+            time.sleep(0.05)
+        procs[0].send_signal(signal.SIGKILL)  # mid-drain, with lanes under lease and writes under way
+        procs[0].wait(10)
+        wait_drained(postgres_db)
+        assert welcomes(fake, repo, prs) == collections.Counter({n: 1 for n in range(1, prs + 1)})
+        assert lane_order_violations(postgres_db) == []
+        health = process_health(ports[1])
+        assert health["database"]["reachable"] and health["database"]["oldest_pending_seconds"] is None
+    finally:
+        fake.clear_latency()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(30)
+    with psycopg.connect(postgres_db) as conn:  # SIGTERM handed the survivors' leases back; the dead one's ran out
+        assert conn.execute("SELECT count(*) FROM lanes WHERE expires_at > clock_timestamp()").fetchone() == (0,)
+
+
+def test_the_database_restarted_mid_drain_loses_nothing_that_was_acknowledged(tmp_path, fake, app_key,
+                                                                              postgres_db):  # noqa: F811
+    repo, prs = "acme/replicas-restart", 80
+    seed(fake, repo, prs)
+    fake.set_latency("POST", r"/issues/\d+/comments$", 0.05, commit="start")
+    ports = [free_port() for _ in range(2)]
+    procs = [start_replica(tmp_path, fake, app_key, postgres_db, 10 + i, port) for i, port in enumerate(ports)]
+    try:
+        statuses = post_all(ports, [("pull_request", f"r-open-{n}", opened(fake, repo, n)) for n in range(1, prs + 1)])
+        assert statuses == [202] * prs
+        while fake.count("POST", r"/issues/\d+/comments$") < 20:
+            time.sleep(0.05)
+        refused = []
+
+        def while_down() -> None:  # intake answers 503 while the database is away
+            try:
+                refused.append(post_webhook(ports[0], "pull_request", "r-during", opened(fake, repo, 1), SECRET))
+            except urllib.error.HTTPError as exc:
+                refused.append(exc.code)
+
+        restart_server(while_down)
+        assert refused == [503]
+        wait_drained(postgres_db)
+        assert welcomes(fake, repo, prs) == collections.Counter({n: 1 for n in range(1, prs + 1)})
+        assert all(process_health(port)["database"]["reachable"] for port in ports)  # recovered by itself
+    finally:
+        fake.clear_latency()
+        for proc in procs:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
