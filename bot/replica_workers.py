@@ -46,7 +46,6 @@ class ReplicaWorkers(Workers):
         self._lanes: dict[str, asyncio.Task] = {}  # lane -> the worker running its head here
         self._waiting: dict[str, list[tuple[str, str | None]]] = {}
         self._heartbeat: asyncio.Task | None = None
-        self.done = 0
 
     async def start(self) -> int:
         """Start the workers and the heartbeat; nothing to resume here: unfinished rows are claimed."""
@@ -101,26 +100,14 @@ class ReplicaWorkers(Workers):
                 logs.event("delivery failed: interrupted again and again", logging.ERROR, delivery=d.id)
                 self.metrics.deliveries.labels(d.event, "failed").inc()
                 return
-        if self.resolve is not None and unresolved_sha(d.lane) and await self._moved(d):
+        if self.resolve is not None and unresolved_sha(d.lane) and await self._moved_to_its_pr(d):
             return
         self._waiting[d.lane] = await self._journal(lambda: self.journal.behind(d.seq, d.lane))
         await self._execute(d, claim.attempt, claim.effects)
-        self.done += 1
 
-    async def _moved(self, d: Delivery) -> bool:
-        """A SHA-only delivery whose PR is found goes to the end of that PR's lane, for whichever replica."""
-        try:
-            number = await self.resolve(d)
-        except Exception as exc:
-            logs.event("could not find the PR of a head SHA", logging.WARNING, delivery=d.id,
-                       error=f"{type(exc).__name__}: {exc}")
-            return False
-        if number is None:
-            return False
-        name = await self._journal(lambda: self.journal.relane(d.seq, number))
+    async def _requeue(self, d: Delivery, lane: str) -> None:
+        """In the database, for whichever replica takes the PR's lane next (nothing is held in memory here)."""
         await self._journal(lambda: self.journal.retry_later(d.seq, time.time(), "moved to its PR's lane"))
-        logs.event("delivery moved to its PR's lane", delivery=d.id, lane=name)
-        return True
 
     async def _beat(self) -> None:
         """Renew this replica's leases; a lane missing from the answer was lost: stop working on it."""

@@ -192,8 +192,12 @@ class Workers:
             return False
         name = await self._journal(lambda: self.journal.relane(d.seq, number))
         logs.event("delivery moved to its PR's lane", delivery=d.id, lane=name)
-        self.submit(Queued(d.seq, name, kind=kind(d.event, d.action)))
+        await self._requeue(d, name)
         return True
+
+    async def _requeue(self, d: Delivery, lane: str) -> None:
+        """A delivery moved to `lane` waits there again, behind what the lane holds."""
+        self.submit(Queued(d.seq, lane, kind=kind(d.event, d.action)))
 
     async def _failed(self, d: Delivery, attempt: int, exc: Exception) -> float | None:
         kind = classify(exc)
