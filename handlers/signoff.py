@@ -100,18 +100,19 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
     return rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path)
 
 
+def sweep_run(ctx: Context, run: dict[str, Any], record: SweepRecord) -> rules.SweepRun:
+    """A workflow run as the sign-off sees it: a run the bot dispatched swept the PR head its record names (a
+    fork's run sits on the default branch), any other the commit it ran on."""
+    known = record.run(run["id"])
+    return rules.SweepRun(int(run["id"]), known.head_sha if known else run.get("head_sha") or "",
+                          run.get("status") or "", run.get("conclusion"),
+                          run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}",
+                          str(run.get("created_at") or ""))
+
+
 async def sweep_runs(ctx: Context, pull: dict[str, Any], record: SweepRecord) -> list[rules.SweepRun]:
-    """The PR's finished sweep runs: the sweep workflow's on its branch, and the ones the bot dispatched (a
-    fork's run sits on the default branch; the record says which PR head it swept)."""
-    dispatched = {r.run_id: r for r in record.runs}
-    found = []
-    for run in await reuse_command.candidate_runs(ctx, pull, record):
-        known = dispatched.get(run["id"])
-        found.append(rules.SweepRun(
-            int(run["id"]), known.head_sha if known else run.get("head_sha") or "", run.get("status") or "",
-            run.get("conclusion"), run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}",
-            str(run.get("created_at") or "")))
-    return found
+    """The PR's finished sweep runs: the sweep workflow's on its branch, and the ones the bot dispatched."""
+    return [sweep_run(ctx, run, record) for run in await reuse_command.candidate_runs(ctx, pull, record)]
 
 
 async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) -> tuple[rules.Check, rules.Check]:
@@ -126,10 +127,7 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) 
         run, verdict = await reuse_command.judge_pinned(ctx, record.pin.run_id, pull, record, commits)
         code = verdict.code
         if verdict.ok and run is not None:
-            known = record.run(run["id"])
-            pinned = rules.SweepRun(int(run["id"]), known.head_sha if known else run.get("head_sha") or "",
-                                    run.get("status") or "", run.get("conclusion"),
-                                    run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}")
+            pinned = sweep_run(ctx, run, record)
     sweep = rules.sweep_check(await sweep_runs(ctx, pull, record), commits, pinned=pinned, asked=asked)
     reuse = rules.reuse_check(record.pin.run_id if record.pin else None, record.pin.by if record.pin else None,
                               code, required=ctx.policy["signoff"]["require_reuse"], asked=asked)
