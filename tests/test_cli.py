@@ -1,13 +1,16 @@
-"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver."""
+"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver (on SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
+
 from bot import cli
 from bot.config import Settings
-from bot.journal import FAILED, Journal, NewDelivery
+from bot.journal import FAILED, NewDelivery, open_journal
+from postgres import postgres_db, postgres_url  # noqa: F401
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pull_request.opened.json"
 
@@ -41,9 +44,11 @@ async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys)
     assert "not a JSON object" in capsys.readouterr().err
 
 
-async def test_deliveries_lists_failures_and_redeliver_runs_one_again(tmp_path, capsys):
-    settings = sandbox_settings(tmp_path)
-    journal = Journal(settings.db_path)
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_deliveries_lists_failures_and_redeliver_runs_one_again(backend, tmp_path, capsys, request):
+    settings = (sandbox_settings(tmp_path) if backend == "sqlite"
+                else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False))
+    journal = open_journal(settings.db_path)
     payload = json.loads(EXAMPLE.read_text())
     seq = await journal.record(NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1,
                                            json.dumps(payload).encode()))
@@ -57,10 +62,13 @@ async def test_deliveries_lists_failures_and_redeliver_runs_one_again(tmp_path, 
 
     assert await cli.redeliver(settings, "abc-1") == 0
     assert "delivery abc-1 done (attempt 2)" in capsys.readouterr().out
-    journal = Journal(settings.db_path)
+    journal = open_journal(settings.db_path)
     row = await journal.get("abc-1")
     journal.close()
     assert (row.status, row.attempts, row.error) == ("done", 2, None)
+
+    assert await cli.redeliver(settings, "nope") == 2
+    assert f"no delivery 'nope' in {settings.db_path}" in capsys.readouterr().err
 
 
 async def test_redeliver_unknown_id_says_so(tmp_path, capsys):

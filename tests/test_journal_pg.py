@@ -1,24 +1,19 @@
 """What only the PostgreSQL journal has: migrations in schema_version, run once even by replicas starting together;
-a connection that breaks is opened again; the CLI against PostgreSQL. And the test server's own rules: it skips
+a connection that breaks is opened again (the CLI on PostgreSQL: tests/test_cli.py). And the test server's own rules: it skips
 outside CI when PostgreSQL is missing, and fails in CI. The shared behaviour is tests/test_journal_contract.py."""
 
 from __future__ import annotations
 
-import json
 import threading
-from pathlib import Path
 
 import psycopg
 import pytest
 
 import postgres
-from bot import cli
-from bot.config import Settings
-from bot.journal import FAILED, JournalUnavailable, NewDelivery, open_journal
+from bot.journal import JournalUnavailable, NewDelivery, open_journal
 from bot.journal_pg import MIGRATIONS, PgJournal
 from postgres import postgres_db, postgres_url  # noqa: F401
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pull_request.opened.json"
 
 
 def new(i: int) -> NewDelivery:
@@ -125,32 +120,3 @@ async def test_a_broken_connection_is_opened_again_by_the_next_operation(postgre
         assert await journal.counts() == {"queued": 3}
     finally:
         journal.close()
-
-
-# -- the CLI against PostgreSQL ---------------------------------------------------------------------
-
-
-async def test_deliveries_and_redeliver_work_against_postgresql(postgres_db, capsys):  # noqa: F811
-    settings = Settings.from_env({"SWEEPBOT_DB": postgres_db}, dotenv=False)
-    journal = open_journal(settings.db_path)
-    payload = json.loads(EXAMPLE.read_text())
-    seq = await journal.record(NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1,
-                                           json.dumps(payload).encode()))
-    await journal.begin(seq)
-    await journal.finish(seq, FAILED, "GitHubBroken: 502")
-    journal.close()
-
-    assert await cli.deliveries(settings, failed_only=True, limit=10) == 0
-    listing = capsys.readouterr().out
-    assert "abc-1" in listing and "error: GitHubBroken: 502" in listing and "failed 1" in listing
-
-    assert await cli.redeliver(settings, "abc-1") == 0
-    assert "delivery abc-1 done (attempt 2)" in capsys.readouterr().out
-    journal = open_journal(settings.db_path)
-    row = await journal.get("abc-1")
-    journal.close()
-    assert (row.status, row.attempts, row.error) == ("done", 2, None)
-
-    assert await cli.redeliver(settings, "nope") == 2
-    assert f"no delivery 'nope' in {postgres_db}" in capsys.readouterr().err
-

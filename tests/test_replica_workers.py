@@ -9,28 +9,14 @@ import collections
 import time
 
 import psycopg
-import pytest
 
 from bot.github import SharedWritePacer
 from bot.journal import DONE, NewDelivery
-from bot.journal_pg import PgJournal
 from bot.metrics import Metrics
 from bot.replica_workers import ReplicaWorkers
 from harness import REPO, Sleeps
 from postgres import postgres_db, postgres_url  # noqa: F401
-
-
-@pytest.fixture
-def journals(postgres_db):  # noqa: F811
-    opened: list[PgJournal] = []
-
-    def open_one() -> PgJournal:
-        opened.append(PgJournal(postgres_db))
-        return opened[-1]
-
-    yield open_one
-    for journal in opened:
-        journal.close()
+from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
 
 
 def new(i: int, number: int, action: str = "labeled") -> NewDelivery:
@@ -60,20 +46,20 @@ class Recorder:
         return process
 
 
-async def test_two_replicas_share_the_work_one_pr_at_a_time_in_arrival_order(journals):
-    writer = journals()
+async def test_two_replicas_share_the_work_one_pr_at_a_time_in_arrival_order(replicas):
+    writer = replicas()
     expected: dict[int, list[str]] = collections.defaultdict(list)
     for i in range(60):
         number = i % 12 + 1
         await writer.record(new(i, number))
         expected[number].append(f"d{i}")
     recorder = Recorder(pause=0.005)
-    replicas = [ReplicaWorkers(journals(), recorder.on(name), Metrics(), holder=name, concurrency=3, poll=0.02)
-                for name in ("a", "b")]
-    for r in replicas:
+    workers = [ReplicaWorkers(replicas(), recorder.on(name), Metrics(), holder=name, concurrency=3, poll=0.02)
+               for name in ("a", "b")]
+    for r in workers:
         await r.start()
-    await replicas[0].wait_idle(30)
-    for r in replicas:
+    await workers[0].wait_idle(30)
+    for r in workers:
         await r.drain(1)
     assert dict(recorder.order) == dict(expected)
     assert recorder.overlaps == 0
@@ -81,21 +67,21 @@ async def test_two_replicas_share_the_work_one_pr_at_a_time_in_arrival_order(jou
     assert await writer.leases() == {}
 
 
-async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it_over(journals):
-    writer = journals()
+async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it_over(replicas):
+    writer = replicas()
     await writer.record(new(1, 7))
     hang = asyncio.Event()
 
     async def stuck(d, effects) -> None:
         await hang.wait()  # the replica dies here: it never finishes nor renews
 
-    dead = ReplicaWorkers(journals(), stuck, Metrics(), holder="dead", concurrency=1, lease=0.6, poll=0.02)
+    dead = ReplicaWorkers(replicas(), stuck, Metrics(), holder="dead", concurrency=1, lease=0.6, poll=0.02)
     await dead.start()
     while not dead.held():
         await asyncio.sleep(0.01)
     dead._heartbeat.cancel()  # a SIGKILL: no more heartbeats, and nothing handed back
     recorder = Recorder()
-    alive = ReplicaWorkers(journals(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
+    alive = ReplicaWorkers(replicas(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
                            poll=0.05)
     await alive.start()
     await alive.wait_idle(30)
@@ -107,8 +93,8 @@ async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it
     await dead.drain(1)
 
 
-async def test_sigterm_hands_every_lease_back_at_once(journals):
-    writer = journals()
+async def test_sigterm_hands_every_lease_back_at_once(replicas):
+    writer = replicas()
     for i, number in enumerate((1, 2, 3)):
         await writer.record(new(i, number))
     started = asyncio.Event()
@@ -117,7 +103,7 @@ async def test_sigterm_hands_every_lease_back_at_once(journals):
         started.set()
         await asyncio.sleep(30)
 
-    replica = ReplicaWorkers(journals(), slow, Metrics(), holder="leaving", concurrency=3, poll=0.02)
+    replica = ReplicaWorkers(replicas(), slow, Metrics(), holder="leaving", concurrency=3, poll=0.02)
     await replica.start()
     await started.wait()
     while len(replica.held()) < 3:
@@ -127,14 +113,14 @@ async def test_sigterm_hands_every_lease_back_at_once(journals):
     assert await writer.leases() == {}  # not 15 s later: at once
 
 
-async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(journals):
+async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(replicas):
     """The label settle and a retry's wait are rows, not timers in one process's memory."""
-    writer = journals()
+    writer = replicas()
     seq = await writer.record(NewDelivery("late", "pull_request", "labeled", REPO, 5, 1, b"{}",
                                           not_before=time.time() + 3600))
     await writer.record(new(2, 5))
     recorder = Recorder()
-    replica = ReplicaWorkers(journals(), recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
+    replica = ReplicaWorkers(replicas(), recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
     await replica.start()
     await asyncio.sleep(0.3)
     assert recorder.order == {}  # the second of PR 5 waits behind the first, which waits for its time
@@ -144,9 +130,9 @@ async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(journals)
     await replica.drain(1)
 
 
-async def test_the_write_budget_is_one_for_all_replicas(journals):
+async def test_the_write_budget_is_one_for_all_replicas(replicas):
     sleeps = Sleeps()
-    pacers = [SharedWritePacer(journals().pace, "installation:1", limit=3, window=60.0, sleep=sleeps)
+    pacers = [SharedWritePacer(replicas().pace, "installation:1", limit=3, window=60.0, sleep=sleeps)
               for _ in range(2)]
     for i in range(5):
         await pacers[i % 2].acquire()
