@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -240,6 +241,9 @@ def _check_semantics(policy: dict[str, Any]) -> None:
     errors += command_name_errors(policy["commands"])
     errors += _autolabel_errors(policy["autolabels"], _sweep_labels(labels))
     errors += _verified_item_errors(policy["signoff"]["verified_items"])
+    errors += _login_list_errors("results.senders", policy["results"]["senders"])
+    errors += _login_list_errors("signoff.judge.senders", policy["signoff"]["judge"]["senders"])
+    errors += _limit_errors(policy["limits"])
     if errors:
         raise ConfigError(errors)
 
@@ -249,6 +253,20 @@ def _verified_item_errors(items: list[dict[str, Any]]) -> list[str]:
 
     return [f"signoff.verified_items[{i}].check: {item['check']!r} is not one of the bot's checks"
             f" ({', '.join(CHECKS)})" for i, item in enumerate(items) if item["check"] not in CHECKS]
+
+
+# A GitHub login, and `name[bot]` for an App's bot account.
+LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+
+
+def _login_list_errors(path: str, logins: list[Any]) -> list[str]:
+    return [f"{path}[{i}]: {login!r} is not a GitHub login (letters, digits and dashes; `name[bot]` for an App)"
+            for i, login in enumerate(logins) if not isinstance(login, str) or not LOGIN.fullmatch(login)]
+
+
+def _limit_errors(limits: dict[str, Any]) -> list[str]:
+    return [f"limits.{key}: expected a whole number above 0, got {value!r}" for key, value in limits.items()
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1]
 
 
 # GitHub's limits for a label; a longer name or description is refused with a 422.
