@@ -12,6 +12,7 @@ import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from bot import logs
+from bot.links import repo_api
 
 BODY_LIMIT = 65536  # GitHub rejects longer comment and issue bodies
 MARKER_RE = re.compile(r"^<!-- sweepbot:([a-z0-9][a-z0-9:_.\-]*) -->")
@@ -95,7 +96,7 @@ class CommentStore:
         """
         known = self._known.get((repo, number, purpose)) if trust_memory else None
         if listing is None:
-            listing = [c async for c in gh.getiter(f"/repos/{repo}/issues/{number}/comments?per_page={PER_PAGE}")]
+            listing = [c async for c in gh.getiter(repo_api(repo, "issues", number, "comments", per_page=PER_PAGE))]
         for comment in listing:
             if is_bots(comment, bot_login) and purpose_of(comment.get("body")) == purpose:
                 return comment
@@ -116,7 +117,7 @@ class CommentStore:
             if existing.get("body") == body:
                 return UNCHANGED, existing
             try:
-                updated = await gh.patch(f"/repos/{repo}/issues/comments/{existing['id']}", data={"body": body})
+                updated = await gh.patch(repo_api(repo, "issues", "comments", existing["id"]), data={"body": body})
             except gidgethub.BadRequest as exc:
                 if int(exc.status_code) != 404:
                     raise
@@ -127,7 +128,7 @@ class CommentStore:
             return UPDATED, updated
 
     async def _create(self, gh: GitHubAPI, repo: str, number: int, purpose: str, body: str) -> dict:
-        created = await gh.post(f"/repos/{repo}/issues/{number}/comments", data={"body": body})
+        created = await gh.post(repo_api(repo, "issues", number, "comments"), data={"body": body})
         self._known[(repo, number, purpose)] = created
         logs.event("comment created", purpose=purpose, comment=created.get("id"))
         return created
@@ -135,7 +136,7 @@ class CommentStore:
 
 async def find_bot_issue(gh: GitHubAPI, repo: str, purpose: str, bot_login: str) -> dict | None:
     """The bot's open issue for `purpose` (pull requests are listed by the issues API too; skip them)."""
-    async for issue in gh.getiter(f"/repos/{repo}/issues?state=open&per_page={PER_PAGE}"):
+    async for issue in gh.getiter(repo_api(repo, "issues", state="open", per_page=PER_PAGE)):
         if "pull_request" in issue:
             continue
         if is_bots(issue, bot_login) and purpose_of(issue.get("body")) == purpose:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import urllib.parse
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 import cachetools
@@ -14,8 +13,10 @@ from bot import actions as act
 from bot import logs
 from bot.actions import Result
 from bot.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue, fit, is_bots
+from bot.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.github import BEFORE_SEND, AmbiguousWrite
 from bot.journal import EFFECT_DONE, INTENDED, Effect, Journal
+from bot.links import repo_api
 
 if TYPE_CHECKING:
     from bot.processing import Context
@@ -226,7 +227,7 @@ class Executor:
     # -- labels --------------------------------------------------------------------------------
 
     async def add_labels(self, action: act.AddLabels) -> Result:
-        await self.ctx.gh.post(f"/repos/{self.ctx.repo}/issues/{action.number}/labels",
+        await self.ctx.gh.post(repo_api(self.ctx.repo, "issues", action.number, "labels"),
                                data={"labels": list(action.labels)})
         self.ctx.forget(("labels", action.number))
         return Result("added")
@@ -237,9 +238,8 @@ class Executor:
         return Result("added") if all(n.casefold() in have for n in action.labels) else None
 
     async def remove_label(self, action: act.RemoveLabel) -> Result:
-        name = urllib.parse.quote(action.label, safe="")
         try:
-            await self.ctx.gh.delete(f"/repos/{self.ctx.repo}/issues/{action.number}/labels/{name}")
+            await self.ctx.gh.delete(repo_api(self.ctx.repo, "issues", action.number, "labels", action.label))
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) != 404:  # already gone: the goal is met
                 raise
@@ -253,7 +253,7 @@ class Executor:
         if await self.find_label(action) is not None:
             return Result("exists")
         try:
-            await self.ctx.gh.post(f"/repos/{self.ctx.repo}/labels", data={
+            await self.ctx.gh.post(repo_api(self.ctx.repo, "labels"), data={
                 "name": action.name, "color": action.color, "description": action.description})
         except gidgethub.InvalidField:
             pass  # created meanwhile by someone else
@@ -262,7 +262,7 @@ class Executor:
 
     async def find_label(self, action: act.EnsureLabel) -> Result | None:
         try:
-            await self.ctx.gh.getitem(f"/repos/{self.ctx.repo}/labels/{urllib.parse.quote(action.name, safe='')}")
+            await self.ctx.gh.getitem(repo_api(self.ctx.repo, "labels", action.name))
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) != 404:
                 raise
@@ -277,11 +277,11 @@ class Executor:
         body = fit(action.purpose, action.body, self._truncated_note)
         issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
         if issue is None:
-            created = await gh.post(f"/repos/{repo}/issues", data={"title": action.title, "body": body})
+            created = await gh.post(repo_api(repo, "issues"), data={"title": action.title, "body": body})
             return Result("created", created.get("number"))
         if issue.get("body") == body and issue.get("title") == action.title:
             return Result("unchanged", issue["number"])
-        await gh.patch(f"/repos/{repo}/issues/{issue['number']}", data={"title": action.title, "body": body})
+        await gh.patch(repo_api(repo, "issues", issue["number"]), data={"title": action.title, "body": body})
         return Result("updated", issue["number"])
 
     async def find_issue(self, action: act.Issue) -> Result | None:
@@ -293,20 +293,20 @@ class Executor:
         issue = await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)
         if issue is None:
             return Result("absent")
-        await self.ctx.gh.patch(f"/repos/{self.ctx.repo}/issues/{issue['number']}", data={"state": "closed"})
+        await self.ctx.gh.patch(repo_api(self.ctx.repo, "issues", issue["number"]), data={"state": "closed"})
         return Result("closed", issue["number"])
 
     # -- reactions -----------------------------------------------------------------------------
 
-    def _reactions_url(self, comment_id: int) -> str:
-        return f"/repos/{self.ctx.repo}/issues/comments/{comment_id}/reactions"
+    def _reactions_url(self, comment_id: int, *more: str | int, **query: str | int) -> str:
+        return repo_api(self.ctx.repo, "issues", "comments", comment_id, "reactions", *more, **query)
 
     async def react(self, action: act.React) -> Result:
         made = await self.ctx.gh.post(self._reactions_url(action.comment_id), data={"content": action.content})
         return Result("reacted", made.get("id"))
 
     async def find_reaction(self, action: act.React | act.Unreact) -> Result | None:
-        url = f"{self._reactions_url(action.comment_id)}?content={action.content}&per_page={PER_PAGE}"
+        url = self._reactions_url(action.comment_id, content=action.content, per_page=PER_PAGE)
         async for reaction in self.ctx.gh.getiter(url):
             if is_bots(reaction, self.ctx.bot_login) and reaction.get("content") == action.content:
                 return Result("reacted", reaction["id"])
@@ -317,16 +317,13 @@ class Executor:
         if found is None:
             return Result("absent")
         try:
-            await self.ctx.gh.delete(f"{self._reactions_url(action.comment_id)}/{found.id}")
+            await self.ctx.gh.delete(self._reactions_url(action.comment_id, found.id))
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) != 404:
                 raise
         return Result("removed", found.id)
 
     # -- workflow dispatch ---------------------------------------------------------------------
-
-    def _workflow_url(self, workflow: str) -> str:
-        return f"/repos/{self.ctx.repo}/actions/workflows/{urllib.parse.quote(workflow, safe='')}"
 
     async def dispatch(self, action: act.DispatchWorkflow) -> Result:
         # The ledger knows this delivery's effects only; an earlier delivery (or a journal lost since) may
@@ -335,7 +332,7 @@ class Executor:
         if found is not None:
             logs.event("run already started for this dispatch id", dispatch_id=action.dispatch_id, run=found.id)
             return found
-        answer = await self.ctx.gh.post(f"{self._workflow_url(action.workflow)}/dispatches", data={
+        answer = await self.ctx.gh.post(repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"), data={
             "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
         run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
         if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
@@ -346,14 +343,15 @@ class Executor:
         return Result("dispatched", int(run_id), {"html_url": answer.get("html_url")})
 
     async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
-        query = {"branch": action.ref, "event": "workflow_dispatch", "per_page": str(PER_PAGE)}
-        if action.head_sha:
-            query["head_sha"] = action.head_sha
-        url = f"{self._workflow_url(action.workflow)}/runs?{urllib.parse.urlencode(query)}"
+        """The run this dispatch started, by its dispatch id, among the bot's own dispatches of the workflow (a
+        fork's `pull_request` run can carry the same id in its name: bot.dispatched_runs)."""
+        query = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE, "head_sha": action.head_sha}
+        url = repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "runs", **query)
         seen = 0
         async for run in self.ctx.gh.getiter(url, iterable_key="workflow_runs"):
             names = f"{run.get('name') or ''} {run.get('display_title') or ''}"
-            if action.dispatch_id in names:
+            if action.dispatch_id in names and not_the_bots(run, bot_login=self.ctx.bot_login, repository=self.ctx.repo,
+                                                            workflows=(action.workflow,)) is None:
                 return Result("dispatched", run["id"], {"html_url": run.get("html_url")})
             seen += 1
             if seen >= RUNS_LOOKED_AT:  # newest first: a run of ours is among the latest, not in years of history
@@ -361,13 +359,13 @@ class Executor:
         return None
 
     async def repository_dispatch(self, action: act.RepositoryDispatch) -> Result:
-        await self.ctx.gh.post(f"/repos/{action.repository}/dispatches", data={
+        await self.ctx.gh.post(repo_api(action.repository, "dispatches"), data={
             "event_type": action.event_type, "client_payload": dict(action.payload)})
         return Result("dispatched")
 
     async def cancel_run(self, action: act.CancelRun) -> Result:
         try:
-            await self.ctx.gh.post(f"/repos/{self.ctx.repo}/actions/runs/{action.run_id}/cancel", data={})
+            await self.ctx.gh.post(repo_api(self.ctx.repo, "actions", "runs", action.run_id, "cancel"), data={})
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) == 409:  # it finished meanwhile: nothing left to cancel
                 return Result("finished", action.run_id)
@@ -377,7 +375,7 @@ class Executor:
         return Result("cancelled", action.run_id)
 
     async def find_cancelled(self, action: act.CancelRun) -> Result | None:
-        run = await self.ctx.gh.getitem(f"/repos/{self.ctx.repo}/actions/runs/{action.run_id}")
+        run = await self.ctx.gh.getitem(repo_api(self.ctx.repo, "actions", "runs", action.run_id))
         if run.get("status") == "completed":
             return Result("cancelled" if run.get("conclusion") == "cancelled" else "finished", action.run_id)
         return None  # a cancel is safe to send again
@@ -389,8 +387,8 @@ class Executor:
         cache_key = (self.ctx.repo, action.head_sha, action.name)
         if cache_key in self.known_checks:
             return self.known_checks[cache_key]
-        query = urllib.parse.urlencode({"check_name": action.name, "filter": "latest", "per_page": PER_PAGE})
-        url = f"/repos/{self.ctx.repo}/commits/{action.head_sha}/check-runs?{query}"
+        url = repo_api(self.ctx.repo, "commits", action.head_sha, "check-runs", check_name=action.name, filter="latest",
+                       per_page=PER_PAGE)
         async for run in self.ctx.gh.getiter(url, iterable_key="check_runs"):
             slug = (run.get("app") or {}).get("slug")
             if run.get("name") == action.name and (slug is None or f"{slug}[bot]" == self.ctx.bot_login):
@@ -414,13 +412,13 @@ class Executor:
         if action.details_url:
             body["details_url"] = action.details_url
         if existing is None:
-            made = await self.ctx.gh.post(f"/repos/{self.ctx.repo}/check-runs", data={**body, "head_sha": action.head_sha})
+            made = await self.ctx.gh.post(repo_api(self.ctx.repo, "check-runs"), data={**body, "head_sha": action.head_sha})
             check_id, outcome = int(made["id"]), "created"
         else:
             check_id, outcome = existing[0], "updated"
-            await self.ctx.gh.patch(f"/repos/{self.ctx.repo}/check-runs/{check_id}", data=body)
+            await self.ctx.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data=body)
         for batch in batches[1:]:  # GitHub takes 50 annotations per request and appends the next ones
-            await self.ctx.gh.patch(f"/repos/{self.ctx.repo}/check-runs/{check_id}", data={
+            await self.ctx.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data={
                 "output": {**body["output"], "annotations": _annotations(batch)}})
         self.known_checks[(self.ctx.repo, action.head_sha, action.name)] = (check_id, action.fingerprint)
         return Result(outcome, check_id)

@@ -1,8 +1,11 @@
 """Which PR a delivery belongs to, so that every write to one PR's comments runs in one lane, one at a time.
 
-Most events name their PR. A `workflow_run` or `check_suite` from a fork names only its head SHA (GitHub
-leaves `pull_requests` empty for forks): such a delivery goes to a SHA lane first, and the worker finds the
-PR for that SHA before running it, then moves it into the PR's lane.
+Most events name their PR. A sweep's `workflow_run` goes to the lane of the PR its dispatch id names (the
+sweep gate then trusts it only if that PR's record holds the id: bot/dispatched_runs.py); never by its
+`pull_requests`, which list whatever open PR shares its head commit (a `main -> release` PR for a fork's sweep
+run on `main`). A `check_suite` or `check_run` from a fork names only its head SHA (GitHub leaves
+`pull_requests` empty for forks): such a delivery goes to a SHA lane first, and the worker finds the PR for
+that SHA before running it, then moves it into the PR's lane.
 """
 
 from __future__ import annotations
@@ -10,14 +13,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bot.dispatched_runs import DISPATCH_ID
+
 MAX_NUMBER = 2**31 - 1
 SHA = re.compile(r"[0-9a-f]{40}")
 PR_NUMBER_FIELDS = ("pr-number", "pr_number")  # repository_dispatch client_payload keys the results service uses
 # Events that come in bursts (a person adds three labels in a row, each its own delivery): held back for a
 # short window at intake, so that the last of a burst decides on the final state.
 SETTLING = frozenset({("pull_request", "labeled"), ("pull_request", "unlabeled")})
-# The sweep's run name carries its dispatch id `sw-<PR>-<digest>` (GitHub lists no PR for a dispatched run).
-DISPATCH_ID = re.compile(r"\bsw-(\d{1,10})-[0-9a-f]{12}\b")
 _KINDS: dict[tuple[str, str | None], tuple[str, str | None]] = {}
 
 
@@ -55,13 +58,11 @@ def pr_number(event: str, data: dict[str, Any]) -> int | None:
             return number
     if event == "workflow_run" and isinstance(data.get("workflow_run"), dict):
         run = data["workflow_run"]
-        number = _first_pr(run.get("pull_requests"))
-        if number is None:
-            for title in (run.get("display_title"), run.get("name")):
-                match = DISPATCH_ID.search(title) if isinstance(title, str) else None
-                if match and (number := _number(match.group(1))) is not None:
-                    return number
-        return number
+        for title in (run.get("display_title"), run.get("name")):
+            match = DISPATCH_ID.search(title) if isinstance(title, str) else None
+            if match and (number := _number(match.group(1))) is not None:
+                return number
+        return None
     if event == "check_suite" and isinstance(data.get("check_suite"), dict):
         return _first_pr(data["check_suite"].get("pull_requests"))
     if event == "check_run" and isinstance(data.get("check_run"), dict):
@@ -74,8 +75,9 @@ def pr_number(event: str, data: dict[str, Any]) -> int | None:
 
 
 def head_sha(event: str, data: dict[str, Any]) -> str | None:
-    """The head SHA of a run or suite, for events that may not name their PR."""
-    holder = {"workflow_run": "workflow_run", "check_suite": "check_suite", "check_run": "check_run"}.get(event)
+    """The head SHA of a check suite or run, for events that may not name their PR. (A workflow run without
+    a dispatch id is no sweep of the bot's: no lane of a PR is looked up for it.)"""
+    holder = {"check_suite": "check_suite", "check_run": "check_run"}.get(event)
     if holder and isinstance(data.get(holder), dict):
         sha = data[holder].get("head_sha")
         if isinstance(sha, str) and SHA.fullmatch(sha):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import time
-import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -17,6 +16,7 @@ from bot import lanes, logs
 from bot.comments import PER_PAGE, CommentStore
 from bot.executor import DryRun, Executor, Ledger, MemoryLedger
 from bot.github import GitHubApp, GitHubClient
+from bot.links import Slashed, api, repo_api
 from bot.metrics import Metrics
 from bot.policy import Policy
 from bot.repo_config import RepoConfigs
@@ -84,12 +84,12 @@ class Context:
     async def _listing(self, key: tuple, url: str, keep: Callable[[dict], bool] = lambda item: True) -> list[dict]:
         """Every page of a list endpoint, read once per delivery."""
         if key not in self._memo:
-            self._memo[key] = [item async for item in self.gh.getiter(f"{url}?per_page={PER_PAGE}") if keep(item)]
+            self._memo[key] = [item async for item in self.gh.getiter(url) if keep(item)]
         return self._memo[key]
 
     async def pr_file_entries(self, number: int) -> list[dict]:
         """The changed files of a PR as GitHub lists them (every page; a rename carries `previous_filename`)."""
-        return await self._listing(("files", number), f"/repos/{self.repo}/pulls/{number}/files")
+        return await self._listing(("files", number), repo_api(self.repo, "pulls", number, "files", per_page=PER_PAGE))
 
     async def pr_files(self, number: int) -> list[str]:
         """Changed file names of a PR."""
@@ -98,19 +98,18 @@ class Context:
     async def labels(self, number: int) -> list[str]:
         """The labels on an issue or PR as GitHub has them now (a payload's list can be stale)."""
         return [label["name"] for label in
-                await self._listing(("labels", number), f"/repos/{self.repo}/issues/{number}/labels")]
+                await self._listing(("labels", number), repo_api(self.repo, "issues", number, "labels", per_page=PER_PAGE))]
 
     async def label_events(self, number: int) -> list[dict]:
-        return await self._listing(("events", number), f"/repos/{self.repo}/issues/{number}/events",
+        return await self._listing(("events", number), repo_api(self.repo, "issues", number, "events", per_page=PER_PAGE),
                                    lambda e: e.get("event") in ("labeled", "unlabeled"))
 
     async def file_at(self, path: str, ref: str) -> bytes | None:
         """The exact bytes of a file at a commit, or None where it does not exist (above 1 MB via the blob API)."""
         key = ("file", path, ref)
         if key not in self._memo:
-            quoted = urllib.parse.quote(path, safe="/")
             try:
-                item = await self.gh.getitem(f"/repos/{self.repo}/contents/{quoted}?ref={ref}")
+                item = await self.gh.getitem(repo_api(self.repo, "contents", Slashed(path), ref=ref))
             except gidgethub.BadRequest as exc:
                 if int(exc.status_code) != 404:
                     raise
@@ -120,18 +119,18 @@ class Context:
                 if item.get("encoding") == "base64":
                     data = base64.b64decode(item.get("content") or "")
                 else:  # GitHub sends no content for files over 1 MB
-                    blob = await self.gh.getitem(f"/repos/{self.repo}/git/blobs/{item['sha']}")
+                    blob = await self.gh.getitem(repo_api(self.repo, "git", "blobs", item["sha"]))
                     data = base64.b64decode(blob.get("content") or "")
             self._memo[key] = data
         return self._memo[key]
 
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
         """The commit a PR's changes are counted from (its base branch may have moved on since)."""
-        compared = await self.gh.getitem(f"/repos/{self.repo}/compare/{base_sha}...{head_sha}?per_page=1")
+        compared = await self.gh.getitem(repo_api(self.repo, "compare", f"{base_sha}...{head_sha}", per_page=1))
         return (compared.get("merge_base_commit") or {}).get("sha") or base_sha
 
     async def commit_message(self, sha: str) -> str:
-        commit = await self.gh.getitem(f"/repos/{self.repo}/git/commits/{sha}")
+        commit = await self.gh.getitem(repo_api(self.repo, "git", "commits", sha))
         return commit.get("message") or ""
 
     async def role(self, login: str) -> str:
@@ -139,9 +138,8 @@ class Context:
         key = (self.repo, login.casefold())
         cache = self.permissions if self.permissions is not None else self._memo
         if key not in cache:
-            quoted = urllib.parse.quote(login, safe="")
             try:
-                answer = await self.gh.getitem(f"/repos/{self.repo}/collaborators/{quoted}/permission")
+                answer = await self.gh.getitem(repo_api(self.repo, "collaborators", login, "permission"))
             except gidgethub.BadRequest as exc:
                 if int(exc.status_code) != 404:
                     raise
@@ -160,7 +158,7 @@ class Context:
         key = ("team", org.casefold(), slug.casefold(), login.casefold())
         cache = self.permissions if self.permissions is not None else self._memo
         if key not in cache:
-            url = "/orgs/{}/teams/{}/memberships/{}".format(*(urllib.parse.quote(v, safe="") for v in (org, slug, login)))
+            url = api("orgs", org, "teams", slug, "memberships", login)
             try:
                 answer = await self.gh.getitem(url)
             except gidgethub.BadRequest as exc:
@@ -174,7 +172,7 @@ class Context:
 
     async def comments(self, number: int) -> list[dict]:
         """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""
-        return await self._listing(("comments", number), f"/repos/{self.repo}/issues/{number}/comments")
+        return await self._listing(("comments", number), repo_api(self.repo, "issues", number, "comments", per_page=PER_PAGE))
 
 
 Handler = Callable[[sansio.Event, Context], Any]

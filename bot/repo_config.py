@@ -13,6 +13,7 @@ from gidgethub.abc import GitHubAPI
 
 from bot import logs
 from bot.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
+from bot.links import Slashed, repo_api
 from bot.policy import Policy
 
 CACHE_TTL = 3600.0  # a missed push event heals within the hour
@@ -54,7 +55,7 @@ class RepoConfigs:
 
     async def _load(self, gh: GitHubAPI, repo: str, default_branch: str) -> _Loaded:
         try:
-            item = await gh.getitem(f"/repos/{repo}/contents/{REPO_CONFIG_PATH}?ref={default_branch}")
+            item = await gh.getitem(repo_api(repo, "contents", Slashed(REPO_CONFIG_PATH), ref=default_branch))
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) != 404:
                 raise

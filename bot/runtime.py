@@ -16,6 +16,7 @@ from bot.config import Settings
 from bot.github import GitHubApp, SharedWritePacer
 from bot.executor import JournalLedger
 from bot.journal import Delivery, JournalBackend, NewDelivery, open_journal
+from bot.links import repo_api
 from bot.processing import Processor
 from bot.repo_config import RepoConfigs
 from bot.templates import Templates
@@ -97,10 +98,10 @@ class Bot:
             return None
         repo, sha = found
         gh = await self.app.client(d.installation)
-        for pr in await gh.getitem(f"/repos/{repo}/commits/{sha}/pulls"):
+        for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
             if pr.get("state") == "open":
                 return int(pr["number"])
-        async for pr in gh.getiter(f"/repos/{repo}/pulls?state=open&per_page=100"):
+        async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=100)):
             if (pr.get("head") or {}).get("sha") == sha:
                 return int(pr["number"])
         return None

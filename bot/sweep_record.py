@@ -14,18 +14,20 @@ from typing import Any
 from bot.comments import hidden_record, read_hidden_record
 
 VERSION = 1
-MAX_RUNS = 20  # the newest runs kept: older ones are finished or cancelled long ago
+KEPT_FINISHED = 20  # finished runs kept besides the pinned one; a run still going is always kept (it may be cancelled)
 RECORD = "record"  # its hidden line: <!-- sweepbot-record {...} -->
 _FINISHED = "completed"
 
 
 @dataclass(frozen=True)
 class Approval:
-    """A writer applied primary `label` on a fork PR while its head was `head_sha`."""
+    """A writer applied primary `label` on a fork PR while its head was `head_sha`, at `at` (the PR's
+    `updated_at` in that `labeled` delivery): an older label event, redelivered, never overrides a newer one."""
 
     label: str
     by: str
     head_sha: str
+    at: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ class SweepRecord:
         if data is None:
             return cls()
         try:
-            approvals = tuple(Approval(str(a["label"]), str(a["by"]), str(a["head_sha"]))
+            approvals = tuple(Approval(str(a["label"]), str(a["by"]), str(a["head_sha"]), str(a.get("at") or ""))
                               for a in data.get("approvals", ()))
             runs = tuple(RunRecord(str(r["dispatch_id"]), int(r["run_id"]), str(r["head_sha"]), str(r["workflow"]),
                                    str(r.get("status") or "queued"), r.get("conclusion"), r.get("html_url"))
@@ -97,15 +99,36 @@ class SweepRecord:
     # -- changing (each returns a new record) ----------------------------------------------------
 
     def approve(self, approval: Approval) -> "SweepRecord":
+        """The approval, unless the one kept for that label is newer (a label event redelivered late)."""
+        current = self.approval(approval.label)
+        if current is not None and current.at and (not approval.at or approval.at < current.at):
+            return self
         kept = tuple(a for a in self.approvals if a.label.casefold() != approval.label.casefold())
         return replace(self, approvals=kept + (approval,))
 
-    def withdraw(self, label: str) -> "SweepRecord":
+    def withdraw(self, label: str, at: str = "") -> "SweepRecord":
+        """No approval for `label`, unless the one kept is newer than the removal at `at`."""
+        current = self.approval(label)
+        if current is not None and current.at and at and at < current.at:
+            return self
         return replace(self, approvals=tuple(a for a in self.approvals if a.label.casefold() != label.casefold()))
 
     def add_run(self, run: RunRecord) -> "SweepRecord":
-        kept = tuple(r for r in self.runs if r.run_id != run.run_id)
-        return replace(self, runs=(kept + (run,))[-MAX_RUNS:])
+        """A run the bot dispatched. Every run still going is kept (a push must be able to cancel it), and so is
+        the pinned one; of the finished, the newest KEPT_FINISHED. Only the bot adds runs, so nobody can flood it."""
+        runs = tuple(r for r in self.runs if r.run_id != run.run_id or not run.run_id) + (run,)
+        return replace(self, runs=self._retained(runs))
+
+    def _retained(self, runs: tuple[RunRecord, ...]) -> tuple[RunRecord, ...]:
+        pinned = self.pin.run_id if self.pin else None
+        finished = [i for i, r in enumerate(runs) if r.finished and r.run_id != pinned]
+        dropped = set(finished[:-KEPT_FINISHED]) if len(finished) > KEPT_FINISHED else set()
+        return tuple(r for i, r in enumerate(runs) if i not in dropped)
+
+    def observe(self, entry: RunRecord, run_id: int, **changes: Any) -> "SweepRecord":
+        """What GitHub says of the run of `entry` now (its id too, when the dispatch answer carried none)."""
+        runs = tuple(replace(r, run_id=run_id, **changes) if r is entry else r for r in self.runs)
+        return replace(self, runs=self._retained(runs))
 
     def pinned(self, pin: Pin | None) -> "SweepRecord":
         return replace(self, pin=pin)

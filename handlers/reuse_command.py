@@ -13,6 +13,7 @@ from bot import logs, pins
 from bot.actions import Action, Comment, React, RepositoryDispatch, Unreact
 from bot.commands import Command, edit_is_new_command, parse
 from bot.comments import PER_PAGE, hidden_record, read_hidden_record
+from bot.links import repo_api
 from bot.processing import Context
 from bot.sweep_record import Pin, SweepRecord
 from handlers import sweep_gate
@@ -194,7 +195,7 @@ async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     if not await may_pin(ctx, comment, requester):
         outcome, run, verdict, others = "unauthorized", None, None, []
     else:
-        pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+        pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
         outcome, run, verdict, others = await choose(ctx, command, pull, record)
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others)
     if outcome == "accepted" and command.kind == "use":
@@ -305,7 +306,7 @@ async def stage_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     elif run_id is None:
         variables["outcome"] = "nothing_to_stage"
     else:
-        pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+        pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
         run, verdict = await judge_pinned(ctx, run_id, pull, record)
         variables["run"] = {"id": run_id, "url": (run or {}).get("html_url") or f"{ctx.html_url}/actions/runs/{run_id}"}
         if not verdict.ok:

@@ -14,6 +14,7 @@ from bot.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
 from bot.checklist import Template, compare, template_items
 from bot.codeowners import parse as parse_codeowners
 from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.links import repo_api
 from bot.processing import Context
 from bot.sweep_record import SweepRecord
 from handlers import reuse_command, sweep_gate
@@ -194,7 +195,7 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
 
 
 async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Action]:
-    pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     if pull.get("state") != "open":
         logs.event("sign-off on a closed PR left alone", signoff=signoff.key)
         return []
@@ -212,7 +213,7 @@ async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Acti
 
 async def restate(ctx: Context, number: int, changed: dict[str, dict[str, Any]]) -> list[Action]:
     """Re-render the verdicts in `changed` and the check run on the PR's head."""
-    pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     records = {**await verdicts(ctx, number), **changed}
     actions: list[Action] = [verdict_comment(ctx, number, record) for record in changed.values()]
     if pull.get("state") == "open":

@@ -14,9 +14,11 @@ from bot import lanes, logs
 from bot.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
 from bot.changelog import ChangelogResult, check_append
 from bot.comments import is_bots, purpose_of
+from bot.dispatched_runs import bot_run, not_the_bots
 from bot.failures import TRANSIENT, classify
 from bot.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
+from bot.links import repo_api
 from bot.processing import Context
 from bot.sweep_record import Approval, Pin, RunRecord, SweepRecord
 
@@ -112,6 +114,11 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
     return "blocked"
 
 
+def run_trust(ctx: Context) -> dict[str, Any]:
+    """What a run must match to count as the bot's sweep on this repository (bot.dispatched_runs)."""
+    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
+
+
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
     base = viewer.rstrip("/")
     return {key: f"{base}/{page}?unofficialRun={run_id}" for key, page in VIEWER_PAGES.items()}
@@ -148,13 +155,13 @@ def is_fork_pr(pull: Mapping[str, Any], repo: str) -> bool:
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
     """The PR as it is now (a queued payload may be old), waiting once for the merge commit of a fork that
     asks for a sweep."""
-    pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     primaries, _ = sweep_label_names(ctx.policy)
     asks = any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
     if (asks and is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and not pull.get("merge_commit_sha")
             and pull.get("mergeable") is None):
         await asyncio.sleep(MERGE_SHA_WAIT)
-        pull = await ctx.gh.getitem(f"/repos/{ctx.repo}/pulls/{number}")
+        pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     return pull
 
 
@@ -429,21 +436,18 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
 
 async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     run = event.data["workflow_run"]
-    number = ctx.pr_number
-    title = f"{run.get('display_title') or ''} {run.get('name') or ''}"
-    found = lanes.DISPATCH_ID.search(title)
-    workflow = (run.get("path") or "").rsplit("/", 1)[-1]
-    if number is None or found is None or workflow not in ctx.policy["workflows"].values():
-        return []
-    if int(found.group(1)) != number:
+    number = ctx.pr_number  # the lane its dispatch id named: only a hint until the record says it is ours
+    if number is None:
         return []
     record, exists = await load_record(ctx, number)
-    known = record.run(run["id"])
-    if known is None:  # started by an attempt whose record was lost: its dispatch id names it
-        record = record.add_run(RunRecord(found.group(0), int(run["id"]), run.get("head_sha") or "", workflow))
-    record = record.update_run(int(run["id"]), status=run.get("status") or "queued",
-                               conclusion=run.get("conclusion"), html_url=run.get("html_url"))
-    if exists and known == record.run(run["id"]):
+    known = bot_run(run, record, **run_trust(ctx))
+    if known is None:
+        logs.event("workflow run ignored: not a sweep the bot dispatched for this PR", run=run.get("id"), pr=number,
+                   reason=not_the_bots(run, **run_trust(ctx)) or "its dispatch id is not in the PR's record")
+        return []
+    record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
+                            conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    if exists and known == record.by_dispatch(known.dispatch_id):
         return []  # a redelivery, or a status the comment already shows
     return await evaluate(ctx, number, record, exists, may_start=False)
 

@@ -7,7 +7,7 @@ import pytest
 from bot.changelog import check_append
 from bot.config import default_policy
 from bot.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched, GateInput, decide, dispatch_id
-from bot.sweep_record import MAX_RUNS, Approval, RunRecord, SweepRecord
+from bot.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord
 from handlers.sweep_gate import (approval_change, changelog_outcome, check_conclusion, headline, label_generation,
                                  last_applied, runs_to_cancel, shows_status, viewer_links)
 
@@ -174,12 +174,31 @@ def test_an_unreadable_record_approves_nothing_and_names_no_run(body):
     assert SweepRecord.parse(body) == SweepRecord()
 
 
-def test_the_record_keeps_the_newest_runs_and_one_approval_per_label():
-    record = SweepRecord()
-    for i in range(MAX_RUNS + 5):
-        record = record.add_run(RunRecord(f"sw-5-{i:012x}", i + 1, SHA, "w"))
-    assert len(record.runs) == MAX_RUNS and record.runs[-1].run_id == MAX_RUNS + 5
-    record = record.approve(Approval(FAIL_FAST, "a", SHA)).approve(Approval(FAIL_FAST.upper(), "b", "c" * 40))
+def test_the_record_keeps_every_run_still_going_the_pinned_one_and_the_newest_finished():
+    """Regression: the record kept the newest 20 runs of any kind; 20 runs injected by a fork pushed the real,
+    still queued run out of it, and the next push did not cancel it."""
+    record = SweepRecord().add_run(RunRecord("sw-5-000000000000", 1, SHA, "w"))  # queued: kept whatever follows
+    record = record.add_run(RunRecord("sw-5-111111111111", 2, SHA, "w", status="completed"))
+    record = record.pinned(Pin(2, 9, "m", "2026-01-01T00:00:00Z"))
+    for i in range(KEPT_FINISHED + 5):
+        record = record.add_run(RunRecord(f"sw-5-{i + 10:012x}", i + 10, SHA, "w", status="completed"))
+    ids = [r.run_id for r in record.runs]
+    assert ids[:2] == [1, 2] and len(ids) == KEPT_FINISHED + 2
+    assert ids[-1] == KEPT_FINISHED + 14 and 10 not in ids, "the oldest finished ones go first"
+
+
+def test_one_approval_per_label_and_an_older_label_event_never_overrides_a_newer_one():
+    record = SweepRecord().approve(Approval(FAIL_FAST, "a", SHA)).approve(Approval(FAIL_FAST.upper(), "b", "c" * 40))
     assert record.approvals == (Approval(FAIL_FAST.upper(), "b", "c" * 40),)
     assert record.withdraw(FAIL_FAST).approvals == ()
-    assert record.update_run(MAX_RUNS + 5, status="completed").latest.finished
+    newer = SweepRecord().approve(Approval(FAIL_FAST, "a", "d" * 40, at="2026-01-01T00:00:09Z"))
+    assert newer.approve(Approval(FAIL_FAST, "a", SHA, at="2026-01-01T00:00:05Z")) == newer
+    assert newer.withdraw(FAIL_FAST, at="2026-01-01T00:00:05Z") == newer
+    assert newer.withdraw(FAIL_FAST, at="2026-01-01T00:00:10Z").approvals == ()
+
+
+def test_a_run_seen_for_the_first_time_fills_in_the_id_its_dispatch_answer_lacked():
+    record = SweepRecord().add_run(RunRecord("sw-5-aaaaaaaaaaaa", 0, SHA, "w"))
+    entry = record.by_dispatch("sw-5-aaaaaaaaaaaa")
+    record = record.observe(entry, 77, status="completed", conclusion="success")
+    assert record.runs == (RunRecord("sw-5-aaaaaaaaaaaa", 77, SHA, "w", "completed", "success"),)
