@@ -17,7 +17,8 @@ from bot.commands import Command, parse
 # `eval_results_all` only itself, `Results_bmk1` and `eval_results_all_2` nothing.
 RESULT_ARTIFACTS: tuple[str, ...] = ("results_bmk*", "eval_results_all", "bmk_agentic_*")
 
-# Where a run's workflow file lives: `run["path"]` must be this plus `policy["workflows"]["sweep"]`.
+# Where a run's workflow file lives: `run["path"]` must be this plus the PR's sweep workflow (policy
+# `workflows.sweep` for a PR from this repository, `workflows.fork_sweep` for a fork's).
 WORKFLOWS_DIR = ".github/workflows/"
 COMPLETED = "completed"
 PINNED_CONCLUSIONS: tuple[str, ...] = ("success", "failure", "cancelled")  # `/use <id>`, `/reuse-sweep-run <id>`
@@ -27,13 +28,13 @@ BLOCKING_MODIFIERS: tuple[str, ...] = ("evals_only", "agentx_fast")
 
 # The verdict codes, in the order check_run checks them; it reports the first that fails, else ELIGIBLE.
 WRONG_WORKFLOW = "wrong-workflow"
+NOT_DISPATCHED = "not-dispatched"  # not a sweep the bot dispatched for this PR (bot.dispatched_runs)
 NOT_COMPLETED = "not-completed"
 CONCLUSION_NOT_ALLOWED = "conclusion-not-allowed"
-COMMIT_NOT_IN_PR = "commit-not-in-pr"
 NO_RESULT_ARTIFACT = "no-result-artifact"
 BLOCKED_BY_LABEL = "blocked-by-label"
 ELIGIBLE = "eligible"
-CODES: tuple[str, ...] = (WRONG_WORKFLOW, NOT_COMPLETED, CONCLUSION_NOT_ALLOWED, COMMIT_NOT_IN_PR,
+CODES: tuple[str, ...] = (WRONG_WORKFLOW, NOT_DISPATCHED, NOT_COMPLETED, CONCLUSION_NOT_ALLOWED,
                           NO_RESULT_ARTIFACT, BLOCKED_BY_LABEL, ELIGIBLE)
 
 # The command kinds that pin a run (bot.commands kinds, either configured name).
@@ -92,23 +93,32 @@ class Authorized:
 # -- eligibility ---------------------------------------------------------------------------------
 
 
-def check_run(run: Mapping, *, pinned: bool, pr_commits: Collection[str], dispatched_run_ids: Collection[int],
-              artifacts: Iterable[Mapping], labels: Iterable[str], policy: Mapping, now: datetime) -> Verdict:
+def sweep_workflow(policy: Mapping, *, fork: bool) -> str:
+    """The workflow whose runs a PR reuses: the trusted fork workflow for a fork's PR, else the sweep workflow."""
+    return policy["workflows"]["fork_sweep" if fork else "sweep"]
+
+
+def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artifacts: Iterable[Mapping],
+              labels: Iterable[str], policy: Mapping, now: datetime) -> Verdict:
     """Whether `run` may be reused for the PR: the first failing check in CODES order, else ELIGIBLE.
 
+    `dispatched`: the run is a sweep the bot dispatched for this PR (bot.dispatched_runs.bot_run). Every other
+    run is refused, whatever commit it ran on: a fork's own `pull_request` runs of its copy of the workflow
+    carry the PR's commits too. (SPEC §4 accepts a run of the PR's commits "or a run the bot itself dispatched
+    for this PR"; issue 15 narrows it to the second, so the commit no longer decides.)
     Every verdict's params hold run_id, head_sha and run_attempt; each code adds what its reply needs.
     """
     base = {"run_id": run.get("id"), "head_sha": run.get("head_sha"), "run_attempt": run.get("run_attempt")}
-    expected = WORKFLOWS_DIR + policy["workflows"]["sweep"]
+    expected = WORKFLOWS_DIR + sweep_workflow(policy, fork=fork)
     if run.get("path") != expected:
         return _refuse(WRONG_WORKFLOW, base, path=run.get("path"), workflow=expected)
+    if not dispatched:
+        return _refuse(NOT_DISPATCHED, base)
     if run.get("status") != COMPLETED:
         return _refuse(NOT_COMPLETED, base, status=run.get("status"))
     allowed = PINNED_CONCLUSIONS if pinned else AUTOMATIC_CONCLUSIONS
     if run.get("conclusion") not in allowed:
         return _refuse(CONCLUSION_NOT_ALLOWED, base, conclusion=run.get("conclusion"), allowed=allowed)
-    if not _commit_belongs(run, pr_commits, dispatched_run_ids):
-        return _refuse(COMMIT_NOT_IN_PR, base)
     seen = [a for a in artifacts if isinstance(a, Mapping)]
     names = tuple(a["name"] for a in seen if isinstance(a.get("name"), str))
     results = [a for a in seen if is_result_artifact(a.get("name"))]
@@ -122,19 +132,19 @@ def check_run(run: Mapping, *, pinned: bool, pr_commits: Collection[str], dispat
     return Verdict(True, ELIGIBLE, {**base, "conclusion": run.get("conclusion"), "artifacts": live})
 
 
-def newest_eligible(runs: Iterable[Mapping], *, pr_commits: Collection[str], dispatched_run_ids: Collection[int],
+def newest_eligible(runs: Iterable[Mapping], *, dispatched_run_ids: Collection[int], fork: bool,
                     artifacts_of: Mapping[int, list], labels: Iterable[str], policy: Mapping,
                     now: datetime) -> Selection:
     """The newest run (by created_at, then id) that passes check_run with pinned=False, and every other verdict.
 
-    A run listed twice (pages that shifted while being read) is checked once; a run missing from
-    `artifacts_of` has no artifacts.
+    `dispatched_run_ids` are the runs the bot dispatched for this PR. A run listed twice (pages that shifted
+    while being read) is checked once; a run missing from `artifacts_of` has no artifacts.
     """
     labels = tuple(labels)
     chosen: tuple[Mapping, Verdict] | None = None
     others: list[tuple[Mapping, Verdict]] = []
     for run in sorted(_unique(runs), key=_newest_first):
-        verdict = check_run(run, pinned=False, pr_commits=pr_commits, dispatched_run_ids=dispatched_run_ids,
+        verdict = check_run(run, pinned=False, dispatched=run.get("id") in dispatched_run_ids, fork=fork,
                             artifacts=artifacts_of.get(run.get("id"), ()), labels=labels, policy=policy, now=now)
         if verdict.ok and chosen is None:
             chosen = (run, verdict)
@@ -174,15 +184,6 @@ def blocking_labels(labels: Iterable[str], policy: Mapping) -> tuple[str, ...]:
 
 def _refuse(code: str, base: dict[str, Any], **extra: Any) -> Verdict:
     return Verdict(False, code, {**base, **extra})
-
-
-def _commit_belongs(run: Mapping, pr_commits: Collection[str], dispatched_run_ids: Collection[int]) -> bool:
-    if run.get("id") in dispatched_run_ids:
-        return True
-    sha = run.get("head_sha")
-    if not isinstance(sha, str) or not sha:
-        return False
-    return sha.lower() in {commit.lower() for commit in pr_commits}
 
 
 def _unique(runs: Iterable[Mapping]) -> list[Mapping]:

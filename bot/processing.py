@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import time
 from dataclasses import dataclass, field
@@ -9,6 +10,7 @@ from typing import Any, Awaitable, Callable
 
 import cachetools
 import gidgethub
+import httpx
 from gidgethub import routing, sansio
 
 from bot import actions as act
@@ -150,6 +152,16 @@ class Context:
 
     async def can_write(self, login: str) -> bool:
         return await self.role(login) in WRITER_ROLES
+
+    async def writer(self, login: str) -> bool | None:
+        """Whether `login` has write, maintain or admin permission, as the collaborator-permission API says
+        (cached a few minutes); None when GitHub would not say (a 403, or a 5xx or timeout after the client's
+        retries): the caller then refuses with "could not confirm", and nothing is cached."""
+        try:
+            return await self.can_write(login)
+        except (gidgethub.GitHubException, httpx.HTTPError, asyncio.TimeoutError) as exc:
+            logs.event("permission lookup failed", login=login, error=f"{type(exc).__name__}: {exc}"[:300])
+            return None
 
     async def team_member(self, team: str, login: str) -> bool | None:
         """Whether `login` is an active member of `org/slug` (a pending invitation is not); None when GitHub

@@ -13,7 +13,7 @@ from bot import logs, pins
 from bot.actions import Action, Comment, React, RepositoryDispatch, Unreact
 from bot.commands import Command, edit_is_new_command, parse
 from bot.comments import PER_PAGE, hidden_record, read_hidden_record
-from bot.links import repo_api
+from bot.links import repo_api, web
 from bot.processing import Context
 from bot.sweep_record import Pin, SweepRecord
 from handlers import sweep_gate
@@ -21,13 +21,11 @@ from handlers.help_command import from_a_bot, reply_purpose
 
 PIN_KINDS = ("use", "reuse")
 STAGE_KIND = "stage"
-TRUSTED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
 NOT_FOUND = "not-found"
 STAGE_EVENT = "stage-results"
 REPLY_RECORD = "reply"  # the reply's hidden line: <!-- sweepbot-reply {...} -->
 MERGE_PURPOSE = "merge-reuse"
-CANDIDATE_RUNS = 100  # a bare /reuse-sweep-run looks at this many of the newest runs of the PR's branch
 
 router = routing.Router()
 
@@ -40,18 +38,18 @@ def utcnow() -> dt.datetime:
 # -- rules -----------------------------------------------------------------------------------------
 
 
-def authorized_by_association(association: str | None) -> bool:
-    """OWNER, MEMBER and COLLABORATOR may pin; anyone else is checked against the permission API first (a
-    private member of the organization shows as CONTRIBUTOR)."""
-    return (association or "").upper() in TRUSTED_ASSOCIATIONS
-
-
 def pin_command(event: dict[str, Any], names: dict[str, str], kinds: tuple[str, ...] = PIN_KINDS) -> Command | None:
-    """The pin (or stage) command this `issue_comment` delivery runs: a new or changed one, well formed; else None."""
+    """The pin (or stage) command this `issue_comment` delivery runs: a new or changed one, well formed; else None.
+    An edit by someone other than the comment's author runs nothing: the author did not write it."""
     comment = event["comment"]
     if event["action"] == "edited":
         before = ((event.get("changes") or {}).get("body") or {}).get("from")
         if not edit_is_new_command(before, comment.get("body"), names):
+            return None
+        editor = (event.get("sender") or {}).get("login") or ""
+        if editor.casefold() != ((comment.get("user") or {}).get("login") or "").casefold():
+            logs.event("command edited in by someone else than its author: not run", comment=comment.get("id"),
+                       editor=editor)
             return None
     command = parse(comment.get("body"), names)
     if command is None or command.kind not in kinds or command.problem is not None:
@@ -63,38 +61,28 @@ def pin_command(event: dict[str, Any], names: dict[str, str], kinds: tuple[str, 
 
 
 async def pr_commits(ctx: Context, number: int) -> list[str]:
-    return [c["sha"] async for c in ctx.gh.getiter(f"/repos/{ctx.repo}/pulls/{number}/commits?per_page={PER_PAGE}")]
+    return [c["sha"] async for c in ctx.gh.getiter(repo_api(ctx.repo, "pulls", number, "commits", per_page=PER_PAGE))]
 
 
 async def run_artifacts(ctx: Context, run_id: int) -> list[dict]:
-    url = f"/repos/{ctx.repo}/actions/runs/{run_id}/artifacts?per_page={PER_PAGE}"
+    url = repo_api(ctx.repo, "actions", "runs", run_id, "artifacts", per_page=PER_PAGE)
     return [a async for a in ctx.gh.getiter(url, iterable_key="artifacts")]
 
 
 async def read_run(ctx: Context, run_id: int) -> dict | None:
     try:
-        return await ctx.gh.getitem(f"/repos/{ctx.repo}/actions/runs/{run_id}")
+        return await ctx.gh.getitem(repo_api(ctx.repo, "actions", "runs", run_id))
     except gidgethub.BadRequest as exc:
         if int(exc.status_code) == 404:
             return None
         raise
 
 
-async def candidate_runs(ctx: Context, pull: dict, record: SweepRecord) -> list[dict]:
-    """Runs a bare `/reuse-sweep-run` chooses from: the sweep workflow's runs on the PR's branch, and the
-    runs the bot dispatched for the PR (a fork's run on the default branch)."""
-    workflow = ctx.policy["workflows"]["sweep"]
-    url = (f"/repos/{ctx.repo}/actions/workflows/{workflow}/runs?branch={pull['head']['ref']}"
-           f"&status=completed&per_page={PER_PAGE}")
-    runs: dict[int, dict] = {}
-    async for run in ctx.gh.getiter(url, iterable_key="workflow_runs"):
-        runs[run["id"]] = run
-        if len(runs) >= CANDIDATE_RUNS:
-            break
-    for known in record.runs:
-        if known.run_id and known.run_id not in runs and (run := await read_run(ctx, known.run_id)) is not None:
-            runs[run["id"]] = run
-    return list(runs.values())
+async def candidate_runs(ctx: Context, record: SweepRecord) -> list[dict]:
+    """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now: the sweeps the bot dispatched
+    for the PR, which its record holds (no listing of a branch's runs: a fork's own runs are among those)."""
+    runs = [await read_run(ctx, known.run_id) for known in record.runs if known.run_id]
+    return [run for run in runs if run is not None and sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx))]
 
 
 # -- the command -----------------------------------------------------------------------------------
@@ -127,56 +115,63 @@ def staging_state(state: str, policy: dict, **extra: Any) -> dict[str, Any]:
 
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
-                    verdict: pins.Verdict | None, others: list[dict]) -> dict[str, Any]:
+                    verdict: pins.Verdict | None, others: list[dict], *, fork: bool = False) -> dict[str, Any]:
     summary = pins.summarize(run) if run else None
     shown = None if run is None else {
-        "id": run["id"], "url": run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}",
+        "id": run["id"], "url": run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
         "head_sha": run.get("head_sha") or "", "conclusion": run.get("conclusion") or "",
         "summary": summary.text if summary else None}
     commands = ctx.policy["commands"]
     return {"outcome": outcome, "command": command.source.text, "requester": requester, "run": shown,
             "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-            "others": others, "workflow": ctx.policy["workflows"]["sweep"], "staging": None,
+            "others": others, "workflow": pins.sweep_workflow(ctx.policy, fork=fork), "staging": None,
             "use_command": f"/{commands['use']}", "reuse_command": f"/{commands['reuse']}",
             "stage_command": f"/{commands['stage']}"}
 
 
-async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecord,
-                       commits: list[str] | None = None) -> tuple[dict | None, pins.Verdict]:
+def is_fork(ctx: Context, pull: dict) -> bool:
+    return sweep_gate.is_fork_pr(pull, ctx.repo) if pull else False
+
+
+async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecord) -> tuple[dict | None, pins.Verdict]:
     """(the run, its verdict as a pinned id): `not-found` when the repository has no such run."""
     run = await read_run(ctx, run_id)
     if run is None:
         return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
+    dispatched = sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx)) is not None
     verdict = pins.check_run(
-        run, pinned=True, pr_commits=commits if commits is not None else await pr_commits(ctx, pull["number"]),
-        dispatched_run_ids=[r.run_id for r in record.runs], artifacts=await run_artifacts(ctx, run_id),
+        run, pinned=True, dispatched=dispatched, fork=is_fork(ctx, pull),
+        artifacts=await run_artifacts(ctx, run_id) if dispatched else (),
         labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
     return run, verdict
-
-
-async def may_pin(ctx: Context, comment: dict, login: str) -> bool:
-    """Authorized for pin and stage commands (the association first, then the permission API)."""
-    return authorized_by_association(comment.get("author_association")) or await ctx.can_write(login)
 
 
 async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
                  ) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
     """(outcome, run, verdict, others) for an authorized pin command."""
-    commits = await pr_commits(ctx, pull["number"])
     if command.run_id is not None:
-        run, verdict = await judge_pinned(ctx, command.run_id, pull, record, commits)
+        run, verdict = await judge_pinned(ctx, command.run_id, pull, record)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
     labels = [label["name"] for label in pull.get("labels") or []]
-    dispatched = [r.run_id for r in record.runs]
-    now = utcnow()
-    runs = await candidate_runs(ctx, pull, record)
+    runs = await candidate_runs(ctx, record)
     artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
-    chosen = pins.newest_eligible(runs, pr_commits=commits, dispatched_run_ids=dispatched, artifacts_of=artifacts,
-                                  labels=labels, policy=ctx.policy, now=now)
+    chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs}, fork=is_fork(ctx, pull),
+                                  artifacts_of=artifacts, labels=labels, policy=ctx.policy, now=utcnow())
     others = [{"id": run["id"], "code": verdict.code} for run, verdict in chosen.others]
     if chosen.run is None:
         return "no_eligible_run", None, None, others
     return "accepted", chosen.run, chosen.verdict, others
+
+
+def authority_outcome(allowed: bool | None) -> str | None:
+    """The outcome of a command its author may not run: None when the permission API confirmed write."""
+    return None if allowed else ("permission_unknown" if allowed is None else "unauthorized")
+
+
+def answered(comment_id: int, accepted: bool, *, edited: bool) -> list[Action]:
+    """👀 replaced by 👍 or 👎; after an edit the opposite one may stand from the comment's earlier command."""
+    shown, other = (ACCEPTED, REFUSED) if accepted else (REFUSED, ACCEPTED)
+    return [Unreact(comment_id, SEEN), React(comment_id, shown)] + ([Unreact(comment_id, other)] if edited else [])
 
 
 async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
@@ -188,29 +183,30 @@ async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     command = pin_command(data, ctx.policy["commands"])
     if command is None:
         return []
-    number, requester = issue["number"], user.get("login") or ""
+    number, requester, edited = issue["number"], user.get("login") or "", data["action"] == "edited"
     await ctx.apply(React(comment["id"], SEEN))  # before the slow checks: the maintainer sees it was heard
     record, exists = await sweep_gate.load_record(ctx, number)
     pull: dict = {}
-    if not await may_pin(ctx, comment, requester):
-        outcome, run, verdict, others = "unauthorized", None, None, []
-    else:
+    outcome = authority_outcome(await ctx.writer(requester))  # the association is not trusted: always asked
+    run = verdict = None
+    others: list[dict] = []
+    if outcome is None:
         pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
         outcome, run, verdict, others = await choose(ctx, command, pull, record)
-    variables = reply_variables(ctx, command, requester, outcome, run, verdict, others)
-    if outcome == "accepted" and command.kind == "use":
-        await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
-    actions: list[Action] = [reply_comment(ctx, number, comment["id"], variables)]
-    await ctx.apply(Unreact(comment["id"], SEEN))
-    actions.append(React(comment["id"], ACCEPTED if outcome == "accepted" else REFUSED))
-    if outcome != "accepted":
-        return actions  # a refused command leaves an earlier pin as it was
-    pin = Pin(run["id"], comment["id"], requester, str(comment.get("updated_at") if data["action"] == "edited"
+    variables = reply_variables(ctx, command, requester, outcome, run, verdict, others, fork=is_fork(ctx, pull))
+    if outcome != "accepted":  # a refused command leaves an earlier pin as it was
+        return [reply_comment(ctx, number, comment["id"], variables), *answered(comment["id"], False, edited=edited)]
+    pin = Pin(run["id"], comment["id"], requester, str(comment.get("updated_at") if edited
                                                        else comment.get("created_at") or ""),
               had_primary=has_primary(ctx, pull))
-    if record.pin is not None and record.pin.created_at > pin.created_at:
-        return actions  # a newer pin already won (deliveries of one PR are in order, redeliveries are not)
-    return actions + await sweep_gate.evaluate(ctx, number, record.pinned(pin), exists, may_start=False)
+    if record.pin is None or record.pin.created_at <= pin.created_at:  # else a newer pin already won
+        # The pin is recorded (the status comment holds it) before the reply says "pinned" and before staging
+        # is asked for: if recording fails, neither happens.
+        for action in await sweep_gate.evaluate(ctx, number, record.pinned(pin), exists, may_start=False):
+            await ctx.apply(action)
+    if command.kind == "use":
+        await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
+    return [reply_comment(ctx, number, comment["id"], variables), *answered(comment["id"], True, edited=edited)]
 
 
 async def pin_comment_gone(event: sansio.Event, ctx: Context) -> list[Action]:
@@ -276,7 +272,7 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
     summary = pins.summarize(run) if run else None
     body = ctx.render("merge_reuse", outcome=outcome, pin=None if record.pin is None else {
         "run_id": record.pin.run_id, "by": record.pin.by,
-        "url": (run or {}).get("html_url") or f"{ctx.html_url}/actions/runs/{record.pin.run_id}",
+        "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", record.pin.run_id),
         "head_sha": (run or {}).get("head_sha") or "", "summary": summary.text if summary else None},
         verdict=None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
         use_command=f"/{ctx.policy['commands']['use']}")
@@ -301,22 +297,23 @@ async def stage_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     await ctx.apply(React(comment["id"], SEEN))
     record, _ = await sweep_gate.load_record(ctx, number)
     run_id = command.run_id or (record.pin.run_id if record.pin else None)
-    if not await may_pin(ctx, comment, requester):
-        variables["outcome"] = "unauthorized"
+    refusal = authority_outcome(await ctx.writer(requester))
+    if refusal is not None:
+        variables["outcome"] = refusal
     elif run_id is None:
         variables["outcome"] = "nothing_to_stage"
     else:
         pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
         run, verdict = await judge_pinned(ctx, run_id, pull, record)
-        variables["run"] = {"id": run_id, "url": (run or {}).get("html_url") or f"{ctx.html_url}/actions/runs/{run_id}"}
+        variables["run"] = {"id": run_id, "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id)}
         if not verdict.ok:
             variables.update(outcome="refused", verdict={"code": verdict.code})
         else:
             variables["outcome"] = "requested"
             await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
-    await ctx.apply(Unreact(comment["id"], SEEN))
     staged = variables["outcome"] == "requested" and variables["staging"]["state"] == "requested"
-    return [reply_comment(ctx, number, comment["id"], variables), React(comment["id"], ACCEPTED if staged else REFUSED)]
+    return [reply_comment(ctx, number, comment["id"], variables),
+            *answered(comment["id"], staged, edited=data["action"] == "edited")]
 
 
 router.add(merged, "pull_request", action="closed")

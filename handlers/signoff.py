@@ -14,9 +14,9 @@ from bot.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
 from bot.checklist import Template, compare, template_items
 from bot.codeowners import parse as parse_codeowners
 from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record
-from bot.links import repo_api
+from bot.links import Slashed, repo_api, web
 from bot.processing import Context
-from bot.sweep_record import SweepRecord
+from bot.sweep_record import RunRecord, SweepRecord
 from handlers import reuse_command, sweep_gate
 from handlers.help_command import from_a_bot
 
@@ -101,19 +101,22 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
     return rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path)
 
 
-def sweep_run(ctx: Context, run: dict[str, Any], record: SweepRecord) -> rules.SweepRun:
-    """A workflow run as the sign-off sees it: a run the bot dispatched swept the PR head its record names (a
-    fork's run sits on the default branch), any other the commit it ran on."""
-    known = record.run(run["id"])
-    return rules.SweepRun(int(run["id"]), known.head_sha if known else run.get("head_sha") or "",
-                          run.get("status") or "", run.get("conclusion"),
-                          run.get("html_url") or f"{ctx.html_url}/actions/runs/{run['id']}",
+def sweep_run(ctx: Context, run: dict[str, Any], known: RunRecord) -> rules.SweepRun:
+    """A sweep the bot dispatched, as the sign-off sees it: it swept the PR head its record names (a fork's
+    trusted run sits on the default branch, whose head is no PR commit)."""
+    return rules.SweepRun(int(run["id"]), known.head_sha, run.get("status") or "", run.get("conclusion"),
+                          run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
                           str(run.get("created_at") or ""))
 
 
-async def sweep_runs(ctx: Context, pull: dict[str, Any], record: SweepRecord) -> list[rules.SweepRun]:
-    """The PR's finished sweep runs: the sweep workflow's on its branch, and the ones the bot dispatched."""
-    return [sweep_run(ctx, run, record) for run in await reuse_command.candidate_runs(ctx, pull, record)]
+async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
+    """The PR's sweeps: only those the bot dispatched for it (bot.dispatched_runs), as GitHub shows them now."""
+    found = []
+    for run in await reuse_command.candidate_runs(ctx, record):
+        known = sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx))
+        if known is not None:
+            found.append(sweep_run(ctx, run, known))
+    return found
 
 
 async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) -> tuple[rules.Check, rules.Check]:
@@ -125,11 +128,12 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) 
                                     exists or bool(record.runs))
     pinned, code = None, None
     if record.pin is not None:
-        run, verdict = await reuse_command.judge_pinned(ctx, record.pin.run_id, pull, record, commits)
+        run, verdict = await reuse_command.judge_pinned(ctx, record.pin.run_id, pull, record)
         code = verdict.code
-        if verdict.ok and run is not None:
-            pinned = sweep_run(ctx, run, record)
-    sweep = rules.sweep_check(await sweep_runs(ctx, pull, record), commits, pinned=pinned, asked=asked)
+        known = sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx)) if run is not None else None
+        if verdict.ok and known is not None:
+            pinned = sweep_run(ctx, run, known)
+    sweep = rules.sweep_check(await sweep_runs(ctx, record), commits, pinned=pinned, asked=asked)
     reuse = rules.reuse_check(record.pin.run_id if record.pin else None, record.pin.by if record.pin else None,
                               code, required=ctx.policy["signoff"]["require_reuse"], asked=asked)
     return sweep, reuse
@@ -171,7 +175,7 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
     except gidgethub.GitHubException as exc:  # the bot's own checks stand; the verdict says the judge did not start
         logs.event("judge dispatch failed", logging.ERROR, signoff=signoff.key, error=f"{type(exc).__name__}: {exc}")
         return {**shown, "state": "dispatch_failed", "error": str(exc)[:200]}
-    url = (result.data or {}).get("html_url") or (f"{ctx.html_url}/actions/runs/{result.id}" if result.id else "")
+    url = (result.data or {}).get("html_url") or (web(ctx.html_url, "actions", "runs", result.id) if result.id else "")
     return {**shown, "state": "requested", "url": url}
 
 
@@ -180,7 +184,7 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
 
 def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks: list[rules.Check],
               template: Template | None, judge: dict[str, Any] | None) -> dict[str, Any]:
-    blob = f"{ctx.html_url}/blob/{pull['base']['ref']}"
+    base = pull["base"]["ref"]
     covered = ctx.policy["signoff"]["verified_items"]
     return {
         "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
@@ -188,8 +192,8 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
         "outcome": rules.outcome(checks),
         "checks": [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in rules.ordered(checks)],
         "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
-        "judge": judge, "codeowners_url": f"{blob}/{ctx.policy['paths']['codeowners']}",
-        "checklist_url": f"{blob}/{ctx.policy['paths']['checklist']}",
+        "judge": judge, "codeowners_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy["paths"]["codeowners"])),
+        "checklist_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy["paths"]["checklist"])),
         "use_command": f"/{ctx.policy['commands']['use']}",
     }
 

@@ -18,7 +18,7 @@ from bot.dispatched_runs import bot_run, not_the_bots
 from bot.failures import TRANSIENT, classify
 from bot.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
-from bot.links import repo_api
+from bot.links import Slashed, repo_api, web
 from bot.processing import Context
 from bot.sweep_record import Approval, Pin, RunRecord, SweepRecord
 
@@ -120,8 +120,7 @@ def run_trust(ctx: Context) -> dict[str, Any]:
 
 
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
-    base = viewer.rstrip("/")
-    return {key: f"{base}/{page}?unofficialRun={run_id}" for key, page in VIEWER_PAGES.items()}
+    return {key: web(viewer, page, unofficialRun=run_id) for key, page in VIEWER_PAGES.items()}
 
 
 # -- what the gate reads from GitHub ---------------------------------------------------------------
@@ -286,10 +285,10 @@ def _facts(ctx: Context, pull: Mapping[str, Any]) -> dict[str, Any]:
         "recommended": next((p["name"] for p in primary if p.get("recommended")), None),
         "modifiers": dict(policy["labels"]["modifiers"]),
         "changelog_path": path,
-        "changelog_url": f"{ctx.html_url}/blob/{pull['head']['sha']}/{path}",
+        "changelog_url": web(ctx.html_url, "blob", pull["head"]["sha"], Slashed(path)),
         "skip_marker": policy["skip_sweep_marker"],
         "use_command": f"/{policy['commands']['use']}",
-        "runs_url": f"{ctx.html_url}/actions",
+        "runs_url": web(ctx.html_url, "actions"),
     }
 
 
@@ -307,7 +306,7 @@ def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
         return None
     links = viewer_links(ctx.policy["results"]["viewer"], run.run_id) if run.finished else {}
     return {"run_id": run.run_id, "dispatch_id": run.dispatch_id, "status": run.status,
-            "conclusion": run.conclusion, "url": run.html_url or f"{ctx.html_url}/actions/runs/{run.run_id}",
+            "conclusion": run.conclusion, "url": run.html_url or web(ctx.html_url, "actions", "runs", run.run_id),
             "head_sha": run.head_sha, **{k: links.get(k) for k in VIEWER_PAGES}}
 
 
@@ -392,7 +391,9 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
         decision = _with_dispatch(decision, "not_dispatched")
     actions: list[Action] = []
     text = status_text(ctx, state, decision, record)
-    if shows_status(state.files_touch_changelog, state.label_names, ctx.policy, exists or bool(record.runs)):
+    # a pin lives in the status comment's record: a PR with a pin has one, changelog or not
+    if shows_status(state.files_touch_changelog, state.label_names, ctx.policy,
+                    exists or bool(record.runs) or record.pin is not None):
         actions.append(status_comment(ctx, state, record, text))
     if pull.get("state") == "open":
         actions.append(check_run(ctx, state, decision, text))

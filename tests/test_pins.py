@@ -12,11 +12,11 @@ from bot.pins import (
     AUTOMATIC_CONCLUSIONS,
     BLOCKED_BY_LABEL,
     CODES,
-    COMMIT_NOT_IN_PR,
     CONCLUSION_NOT_ALLOWED,
     ELIGIBLE,
     NO_RESULT_ARTIFACT,
     NOT_COMPLETED,
+    NOT_DISPATCHED,
     PINNED_CONCLUSIONS,
     RESULT_ARTIFACTS,
     WRONG_WORKFLOW,
@@ -35,8 +35,7 @@ from bot.policy import Policy
 POLICY = Policy(default_policy())
 NAMES = dict(POLICY["commands"])
 NOW = datetime(2025, 7, 1, 12, 0, 0, tzinfo=timezone.utc)
-HEAD, OLD, STRANGER = "a" * 40, "b" * 40, "c" * 40
-PR_COMMITS = (OLD, HEAD)
+HEAD, STRANGER = "a" * 40, "c" * 40
 RUN_ID = 101
 LATER = (NOW + timedelta(days=30)).isoformat()
 EARLIER = (NOW - timedelta(seconds=1)).isoformat()
@@ -62,9 +61,9 @@ def artifact(name="results_bmk_mi355x", expired=False, expires_at=LATER):
 LIVE = [artifact()]
 
 
-def check(r=None, *, pinned=True, commits=PR_COMMITS, dispatched=(), artifacts=LIVE, labels=("full-sweep-enabled",),
+def check(r=None, *, pinned=True, dispatched=True, fork=False, artifacts=LIVE, labels=("full-sweep-enabled",),
           policy=POLICY, now=NOW) -> Verdict:
-    return check_run(run() if r is None else r, pinned=pinned, pr_commits=commits, dispatched_run_ids=dispatched,
+    return check_run(run() if r is None else r, pinned=pinned, dispatched=dispatched, fork=fork,
                      artifacts=artifacts, labels=labels, policy=policy, now=now)
 
 
@@ -75,7 +74,10 @@ CHECK_CASES = [
     ("eligible-pinned", {}, ELIGIBLE),
     ("eligible-automatic", {"pinned": False}, ELIGIBLE),
     # the workflow
-    ("fork-workflow", {"r": run(path=".github/workflows/e2e-tests.yml")}, WRONG_WORKFLOW),
+    ("fork-workflow-on-a-same-repo-pr", {"r": run(path=".github/workflows/e2e-tests.yml")}, WRONG_WORKFLOW),
+    # regression: a fork PR's real sweep (the trusted e2e-tests.yml) was refused as "wrong workflow"
+    ("fork-workflow-on-a-fork-pr", {"r": run(path=".github/workflows/e2e-tests.yml"), "fork": True}, ELIGIBLE),
+    ("sweep-workflow-on-a-fork-pr", {"fork": True}, WRONG_WORKFLOW),
     ("other-workflow", {"r": run(path=".github/workflows/lint.yml")}, WRONG_WORKFLOW),
     ("same-name-elsewhere", {"r": run(path="ci/run-sweep.yml")}, WRONG_WORKFLOW),
     ("workflow-case", {"r": run(path=".github/workflows/Run-Sweep.yml")}, WRONG_WORKFLOW),
@@ -99,15 +101,11 @@ CHECK_CASES = [
     ("pinned-conclusion-case", {"r": run(conclusion="Success")}, CONCLUSION_NOT_ALLOWED),
     ("automatic-failure", {"r": run(conclusion="failure"), "pinned": False}, CONCLUSION_NOT_ALLOWED),
     ("automatic-cancelled", {"r": run(conclusion="cancelled"), "pinned": False}, CONCLUSION_NOT_ALLOWED),
-    # the commit
-    ("older-pr-commit", {"r": run(head_sha=OLD)}, ELIGIBLE),
-    ("sha-upper-case", {"r": run(head_sha=HEAD.upper())}, ELIGIBLE),
-    ("foreign-commit", {"r": run(head_sha=STRANGER)}, COMMIT_NOT_IN_PR),
-    ("no-head-sha", {"r": run(head_sha=None)}, COMMIT_NOT_IN_PR),
-    ("force-pushed-away", {"commits": (STRANGER,)}, COMMIT_NOT_IN_PR),
-    ("dispatched-by-bot", {"r": run(head_sha=STRANGER), "dispatched": {RUN_ID}}, ELIGIBLE),
-    ("dispatched-other-run", {"r": run(head_sha=STRANGER), "dispatched": {RUN_ID + 1}}, COMMIT_NOT_IN_PR),
-    ("no-pr-commits", {"commits": ()}, COMMIT_NOT_IN_PR),
+    # who started it: only a sweep the bot dispatched for this PR, whatever commit it ran on
+    ("not-dispatched", {"dispatched": False}, NOT_DISPATCHED),
+    ("not-dispatched-automatic", {"dispatched": False, "pinned": False}, NOT_DISPATCHED),
+    ("dispatched-on-another-commit", {"r": run(head_sha=STRANGER)}, ELIGIBLE),
+    ("dispatched-without-head-sha", {"r": run(head_sha=None)}, ELIGIBLE),
     # artifacts
     ("no-artifacts", {"artifacts": []}, NO_RESULT_ARTIFACT),
     ("only-expired-flag", {"artifacts": [artifact(expired=True)]}, NO_RESULT_ARTIFACT),
@@ -142,13 +140,14 @@ CHECK_CASES = [
         **POLICY.to_dict()["labels"], "modifiers": {"all_evals": "ae", "evals_only": "eo", "agentx_fast": "af"}}}},
      ELIGIBLE),
     # the first failing check is the one reported
-    ("order-workflow-first", {"r": run(path="x", status="queued", head_sha=STRANGER), "artifacts": [],
+    ("order-workflow-first", {"r": run(path="x", status="queued"), "dispatched": False, "artifacts": [],
                               "labels": ("evals-only",)}, WRONG_WORKFLOW),
+    ("order-dispatched-before-status", {"r": run(status="queued", conclusion=None), "dispatched": False},
+     NOT_DISPATCHED),
     ("order-status-before-conclusion", {"r": run(status="in_progress", conclusion=None, head_sha=STRANGER)},
      NOT_COMPLETED),
-    ("order-conclusion-before-commit", {"r": run(conclusion="failure", head_sha=STRANGER), "pinned": False},
+    ("order-conclusion-before-artifacts", {"r": run(conclusion="failure"), "pinned": False, "artifacts": []},
      CONCLUSION_NOT_ALLOWED),
-    ("order-commit-before-artifacts", {"r": run(head_sha=STRANGER), "artifacts": []}, COMMIT_NOT_IN_PR),
     ("order-artifacts-before-labels", {"artifacts": [], "labels": ("evals-only",)}, NO_RESULT_ARTIFACT),
 ]
 
@@ -192,8 +191,8 @@ def test_check_run_params(kwargs, extra):
                               **extra}
 
 
-def test_commit_not_in_pr_names_the_commit():
-    verdict = check(run(head_sha=STRANGER))
+def test_not_dispatched_names_the_run_and_its_commit():
+    verdict = check(run(head_sha=STRANGER), dispatched=False)
     assert verdict.params == {"run_id": RUN_ID, "head_sha": STRANGER, "run_attempt": 1}
 
 
@@ -218,9 +217,10 @@ def test_is_result_artifact(name, expected):
 # --- newest_eligible -----------------------------------------------------------------------------
 
 
-def pick(runs, artifacts_of=None, labels=("full-sweep-enabled",), dispatched=()):
+def pick(runs, artifacts_of=None, labels=("full-sweep-enabled",), dispatched=None):
     artifacts_of = {r["id"]: LIVE for r in runs} if artifacts_of is None else artifacts_of
-    return newest_eligible(runs, pr_commits=PR_COMMITS, dispatched_run_ids=dispatched, artifacts_of=artifacts_of,
+    dispatched = {r["id"] for r in runs} if dispatched is None else dispatched
+    return newest_eligible(runs, dispatched_run_ids=dispatched, fork=False, artifacts_of=artifacts_of,
                            labels=labels, policy=POLICY, now=NOW)
 
 
@@ -246,7 +246,7 @@ SELECT_CASES = [
     ("older-eligible-listed", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z"),
                                at(3, "2025-06-03T00:00:00Z")], None, 3, [2, 1]),
     ("none-eligible", [at(1, "2025-06-01T00:00:00Z", conclusion="cancelled"),
-                       at(2, "2025-06-02T00:00:00Z", head_sha=STRANGER)], None, None, [2, 1]),
+                       at(2, "2025-06-02T00:00:00Z", status="queued", conclusion=None)], None, None, [2, 1]),
     ("duplicate-listed-once", [at(1, "2025-06-01T00:00:00Z"), at(1, "2025-06-01T00:00:00Z"),
                                at(2, "2025-05-01T00:00:00Z")], None, 1, [2]),
     ("started-at-fallback", [at(1, None, run_started_at="2025-06-03T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
@@ -281,10 +281,13 @@ def test_newest_eligible_labels_block_every_run():
     assert [v.code for _, v in selection.others] == [BLOCKED_BY_LABEL, BLOCKED_BY_LABEL]
 
 
-def test_newest_eligible_bot_dispatch_exception():
-    selection = pick([at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z", head_sha=STRANGER)],
-                     dispatched={2})
-    assert selection.run["id"] == 2
+def test_newest_eligible_takes_only_the_bots_dispatches():
+    """Regression: a bare `/reuse-sweep-run` on a fork pinned the fork's own `pull_request` run, newer than the
+    bot's dispatch and on a commit of the PR."""
+    selection = pick([at(1, "2025-06-01T00:00:00Z", head_sha=STRANGER), at(2, "2025-06-02T00:00:00Z")],
+                     dispatched={1})
+    assert selection.run["id"] == 1
+    assert [(r["id"], v.code) for r, v in selection.others] == [(2, NOT_DISPATCHED)]
 
 
 # --- summarize -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from bot.comments import marker
-from bot.sweep_record import SweepRecord
+from bot.sweep_record import RunRecord, SweepRecord
 from handlers import reuse_command
 from harness import REPO
 from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, push,  # noqa: F401
@@ -23,13 +23,38 @@ def fake_clock(monkeypatch):
 
 
 def finished_run(github, number: int, *, conclusion: str = "success", artifact: str | None = "results_bmk_dsr1",
-                 expired: bool = False, sha: str | None = None) -> dict:
+                 expired: bool = False, sha: str | None = None, by_bot: bool = True) -> dict:
+    """A finished sweep of PR `number`: by default one the bot dispatched for it (its run, as GitHub shows the
+    bot's dispatches, and its entry in the record of the bot's status comment), the only kind that can be
+    pinned; `by_bot=False` is a run anyone else started, e.g. a maintainer by hand."""
     pr = github.pull(REPO, number)
-    run = github.add_run(REPO, "run-sweep.yml", head_sha=sha or pr["head"]["sha"], head_branch=pr["head"]["ref"],
-                         event="workflow_dispatch", conclusion=conclusion)
+    fork = pr["head"]["repo"]["full_name"].lower() != REPO.lower()
+    workflow = "e2e-tests.yml" if fork else "run-sweep.yml"
+    dispatch_id = f"sw-{number}-{len(github.runs(REPO)) + 1:012x}"
+    run = github.add_run(REPO, workflow, head_sha=sha or pr["head"]["sha"],
+                         head_branch="main" if fork else pr["head"]["ref"],
+                         event="workflow_dispatch", conclusion=conclusion, inputs={"dispatch-id": dispatch_id},
+                         actor=github.bot_login if by_bot else "maintainer")
+    if by_bot:
+        record_run(github, number, RunRecord(dispatch_id, run["id"], sha or pr["head"]["sha"], workflow,
+                                             "completed", conclusion, run["html_url"]))
     if artifact:
         github.add_artifact(REPO, run["id"], artifact, expired=expired)
     return run
+
+
+def record_run(github, number: int, entry: RunRecord) -> None:
+    """Put `entry` in the record of the bot's status comment on PR `number` (written as the bot would)."""
+    status = marker("sweep-status")
+    mine = [c for c in github.comments(REPO, number)
+            if c["user"]["login"] == github.bot_login and c["body"].startswith(status + "\n")]
+    record = SweepRecord.parse(mine[0]["body"] if mine else None).add_run(entry)
+    if mine:
+        head, _, rest = mine[0]["body"].partition("\n")
+        rest = "\n".join(line for line in rest.split("\n") if not line.startswith("<!-- sweepbot-record "))
+        mine[0]["body"] = f"{head}\n{record.line()}\n{rest}"
+    else:
+        github.add_comment(REPO, number, f"{status}\n{record.line()}\n", user=github.bot_login, user_type="Bot")
 
 
 async def command(h, number: int, body: str, *, user: str = "maintainer", association: str = "MEMBER"):
@@ -107,13 +132,14 @@ async def test_a_newer_bare_reuse_replaces_the_pin_with_the_newest_successful_ru
 
 
 @pytest.mark.parametrize("case, code_word", [
-    ("rebased", "commit"), ("expired", "artifact"), ("evals-only", "evals-only"), ("missing", "no run"),
+    ("someone-elses", "not a sweep the bot started"), ("expired", "artifact"), ("evals-only", "evals-only"),
+    ("missing", "no run"),
 ])
 async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, case, code_word):
     open_pull(repo, 44)
     h = await make_harness()
-    if case == "rebased":
-        run = finished_run(repo, 44, sha="c" * 40)
+    if case == "someone-elses":
+        run = finished_run(repo, 44, by_bot=False)
     elif case == "expired":
         run = finished_run(repo, 44, expired=True)
     else:
@@ -124,8 +150,8 @@ async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, 
     c = await command(h, 44, f"/use {run_id}")
     assert reactions(repo, c) == ["-1"]
     assert code_word in reply(repo, 44, c).lower()
-    assert not any(c["body"].startswith(marker("sweep-status")) for c in repo.comments(REPO, 44)), \
-        "nothing pinned: no status comment written for it"
+    assert SweepRecord.parse(next((c["body"] for c in repo.comments(REPO, 44)
+                                   if c["body"].startswith(marker("sweep-status"))), None)).pin is None
 
 
 async def test_an_edit_elsewhere_runs_nothing_again_and_deleting_the_comment_withdraws_the_pin(repo, make_harness):

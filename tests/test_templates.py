@@ -123,7 +123,15 @@ SAMPLES: dict[str, list[dict]] = {
              "app_run_url": "https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/7"}}
         for outcome, state in (("requested", "requested"), ("requested", "dispatch_failed"),
                                ("requested", "needs_primary"), ("requested", "staged"), ("unauthorized", None),
-                               ("nothing_to_stage", None), ("refused", None))
+                               ("permission_unknown", None), ("nothing_to_stage", None), ("refused", None))
+    ] + [  # staged without a results link the bot accepts (none sent, or dropped): the service's run, or nothing
+        {"outcome": "requested", "command": "/stage-results 333", "requester": "maintainer",
+         "stage_command": "/stage-results", "use_command": "/use",
+         "run": {"id": 333, "url": "https://github.com/acme/InferenceX/actions/runs/333"}, "verdict": None,
+         "staging": {"state": "staged", "repository": "SemiAnalysisAI/InferenceX-app", "error": None,
+                     "results_url": None, "primary_labels": ["full-sweep-fail-fast"], "app_run_url": app_run_url,
+                     "app_run_id": 7 if app_run_url else None}}
+        for app_run_url in ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/7", None)
     ],
     "merge_reuse": [
         {"outcome": "reused", "use_command": "/use", "verdict": {"code": "eligible", "params": {}}, "pin": {
@@ -176,7 +184,7 @@ SAMPLES: dict[str, list[dict]] = {
             {"outcome": "refused", "run": {**run, "conclusion": "timed_out"}, "verdict": {
                 "code": "conclusion-not-allowed",
                 "params": {**base, "conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")}}},
-            {"outcome": "refused", "verdict": {"code": "commit-not-in-pr", "params": base}},
+            {"outcome": "refused", "verdict": {"code": "not-dispatched", "params": base}},
             {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
                 **base, "patterns": patterns,
                 "artifacts": (*(f"results_bmk_{i}" for i in range(7)), "server_logs"),
@@ -190,13 +198,14 @@ SAMPLES: dict[str, list[dict]] = {
             {"outcome": "refused", "command": f"/reuse-sweep-run {run['id']}", "verdict": {
                 "code": "blocked-by-label", "params": {**base, "labels": ("evals-only", "agentx-fast")}}},
             {"outcome": "unauthorized", "requester": "drive-by", "run": None},
+            {"outcome": "permission_unknown", "requester": "private-member", "run": None},
             {"outcome": "unauthorized", "requester": "drive-by", "run": None, "command": "/pin 42",
              "workflow": "sweep.yml", "use_command": "/pin", "reuse_command": "/reuse"},
             {"outcome": "no_eligible_run", "command": "/reuse-sweep-run", "run": None},
             {"outcome": "no_eligible_run", "command": "/reuse", "run": None, "use_command": "/pin",
              "reuse_command": "/reuse", "others": [
                 {"id": 15551234600 - i, "code": code} for i, code in enumerate(
-                    ("not-completed", "conclusion-not-allowed", "commit-not-in-pr", "no-result-artifact",
+                    ("not-completed", "conclusion-not-allowed", "not-dispatched", "no-result-artifact",
                      "blocked-by-label", "wrong-workflow") * 2)]},
             # `/use` also asks the results service to stage the run: each state of the reply's staging section.
             {**accepted, "staging": {**staging, "state": "requested"}},
@@ -228,6 +237,12 @@ SAMPLES: dict[str, list[dict]] = {
             ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {}),
             (None, {}),
         )
+    ] + [  # an ingest callback need not carry the run's date
+        {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
+         "app_run_url": None, "run_date": None, "rows": ["benchmark", "eval", "trace", "power"],
+         "columns": ["new", "duplicate", "skipped", "unmapped", "failed"],
+         "counts": {row: {"new": 1, "duplicate": 0, "skipped": 0, "unmapped": 0, "failed": 0}
+                    for row in ("benchmark", "eval", "trace", "power")}},
     ],
 }
 
