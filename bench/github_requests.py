@@ -279,7 +279,7 @@ async def gate_stage(key: str, setup: Callable[[InMemoryGitHub], None]) -> Async
     """`stage` with every feature. The gate's per-process caches of changelog verdicts and head messages (keyed
     by SHA) are emptied first: the fake's SHAs repeat from one scenario to the next, a real PR's do not."""
     sweep_gate._changelog_checks.clear()
-    sweep_gate._head_messages.clear()
+    sweep_gate._commits.clear()
     async with stage(key, setup=setup, features=handlers.router) as h:
         yield h
 

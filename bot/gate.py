@@ -36,8 +36,8 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
                          "append_only_conflict"}),
     "pull_request": frozenset({"ready", "closed", "draft", "wrong_base"}),
     "fork_approval": frozenset({"same_repo", "approved", "head_changed", "approval_unknown", "untrusted_labeller",
-                                "awaiting_label"}),
-    "merge_commit": frozenset({"same_repo", "present", "missing"}),
+                                "awaiting_label", "permission_unknown"}),
+    "merge_commit": frozenset({"same_repo", "present", "missing", "stale"}),
     "skip_marker": frozenset({"absent", "present"}),
     "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
     # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
@@ -84,12 +84,12 @@ class ChangelogOutcome:
 
 @dataclass(frozen=True)
 class AppliedLabel:
-    """A label on the PR: who applied it last, whether they have write, maintain or admin permission, and the
-    PR's head SHA at that moment (from the `labeled` event; None when unknown)."""
+    """A label on the PR: who applied it last, whether they have write, maintain or admin permission (None: GitHub
+    would not say), and the PR's head SHA at that moment (from the `labeled` event; None when unknown)."""
 
     name: str
     applied_by: str
-    writer: bool
+    writer: bool | None
     head_sha: str | None = None
 
 
@@ -115,6 +115,9 @@ class GateInput:
     draft: bool = False
     is_fork: bool = False
     merge_commit_sha: str | None = None
+    # The parents of GitHub's merge commit as GitHub gives them (None: not known). It tests the approved head only
+    # when that head is among them: after a push GitHub may still show the merge commit of an earlier head.
+    merge_parents: tuple[str, ...] | None = None
     labels: tuple[AppliedLabel, ...] = ()
     head_commit_message: str = ""
     pin: int | None = None  # the run id of the active reuse pin
@@ -128,6 +131,8 @@ class GateInput:
         object.__setattr__(self, "labels", tuple(self.labels))
         object.__setattr__(self, "dispatched", tuple(self.dispatched))
         object.__setattr__(self, "pin_blocked_by", tuple(self.pin_blocked_by))
+        if self.merge_parents is not None:
+            object.__setattr__(self, "merge_parents", tuple(self.merge_parents))
 
 
 # -- what the gate answers ----------------------------------------------------------------------
@@ -177,18 +182,21 @@ class _Labels:
     modifiers: tuple[tuple[AppliedLabel, str, str], ...]  # (label on the PR, modifier key, policy name), policy order
     untrusted: tuple[AppliedLabel, ...]
     untrusted_primaries: tuple[AppliedLabel, ...]
+    unconfirmed: tuple[AppliedLabel, ...] = ()  # a fork's, by someone whose permission GitHub would not confirm
 
     @classmethod
     def read(cls, pr: GateInput, policy: Mapping[str, Any]) -> "_Labels":
         primary_by_name = {p["name"].casefold(): (rank, p) for rank, p in enumerate(policy["labels"]["primary"])}
         modifier_by_name = {name.casefold(): (rank, key, name)
                             for rank, (key, name) in enumerate(policy["labels"]["modifiers"].items())}
-        primaries, modifiers, untrusted, untrusted_primaries = [], [], [], []
+        primaries, modifiers, untrusted, untrusted_primaries, unconfirmed = [], [], [], [], []
         for label in pr.labels:
             folded = label.name.casefold()
             if folded not in primary_by_name and folded not in modifier_by_name:
                 continue  # not a sweep label
-            if pr.is_fork and not label.writer:
+            if pr.is_fork and label.writer is None:
+                unconfirmed.append(label)  # neither counted nor removed: its labeller may well be a maintainer
+            elif pr.is_fork and not label.writer:
                 untrusted.append(label)
                 if folded in primary_by_name:
                     untrusted_primaries.append(label)
@@ -200,7 +208,8 @@ class _Labels:
         modifiers.sort(key=lambda item: item[0][0])
         return cls(primaries=tuple((label, entry) for (_, entry), label in primaries),
                    modifiers=tuple((label, key, name) for (_, key, name), label in modifiers),
-                   untrusted=tuple(untrusted), untrusted_primaries=tuple(untrusted_primaries))
+                   untrusted=tuple(untrusted), untrusted_primaries=tuple(untrusted_primaries),
+                   unconfirmed=tuple(unconfirmed))
 
     @property
     def counted_names(self) -> list[str]:
@@ -261,7 +270,7 @@ def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
     """A fork's primary label approves the head SHA current when a writer applied it, and no later one."""
     if not pr.is_fork:
         return Condition("fork_approval", None, "same_repo", _params())
-    ignored = tuple(label.name for label in labels.untrusted)
+    ignored = tuple(label.name for label in labels.untrusted + labels.unconfirmed)
     if len(labels.primaries) == 1:
         (label, _), = labels.primaries
         if label.head_sha is None:
@@ -272,6 +281,10 @@ def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
                 by=label.applied_by, approved_sha=label.head_sha, head_sha=pr.head_sha, ignored=ignored))
         return Condition("fork_approval", True, "approved",
                          _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
+    if labels.unconfirmed:
+        by = tuple(dict.fromkeys(label.applied_by for label in labels.unconfirmed))
+        return Condition("fork_approval", False, "permission_unknown", _params(
+            labels=tuple(label.name for label in labels.unconfirmed), by=by))
     if labels.untrusted:
         by = tuple(dict.fromkeys(label.applied_by for label in labels.untrusted))
         return Condition("fork_approval", False, "untrusted_labeller", _params(
@@ -284,6 +297,8 @@ def _merge_commit(pr: GateInput) -> Condition:
         return Condition("merge_commit", None, "same_repo", _params())
     if pr.merge_commit_sha is None:
         return Condition("merge_commit", False, "missing", _params(head_sha=pr.head_sha))
+    if pr.merge_parents is None or pr.head_sha not in pr.merge_parents:
+        return Condition("merge_commit", False, "stale", _params(merge_sha=pr.merge_commit_sha, head_sha=pr.head_sha))
     return Condition("merge_commit", True, "present", _params(merge_sha=pr.merge_commit_sha))
 
 

@@ -131,9 +131,15 @@ class Context:
         compared = await self.gh.getitem(repo_api(self.repo, "compare", f"{base_sha}...{head_sha}", per_page=1))
         return (compared.get("merge_base_commit") or {}).get("sha") or base_sha
 
+    async def git_commit(self, sha: str) -> dict:
+        """A commit as the git database API gives it (message, parents), read once per delivery."""
+        key = ("commit", sha)
+        if key not in self._memo:
+            self._memo[key] = await self.gh.getitem(repo_api(self.repo, "git", "commits", sha))
+        return self._memo[key]
+
     async def commit_message(self, sha: str) -> str:
-        commit = await self.gh.getitem(repo_api(self.repo, "git", "commits", sha))
-        return commit.get("message") or ""
+        return (await self.git_commit(sha)).get("message") or ""
 
     async def role(self, login: str) -> str:
         """The person's role on the repository: admin, maintain, write, triage, read or none."""

@@ -36,7 +36,7 @@ VIEWER_PAGES = {"perf_url": "inference", "eval_url": "evaluation"}
 router = routing.Router()
 # Both are keyed by commit SHAs, whose content never changes.
 _changelog_checks: cachetools.LRUCache = cachetools.LRUCache(maxsize=512)
-_head_messages: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)
+_commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha) -> (message, parents)
 
 
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
@@ -49,17 +49,17 @@ def sweep_label_names(policy: Mapping[str, Any]) -> tuple[set[str], set[str]]:
             {name.casefold() for name in labels["modifiers"].values()})
 
 
-def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool, head_sha: str,
-                    policy: Mapping[str, Any]) -> tuple[str, Approval | str] | None:
-    """What a label event changes in the record of fork approvals: ("approve", Approval), ("withdraw", label)
-    or None. A writer's primary label approves the head SHA of that moment, and no later one."""
+def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool | None,
+                    head_sha: str, at: str, policy: Mapping[str, Any]) -> tuple[str, Approval] | None:
+    """What a label event changes in the record of fork approvals: ("approve" or "withdraw", Approval) or None.
+    A writer's primary label approves the head SHA of that moment (`at`: the PR's `updated_at` in the
+    delivery), and no later one; taking it off withdraws it. Anyone else's label event changes nothing (and a
+    writer whose permission GitHub would not confirm counts as anyone else)."""
     primaries, _ = sweep_label_names(policy)
-    if not is_fork or not label or label.casefold() not in primaries:
+    if not is_fork or not label or label.casefold() not in primaries or writer is not True:
         return None
-    if action == "labeled" and writer:
-        return "approve", Approval(label, sender, head_sha)
-    if action == "unlabeled":
-        return "withdraw", label
+    if action in ("labeled", "unlabeled"):
+        return ("approve" if action == "labeled" else "withdraw"), Approval(label, sender, head_sha, at)
     return None
 
 
@@ -137,6 +137,7 @@ class PRState:
     message: str
     record: SweepRecord
     comment_exists: bool
+    merge_parents: tuple[str, ...] | None = None  # of GitHub's merge commit, once it is computed (forks only)
 
 
 async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
@@ -153,12 +154,11 @@ def is_fork_pr(pull: Mapping[str, Any], repo: str) -> bool:
 
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
     """The PR as it is now (a queued payload may be old), waiting once for the merge commit of a fork that
-    asks for a sweep."""
+    asks for a sweep while GitHub computes it (`mergeable` null: its `merge_commit_sha` may be an older head's)."""
     pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     primaries, _ = sweep_label_names(ctx.policy)
     asks = any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
-    if (asks and is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and not pull.get("merge_commit_sha")
-            and pull.get("mergeable") is None):
+    if asks and is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and pull.get("mergeable") is None:
         await asyncio.sleep(MERGE_SHA_WAIT)
         pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     return pull
@@ -192,9 +192,33 @@ def last_applied(events: list[dict[str, Any]], label: str) -> dict[str, Any] | N
     """The `labeled` event that applied `label` as it is now (oldest first in `events`), if it still is."""
     found = None
     for e in events:
-        if ((e.get("label") or {}).get("name") or "").casefold() == label.casefold():
+        if _label_of(e) == label.casefold():
             found = e if e.get("event") == "labeled" else None
     return found
+
+
+def _label_of(event: Mapping[str, Any]) -> str:
+    return ((event.get("label") or {}).get("name") or "").casefold()
+
+
+def _actor_of(event: Mapping[str, Any]) -> str:
+    return (event.get("actor") or {}).get("login") or ""
+
+
+def trusted_labels(events: list[dict[str, Any]], sweep_labels: set[str], trusted: set[str]) -> dict[str, dict]:
+    """The sweep labels as the label events of `trusted` people (casefolded logins) left them, oldest event
+    first: casefolded name -> the `labeled` event that applied it. On a fork a label added or taken off by
+    anyone else changes nothing (a triager removing a modifier does not restart an approved sweep)."""
+    held: dict[str, dict] = {}
+    for e in events:
+        name = _label_of(e)
+        if name not in sweep_labels or _actor_of(e).casefold() not in trusted:
+            continue
+        if e.get("event") == "labeled":
+            held[name] = e
+        elif e.get("event") == "unlabeled":
+            held.pop(name, None)
+    return held
 
 
 @dataclass(frozen=True)
@@ -203,38 +227,61 @@ class Labelling:
     generation: int | None = None
     primary_applied_at: str | None = None  # when a trusted person last applied a primary now on the PR
 
+    def counts(self, names: set[str]) -> bool:
+        """Whether a label of `names` (casefolded) counts: on the PR and trusted, or held by a trusted labeller."""
+        return any(label.name.casefold() in names and label.writer is True for label in self.labels)
+
 
 async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, record: SweepRecord) -> Labelling:
     """The PR's sweep labels with who applied them (on a fork: whether they may approve, and which head they
-    approved), the label generation of the dispatch id, and when the primary was last applied."""
+    approved), the label generation of the dispatch id, and when the primary was last applied.
+
+    On the repository's own branches whoever can label is trusted, and the labels are those on the PR. On a
+    fork they are what the label events of people with write permission left (`trusted_labels`), plus, not
+    counting, the labels others put on."""
     primaries, modifiers = sweep_label_names(ctx.policy)
     sweep = primaries | modifiers
     names = [label["name"] for label in pull.get("labels") or [] if label["name"].casefold() in sweep]
-    if not names:
+    if not names and not (is_fork and record.approvals):
         return Labelling()
     events = await ctx.label_events(pull["number"])
-    actors = {(e.get("actor") or {}).get("login") or "" for e in events} - {"", ctx.bot_login}
-    trusted = {a.casefold() for a in actors if not is_fork or await ctx.can_write(a)}
-    out, applied_at = [], []
-    for name in names:
-        event = last_applied(events, name) or {}
-        by = (event.get("actor") or {}).get("login") or ""
-        if name.casefold() in primaries and by.casefold() in trusted and event.get("created_at"):
-            applied_at.append(str(event["created_at"]))
-        if not is_fork:  # on the repository's own branches whoever can label is trusted
-            out.append(AppliedLabel(name, by, True))
-            continue
+    actors = {_actor_of(e) for e in events} - {"", ctx.bot_login}
+    standing = {a.casefold(): (True if not is_fork else await ctx.writer(a)) for a in actors}
+    trusted = {a for a, writer in standing.items() if writer}
+    generation = label_generation(events, sweep, trusted)
+    if not is_fork:
+        out, applied_at = [], []
+        for name in names:
+            event = last_applied(events, name) or {}
+            if name.casefold() in primaries and event.get("created_at"):
+                applied_at.append(str(event["created_at"]))
+            out.append(AppliedLabel(name, _actor_of(event), True))
+        return Labelling(tuple(out), generation, max(applied_at, default=None))
+    held = trusted_labels(events, sweep, trusted)
+    out = []
+    for event in held.values():
+        name, by = event["label"]["name"], _actor_of(event)
         approval = record.approval(name)
         head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
-        out.append(AppliedLabel(name, by, by.casefold() in trusted, head))
-    return Labelling(tuple(out), label_generation(events, sweep, trusted), max(applied_at, default=None))
+        out.append(AppliedLabel(name, by, True, head))
+    for name in names:
+        if name.casefold() not in held:  # put on by someone else: counts for nothing (removed if a primary)
+            by = _actor_of(last_applied(events, name) or {})
+            # not held, so no confirmed writer applied it: a non-writer (False), or someone GitHub would not say
+            # of, or whose event the listing does not show yet (None: neither counted nor removed)
+            out.append(AppliedLabel(name, by, False if standing.get(by.casefold(), False) is False else None))
+    applied_at = [str(e["created_at"]) for folded, e in held.items() if folded in primaries and e.get("created_at")]
+    return Labelling(tuple(out), generation, max(applied_at, default=None))
 
 
-async def head_message(ctx: Context, sha: str) -> str:
+async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
+    """(message, parent SHAs) of a commit; kept per SHA, whose content never changes."""
     key = (ctx.repo, sha)
-    if key not in _head_messages:
-        _head_messages[key] = await ctx.commit_message(sha)
-    return _head_messages[key]
+    if key not in _commits:
+        commit = await ctx.git_commit(sha)
+        parents = tuple(p["sha"] for p in commit.get("parents") or () if isinstance(p, dict) and p.get("sha"))
+        _commits[key] = (commit.get("message") or "", parents)
+    return _commits[key]
 
 
 async def read_state(ctx: Context, number: int, record: SweepRecord, exists: bool) -> PRState:
@@ -246,9 +293,12 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     labelling = await applied_labels(ctx, pull, is_fork, record)
     names = [label["name"] for label in pull.get("labels") or []]
     primaries, _ = sweep_label_names(ctx.policy)
-    wants_sweep = any(n.casefold() in primaries for n in names)
-    message = await head_message(ctx, pull["head"]["sha"]) if wants_sweep else ""
-    return PRState(pull, is_fork, touches, changelog, labelling, names, message, record, exists)
+    wants_sweep = any(n.casefold() in primaries for n in names) or labelling.counts(primaries)
+    message = (await commit_facts(ctx, pull["head"]["sha"]))[0] if wants_sweep else ""
+    merge_parents = None
+    if is_fork and labelling.counts(primaries) and pull.get("merge_commit_sha") and pull.get("mergeable") is not None:
+        merge_parents = (await commit_facts(ctx, pull["merge_commit_sha"]))[1]
+    return PRState(pull, is_fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
 
 
 def reuse_blockers(names: list[str], policy: Mapping[str, Any]) -> tuple[str, ...]:
@@ -265,6 +315,7 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
         head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
         changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open",
         draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
+        merge_parents=state.merge_parents,
         labels=state.labelling.labels, label_generation=state.labelling.generation,
         head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
         primary_readded_after_pin=readded_after(record.pin, state.labelling.primary_applied_at),
@@ -423,12 +474,12 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     if action in ("labeled", "unlabeled") and is_fork_pr(pull, ctx.repo):
         label = (data.get("label") or {}).get("name")
         sender = (data.get("sender") or {}).get("login") or ""
-        writer = action == "labeled" and bool(sender) and await ctx.can_write(sender)
-        change = approval_change(action, label, sender, is_fork=True, writer=writer,
-                                 head_sha=pull["head"]["sha"], policy=ctx.policy)
+        writer = (await ctx.writer(sender)) if sender and sender != ctx.bot_login else False
+        change = approval_change(action, label, sender, is_fork=True, writer=writer, head_sha=pull["head"]["sha"],
+                                 at=str(pull.get("updated_at") or ""), policy=ctx.policy)
     if change is not None:
-        verb, value = change
-        record = record.approve(value) if verb == "approve" else record.withdraw(value)
+        verb, approval = change
+        record = record.approve(approval) if verb == "approve" else record.withdraw(approval.label, approval.at)
     elif (event.event, action) in lanes.SETTLING and ctx.superseded(lanes.SETTLING):
         logs.event("label change left to a later one waiting in this PR's lane")
         return []

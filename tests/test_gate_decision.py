@@ -62,7 +62,8 @@ def make_pr(**changes) -> GateInput:
 
 
 def fork_pr(**changes) -> GateInput:
-    return make_pr(**{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, **changes})
+    return make_pr(**{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, "merge_parents": (BASE, HEAD),
+                      **changes})
 
 
 def failing(decision: Decision) -> set[str]:
@@ -107,7 +108,8 @@ def build(primaries, modifiers, origin, draft, changelog, skip, pin, spelling) -
     message = "Tune MI355X recipe\n\n[skip-sweep] numbers unchanged" if skip else "Tune MI355X recipe"
     fork = origin.startswith("fork")
     return make_pr(labels=tuple(labels), is_fork=fork, head_ref="patch-1" if fork else "recipe/mi355x",
-                   merge_commit_sha=MERGE if fork else None, draft=draft, changelog=CHANGELOGS[changelog],
+                   merge_commit_sha=MERGE if fork else None, merge_parents=(BASE, HEAD) if fork else None,
+                   draft=draft, changelog=CHANGELOGS[changelog],
                    head_commit_message=message, pin=None if pin == "not pinned" else 9001,
                    primary_readded_after_pin=pin == "pinned, primary re-added")
 
@@ -189,7 +191,9 @@ def test_the_exhaustive_cases_start_sweeps_exactly_where_the_rules_allow(grid):
 def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
     seen = {name: set(codes) for name, codes in grid.seen.items()}
     extra = [make_pr(open=False), make_pr(base_ref="release"), fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
-             fork_pr(merge_commit_sha=None), make_pr(pin=5, pin_blocked_by=("evals-only",)), make_pr(dispatched=(Dispatched(decide(make_pr(), POLICY).dispatch_id,
+             fork_pr(merge_commit_sha=None), fork_pr(merge_parents=(BASE, OLD_HEAD)),
+             fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
+             make_pr(pin=5, pin_blocked_by=("evals-only",)), make_pr(dispatched=(Dispatched(decide(make_pr(), POLICY).dispatch_id,
                                                                             7, "in_progress"),))]
     for pr in extra:
         for c in decide(pr, POLICY).conditions:
@@ -382,6 +386,24 @@ def test_a_fork_dispatch_waits_for_githubs_merge_commit():
     assert reasons(decision)["merge_commit"] == (False, "missing")
     assert dict(decision.condition("merge_commit").params) == {"head_sha": HEAD}
     assert reasons(decision)["fork_approval"] == (True, "approved")
+
+
+def test_a_fork_dispatch_waits_for_the_merge_commit_of_the_approved_head():
+    """Regression: a draft labelled at commit A, pushed to B (GitHub computed merge(B)), force-pushed back to A
+    and marked ready at once dispatched head-sha=A with merge-sha=merge(B)."""
+    decision = decide(fork_pr(merge_parents=(BASE, OLD_HEAD)), POLICY)
+    assert decision.start is None and failing(decision) == {"merge_commit"}
+    assert reasons(decision)["merge_commit"] == (False, "stale")
+    assert decide(fork_pr(merge_parents=None), POLICY).start is None, "parents not known: not tested either"
+    assert decide(fork_pr(), POLICY).start.inputs["merge-sha"] == MERGE
+
+
+def test_a_fork_label_by_someone_whose_permission_github_would_not_confirm_neither_counts_nor_is_removed():
+    decision = decide(fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),
+                                      AppliedLabel(ALL_EVALS, "maintainer", None, HEAD))), POLICY)
+    assert decision.start is None and decision.remove_labels == ()
+    assert reasons(decision)["fork_approval"] == (False, "permission_unknown")
+    assert dict(decision.condition("fork_approval").params)["by"] == ("maintainer",)
 
 
 def test_a_same_repo_pr_needs_neither_approval_nor_merge_commit():

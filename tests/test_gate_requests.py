@@ -22,9 +22,11 @@ FIGURES = {
                                     "create check run"),
     "two_primaries": (7, 3, "list comments, read PR, list files (304), list label events, cancel run, edit comment, "
                             "update check run"),
-    "fork_labeled_by_writer": (14, 3, "list comments, read permission, read PR, list files, compare (merge base), "
+    # the second `read commit` is GitHub's merge commit: its parents must include the approved head (issue 15)
+    "fork_labeled_by_writer": (15, 3, "list comments, read permission, read PR, list files, compare (merge base), "
                                       "read file at commit, read file at commit, list label events, read commit, "
-                                      "list runs, dispatch, create comment, list check runs, create check run"),
+                                      "read commit, list runs, dispatch, create comment, list check runs, "
+                                      "create check run"),
     "fork_labeled_by_non_writer": (14, 4, "list comments, read permission, read PR, list files, "
                                           "compare (merge base), read file at commit, read file at commit, "
                                           "list label events, read commit, remove label, create comment, "

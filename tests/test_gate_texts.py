@@ -75,7 +75,8 @@ def make_pr(**changes) -> GateInput:
 
 
 def fork_pr(**changes) -> GateInput:
-    return make_pr(**{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, **changes})
+    return make_pr(**{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, "merge_parents": (BASE, HEAD),
+                      **changes})
 
 
 def facts(policy=POLICY) -> dict:
@@ -136,6 +137,8 @@ CASES = {
     "fork, modifier by a non-writer": fork_pr(labels=(non_writer(AGENTX_FAST),)),
     "fork, no label": fork_pr(labels=()),
     "fork, no merge commit": fork_pr(merge_commit_sha=None),
+    "fork, merge commit of an earlier head": fork_pr(merge_parents=(BASE, OLD_HEAD)),
+    "fork, labeller's permission unknown": fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
     "skip marker": make_pr(head_commit_message="Tune MI355X recipe\n\n[skip-sweep] numbers unchanged"),
     "pinned": make_pr(pin=PIN),
     "pinned, primary re-added": make_pr(pin=PIN, primary_readded_after_pin=True),

@@ -80,14 +80,16 @@ class LabelsMixin(GitHubCore):
         return label
 
     def _event(self, repo: Repo, number: int, kind: str, label: dict[str, Any], actor: dict[str, Any]) -> None:
+        stamp = self._stamp()
         repo.events.setdefault(number, []).append({
             "id": self._next_id(),
             "event": kind,
             "actor": dict(actor),
             "label": {"name": label["name"], "color": label["color"]},
             "commit_id": None,
-            "created_at": self._stamp(),
+            "created_at": stamp,
         })
+        self._item(repo, number)["updated_at"] = stamp  # GitHub bumps the updated_at on a label change
 
     def _apply_label(self, repo: Repo, number: int, name: str, actor: dict[str, Any]) -> None:
         item = self._item(repo, number)

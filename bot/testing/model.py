@@ -150,6 +150,9 @@ class Repo:
     check_runs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # check run id -> notes
     merge_bases: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (base, head) -> sha
+    merge_commits: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a PR's merge commit -> parents
+    reviews: dict[int, tuple[int, dict[str, Any]]] = dataclasses.field(default_factory=dict)  # id -> (PR, review)
+    review_comments: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # id -> comment
     dispatches: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # repository_dispatch bodies
     next_number: int = 1
 

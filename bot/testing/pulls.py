@@ -79,9 +79,13 @@ class PullsMixin(GitHubCore):
         return item
 
     def push_commit(
-        self, full_name: str, number: int, *, sha: str | None = None, message: str = "Update the recipe"
+        self, full_name: str, number: int, *, sha: str | None = None, message: str = "Update the recipe",
+        merge: bool = True,
     ) -> dict[str, Any]:
-        """The PR's author pushes one commit: it becomes the head (a `synchronize` would follow on GitHub)."""
+        """The PR's author pushes one commit: it becomes the head (a `synchronize` would follow on GitHub).
+
+        A PR that had a merge commit gets the new head's at once (`merge=False`: GitHub is still computing it, so
+        `mergeable` is null and `merge_commit_sha` still names the earlier head's)."""
         repo = self._repo(full_name)
         item = self._item(repo, number, pull=True)
         commits = self._pull_commits(repo, number)
@@ -93,7 +97,19 @@ class PullsMixin(GitHubCore):
         item["updated_at"] = stamp
         if item["head"]["ref"] in repo.branches and item["head"]["repo"] is repo.json:
             repo.branches[item["head"]["ref"]] = sha
+        if item.get("merge_commit_sha"):
+            if merge:
+                self._merge_commit(repo, item, fake_sha(full_name, number, "merge", sha))
+            else:
+                item["mergeable"] = None
         return copy.deepcopy(commit)
+
+    def _merge_commit(self, repo: Repo, item: dict[str, Any], merge_sha: str) -> None:
+        """GitHub's test merge of the PR's head into its base: a commit whose parents are the two."""
+        item["merge_commit_sha"] = merge_sha
+        if item.get("mergeable") is None:
+            item["mergeable"] = True
+        repo.merge_commits[merge_sha] = [item["base"]["sha"], item["head"]["sha"]]
 
     def update_pull(self, full_name: str, number: int, **fields: Any) -> dict[str, Any]:
         """Set top-level PR fields (draft, state, merge_commit_sha, merged, title, body...); `head_sha`
@@ -105,7 +121,10 @@ class PullsMixin(GitHubCore):
         if unknown:
             raise ValueError(f"not a PR field the fake lets you set: {sorted(unknown)}")
         check_body(fields.get("body"), "PR body")
+        merge_sha = fields.pop("merge_commit_sha", None) if fields.get("merge_commit_sha") else None
         item.update(fields)
+        if merge_sha is not None:
+            self._merge_commit(repo, item, merge_sha)
         if fields.get("state") == "closed" and not item.get("closed_at"):
             item["closed_at"] = self._stamp()
         if head_sha is not None:
@@ -181,6 +200,9 @@ class PullsMixin(GitHubCore):
         return self._paginate(call, copy.deepcopy(self._pull_commits(repo, number)))
 
     def _route_get_git_commit(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
+        if ref in repo.merge_commits:
+            return 200, {"sha": ref, "message": "Merge into the base branch", "html_url": f"{self.web_url}/"
+                         f"{repo.full_name}/commit/{ref}", "parents": [{"sha": p} for p in repo.merge_commits[ref]]}
         for number in [n for n, item in repo.items.items() if "head" in item]:
             for commit in self._pull_commits(repo, number):
                 if commit["sha"] == ref:
