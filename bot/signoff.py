@@ -23,6 +23,7 @@ QUOTE_RE = re.compile(r"^\s{0,3}>")
 # The judge workflow's answer (`repository_dispatch` of type JUDGED): every key a string.
 JUDGED = "signoff-judged"
 JUDGE_KEYS = ("pr-number", "signoff-id", "head-sha", "verdict", "summary", "run-url")
+JUDGE_OPTIONAL = ("dispatch-id",)  # when sent, it must be the id of the judge run the bot dispatched
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,33 @@ def signoff_of(event: str, data: Mapping[str, Any], phrase: str) -> Signoff | No
         return None
     if event == "issue_comment" and "pull_request" not in (data.get("issue") or {}):
         return None
+    return signoff_in(source, holder, phrase)
+
+
+def signoff_in(source: str, holder: Mapping[str, Any], phrase: str) -> Signoff | None:
+    """The sign-off a comment or review (`source`: comment, review or review-comment) is, or None."""
     body = holder.get("body") or ""
-    if not has_phrase(body, phrase):
+    if not isinstance(holder.get("id"), int) or not has_phrase(body, phrase):
         return None
     user = holder.get("user") or {}
     return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "")
+
+
+def edited_by_someone_else(event: str, data: Mapping[str, Any]) -> str | None:
+    """The login of whoever edited a comment or review written by someone else, or None. Only the author
+    signs: a maintainer editing a CODEOWNER's comment into the phrase signs nothing in the CODEOWNER's name."""
+    holder = data.get("review" if event == "pull_request_review" else "comment")
+    if data.get("action") != "edited" or not isinstance(holder, Mapping):
+        return None
+    editor = (data.get("sender") or {}).get("login") or ""
+    author = (holder.get("user") or {}).get("login") or ""
+    return editor if editor.casefold() != author.casefold() else None
+
+
+def parse_key(key: str) -> tuple[str, int] | None:
+    """(source, id) of a sign-off key `<source>-<id>`."""
+    source, _, number = key.rpartition("-")
+    return (source, int(number)) if source in SOURCES.values() and number.isdigit() else None
 
 
 def source_key(event: str, data: Mapping[str, Any]) -> str | None:
@@ -256,13 +279,13 @@ def check_conclusion(records: Iterable[Mapping[str, Any]], head_sha: str) -> str
 
 
 def judge_result(payload: Any) -> dict[str, Any] | str:
-    """The judge workflow's `signoff-judged` callback: {pr, signoff, head_sha, verdict, summary, url}, or the
-    reason it is refused."""
+    """The judge workflow's `signoff-judged` callback: {pr, signoff, head_sha, verdict, summary, run_id,
+    dispatch_id, ignored}, or the reason it is refused. The fields the bot uses are checked; any other is
+    ignored (listed in `ignored`, for the log): the workflow may send more than the bot reads. `run-url` is
+    read for its run id only (the bot links the run it dispatched itself, never a URL it was sent)."""
     if not isinstance(payload, Mapping):
         return "client_payload is not an object"
-    unknown = sorted(set(payload) - set(JUDGE_KEYS))
-    if unknown:
-        return f"unknown field {unknown[0]!r}"
+    ignored = sorted(str(key)[:40] for key in payload if key not in JUDGE_KEYS + JUDGE_OPTIONAL)[:20]
     pr = payload.get("pr-number")
     if not isinstance(pr, str) or not re.fullmatch(r"[1-9]\d{0,9}", pr):
         return "pr-number must be a PR number as a string"
@@ -279,6 +302,13 @@ def judge_result(payload: Any) -> dict[str, Any] | str:
     if not isinstance(summary, str) or len(summary) > 2000:
         return "summary must be a string of at most 2000 characters"
     url = payload.get("run-url", "")
-    if not isinstance(url, str) or (url and not re.fullmatch(r"https://[^\s<>()]{1,500}", url)):
-        return "run-url must be an https URL"
-    return {"pr": int(pr), "signoff": signoff, "head_sha": sha, "verdict": verdict, "summary": summary.strip(), "url": url}
+    found = re.fullmatch(r"https://[^\s/]{1,255}/[^\s]{1,500}/actions/runs/(\d{1,19})(?:/[^\s]{0,100})?", url) \
+        if isinstance(url, str) and url else None
+    if url and found is None:
+        return "run-url must be an https link to a workflow run"
+    dispatch_id = payload.get("dispatch-id")
+    if dispatch_id is not None and (not isinstance(dispatch_id, str) or not re.fullmatch(r"so-\d{1,10}-[0-9a-f]{12}",
+                                                                                         dispatch_id)):
+        return "dispatch-id must be the id the bot dispatched the judge with"
+    return {"pr": int(pr), "signoff": signoff, "head_sha": sha, "verdict": verdict, "summary": summary.strip(),
+            "run_id": int(found.group(1)) if found else None, "dispatch_id": dispatch_id, "ignored": ignored}

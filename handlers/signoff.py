@@ -198,21 +198,66 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
     }
 
 
+async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff,
+                     before: dict[str, Any] | None) -> dict[str, Any]:
+    """The verdict's record for `signoff` on the PR as it is now (its base branch's CODEOWNERS and checklist)."""
+    files = await changed_paths(ctx, pull["number"])
+    owner = await codeowner(ctx, pull, files, signoff.signer)
+    sweep, reuse = await sweep_and_reuse(ctx, pull, files)
+    listed, template = await checklist(ctx, pull, signoff)
+    judge = await ask_judge(ctx, pull["number"], pull["head"]["sha"], signoff, before)
+    record = variables(ctx, pull, signoff, [owner, sweep, reuse, listed], template, judge)
+    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer, outcome=record["outcome"])
+    return record
+
+
 async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Action]:
     pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     if pull.get("state") != "open":
         logs.event("sign-off on a closed PR left alone", signoff=signoff.key)
         return []
-    files = await changed_paths(ctx, number)
-    owner = await codeowner(ctx, pull, files, signoff.signer)
-    sweep, reuse = await sweep_and_reuse(ctx, pull, files)
-    listed, template = await checklist(ctx, pull, signoff)
     records = await verdicts(ctx, number)
-    judge = await ask_judge(ctx, number, pull["head"]["sha"], signoff, records.get(signoff.key))
-    records[signoff.key] = variables(ctx, pull, signoff, [owner, sweep, reuse, listed], template, judge)
-    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer,
-               outcome=records[signoff.key]["outcome"])
+    records[signoff.key] = await verdict_of(ctx, pull, signoff, records.get(signoff.key))
     return [verdict_comment(ctx, number, records[signoff.key]), check_run(ctx, pull, records)]
+
+
+async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | None:
+    """The sign-off `key` names, as GitHub has it now; None when it is gone or no longer a sign-off."""
+    parsed = rules.parse_key(key)
+    if parsed is None:
+        return None
+    source, item_id = parsed
+    path = {"comment": ("issues", "comments", item_id), "review": ("pulls", number, "reviews", item_id),
+            "review-comment": ("pulls", "comments", item_id)}[source]
+    try:
+        item = await ctx.gh.getitem(repo_api(ctx.repo, *path))
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) != 404:
+            raise
+        return None
+    return rules.signoff_in(source, item, ctx.policy["signoff_phrase"])
+
+
+async def reverify(ctx: Context, number: int) -> list[Action]:
+    """Verify every current sign-off again (the PR's base branch changed: its CODEOWNERS and checklist with it),
+    each in its own verdict; one that is gone or no longer a sign-off is withdrawn."""
+    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    records = await verdicts(ctx, number)
+    changed: dict[str, dict[str, Any]] = {}
+    for key, record in records.items():
+        if record.get("state") == rules.WITHDRAWN:
+            continue
+        signoff = await fetch_signoff(ctx, number, key) if pull.get("state") == "open" else None
+        if signoff is None:
+            changed[key] = {**record, "state": rules.WITHDRAWN}
+        else:
+            changed[key] = await verdict_of(ctx, pull, signoff, record)
+    if not changed:
+        return []
+    actions: list[Action] = [verdict_comment(ctx, number, record) for record in changed.values()]
+    if pull.get("state") == "open":
+        actions.append(check_run(ctx, pull, {**records, **changed}))
+    return actions
 
 
 async def restate(ctx: Context, number: int, changed: dict[str, dict[str, Any]]) -> list[Action]:
@@ -243,6 +288,11 @@ async def signoff_posted(event: sansio.Event, ctx: Context) -> list[Action]:
     number = ctx.pr_number
     if number is None or from_a_bot(_author(event), ctx.bot_login) or not _body_changed(data):
         return []
+    editor = rules.edited_by_someone_else(event.event, data)
+    if editor is not None:
+        logs.event("sign-off edit by someone other than its author ignored", editor=editor,
+                   author=_author(event).get("login"), source=rules.source_key(event.event, data))
+        return []
     signoff = rules.signoff_of(event.event, data, ctx.policy["signoff_phrase"])
     if signoff is not None:
         return await verify(ctx, number, signoff)
@@ -264,6 +314,14 @@ async def withdraw(ctx: Context, number: int, key: str | None) -> list[Action]:
     return await restate(ctx, number, {record["signoff"]: {**record, "state": rules.WITHDRAWN}})
 
 
+async def retargeted(event: sansio.Event, ctx: Context) -> list[Action]:
+    """The PR now targets another branch: whose CODEOWNERS and checklist count changed, so every verdict is
+    verified again."""
+    if "base" not in (event.data.get("changes") or {}):
+        return []
+    return await reverify(ctx, event.data["pull_request"]["number"])
+
+
 async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
     """A new head: every verdict for an earlier one is stale, and the check run on the new head says so."""
     pull = event.data["pull_request"]
@@ -276,18 +334,32 @@ async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
     return await restate(ctx, pull["number"], changed)
 
 
+def judge_senders(ctx: Context) -> set[str]:
+    return {ctx.bot_login.casefold(), *(login.casefold() for login in ctx.policy["signoff"]["judge"]["senders"])}
+
+
 async def judged(event: sansio.Event, ctx: Context) -> list[Action]:
-    """The judge workflow answered: merge its result into the verdict it was asked for."""
+    """The judge workflow answered: merge its result into the verdict it was asked for. Only an answer from an
+    accepted sender, for a verdict whose judge the bot asked and that has not answered yet, on that head,
+    counts; its link is always the judge run the bot dispatched, never one the answer sent."""
+    sender = ((event.data.get("sender") or {}).get("login") or "")
+    if sender.casefold() not in judge_senders(ctx):
+        logs.event("judge answer from a sender that is not accepted, ignored", logging.WARNING, sender=sender[:60])
+        return []
     answer = rules.judge_result(event.data.get("client_payload"))
     if isinstance(answer, str):
         logs.event("judge answer refused", logging.WARNING, reason=answer)
         return []
+    if answer["ignored"]:
+        logs.event("judge answer fields the bot does not read, ignored", fields=answer["ignored"])
     record = (await verdicts(ctx, answer["pr"])).get(answer["signoff"])
     judge = (record or {}).get("judge")
-    if record is None or not judge or record.get("head_sha") != answer["head_sha"]:
+    if (record is None or not isinstance(judge, dict) or judge.get("state") != "requested"
+            or record.get("head_sha") != answer["head_sha"]
+            or answer["dispatch_id"] not in (None, judge.get("dispatch_id"))):
         logs.event("judge answer for no pending verdict, ignored", logging.WARNING, signoff=answer["signoff"])
         return []
-    judge = {**judge, "state": answer["verdict"], "summary": answer["summary"], "url": answer["url"] or judge["url"]}
+    judge = {**judge, "state": answer["verdict"], "summary": answer["summary"]}
     return await restate(ctx, answer["pr"], {record["signoff"]: {**record, "judge": judge}})
 
 
@@ -296,4 +368,5 @@ for _event, _action in POSTED:
 for _event, _action in REMOVED:
     router.add(signoff_removed, _event, action=_action)
 router.add(pushed, "pull_request", action="synchronize")
+router.add(retargeted, "pull_request", action="edited")
 router.add(judged, "repository_dispatch", action=rules.JUDGED)

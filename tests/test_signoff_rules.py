@@ -220,13 +220,24 @@ GOOD = {"pr-number": "12", "signoff-id": "comment-7", "head-sha": SHA, "verdict"
     ({"verdict": "maybe"}, "verdict"),
     ({"summary": "x" * 2001}, "summary"),
     ({"run-url": "javascript:alert(1)"}, "run-url"),
-    ({"extra": "1"}, "unknown field"),
+    ({"run-url": "https://github.com/acme/x/actions/runs/9)[x](https://evil.example)"}, "run-url"),
+    ({"dispatch-id": "sw-12-0123456789ab"}, "dispatch-id"),
 ])
 def test_judge_result(change, problem):
     answer = rules.judge_result({**GOOD, **change})
     if problem is None:
         assert answer == {"pr": 12, "signoff": "comment-7", "head_sha": SHA, "verdict": "fail", "summary": "patched",
-                          "url": "https://github.com/acme/x/actions/runs/9"}
+                          "run_id": 9, "dispatch_id": None, "ignored": []}
     else:
         assert isinstance(answer, str) and problem in answer
+
+
+def test_a_judge_answer_may_carry_fields_the_bot_does_not_read():
+    """The judge workflow may send more than the bot reads: such fields are ignored and named, not refused."""
+    answer = rules.judge_result({**GOOD, "extra": "1", "dispatch-id": "so-12-0123456789ab"})
+    assert answer["ignored"] == ["extra"] and answer["dispatch_id"] == "so-12-0123456789ab"
+    assert rules.judge_result({**GOOD, "run-url": ""})["run_id"] is None
+
+
+def test_judge_result_refuses_what_is_not_an_object():
     assert rules.judge_result(["not", "an", "object"]) == "client_payload is not an object"

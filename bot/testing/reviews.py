@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.testing.core import GitHubCore
-from bot.testing.model import NOT_FOUND, Call, Reply, check_body
+from bot.testing.core import R, GitHubCore
+from bot.testing.model import NOT_FOUND, Call, Repo, Reply, check_body
 
 REVIEW_STATES = ("APPROVED", "COMMENTED", "CHANGES_REQUESTED")
 
@@ -14,6 +14,8 @@ REVIEW_STATES = ("APPROVED", "COMMENTED", "CHANGES_REQUESTED")
 class ReviewsMixin(GitHubCore):
     ROUTES = [
         ("GET", "/orgs/{org}/teams/{team}/memberships/{user}", "get_team_membership"),
+        ("GET", R + "/pulls/{number}/reviews/{id}", "get_review"),
+        ("GET", R + "/pulls/comments/{id}", "get_review_comment"),
     ]
 
     # ---- state setup ----------------------------------------------------------------------
@@ -32,9 +34,11 @@ class ReviewsMixin(GitHubCore):
         repo = self._repo(full_name)
         pull = self._item(repo, number, pull=True)
         review_id = self._next_id()
-        return {"id": review_id, "user": self._know(user), "body": body, "state": state.lower(),
-                "commit_id": commit_id or pull["head"]["sha"], "submitted_at": self._stamp(),
-                "html_url": f"{pull['html_url']}#pullrequestreview-{review_id}", "author_association": "CONTRIBUTOR"}
+        review = {"id": review_id, "user": self._know(user), "body": body, "state": state.lower(),
+                  "commit_id": commit_id or pull["head"]["sha"], "submitted_at": self._stamp(),
+                  "html_url": f"{pull['html_url']}#pullrequestreview-{review_id}", "author_association": "CONTRIBUTOR"}
+        repo.reviews[review_id] = (number, review)  # the live object: GET answers with what it holds now
+        return review
 
     def add_review_comment(self, full_name: str, number: int, body: str, *, user: str = "reviewer",
                            path: str = "README.md", line: int = 1) -> dict[str, Any]:
@@ -44,9 +48,12 @@ class ReviewsMixin(GitHubCore):
         pull = self._item(repo, number, pull=True)
         comment_id = self._next_id()
         stamp = self._stamp()
-        return {"id": comment_id, "user": self._know(user), "body": body, "path": path, "line": line,
-                "commit_id": pull["head"]["sha"], "created_at": stamp, "updated_at": stamp,
-                "html_url": f"{pull['html_url']}#discussion_r{comment_id}", "author_association": "CONTRIBUTOR"}
+        comment = {"id": comment_id, "user": self._know(user), "body": body, "path": path, "line": line,
+                   "commit_id": pull["head"]["sha"], "created_at": stamp, "updated_at": stamp,
+                   "pull_request_url": f"{self.base_url}/repos/{repo.full_name}/pulls/{number}",
+                   "html_url": f"{pull['html_url']}#discussion_r{comment_id}", "author_association": "CONTRIBUTOR"}
+        repo.review_comments[comment_id] = comment
+        return comment
 
     # ---- payloads -------------------------------------------------------------------------
 
@@ -77,3 +84,14 @@ class ReviewsMixin(GitHubCore):
             raise Reply(404, NOT_FOUND)
         return 200, {"url": f"{self.base_url}/orgs/{org}/teams/{team}/memberships/{user}", "role": "member",
                      "state": members[user.lower()]}
+
+    def _route_get_review(self, call: Call, repo: Repo, number: int, id: int) -> tuple[int, Any]:
+        found = repo.reviews.get(id)
+        if found is None or found[0] != number:
+            raise Reply(404, NOT_FOUND)
+        return 200, copy.deepcopy(found[1])
+
+    def _route_get_review_comment(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
+        if id not in repo.review_comments:
+            raise Reply(404, NOT_FOUND)
+        return 200, copy.deepcopy(repo.review_comments[id])
