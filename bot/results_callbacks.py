@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime
+import heapq
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
-from urllib.parse import urlsplit
+
+from bot.links import checked_link
 
 # The `repository_dispatch` event types the results service sends, and the kind of callback each one is.
 EVENT_KINDS: Mapping[str, str] = MappingProxyType({
@@ -21,79 +23,107 @@ EVENT_KINDS: Mapping[str, str] = MappingProxyType({
 ROWS = ("benchmark", "eval", "trace", "power")
 COLUMNS = ("new", "duplicate", "skipped", "unmapped", "failed")
 
-# Payload keys (kebab-case, as the results service sends them). Every key a kind does not list is refused.
+# Payload keys (kebab-case, as the results service sends them).
 SOURCE = "source-repository"
 PR_NUMBER = "pr-number"
 RUN_ID = "run-id"
 APP_RUN_ID = "app-run-id"
 COMMENT_ID = "comment-id"
+RUN_ATTEMPT = "run-attempt"
 RUN_DATE = "run-date"
 REQUESTED_BY = "requested-by"
 SUCCEEDED = "stage-succeeded"
 RESULTS_URL = "results-url"  # our assumption: the issue says only "a results link"
 COUNTS = "counts"
-COMMON_KEYS = (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_DATE, REQUESTED_BY)
-KEYS_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "started": COMMON_KEYS,
-    "completed": COMMON_KEYS + (SUCCEEDED, RESULTS_URL),
-    "ingested": COMMON_KEYS + (COUNTS,),
+
+# What each kind must carry: only what the bot uses. The service's workflows echo the `stage-results` request's
+# client_payload (pr-number, run-id, run-attempt, run-date, requested-by, comment-id) and add their own fields.
+REQUIRED_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "started": (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID),
+    "completed": (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, SUCCEEDED),
+    "ingested": (SOURCE, PR_NUMBER, RUN_ID, COUNTS),
 })
+# What each kind may carry, checked when present (JSON null counts as absent).
+ECHOED = (COMMENT_ID, RUN_ATTEMPT, RUN_DATE, REQUESTED_BY)
+OPTIONAL_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "started": ECHOED,
+    "completed": ECHOED + (RESULTS_URL,),
+    "ingested": ECHOED + (APP_RUN_ID,),
+})
+# Every other key is ignored: not refused, reported in Callback.ignored for the log.
+KEYS_BY_KIND: Mapping[str, frozenset[str]] = MappingProxyType({
+    kind: frozenset(REQUIRED_BY_KIND[kind] + OPTIONAL_BY_KIND[kind]) for kind in EVENT_KINDS.values()})
 
 # Rejection codes: stable, for logs and tests.
 UNKNOWN_EVENT = "unknown-event"
 NOT_AN_OBJECT = "not-an-object"
 WRONG_SOURCE = "wrong-source"
-UNKNOWN_FIELD = "unknown-field"
 MISSING_FIELD = "missing-field"
 NOT_NUMERIC = "not-numeric"
 OUT_OF_RANGE = "out-of-range"
 BAD_DATE = "bad-date"
 BAD_LOGIN = "bad-login"
 BAD_BOOLEAN = "bad-boolean"
-BAD_URL = "bad-url"
 BAD_COUNTS = "bad-counts"
+# Codes of a dropped results link (Callback.dropped): the callback itself is accepted, without the link.
+BAD_URL = "bad-url"
+LINK_NOT_ALLOWED = "link-not-allowed"
 
 MAX_ID = 2**63 - 1  # GitHub ids are signed 64-bit
 MAX_COUNT = 2**63 - 1
 MAX_LOGIN = 39  # GitHub's limit on a login's length
 MAX_URL = 2048
-SHOWN = 60  # how much of a refused value a log reason quotes
+MAX_IGNORED = 20  # how many ignored key names Callback.ignored keeps (ignored_count says how many there were)
+SHOWN = 60  # how much of a refused value a log reason quotes, and of an ignored key's name
 
 _DIGITS = re.compile(r"0|[1-9][0-9]*")  # ASCII only, no sign, no leading zero, no spaces
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _LOGIN = re.compile(r"[A-Za-z0-9-]+")
 _REPOSITORY = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
-# RFC 3986 characters (unreserved, reserved, percent): ASCII, no whitespace, no control characters.
-_URL = re.compile(r"https://[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]+")
+# A results link as a results viewer writes one: https, then URL characters that mean nothing to Markdown or
+# HTML. `()[]<>*'"` and backquotes, spaces, backslashes and controls are refused before the link is rebuilt
+# (bot.links.checked_link), so a link with Markdown in it is dropped, not shown re-encoded.
+_URL = re.compile(r"https://[A-Za-z0-9\-._~%/?#&=+,;:@!$]+")
 _BOOLEANS = {"true": True, "false": False}
 
 
 @dataclass(frozen=True)
-class Callback:
-    """One accepted callback. `succeeded` and `results_url` are set for "completed" only (`results_url` may be
-    None when the stage failed), `counts` for "ingested" only: row -> column -> count, every one of ROWS and
-    COLUMNS present, in that order, read-only."""
-
-    kind: str  # "started", "completed" or "ingested"
-    pr_number: int
-    run_id: int
-    app_run_id: int
-    comment_id: int | None  # None: find the bot's reply by the run id
-    run_date: datetime.date
-    requested_by: str
-    succeeded: bool | None = None
-    results_url: str | None = None
-    counts: Mapping[str, Mapping[str, int]] | None = None
-
-
-@dataclass(frozen=True)
 class Rejected:
-    """A refused callback: a stable `code`, the payload key at fault (a dotted path inside `counts`; None when
-    no one key is), and an English `reason` for the log (values are quoted with repr, cut short)."""
+    """A refused callback (or a dropped field of an accepted one): a stable `code`, the payload key at fault
+    (a dotted path inside `counts`; None when no one key is), and an English `reason` for the log (values are
+    quoted with repr, cut short)."""
 
     code: str
     field: str | None
     reason: str
+
+
+@dataclass(frozen=True)
+class Callback:
+    """One accepted callback.
+
+    `app_run_id` is set for "started" and "completed", and for "ingested" when sent. `succeeded` is set for
+    "completed" only; `results_url` too, when the service sent a link that `link_hosts` allow, rebuilt by
+    bot.links.checked_link (else None, and `dropped` says why). `counts` is set for "ingested" only:
+    row -> column -> count, every one of ROWS and COLUMNS present, in that order, read-only. `ignored` names
+    the keys the kind does not use (sorted, at most MAX_IGNORED, each cut to SHOWN characters);
+    `ignored_count` is how many there were.
+    """
+
+    kind: str  # "started", "completed" or "ingested"
+    pr_number: int
+    run_id: int
+    app_run_id: int | None
+    comment_id: int | None  # None: find the bot's reply by the run id
+    run_attempt: int | None
+    run_date: datetime.date | None
+    requested_by: str | None
+    succeeded: bool | None = None
+    results_url: str | None = None
+    counts: Mapping[str, Mapping[str, int]] | None = None
+    dropped: tuple[Rejected, ...] = ()
+    ignored: tuple[str, ...] = ()
+    ignored_count: int = 0
 
 
 class _Refusal(Exception):
@@ -102,15 +132,18 @@ class _Refusal(Exception):
         self.rejected = Rejected(code, field, reason)
 
 
-def parse_callback(event_type: str, client_payload: Any, *, results_repository: str) -> Callback | Rejected:
+def parse_callback(event_type: str, client_payload: Any, *, results_repository: str,
+                   link_hosts: Iterable[str] = ()) -> Callback | Rejected:
     """Check one `repository_dispatch` callback; never raises on any payload.
 
-    Strict on purpose (the results service sends exactly these today): a key the event type does not define is
-    refused (`unknown-field`), JSON null counts as absent, ids are canonical decimal strings or JSON integers
-    in 1..2**63-1, `stage-succeeded` is "true"/"false" (or a JSON boolean), `results-url` is required when the
-    stage succeeded and optional when it failed, and `counts` must hold every row and column. The first problem
-    found is reported, in this order: event type, payload shape, source, unknown keys, then each field in the
-    order of Callback's fields.
+    A kind requires only the fields the bot uses (REQUIRED_BY_KIND); the optional ones (OPTIONAL_BY_KIND) are
+    checked when present, and every other key is ignored and reported (`Callback.ignored`): a field the bot
+    sent may come back, and the service may add fields. Each field's form is strict: ids are canonical decimal
+    strings or JSON integers in 1..2**63-1, dates YYYY-MM-DD, logins GitHub's, `stage-succeeded` "true"/"false"
+    (or a JSON boolean), `counts` must hold every row and column. The one exception is `results-url`: a link
+    that is not plain https on one of `link_hosts` is dropped (`Callback.dropped`), never a reason to refuse
+    the callback. The first problem found is reported, in this order: event type, payload shape, source, then
+    each field in the order of Callback's fields.
     """
     kind = EVENT_KINDS.get(event_type) if isinstance(event_type, str) else None
     if kind is None:
@@ -118,7 +151,7 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
     if not isinstance(client_payload, Mapping):
         return Rejected(NOT_AN_OBJECT, None, f"client_payload is {type(client_payload).__name__}, not an object")
     try:
-        return _parse(kind, client_payload, results_repository)
+        return _parse(kind, client_payload, results_repository, tuple(link_hosts))
     except _Refusal as refusal:
         return refusal.rejected
 
@@ -126,21 +159,26 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
 # -- the payload -------------------------------------------------------------------------------------------
 
 
-def _parse(kind: str, payload: Mapping[Any, Any], results_repository: str) -> Callback:
+def _parse(kind: str, payload: Mapping[Any, Any], results_repository: str, link_hosts: tuple[str, ...]) -> Callback:
     _check_source(payload, results_repository)
-    _check_keys(kind, payload)
+    required = REQUIRED_BY_KIND[kind]
+    number = lambda key: _number(payload, key) if key in required else _optional_number(payload, key)  # noqa: E731
     common = dict(
         kind=kind,
-        pr_number=_number(payload, PR_NUMBER),
-        run_id=_number(payload, RUN_ID),
-        app_run_id=_number(payload, APP_RUN_ID),
-        comment_id=_optional_number(payload, COMMENT_ID),
+        pr_number=number(PR_NUMBER),
+        run_id=number(RUN_ID),
+        app_run_id=number(APP_RUN_ID),
+        comment_id=number(COMMENT_ID),
+        run_attempt=number(RUN_ATTEMPT),
         run_date=_date(payload, RUN_DATE),
         requested_by=_login(payload, REQUESTED_BY),
     )
+    ignored, count = _ignored(kind, payload)
+    common.update(ignored=ignored, ignored_count=count)
     if kind == "completed":
         succeeded = _boolean(payload, SUCCEEDED)
-        return Callback(**common, succeeded=succeeded, results_url=_results_url(payload, required=succeeded))
+        url, dropped = _results_url(payload, link_hosts)
+        return Callback(**common, succeeded=succeeded, results_url=url, dropped=dropped)
     if kind == "ingested":
         return Callback(**common, counts=_counts(payload))
     return Callback(**common)
@@ -156,13 +194,13 @@ def _check_source(payload: Mapping[Any, Any], results_repository: str) -> None:
                        f"{_shown(results_repository)}")
 
 
-def _check_keys(kind: str, payload: Mapping[Any, Any]) -> None:
-    allowed = KEYS_BY_KIND[kind]
-    unknown = sorted(str(key) for key in payload if key not in allowed)
-    if unknown:
-        raise _Refusal(UNKNOWN_FIELD, unknown[0],
-                       f"{_shown(unknown[0])} is not a field of a {kind} callback; its fields are "
-                       f"{', '.join(allowed)}")
+def _ignored(kind: str, payload: Mapping[Any, Any]) -> tuple[tuple[str, ...], int]:
+    """The names of the keys `kind` does not use (the first MAX_IGNORED in sorted order, cut short), and how
+    many there are: without sorting them all, as a payload may hold very many."""
+    known = KEYS_BY_KIND[kind]
+    unknown = [key for key in payload if key not in known]
+    names = heapq.nsmallest(MAX_IGNORED, (str(key)[:SHOWN] for key in unknown))
+    return tuple(names), len(unknown)
 
 
 def _required(payload: Mapping[Any, Any], key: str) -> Any:
@@ -201,8 +239,10 @@ def _in_range(number: int, key: str) -> int:
     return number
 
 
-def _date(payload: Mapping[Any, Any], key: str) -> datetime.date:
-    value = _required(payload, key)
+def _date(payload: Mapping[Any, Any], key: str) -> datetime.date | None:
+    value = payload.get(key)
+    if value is None:
+        return None
     if not isinstance(value, str) or not _DATE.fullmatch(value):
         raise _Refusal(BAD_DATE, key, f"{key} {_shown(value)} is not a date written YYYY-MM-DD")
     try:
@@ -211,8 +251,10 @@ def _date(payload: Mapping[Any, Any], key: str) -> datetime.date:
         raise _Refusal(BAD_DATE, key, f"{key} {_shown(value)} is not a calendar date") from None
 
 
-def _login(payload: Mapping[Any, Any], key: str) -> str:
-    value = _required(payload, key)
+def _login(payload: Mapping[Any, Any], key: str) -> str | None:
+    value = payload.get(key)
+    if value is None:
+        return None
     if not isinstance(value, str) or len(value) > MAX_LOGIN or not _LOGIN.fullmatch(value):
         raise _Refusal(BAD_LOGIN, key,
                        f"{key} {_shown(value)} is not a GitHub login (ASCII letters, digits, dashes; at most "
@@ -229,21 +271,21 @@ def _boolean(payload: Mapping[Any, Any], key: str) -> bool:
     raise _Refusal(BAD_BOOLEAN, key, f"{key} {_shown(value)} is not \"true\" or \"false\"")
 
 
-def _results_url(payload: Mapping[Any, Any], *, required: bool) -> str | None:
-    value = _required(payload, RESULTS_URL) if required else payload.get(RESULTS_URL)
+def _results_url(payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> tuple[str | None, tuple[Rejected, ...]]:
+    """(the results link rebuilt, or None; why it was dropped): never refuses the callback."""
+    value = payload.get(RESULTS_URL)
     if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value) or not _has_host(value):
-        raise _Refusal(BAD_URL, RESULTS_URL,
-                       f"{RESULTS_URL} {_shown(value)} is not an https:// URL with a host and without whitespace")
-    return value
-
-
-def _has_host(url: str) -> bool:
-    try:
-        return bool(urlsplit(url).hostname)
-    except ValueError:  # e.g. an unclosed IPv6 bracket
-        return False
+        return None, ()
+    if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value):
+        return None, (Rejected(BAD_URL, RESULTS_URL,
+                               f"{RESULTS_URL} {_shown(value)} is not an https:// link of plain URL characters "
+                               f"(no spaces, Markdown or HTML); dropped"),)
+    link = checked_link(value, link_hosts, max_length=MAX_URL)
+    if link is None:
+        return None, (Rejected(LINK_NOT_ALLOWED, RESULTS_URL,
+                               f"{RESULTS_URL} {_shown(value)} is not an https link on "
+                               f"{', '.join(link_hosts) or 'any allowed host'} (no port, no user); dropped"),)
+    return link, ()
 
 
 # -- counts ------------------------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
 """Results-service callbacks (bot/results_callbacks.py, SPEC.md section 4): a table of payloads and verdicts.
 
 Each case names an event type, a change to a good payload of that type (a key set to DROP is removed), and
-expects either these Callback fields or a rejection with this code and field.
+expects either these Callback fields or a rejection with this code and field. The first 131 cases are the table
+issue 15 started from, updated to its rules (a kind requires only what the bot uses; other keys are ignored and
+reported; a results link that is not plain https on an allowed host is dropped, not a reason to refuse); the
+cases after them pin those rules. `dropped` is compared as (code, field) pairs.
 """
 
 from __future__ import annotations
@@ -11,13 +14,18 @@ from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from bot.results_callbacks import COLUMNS, ROWS, Callback, Rejected, parse_callback
+from bot.results_callbacks import COLUMNS, MAX_IGNORED, ROWS, Callback, Rejected, parse_callback
 
 RESULTS = "SemiAnalysisAI/InferenceX-results"
 STARTED, COMPLETED, INGESTED = "stage-results-started", "stage-results-completed", "ingest-completed"
 DROP = object()
 URL = "https://results.example.com/runs/24680?pr=17#table"
+LINK = "https://results.example.com/runs/24680?pr=17"  # URL rebuilt by bot.links.checked_link: no fragment
+HOSTS = ("results.example.com",)  # the results viewer's host
+VIEWER = "https://results.example.com"
+PHISHING = "https://results.example.com/r)**[Sign in again](https://evil.example/login)**"
 
 COMMON = {
     "source-repository": RESULTS,
@@ -62,13 +70,21 @@ def no(code: str, field: str | None) -> tuple[str, str | None]:
     return code, field
 
 
+def dropped(code: str) -> list[tuple[str, str]]:
+    """A results link dropped with `code` (the callback is accepted without it)."""
+    return [(code, "results-url")]
+
+
+BAD_LINK = ok(results_url=None, dropped=dropped("bad-url"))
+
+
 CASES = [
     # -- each event type, accepted -----------------------------------------------------------------------
     ("started", STARTED, {}, ok(kind="started", pr_number=17, run_id=13579246801, app_run_id=24680,
                                 comment_id=2233445566, run_date=datetime.date(2026, 3, 1),
                                 requested_by="octo-cat42", succeeded=None, results_url=None, counts=None)),
-    ("completed", COMPLETED, {}, ok(kind="completed", succeeded=True, results_url=URL, counts=None)),
-    ("completed-failed", COMPLETED, {"stage-succeeded": "false"}, ok(succeeded=False, results_url=URL)),
+    ("completed", COMPLETED, {}, ok(kind="completed", succeeded=True, results_url=LINK, counts=None, dropped=[])),
+    ("completed-failed", COMPLETED, {"stage-succeeded": "false"}, ok(succeeded=False, results_url=LINK)),
     ("completed-failed-no-url", COMPLETED, {"stage-succeeded": "false", "results-url": DROP},
      ok(succeeded=False, results_url=None)),
     ("completed-failed-null-url", COMPLETED, {"stage-succeeded": "false", "results-url": None},
@@ -96,14 +112,15 @@ CASES = [
                                                                                         "source-repository")),
     ("fields-in-order", COMPLETED, {"stage-succeeded": "maybe", "run-date": "2026-02-30", "pr-number": "x"},
      no("not-numeric", "pr-number")),
-    ("unknown-before-fields", STARTED, {"extra": 1, "pr-number": "x"}, no("unknown-field", "extra")),
-    # -- unknown keys --------------------------------------------------------------------------------------
-    ("extra-key", STARTED, {"run-attempt": "1"}, no("unknown-field", "run-attempt")),
-    ("snake-case-key", STARTED, {"pr_number": "17"}, no("unknown-field", "pr_number")),
-    ("url-on-started", STARTED, {"results-url": URL}, no("unknown-field", "results-url")),
-    ("counts-on-completed", COMPLETED, {"counts": table()}, no("unknown-field", "counts")),
-    ("succeeded-on-ingested", INGESTED, {"stage-succeeded": "true"}, no("unknown-field", "stage-succeeded")),
-    ("link-key-guess", COMPLETED, {"results-link": URL}, no("unknown-field", "results-link")),
+    ("unknown-before-fields", STARTED, {"extra": 1, "pr-number": "x"}, no("not-numeric", "pr-number")),
+    # -- keys a kind does not use: ignored, and named for the log ------------------------------------------
+    ("extra-key", STARTED, {"run-attempt": "1"}, ok(run_attempt=1, ignored=(), ignored_count=0)),  # bot sent it
+    ("snake-case-key", STARTED, {"pr_number": "17"}, ok(pr_number=17, ignored=("pr_number",), ignored_count=1)),
+    ("url-on-started", STARTED, {"results-url": URL}, ok(results_url=None, ignored=("results-url",))),
+    ("counts-on-completed", COMPLETED, {"counts": table()}, ok(counts=None, ignored=("counts",))),
+    ("succeeded-on-ingested", INGESTED, {"stage-succeeded": "true"}, ok(succeeded=None,
+                                                                          ignored=("stage-succeeded",))),
+    ("link-key-guess", COMPLETED, {"results-link": URL}, ok(results_url=LINK, ignored=("results-link",))),
     # -- numeric ids ---------------------------------------------------------------------------------------
     ("id-json-int", STARTED, {"run-id": 13579246801, "pr-number": 17}, ok(run_id=13579246801, pr_number=17)),
     ("id-max", STARTED, {"run-id": str(2**63 - 1)}, ok(run_id=2**63 - 1)),
@@ -155,7 +172,7 @@ CASES = [
     ("date-newline", STARTED, {"run-date": "2026-03-01\n"}, no("bad-date", "run-date")),
     ("date-unicode-digits", STARTED, {"run-date": "\u0662\u0660\u0662\u0666-03-01"}, no("bad-date", "run-date")),
     ("date-int", STARTED, {"run-date": 20260301}, no("bad-date", "run-date")),
-    ("date-missing", INGESTED, {"run-date": DROP}, no("missing-field", "run-date")),
+    ("date-missing", INGESTED, {"run-date": DROP}, ok(run_date=None)),  # an ingest report does not carry it
     # -- requested by --------------------------------------------------------------------------------------
     ("login-upper-digits", STARTED, {"requested-by": "Octo-Cat-1"}, ok(requested_by="Octo-Cat-1")),
     ("login-39", STARTED, {"requested-by": "a" * 39}, ok(requested_by="a" * 39)),
@@ -168,7 +185,7 @@ CASES = [
     ("login-unicode", STARTED, {"requested-by": "oct\u00f6cat"}, no("bad-login", "requested-by")),
     ("login-empty", STARTED, {"requested-by": ""}, no("bad-login", "requested-by")),
     ("login-int", STARTED, {"requested-by": 42}, no("bad-login", "requested-by")),
-    ("login-missing", COMPLETED, {"requested-by": DROP}, no("missing-field", "requested-by")),
+    ("login-missing", COMPLETED, {"requested-by": DROP}, ok(requested_by=None)),
     # -- stage succeeded -----------------------------------------------------------------------------------
     ("succeeded-json-true", COMPLETED, {"stage-succeeded": True}, ok(succeeded=True)),
     ("succeeded-json-false", COMPLETED, {"stage-succeeded": False}, ok(succeeded=False)),
@@ -179,27 +196,25 @@ CASES = [
     ("succeeded-space", COMPLETED, {"stage-succeeded": "true "}, no("bad-boolean", "stage-succeeded")),
     ("succeeded-empty", COMPLETED, {"stage-succeeded": ""}, no("bad-boolean", "stage-succeeded")),
     ("succeeded-missing", COMPLETED, {"stage-succeeded": DROP}, no("missing-field", "stage-succeeded")),
-    # -- results url ---------------------------------------------------------------------------------------
-    ("url-missing-on-success", COMPLETED, {"results-url": DROP}, no("missing-field", "results-url")),
-    ("url-http", COMPLETED, {"results-url": "http://results.example.com/x"}, no("bad-url", "results-url")),
-    ("url-upper-scheme", COMPLETED, {"results-url": "HTTPS://results.example.com/x"}, no("bad-url",
-                                                                                         "results-url")),
-    ("url-javascript", COMPLETED, {"results-url": "javascript:alert(1)"}, no("bad-url", "results-url")),
-    ("url-space", COMPLETED, {"results-url": "https://results.example.com/a b"}, no("bad-url", "results-url")),
-    ("url-trailing-newline", COMPLETED, {"results-url": URL + "\n"}, no("bad-url", "results-url")),
-    ("url-tab", COMPLETED, {"results-url": "https://results.example.com/\tx"}, no("bad-url", "results-url")),
-    ("url-nbsp", COMPLETED, {"results-url": "https://results.example.com/\u00a0x"}, no("bad-url",
-                                                                                       "results-url")),
-    ("url-no-host", COMPLETED, {"results-url": "https:///path"}, no("bad-url", "results-url")),
-    ("url-scheme-only", COMPLETED, {"results-url": "https://"}, no("bad-url", "results-url")),
-    ("url-bad-ipv6", COMPLETED, {"results-url": "https://[::1/x"}, no("bad-url", "results-url")),
-    ("url-markdown-break", COMPLETED, {"results-url": "https://a.example/<b>"}, no("bad-url", "results-url")),
-    ("url-too-long", COMPLETED, {"results-url": "https://a.example/" + "x" * 2048}, no("bad-url", "results-url")),
-    ("url-empty-on-failure", COMPLETED, {"stage-succeeded": "false", "results-url": ""}, no("bad-url",
-                                                                                            "results-url")),
-    ("url-not-str", COMPLETED, {"results-url": {"href": URL}}, no("bad-url", "results-url")),
-    ("url-percent-query", COMPLETED, {"results-url": "https://a.example:8443/r?q=a%20b&x=(1)"},
-     ok(results_url="https://a.example:8443/r?q=a%20b&x=(1)")),
+    # -- results url: optional; kept only as plain https on an allowed host, rebuilt; else dropped -------
+    ("url-missing-on-success", COMPLETED, {"results-url": DROP}, ok(succeeded=True, results_url=None, dropped=[])),
+    ("url-http", COMPLETED, {"results-url": "http://results.example.com/x"}, BAD_LINK),
+    ("url-upper-scheme", COMPLETED, {"results-url": "HTTPS://results.example.com/x"}, BAD_LINK),
+    ("url-javascript", COMPLETED, {"results-url": "javascript:alert(1)"}, BAD_LINK),
+    ("url-space", COMPLETED, {"results-url": "https://results.example.com/a b"}, BAD_LINK),
+    ("url-trailing-newline", COMPLETED, {"results-url": URL + "\n"}, BAD_LINK),
+    ("url-tab", COMPLETED, {"results-url": "https://results.example.com/\tx"}, BAD_LINK),
+    ("url-nbsp", COMPLETED, {"results-url": "https://results.example.com/\u00a0x"}, BAD_LINK),
+    ("url-no-host", COMPLETED, {"results-url": "https:///path"}, ok(results_url=None,
+                                                                    dropped=dropped("link-not-allowed"))),
+    ("url-scheme-only", COMPLETED, {"results-url": "https://"}, BAD_LINK),
+    ("url-bad-ipv6", COMPLETED, {"results-url": "https://[::1/x"}, BAD_LINK),
+    ("url-markdown-break", COMPLETED, {"results-url": "https://a.example/<b>"}, BAD_LINK),
+    ("url-too-long", COMPLETED, {"results-url": "https://a.example/" + "x" * 2048}, BAD_LINK),
+    ("url-empty-on-failure", COMPLETED, {"stage-succeeded": "false", "results-url": ""}, ok(
+        succeeded=False, results_url=None, dropped=dropped("bad-url"))),
+    ("url-not-str", COMPLETED, {"results-url": {"href": URL}}, BAD_LINK),
+    ("url-percent-query", COMPLETED, {"results-url": "https://a.example:8443/r?q=a%20b&x=(1)"}, BAD_LINK),
     # -- counts --------------------------------------------------------------------------------------------
     ("counts-missing", INGESTED, {"counts": DROP}, no("missing-field", "counts")),
     ("counts-null", INGESTED, {"counts": None}, no("missing-field", "counts")),
@@ -227,24 +242,95 @@ CASES = [
     ("counts-null-cell", INGESTED, {"counts": table(power={"new": None})}, no("bad-counts", "counts.power.new")),
     ("counts-huge", INGESTED, {"counts": table(eval={"new": 2**63})}, no("bad-counts", "counts.eval.new")),
     ("counts-enormous", INGESTED, {"counts": table(eval={"new": 10**5000})}, no("bad-counts", "counts.eval.new")),
+    # == issue 15: what the results service's own workflows send, and the rules for it ====================
+    # -- real-shaped callbacks: the stage-results request's client_payload echoed, plus the service's fields -
+    ("real-started", STARTED, {"run-attempt": "1", "source-repository": RESULTS, "app-run-id": "24680"},
+     ok(kind="started", run_attempt=1, comment_id=2233445566, ignored=(), ignored_count=0)),
+    ("real-completed", COMPLETED, {"run-attempt": "2", "results-url": DROP},
+     ok(kind="completed", succeeded=True, run_attempt=2, results_url=None, dropped=[], ignored=())),
+    ("real-ingested", INGESTED, {"run-date": DROP, "comment-id": DROP, "requested-by": DROP, "app-run-id": DROP},
+     ok(kind="ingested", run_date=None, comment_id=None, requested_by=None, app_run_id=None, run_attempt=None)),
+    ("real-ingested-with-app-run", INGESTED, {"run-date": DROP, "app-run-id": 98765}, ok(app_run_id=98765)),
+    # -- required per kind: only what the bot uses ----------------------------------------------------------
+    ("started-minimal", STARTED, {"comment-id": DROP, "run-date": DROP, "requested-by": DROP},
+     ok(kind="started", comment_id=None, run_date=None, requested_by=None, run_attempt=None)),
+    ("completed-minimal", COMPLETED, {"comment-id": DROP, "run-date": DROP, "requested-by": DROP,
+                                      "results-url": DROP}, ok(kind="completed", succeeded=True, results_url=None)),
+    ("completed-no-app-run", COMPLETED, {"app-run-id": DROP}, no("missing-field", "app-run-id")),
+    ("completed-no-run", COMPLETED, {"run-id": DROP}, no("missing-field", "run-id")),
+    ("started-no-source", STARTED, {"source-repository": None}, no("missing-field", "source-repository")),
+    ("ingested-no-pr", INGESTED, {"pr-number": DROP}, no("missing-field", "pr-number")),
+    ("ingested-no-run", INGESTED, {"run-id": None}, no("missing-field", "run-id")),
+    # -- optional fields are still checked when present ------------------------------------------------------
+    ("attempt-int", STARTED, {"run-attempt": 3}, ok(run_attempt=3)),
+    ("attempt-null", STARTED, {"run-attempt": None}, ok(run_attempt=None)),
+    ("attempt-zero", STARTED, {"run-attempt": "0"}, no("out-of-range", "run-attempt")),
+    ("attempt-word", COMPLETED, {"run-attempt": "first"}, no("not-numeric", "run-attempt")),
+    ("ingest-app-run-bad", INGESTED, {"app-run-id": "24680a"}, no("not-numeric", "app-run-id")),
+    ("ingest-date-bad", INGESTED, {"run-date": "2026-02-30"}, no("bad-date", "run-date")),
+    ("ingest-login-bad", INGESTED, {"requested-by": "a b"}, no("bad-login", "requested-by")),
+    ("attempt-before-date", STARTED, {"run-attempt": "x", "run-date": "x"}, no("not-numeric", "run-attempt")),
+    # -- unknown keys: ignored whatever their value, named (sorted) for the log -------------------------------
+    ("unknown-several", STARTED, {"zeta": None, "app-version": "1.2", "Comment-ID": "x", "nested": {"a": [1]}},
+     ok(ignored=("Comment-ID", "app-version", "nested", "zeta"), ignored_count=4)),
+    ("unknown-markup-value", COMPLETED, {"summary": "**[Sign in](https://evil.example)**"},
+     ok(ignored=("summary",), results_url=LINK)),
+    ("unknown-huge-value", INGESTED, {"log": "x" * 100_000}, ok(ignored=("log",))),
+    ("unknown-long-name", STARTED, {"k" * 500: 1}, ok(ignored=("k" * 60,), ignored_count=1)),
+    ("counts-row-still-strict", INGESTED, {"extra": 1, "counts": table(eval={"new": -1})},
+     no("bad-counts", "counts.eval.new")),
+    # -- the results link ------------------------------------------------------------------------------------
+    ("url-phishing", COMPLETED, {"results-url": PHISHING}, BAD_LINK),  # issue 15: was rendered as a link
+    ("url-other-host", COMPLETED, {"results-url": "https://evil.example/runs/1"},
+     ok(succeeded=True, results_url=None, dropped=dropped("link-not-allowed"))),
+    ("url-lookalike-host", COMPLETED, {"results-url": "https://results.example.com.evil.example/x"},
+     ok(results_url=None, dropped=dropped("link-not-allowed"))),
+    ("url-user-info", COMPLETED, {"results-url": "https://evil.example@results.example.com/x"},
+     ok(results_url=None, dropped=dropped("link-not-allowed"))),
+    ("url-port", COMPLETED, {"results-url": "https://results.example.com:8443/x"},
+     ok(results_url=None, dropped=dropped("link-not-allowed"))),
+    ("url-host-case", COMPLETED, {"results-url": "https://Results.Example.COM/a%2fb?x=1&y=%7e"},
+     ok(results_url="https://results.example.com/a%2Fb?x=1&y=%7E", dropped=[])),
+    ("url-root", COMPLETED, {"results-url": "https://results.example.com"},
+     ok(results_url="https://results.example.com/")),
+    ("url-failed-stage-kept", COMPLETED, {"stage-succeeded": False, "results-url": VIEWER + "/logs/9"},
+     ok(succeeded=False, results_url=VIEWER + "/logs/9")),
+    ("url-html", COMPLETED, {"results-url": VIEWER + "/x\"<script>"}, BAD_LINK),
+    ("url-backquote", COMPLETED, {"results-url": VIEWER + "/`x`"}, BAD_LINK),
+    ("url-control", COMPLETED, {"results-url": VIEWER + "/\x00"}, BAD_LINK),
+    ("url-int", COMPLETED, {"results-url": 17}, BAD_LINK),
 ]
 
 
 @pytest.mark.parametrize("event, changes, expected", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_callback(event, changes, expected):
     result = parse_callback(event, payload(event, changes) if event in GOOD else GOOD[STARTED],
-                            results_repository=RESULTS)
+                            results_repository=RESULTS, link_hosts=HOSTS)
     if isinstance(expected, tuple):
         assert isinstance(result, Rejected), result
         assert (result.code, result.field) == expected, result.reason
         assert result.reason and len(result.reason) < 400
     else:
         assert isinstance(result, Callback), result
-        assert {name: getattr(result, name) for name in expected} == expected
+        assert {name: shown(result, name) for name in expected} == expected
+        assert all(d.reason and len(d.reason) < 400 and "\n" not in d.reason for d in result.dropped)
+
+
+def shown(result: Callback, name: str) -> Any:
+    if name == "dropped":
+        return [(d.code, d.field) for d in result.dropped]
+    return getattr(result, name)
 
 
 def test_case_ids_are_unique():
     assert len({case[0] for case in CASES}) == len(CASES)
+
+
+def test_the_table_keeps_the_131_cases_it_started_from():
+    """Issue 18 turns these checks into a JSON Schema "keeping today's 131 cases as the test table"."""
+    first = [case[0] for case in CASES]
+    assert first.index("real-started") == 131 and first[:2] == ["started", "completed"]
+    assert first[130] == "counts-enormous"
 
 
 @pytest.mark.parametrize("client_payload", [None, [], ["pr-number", "17"], "{}", 17, True],
@@ -296,3 +382,34 @@ def test_the_payload_is_not_changed():
     before = repr(sent)
     parse_callback(INGESTED, sent, results_repository=RESULTS)
     assert repr(sent) == before
+
+
+def test_ignored_keys_are_capped_and_counted():
+    many = {**COMMON, **{f"extra-{i:06d}": i for i in range(100_000)}}
+    result = parse_callback(STARTED, many, results_repository=RESULTS)
+    assert result.ignored == tuple(f"extra-{i:06d}" for i in range(MAX_IGNORED))
+    assert result.ignored_count == 100_000
+
+
+def test_without_allowed_hosts_no_results_link_is_kept():
+    result = parse_callback(COMPLETED, GOOD[COMPLETED], results_repository=RESULTS)
+    assert result.results_url is None and [(d.code, d.field) for d in result.dropped] == [
+        ("link-not-allowed", "results-url")]
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                                 max_size=4), max_leaves=12)
+FIELDS = st.sampled_from(sorted({key for good in GOOD.values() for key in good} | {"run-attempt", "extra"}))
+
+
+@settings(max_examples=300)
+@given(st.sampled_from([STARTED, COMPLETED, INGESTED]), st.dictionaries(FIELDS, JSON | st.text(), max_size=6))
+def test_no_payload_makes_the_parser_raise_or_keep_an_unchecked_link(event, changes):
+    """Property: any value in any field is an answer (a Callback or a Rejected), never an exception, and a kept
+    results link is on the allowed host with no character Markdown or HTML reads."""
+    result = parse_callback(event, {**GOOD[event], **changes}, results_repository=RESULTS, link_hosts=HOSTS)
+    assert isinstance(result, (Callback, Rejected))
+    if isinstance(result, Callback) and result.results_url is not None:
+        assert result.results_url.startswith("https://results.example.com/")
+        assert not set("()[]<>*`!|\\\"' \n") & set(result.results_url)
