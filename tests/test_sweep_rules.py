@@ -9,7 +9,7 @@ from bot.config import default_policy
 from bot.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched, GateInput, decide, dispatch_id
 from bot.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord
 from handlers.sweep_gate import (approval_change, changelog_outcome, check_conclusion, headline, label_generation,
-                                 last_applied, runs_to_cancel, shows_status, viewer_links)
+                                 last_applied, runs_to_cancel, shows_status, trusted_labels, viewer_links)
 
 POLICY = default_policy()
 SHA = "a" * 40
@@ -27,20 +27,34 @@ def pr(**changes) -> GateInput:
 # -- approvals ------------------------------------------------------------------------------------
 
 
+AT = "2026-01-01T00:00:05Z"
+
+
 @pytest.mark.parametrize("action, label, is_fork, writer, expected", [
-    ("labeled", FAIL_FAST, True, True, ("approve", Approval(FAIL_FAST, "m", SHA))),
-    ("labeled", "Full-Sweep-Fail-Fast", True, True, ("approve", Approval("Full-Sweep-Fail-Fast", "m", SHA))),
+    ("labeled", FAIL_FAST, True, True, ("approve", Approval(FAIL_FAST, "m", SHA, AT))),
+    ("labeled", "Full-Sweep-Fail-Fast", True, True, ("approve", Approval("Full-Sweep-Fail-Fast", "m", SHA, AT))),
     ("labeled", FAIL_FAST, True, False, None),  # a non-writer approves nothing
+    ("labeled", FAIL_FAST, True, None, None),  # nor does someone whose permission GitHub would not confirm
     ("labeled", FAIL_FAST, False, True, None),  # same-repo PRs need no approval
     ("labeled", "evals-only", True, True, None),  # modifiers approve nothing
     ("labeled", "amd", True, True, None),
-    ("labeled", None, True, True, None),
-    ("unlabeled", FAIL_FAST, True, False, ("withdraw", FAIL_FAST)),  # whoever removes it, it is gone
-    ("unlabeled", "all-evals", True, True, None),
-    ("synchronize", FAIL_FAST, True, True, None),
+    ("unlabeled", FAIL_FAST, True, True, ("withdraw", Approval(FAIL_FAST, "m", SHA, AT))),
+    # regression: a triager taking the primary off a fork withdrew the writer's approval
+    ("unlabeled", FAIL_FAST, True, False, None),
+    ("unlabeled", FAIL_FAST, False, True, None),
+    ("edited", FAIL_FAST, True, True, None),
 ])
 def test_approval_change(action, label, is_fork, writer, expected):
-    assert approval_change(action, label, "m", is_fork=is_fork, writer=writer, head_sha=SHA, policy=POLICY) == expected
+    assert approval_change(action, label, "m", is_fork=is_fork, writer=writer, head_sha=SHA, at=AT,
+                           policy=POLICY) == expected
+
+
+def test_a_forks_labels_are_what_confirmed_writers_left():
+    events = [event(1, "labeled", FAIL_FAST, "m"), event(2, "labeled", "all-evals", "m"),
+              event(3, "unlabeled", "all-evals", "triager"), event(4, "labeled", "evals-only", "triager"),
+              event(5, "unlabeled", FAIL_FAST, "m"), event(6, "labeled", FAIL_FAST, "m")]
+    held = trusted_labels(events, {FAIL_FAST, "all-evals", "evals-only"}, {"m"})
+    assert {name: e["id"] for name, e in held.items()} == {"all-evals": 2, FAIL_FAST: 6}
 
 
 # -- label generation -----------------------------------------------------------------------------
