@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from bot.markdown import MAX_INDENT, visible_lines
 
 # What a command's argument may be.
 RUN_ID_REQUIRED = "required"  # exactly one run id
@@ -46,15 +47,7 @@ OUT_OF_RANGE = "run-id-out-of-range"
 TOO_MANY = "too-many-arguments"
 USAGE_PROBLEMS: frozenset[str] = frozenset({NEEDS_RUN_ID, NOT_NUMERIC, OUT_OF_RANGE, TOO_MANY})
 
-MAX_INDENT = 3  # more leading spaces than this (or any tab) is indented code
 MAX_RUN_ID = 2**63 - 1  # GitHub ids are signed 64-bit
-COMMENT_OPEN, COMMENT_CLOSE = "<!--", "-->"
-# Invisible characters that render as nothing; deleted so the text reads as it looks.
-INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u200b\u200c\u200d\u2060\ufeff"))
-
-_FENCE = re.compile(r"(`{3,}|~{3,})(.*)")
-_BACKTICKS = re.compile(r"`+")
-_LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?=\s)")
 
 
 @dataclass(frozen=True)
@@ -76,8 +69,10 @@ class Command:
 def find_commands(body: str | None, names: Iterable[str]) -> list[CommandLine]:
     """Every line of `body` that is a command with one of `names`, in order."""
     wanted = {_normalise(name) for name in names}
-    return [command for number, line in _visible_lines(body)
-            if (command := _command_on(line, number, wanted)) is not None]
+    if not body or "/" not in body:
+        return []
+    return [command for number, line in visible_lines(body)
+            if "/" in line and (command := _command_on(line, number, wanted)) is not None]
 
 
 def last_command(body: str | None, names: Iterable[str]) -> CommandLine | None:
@@ -166,140 +161,9 @@ def _run_id(arg: str) -> tuple[int | None, str | None]:
     return int(digits), None
 
 
-def _visible_lines(body: str | None) -> Iterator[tuple[int, str]]:
-    """(1-based line number, text) of every line outside code blocks, with its HTML comments removed.
-
-    An HTML comment counts only outside code: a `<!--` inside a fenced block, in
-    a fence's info string or in an inline code span is text. An unclosed
-    comment hides the rest of the body. What follows a multi-line comment
-    continues the line the comment opened on, with that line's number
-    (`/use 1 <!--\\n-->2` reads `/use 1 2`, line 1).
-    """
-    if not body:
-        return
-    text = body.replace("\r\n", "\n").replace("\r", "\n").translate(INVISIBLE)
-    fence: tuple[str, int, int] | None = None
-    opened: tuple[int, str] | None = None  # (line number, visible text before it) of a comment still open
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if fence is not None:
-            if _closes_fence(raw, *fence):
-                fence = None
-            continue
-        if opened is not None:
-            close = raw.find(COMMENT_CLOSE)
-            if close == -1:
-                continue
-            (number, before), opened = opened, None
-            raw = before + raw[close + len(COMMENT_CLOSE):]
-        fence = _opens_fence(raw)  # before comments are looked for: its info string is text
-        if fence is not None:
-            continue
-        line, still_open = _strip_comments(raw)
-        if still_open:
-            opened = (number, line)
-            continue
-        fence = _opens_fence(line)  # a fence after a comment on its line (`<!-- x -->```) still opens
-        if fence is None:
-            yield number, line
-    if opened is not None and _opens_fence(opened[1]) is None:
-        yield opened  # the text before an unclosed comment
-
-
-def _strip_comments(line: str) -> tuple[str, bool]:
-    """`line` without its HTML comments, and whether the last one is still open at its end.
-
-    Read left to right as CommonMark does: an inline code span (a run of
-    backticks up to the next run of the same length) is text whatever it holds,
-    and so are a `\\<!--` and a `\\``. Linear in the line's length.
-    """
-    if COMMENT_OPEN not in line:
-        return line, False
-    runs: dict[int, list[int]] = {}  # backtick run length -> where such runs start, in order
-    for match in _BACKTICKS.finditer(line):
-        runs.setdefault(match.end() - match.start(), []).append(match.start())
-    out: list[str] = []
-    pos, start = 0, line.find(COMMENT_OPEN)
-    while start != -1:
-        tick = _unescaped(line, "`", pos, start)
-        if tick != -1:
-            run = _BACKTICKS.match(line, tick).end() - tick
-            same = runs.get(run, [])
-            after = bisect.bisect_left(same, tick + run)
-            end = same[after] + run if after < len(same) else tick + run  # no closer: the backticks are literal
-            out.append(line[pos:end])
-            pos = end
-        elif _escaped(line, start):
-            out.append(line[pos:start + 1])
-            pos = start + 1
-        else:
-            out.append(line[pos:start])
-            close = line.find(COMMENT_CLOSE, start + len(COMMENT_OPEN))
-            if close == -1:
-                return "".join(out), True
-            pos = close + len(COMMENT_CLOSE)
-        if start < pos:
-            start = line.find(COMMENT_OPEN, pos)
-    out.append(line[pos:])
-    return "".join(out), False
-
-
-def _unescaped(line: str, char: str, start: int, end: int) -> int:
-    """The first `char` in line[start:end] that no backslash escapes, or -1."""
-    while (found := line.find(char, start, end)) != -1:
-        if not _escaped(line, found):
-            return found
-        start = found + 1
-    return -1
-
-
-def _escaped(line: str, index: int) -> bool:
-    """Whether an odd run of backslashes stands right before line[index]."""
-    before = index
-    while before > 0 and line[before - 1] == "\\":
-        before -= 1
-    return (index - before) % 2 == 1
-
-
-def _split_indent(line: str) -> tuple[str, str]:
-    rest = line.lstrip()
-    return line[: len(line) - len(rest)], rest
-
-
-def _width(lead: str) -> int:
-    return len(lead.expandtabs(4))
-
-
-def _opens_fence(line: str) -> tuple[str, int, int] | None:
-    """(fence char, fence length, deepest indent of its closing fence) when `line` opens a code fence.
-
-    Conservative: a fence also opens after list markers or deeper than three
-    spaces, so code inside list items stays code.
-    """
-    lead, rest = _split_indent(line)
-    column, listed = _width(lead), False
-    while (marker := _LIST_MARKER.match(rest)) is not None:
-        after = rest[marker.end():]
-        rest = after.lstrip()
-        column += marker.end() + len(after) - len(rest)
-        listed = True
-    match = _FENCE.match(rest)
-    if match is None:
-        return None
-    fence, info = match.groups()
-    if fence[0] == "`" and "`" in info:
-        return None  # ```x``` is inline code, not a fence
-    deepest = MAX_INDENT if not listed and column <= MAX_INDENT else column + MAX_INDENT
-    return fence[0], len(fence), deepest
-
-
-def _closes_fence(line: str, char: str, length: int, deepest: int) -> bool:
-    lead, rest = _split_indent(line)
-    run = len(rest) - len(rest.lstrip(char))
-    return _width(lead) <= deepest and run >= length and not rest[run:].strip()
-
-
 def _command_on(line: str, number: int, wanted: set[str]) -> CommandLine | None:
-    lead, rest = _split_indent(line)
+    rest = line.lstrip()
+    lead = line[: len(line) - len(rest)]
     if "\t" in lead or len(lead) > MAX_INDENT or not rest.startswith("/"):
         return None  # indented code, or not a command (quotes and inline code start otherwise)
     head = rest[1:]

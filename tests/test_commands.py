@@ -161,7 +161,7 @@ PARSE_CASES = [
     case("> > /use 1", None, "nested-quote"),
     case(">> /use 1", None, "nested-quote-compact"),
     case("   > /use 1", None, "indented-quote"),
-    case("> quoted\n/use 3", ("use", 3, None, 2), "command-after-quote"),
+    case("> quoted\n\n/use 3", ("use", 3, None, 3), "command-after-quote"),
     # HTML comments
     case("<!-- /use 1 -->", None, "html-comment"),
     case("<!--\n/use 1\n-->", None, "multi-line-html-comment"),
@@ -174,7 +174,12 @@ PARSE_CASES = [
     case("<!--\n/use 1", None, "unclosed-comment-hides-rest"),
     case("/use 1\n<!--\n/use 2", ("use", 1, None, 1), "unclosed-comment-after-command"),
     case("<!-- -->\n<!--\n/use 1", None, "closed-then-unclosed"),
-    case("<!-->\n/use 1\n-->", None, "empty-looking-comment-stays-open"),
+    case("<!-->\n/use 1\n-->", ("use", 1, None, 2), "empty-comment-closes-at-once"),
+    case("<!--->\n/use 1\n-->", ("use", 1, None, 2), "empty-comment-with-a-dash-closes-at-once"),
+    case("<!---->\n/use 1", ("use", 1, None, 2), "shortest-comment-with-a-body"),
+    case("<!-->/use 1", ("use", 1, None, 1), "empty-comment-then-command"),
+    case("/use 1 <!--->", ("use", 1, None, 1), "empty-comment-after-command"),
+    case("<!-- -->\n<!--\n/use 1\n-->\n<!-->\n/use 2", ("use", 2, None, 6), "empty-comment-after-real-ones"),
     case("a <!--\n-->/use 1", None, "comment-joins-prose-and-command"),
     case("a <!--\n-->/use 1\nmore", None, "comment-joins-prose-and-command-mid-body"),
     case("<!--\n-->/use 1", ("use", 1, None, 1), "comment-at-line-start-then-command"),
@@ -245,9 +250,144 @@ def test_an_html_comment_counts_only_outside_code(body, expected):
     assert summary(parse(body, NAMES)) == expected
 
 
+def test_an_empty_comment_closes_at_once():
+    """Regression: `<!-->` and `<!--->` (whole comments in CommonMark) were read as openers whose `-->` had not
+    come yet, so they hid the rest of the comment: a `/use 1` written below them never counted."""
+    assert summary(parse("<!-->\n/use 1", NAMES)) == ("use", 1, None, 2)
+    assert summary(parse("<!--->\n/use 1", NAMES)) == ("use", 1, None, 2)
+
+
+# --- <pre> and <code> blocks --------------------------------------------------------------------
+
+HTML_BLOCK_CASES = [
+    case("<pre>\n/use 1\n</pre>", None, "pre-block"),
+    case("<pre>\n/use 1\n</pre>\n/use 2", ("use", 2, None, 4), "command-after-pre-block"),
+    case("<pre>/use 1</pre>", None, "pre-on-one-line"),
+    case("<code>\n/use 1\n</code>", None, "code-block"),
+    case("<code>/use 1</code>", None, "code-on-one-line"),
+    case("<code>/use 1</code>\n/use 2", ("use", 2, None, 2), "command-after-code-on-one-line"),
+    case("<PRE>\n/use 1\n</Pre>\n/use 2", ("use", 2, None, 4), "tags-ignore-case"),
+    case('<pre class="x">\n/use 1\n</pre>', None, "tag-with-attributes"),
+    case("<pre\n/use 1\n</pre>", None, "tag-name-at-end-of-line"),
+    case("   <pre>\n/use 1\n</pre>", None, "three-spaces-before-tag"),
+    case("    <pre>\n/use 1", ("use", 1, None, 2), "four-spaces-is-indented-code-not-a-block"),
+    case("<pre>\n/use 1", None, "unclosed-block-runs-to-end"),
+    case("<pre>\n</pre>/use 1", None, "closing-line-belongs-to-block"),
+    case("<pre>\n/use 1\n</pre >\n/use 2", ("use", 2, None, 4), "closing-tag-with-space"),
+    case("<pre>\n/use 1\n</code>\n/use 2", None, "the-other-closing-tag-does-not-close"),
+    case("<preview>\n/use 1", ("use", 1, None, 2), "longer-tag-name-is-not-pre"),
+    case("<codex>\n/use 1", ("use", 1, None, 2), "longer-tag-name-is-not-code"),
+    case("text <pre>\n/use 1", ("use", 1, None, 2), "tag-not-at-line-start"),
+    case("<pre>\n```\n</pre>\n/use 2", ("use", 2, None, 4), "fence-inside-pre-is-text"),
+    case("```\n<pre>\n```\n/use 2", ("use", 2, None, 4), "pre-inside-fence-is-text"),
+    case("<!-- <pre> -->\n/use 1", ("use", 1, None, 2), "pre-inside-comment-is-nothing"),
+    case("`<pre>`\n/use 1", ("use", 1, None, 2), "pre-in-code-span-is-text"),
+    case("<!-- x --><pre>\n/use 1\n</pre>\n/use 2", ("use", 2, None, 4), "pre-after-comment-opens"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), HTML_BLOCK_CASES)
+def test_pre_and_code_blocks_are_not_commands(body, expected):
+    """Regression: a `/use` inside an HTML `<pre>` or `<code>` block (or `<pre>/use 1</pre>` on one line) counted,
+    though GitHub shows it as code. A block opens on a line starting (after at most 3 spaces) with the tag and lasts
+    to the line holding its closing tag."""
+    assert summary(parse(body, NAMES)) == expected
+
+
+# --- lazy continuation of a quote ----------------------------------------------------------------
+
+LAZY_CASES = [
+    case("> quoted\n/use 12", None, "lazy-line"),
+    case("> quoted\ntext\n/use 12", None, "lazy-lines"),
+    case("> quoted\n\n/use 12", ("use", 12, None, 3), "blank-line-ends-quote"),
+    case("> quoted\n>\n/use 12", ("use", 12, None, 3), "empty-quote-line-ends-paragraph"),
+    case("> quoted\n> \n/use 12", ("use", 12, None, 3), "quote-marker-and-space-ends-paragraph"),
+    case("> a\nb\n\n/use 12", ("use", 12, None, 4), "blank-after-lazy-lines"),
+    # a line that interrupts a paragraph is not lazy
+    case("> quoted\n```\n/use 1\n```\n/use 12", ("use", 12, None, 5), "fence-interrupts"),
+    case("> quoted\n~~~\n/use 1\n~~~\n/use 12", ("use", 12, None, 5), "tilde-fence-interrupts"),
+    case("> quoted\n# heading\n/use 12", ("use", 12, None, 3), "heading-interrupts"),
+    case("> quoted\n#hashtag\n/use 12", None, "hash-without-space-is-no-heading"),
+    case("> quoted\n---\n/use 12", ("use", 12, None, 3), "thematic-break-interrupts"),
+    case("> quoted\n***\n/use 12", ("use", 12, None, 3), "star-break-interrupts"),
+    case("> quoted\n- item\n/use 12", ("use", 12, None, 3), "list-item-interrupts"),
+    case("> quoted\n1. item\n/use 12", ("use", 12, None, 3), "numbered-item-from-one-interrupts"),
+    case("> quoted\n2. item\n/use 12", None, "numbered-item-from-two-does-not-interrupt"),
+    case("> quoted\n-\n/use 12", None, "empty-item-does-not-interrupt"),
+    case("> quoted\n<div>\n/use 12", ("use", 12, None, 3), "html-block-interrupts"),
+    case("> quoted\n<span>\n/use 12", None, "inline-tag-does-not-interrupt"),
+    case("> quoted\n<!-- x -->\n/use 12", ("use", 12, None, 3), "comment-line-interrupts"),
+    case("> quoted\n<!-- x --> /use 12", ("use", 12, None, 2), "comment-at-line-start-interrupts"),
+    case("> quoted\n<pre>\n/use 1\n</pre>\n/use 12", ("use", 12, None, 5), "pre-block-interrupts"),
+    case("> quoted\n===\n/use 12", None, "setext-underline-cannot-be-lazy"),
+    # what the quote holds: only a paragraph has lazy lines
+    case("> ```\n> x\n/use 12", ("use", 12, None, 3), "fence-in-quote-has-no-lazy-lines"),
+    case("> # title\n/use 12", ("use", 12, None, 2), "heading-in-quote-has-no-lazy-lines"),
+    case(">     code\n/use 12", ("use", 12, None, 2), "indented-code-in-quote-has-no-lazy-lines"),
+    case("> <pre>\n/use 12", ("use", 12, None, 2), "html-block-in-quote-has-no-lazy-lines"),
+    case("> - item\n/use 12", None, "item-in-quote-has-lazy-lines"),
+    case("> > nested\n/use 12", None, "nested-quote-has-lazy-lines"),
+    case("- > quoted\n/use 12", None, "quote-in-list-item-has-lazy-lines"),
+    case("> quoted <!--\n-->\n/use 12", None, "comment-closed-in-lazy-line"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), LAZY_CASES)
+def test_a_lazy_continuation_of_a_quote_is_quoted(body, expected):
+    """Regression: `> quoted` then `/use 12` on the next line ran the command, though CommonMark renders that line
+    inside the quote (paragraph continuation text). A blank or `>`-only line ends the paragraph; a line that
+    interrupts a paragraph (fence, heading, thematic break, HTML block, list item) is not lazy."""
+    assert summary(parse(body, NAMES)) == expected
+
+
 def test_visible_text_keeps_code_spans_whole():
     body = "/use 7 `<!--` <!-- note -->\n"
     assert find_commands(body, ALL) == [CommandLine("use", ("7", "`<!--`"), 1, "/use 7 `<!--`")]
+
+
+# --- worst cases at GitHub's limit (65,536 characters): right answers (speed: bench/parsers.py) --------------
+
+LIMIT = 65_536
+
+
+def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
+    """`prefix`, `piece` repeated, `suffix`: at most LIMIT characters."""
+    return prefix + piece * ((LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix
+
+
+WORST_CASES = [
+    case(fill("["), [], "brackets"),
+    case(fill("![", suffix="\n/use 1"), [("use", ("1",), 2)], "image-openers"),
+    case(fill("<http:", suffix="\n/use 1"), [("use", ("1",), 2)], "autolink-openers"),
+    case(fill("`", suffix="\n/use 1"), [], "backticks-open-a-fence"),
+    case(fill("`", suffix=" x\n/use 1"), [], "backticks-open-a-fence-with-info"),
+    case(fill("` x", suffix="\n/use 1"), [("use", ("1",), 2)], "code-spans"),
+    case(fill("<!--", suffix="\n/use 1"), [], "comment-openers-never-closed"),
+    case(fill("<!-->", suffix="\n/use 1"), [("use", ("1",), 2)], "empty-comments"),
+    case(fill("<!-- -->\n", suffix="/use 1"), [("use", ("1",), (LIMIT - 6) // 9 + 1)], "comment-lines"),
+    case(fill("<!-- \n", suffix="/use 1"), [], "comment-lines-never-closed"),
+    case("x<!--\n" + fill("-->x<!--\n", suffix="-->/use 1")[6:], [], "comment-reopened-on-every-line"),
+    case(fill("\\`\\<!--", suffix="\n/use 1"), [("use", ("1",), 2)], "escapes"),
+    case(fill(">", suffix="\n/use 1"), [("use", ("1",), 2)], "empty-nested-quotes-have-no-lazy-line"),
+    case(fill(">", suffix=" x\n/use 1"), [], "nested-quotes-then-lazy-line"),
+    case(fill("> x\n", suffix="/use 1"), [], "quoted-lines-then-lazy-line"),
+    case(fill("> x\n", suffix="\n/use 1"), [("use", ("1",), (LIMIT - 7) // 4 + 2)], "quoted-lines-then-blank"),
+    case(fill("- [ ] ", suffix="\n/use 1"), [("use", ("1",), 2)], "boxes-on-one-line"),
+    case(fill("- [ ] x\n", suffix="/use 1"), [("use", ("1",), (LIMIT - 6) // 8 + 1)], "item-lines"),
+    case(("- " * ((LIMIT - 10) // 2)) + "```\n/use 1", [], "fence-under-32-thousand-list-markers"),
+    case(fill("<pre>\n", suffix="/use 1"), [], "pre-lines-never-closed"),
+    case(fill("ab ", suffix="\n/use 1"), [("use", ("1",), 2)], "one-giant-line"),
+    case(fill("\n", suffix="/use 1"), [("use", ("1",), LIMIT - 5)], "empty-lines"),
+    case(fill("/use 1\n"), [("use", ("1",), n) for n in range(1, LIMIT // 7 + 1)], "a-command-on-every-line"),
+    case("/use " + "9" * (LIMIT - 5), [("use", ("9" * (LIMIT - 5),), 1)], "a-65-thousand-digit-run-id"),
+]
+
+
+@pytest.mark.parametrize(("body", "expected"), WORST_CASES)
+def test_worst_case_bodies_at_githubs_limit(body, expected):
+    """Regression (issue 15): bodies built to be expensive, at GitHub's 65,536-character limit, read right."""
+    assert len(body) <= LIMIT
+    assert [(c.name, c.args, c.line) for c in find_commands(body, ALL)] == expected
 
 
 # --- every command line, in order ---------------------------------------------------------------
@@ -264,7 +404,7 @@ FIND_CASES = [
         "legacy-and-stage",
     ),
     case("  /use  1\u00a0 2  ", [("use", ("1", "2"), 1)], "args-split-on-any-whitespace"),
-    case(f"{FENCE}\n/use 1\n{FENCE}\n> /use 2\n/use 3", [("use", ("3",), 5)], "only-the-real-one"),
+    case(f"{FENCE}\n/use 1\n{FENCE}\n> /use 2\n\n/use 3", [("use", ("3",), 6)], "only-the-real-one"),
     case("nothing here", [], "no-commands"),
 ]
 
@@ -476,12 +616,13 @@ def test_a_name_the_check_refuses_the_grammar_refuses_too(name):
 
 import re  # noqa: E402
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import assume, given, settings, strategies as st  # noqa: E402
 
 NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
 # Bodies made of the characters that matter to the grammar, with real command lines mixed in.
 PIECES = st.sampled_from(["/use 123", "/reuse-sweep-run", "/help", "/stage-results 9", "```", "~~~", "`", ">",
-                          "<!--", "-->", "    ", "\t", "\n", "\r\n", "\r", " ", "text", "- ", "1. "])
+                          "<!--", "-->", "<!-->", "<!--->", "<pre>", "</pre>", "<code>", "</code>", "<div>", "#",
+                          "---", "    ", "\t", "\n", "\r\n", "\r", " ", "text", "- ", "1. ", "2. "])
 BODIES = st.lists(PIECES | st.text(max_size=8), max_size=25).map("".join)
 
 
@@ -507,5 +648,27 @@ def test_a_quoted_body_never_yields_a_command(body):
     assert find_commands(quoted(body), NAMES.values()) == []
 
 
+@settings(max_examples=300, deadline=None)
+@given(BODIES, st.sampled_from(["pre", "code", "PRE"]))
+def test_a_body_in_a_pre_or_code_block_never_yields_a_command(body, tag):
+    assume(f"</{tag.lower()}" not in body.lower())
+    assert find_commands(f"<{tag}>\n{body}\n</{tag}>\n", NAMES.values()) == []
+
+
+# A quoted paragraph line, then lines that continue it (none blank, none interrupting), then a command.
+WORDS = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+                max_size=12)
+PARAGRAPH_LINE = st.builds(lambda word, rest: word + rest, st.sampled_from(["a", "Text", "x,", "é", "/use 5"]), WORDS)
+
+
+@settings(max_examples=400, deadline=None)
+@given(PARAGRAPH_LINE, st.lists(PARAGRAPH_LINE, max_size=4), st.sampled_from(["/use 123", "/help", "  /stage-results"]))
+def test_a_lazy_continuation_line_never_yields_a_command(first, lazy, command):
+    body = "\n".join([f"> {first}", *lazy, command])
+    assert find_commands(body, NAMES.values()) == []
+
+
 def test_the_properties_are_not_vacuous():
     assert find_commands("/use 123", NAMES.values()) and find_commands("x\n/use 1\n", NAMES.values())
+    assert find_commands("<pre>\nx\n</pre>\n/use 1", NAMES.values())
+    assert find_commands("> a\n\n/use 123", NAMES.values())
