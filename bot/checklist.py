@@ -5,10 +5,14 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 DEFAULT_HEADING = "## Template"
-SIMILAR_RATIO = 0.8
+SIMILAR_RATIO = 0.8  # an unmatched item of the sign-off this similar to a template item (word by word) is that item reworded
+MAX_CANDIDATES = 50  # distinct unmatched items of a sign-off looked at as rewordings, the first ones first
+MAX_RATIOS = 3  # of those, how many (the most alike by difflib's quick_ratio) are compared in full for one item
 TAB_WIDTH = 4
+ITEM_STARTS = frozenset("-*+0123456789")  # the first characters of a line, unindented, that may be a checklist item
 
 # An opening/closing code fence: up to 3 spaces, then 3+ backticks or tildes.
 FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -16,12 +20,15 @@ FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 ITEM_RE = re.compile(r"^(?P<indent>\s*)(?:[-*+]|\d{1,9}[.)])\s+\[(?P<box>[ xX])\](?:\s+(?P<text>.*))?$")
 SIGNED_RE = re.compile(r"^\s*[*_]*signed[*_]*\s*:\s*[*_]*\s*(?P<value>.*)$", re.IGNORECASE)
 LOGIN_RE = re.compile(r"@?(?P<login>[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\[bot\])?)")
-IMAGE_OR_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-REF_LINK_RE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
-AUTOLINK_RE = re.compile(r"<((?:https?|mailto):[^>\s]*)>")
+# Links. A label, a reference or a URL holds no bracket, and an autolink no `<`: so each attempt to match stops at
+# the next bracket (or `<`), and no character is read twice by failed attempts (linear in the text's length).
+IMAGE_OR_LINK_RE = re.compile(r"!?\[([^\[\]]*)\]\([^\[)]*\)")
+REF_LINK_RE = re.compile(r"\[([^\[\]]*)\]\[[^\[\]]*\]")
+AUTOLINK_RE = re.compile(r"<((?:https?|mailto):[^<>\s]*)>")
 # `_` inside a word (PR_REVIEW_CHECKLIST.md) is not emphasis in CommonMark; around a word it is.
 EMPHASIS_RE = re.compile(r"\*+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])|~~|`+")
-SPACE_RE = re.compile(r"\s+")
+# What `_reworded` compares: words, and each punctuation mark on its own.
+TOKEN_RE = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,7 @@ class ChecklistResult:
     signed_ok: bool = False
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(NamedTuple):
     """One parsed line (or item with its continuation lines) of a document."""
 
     line: int
@@ -64,21 +70,17 @@ class _Entry:
 
 
 def normalise(text: str) -> str:
-    """Text as compared: links -> label, no emphasis/code marks, whitespace collapsed, case kept."""
-    text = IMAGE_OR_LINK_RE.sub(r"\1", text)
-    text = REF_LINK_RE.sub(r"\1", text)
-    text = AUTOLINK_RE.sub(r"\1", text)
-    text = EMPHASIS_RE.sub("", text)
-    return SPACE_RE.sub(" ", text).strip()
+    """Text as compared: links -> label, no emphasis/code marks, whitespace collapsed, case kept. Linear."""
+    if "[" in text:
+        text = REF_LINK_RE.sub(r"\1", IMAGE_OR_LINK_RE.sub(r"\1", text))
+    if "<" in text:
+        text = AUTOLINK_RE.sub(r"\1", text)
+    return " ".join(EMPHASIS_RE.sub("", text).split())
 
 
 def _indent(line: str) -> int:
     expanded = line.expandtabs(TAB_WIDTH)
     return len(expanded) - len(expanded.lstrip(" "))
-
-
-def _is_fence(line: str) -> bool:
-    return FENCE_RE.match(line.expandtabs(TAB_WIDTH)) is not None
 
 
 def _heading_matches(line: str, heading: str) -> bool:
@@ -108,34 +110,49 @@ def _fenced_block(lines: list[str], heading: str) -> tuple[int, list[str]] | Tem
     return TemplateProblem(f"fenced code block under {heading!r} is not closed")
 
 
-def _parse_lines(lines: list[str], first_line: int) -> list[_Entry]:
-    """Entries for lines; an indented line right after an item continues that item."""
+def _parse_lines(lines: list[str], first_line: int, *, signoff: bool = False) -> list[_Entry]:
+    """Entries for lines; an indented line right after an item continues that item. Linear in the lines' length.
+
+    For a sign-off (`signoff`), a fence line reads as a blank line (the sign-off may be pasted inside a code fence:
+    fence lines are ignored, not their content), and of the lines that are not items only those that may be its
+    `Signed:` line are kept.
+    """
     entries: list[_Entry] = []
+    items: list[tuple[int, list[str]]] = []  # (index in entries, the text's parts) of every item
     open_indents: list[int] = []
     in_item = False
-    for offset, raw in enumerate(lines):
-        number = first_line + offset
-        if not raw.strip():
+    for number, raw in enumerate(lines, start=first_line):
+        first = raw[:1]
+        if first and first not in ITEM_STARTS and first not in "`~" and not first.isspace():
+            open_indents.clear()  # unindented, and neither an item nor a fence: a line of its own
+            in_item = False
+            if not signoff or first in "sS_\u017f" and SIGNED_RE.match(raw):  # \u017f: ſ, an s to IGNORECASE
+                entries.append(_Entry(number, 0, raw.strip(), None))
+            continue
+        expanded = raw.expandtabs(TAB_WIDTH)
+        if not raw.strip() or signoff and FENCE_RE.match(expanded):
             in_item = False
             continue
-        match = ITEM_RE.match(raw.expandtabs(TAB_WIDTH))
+        match = ITEM_RE.match(expanded)
         if match:
             indent = len(match.group("indent"))
             while open_indents and open_indents[-1] >= indent:
                 open_indents.pop()
             depth = len(open_indents)
             open_indents.append(indent)
-            ticked = match.group("box") in "xX"
-            entries.append(_Entry(number, depth, (match.group("text") or "").strip(), ticked))
+            items.append((len(entries), [(match.group("text") or "").strip()]))
+            entries.append(_Entry(number, depth, "", match.group("box") in "xX"))
             in_item = True
         elif in_item and _indent(raw) > 0 and not SIGNED_RE.match(raw):
-            last = entries[-1]
-            entries[-1] = _Entry(last.line, last.depth, f"{last.text} {raw.strip()}", last.ticked)
+            items[-1][1].append(raw.strip())
         else:
             if _indent(raw) == 0:
                 open_indents.clear()
-            entries.append(_Entry(number, 0, raw.strip(), None))
             in_item = False
+            if not signoff or SIGNED_RE.match(raw.strip()):
+                entries.append(_Entry(number, 0, raw.strip(), None))
+    for index, parts in items:
+        entries[index] = entries[index]._replace(text=" ".join(parts))
     return entries
 
 
@@ -156,8 +173,7 @@ def template_items(markdown: str, heading: str = DEFAULT_HEADING) -> Template | 
 
 def _signoff_entries(body: str) -> list[_Entry]:
     lines = body.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    # The sign-off may be pasted inside a code fence: fence lines are ignored, not their content.
-    return _parse_lines(["" if _is_fence(line) else line for line in lines], 1)
+    return _parse_lines(lines, 1, signoff=True)
 
 
 def _signed_login(entries: list[_Entry]) -> str | None:
@@ -170,32 +186,56 @@ def _signed_login(entries: list[_Entry]) -> str | None:
     return None
 
 
-def _closest(target: str, candidates: list[_Entry]) -> tuple[float, _Entry | None]:
-    best: tuple[float, _Entry | None] = (0.0, None)
-    for entry in candidates:
-        ratio = difflib.SequenceMatcher(None, target, normalise(entry.text), autojunk=False).ratio()
-        if ratio > best[0]:
-            best = (ratio, entry)
-    return best
+def _reworded(target: str, candidates: dict[str, tuple[_Entry, list[str]]]) -> _Entry | None:
+    """The candidate (normalised text -> entry, its tokens) that is `target` reworded: the most alike, word by word,
+    at least SIMILAR_RATIO alike; None when there is none. Bounded: difflib's cheap upper bounds
+    (real_quick_ratio, then quick_ratio) rule candidates out, and only the MAX_RATIOS most alike by quick_ratio are
+    compared in full (ratio). Ties go to the first in the sign-off."""
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(TOKEN_RE.findall(target))
+    alike: list[tuple[float, int, _Entry, list[str]]] = []
+    for order, (entry, tokens) in enumerate(candidates.values()):
+        matcher.set_seq1(tokens)
+        if matcher.real_quick_ratio() >= SIMILAR_RATIO and (quick := matcher.quick_ratio()) >= SIMILAR_RATIO:
+            alike.append((-quick, order, entry, tokens))
+    scored = []
+    for _, order, entry, tokens in sorted(alike)[:MAX_RATIOS]:
+        matcher.set_seq1(tokens)
+        scored.append((matcher.ratio(), -order, entry))
+    best = max(scored, key=lambda score: score[:2], default=None)
+    return best[2] if best is not None and best[0] >= SIMILAR_RATIO else None
 
 
 def compare(template: Template, signoff_body: str, signer: str) -> ChecklistResult:
-    """Check that every template item is in the sign-off, ticked, and that it is signed by signer."""
+    """Check that every template item is in the sign-off, ticked, and that it is signed by signer.
+
+    An item found nowhere may be there reworded: a sign-off item matching no template item, among the first
+    MAX_CANDIDATES distinct ones, at least SIMILAR_RATIO alike word by word (see `_reworded`). Linear in the
+    sign-off's length, and bounded by the template's size otherwise.
+    """
     entries = _signoff_entries(signoff_body)
     wanted = {item.normalised for item in template.items}
-    unmatched = [e for e in entries if not (e.ticked is not None and normalise(e.text) in wanted)]
+    ticked: dict[str, bool] = {}  # normalised text of a sign-off item -> whether any item with that text is ticked
+    candidates: dict[str, tuple[_Entry, list[str]]] = {}
+    for entry in entries:
+        if entry.ticked is None:
+            continue
+        text = normalise(entry.text)
+        ticked[text] = ticked.get(text, False) or entry.ticked
+        if text not in wanted and text not in candidates and len(candidates) < MAX_CANDIDATES:
+            candidates[text] = (entry, TOKEN_RE.findall(text))
     missing: list[Item] = []
     unticked: list[Item] = []
     changed: list[tuple[Item, str]] = []
     for item in template.items:
-        same = [e for e in entries if e.ticked is not None and normalise(e.text) == item.normalised]
-        if any(e.ticked for e in same):
+        found = ticked.get(item.normalised)
+        if found:
             continue
-        if same:
+        if found is not None:
             unticked.append(item)
             continue
-        ratio, closest = _closest(item.normalised, unmatched)
-        if closest is not None and ratio >= SIMILAR_RATIO:
+        closest = _reworded(item.normalised, candidates)
+        if closest is not None:
             changed.append((item, closest.text))
         else:
             missing.append(item)

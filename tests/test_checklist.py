@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from bot.checklist import Item, Template, TemplateProblem, compare, normalise, template_items
+from bot.checklist import MAX_CANDIDATES, Item, Template, TemplateProblem, compare, normalise, template_items
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inferencex"
 REAL = [("PR_REVIEW_CHECKLIST.md", "## Template"), ("PR_REVIEW_CHECKLIST_zh.md", "## 模板")]
@@ -237,3 +239,182 @@ def test_real_wrong_signer_fails(name, heading):
     assert result.signed_by == "alice"
     unsigned = compare(template, signoff.replace("@alice", "`FILL_IN_GITHUB_USERNAME`"), "alice")
     assert not unsigned.ok and not unsigned.signed_ok
+
+
+# -- normalise: linear, and as before on ordinary text ---------------------------------------------
+
+# The regexes normalise used before issue 15 (quadratic on `[` x N, `![` x N, `<http:` x N): the reference for
+# ordinary text, where a link's label and URL hold no bracket and an autolink no `<`.
+OLD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+OLD_REF = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
+OLD_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]*)>")
+OLD_EMPHASIS = re.compile(r"\*+|(?<![A-Za-z0-9])_+|_+(?![A-Za-z0-9])|~~|`+")
+
+
+def old_normalise(text: str) -> str:
+    text = OLD_AUTOLINK.sub(r"\1", OLD_REF.sub(r"\1", OLD_LINK.sub(r"\1", text)))
+    return re.sub(r"\s+", " ", OLD_EMPHASIS.sub("", text)).strip()
+
+
+ORDINARY = st.lists(st.sampled_from([
+    "word", "Verified", " ", "  ", "\t", "\n", ".", ",", "(", ")", "!", "]", ">", ":", "-", "a_b", "_x_", "__b__",
+    "*", "**", "~~", "`code`", "``", "[label](https://x/y)", "![alt](img.png)", "[guide](https://e.com/a_(b))",
+    "[ref][r]", "[x]", "[ ]", "<https://a.b/c>", "<mailto:a@b>", "https://hub.docker.com/u/vllm",
+    "\u00a0", "é", "模板",
+]), max_size=30).map(" ".join)  # words and links in prose, a space between them
+
+
+@settings(max_examples=500, deadline=None)
+@given(ORDINARY)
+def test_normalise_gives_what_it_gave_before_on_ordinary_text(text):
+    """Regression (issue 15): the linear link regexes read ordinary text as the old quadratic ones did."""
+    assert normalise(text) == old_normalise(text)
+
+
+def test_the_real_templates_normalise_as_before():
+    for name, heading in REAL:
+        template, signoff = real_template(name, heading)
+        for item in template.items:
+            assert item.normalised == old_normalise(item.text)
+        for line in signoff.split("\n"):
+            assert normalise(line) == old_normalise(line)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    ("[a [b](c)", "[a b"),  # a label holds no bracket: the inner link is the link
+    ("[x](u[v) y", "[x](u[v) y"),  # nor does a URL
+    ("<http://a<http://b>", "<http://ahttp://b"),  # nor an autolink a `<`
+])
+def test_normalise_where_it_differs_from_before(raw, expected):
+    """What the linear regexes read otherwise than the old ones: brackets inside a link, `<` inside an autolink
+    (CommonMark allows neither in an autolink; a nested label is rare in a checklist)."""
+    assert normalise(raw) == expected
+
+
+LIMIT = 65_536  # GitHub's limit on a comment body
+
+
+def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
+    """`prefix`, `piece` repeated, `suffix`: at most LIMIT characters."""
+    return prefix + piece * ((LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix
+
+
+@pytest.mark.parametrize(("piece", "expected"), [
+    pytest.param("[", "[", id="brackets"),
+    pytest.param("![", "![", id="image-openers"),
+    pytest.param("<http:", "<http:", id="autolink-openers"),
+    pytest.param("[a](", "[a](", id="link-openers"),
+    pytest.param("[a][", "[a][", id="reference-openers"),
+    pytest.param("[a](b)", "a", id="links"),
+    pytest.param("<http://x>", "http://x", id="autolinks"),
+    pytest.param("`", "", id="backticks"),
+    pytest.param("_a ", "a ", id="underscores"),
+    pytest.param("_a", "_a", id="underscores-inside-words"),
+    pytest.param(" \n\t", "", id="whitespace"),
+])
+def test_normalise_worst_cases_at_githubs_limit(piece, expected):
+    """Regression (issue 15): `[` x 65,536 took 28 s in normalise (IMAGE_OR_LINK_RE and REF_LINK_RE rescanned
+    to the end from every `[`, AUTOLINK_RE from every `<http:`)."""
+    raw = fill(piece)
+    assert len(raw) <= LIMIT
+    expected = " ".join((expected * (LIMIT // len(piece))).split())
+    assert normalise(raw) == (expected[1:] if piece == "_a" else expected)  # but the first `_`: it opens no word
+
+
+# -- compare: bounded --------------------------------------------------------------------------------
+
+def test_a_reworded_item_is_found_among_many_unmatched_items():
+    body = SMALL_SIGNOFF.replace("- [x] with _evals_", "- [x] with the evals\n" + "".join(
+        f"- [x] unrelated remark number {i}\n" for i in range(10)))
+    result = compare(small(), body, "alice")
+    assert [(item.text, written) for item, written in result.changed] == [("with _evals_", "with the evals")]
+
+
+def test_only_the_first_unmatched_items_are_candidates():
+    """The search for a reworded item looks at the first MAX_CANDIDATES distinct unmatched items only."""
+    filler = "".join(f"- [x] unrelated remark number {i}\n" for i in range(MAX_CANDIDATES))
+    reworded = SMALL_SIGNOFF.replace("- [x] with _evals_\n", "").replace("Signed:", "- [x] with the evals\nSigned:")
+    result = compare(small(), filler + reworded, "alice")
+    assert result.changed == [] and _names(result.missing) == ["with _evals_"]
+    repeated = "- [x] unrelated remark\n" * (2 * MAX_CANDIDATES)  # one distinct item, however often
+    assert [item.text for item, _ in compare(small(), repeated + reworded, "alice").changed] == ["with _evals_"]
+
+
+def test_a_reworded_item_written_as_a_plain_line_is_missing():
+    """Only checklist items are candidates for a reworded item: a line without its box is not one."""
+    body = SMALL_SIGNOFF.replace("   - [x] with _evals_", "with _evals_ too")
+    result = compare(small(), body, "alice")
+    assert _names(result.missing) == ["with _evals_"] and result.changed == []
+
+
+def test_the_most_alike_candidate_is_the_rewording_and_ties_go_to_the_first():
+    body = SMALL_SIGNOFF.replace("- [x] with _evals_", "- [x] with evals, maybe\n   - [x] with the evals\n"
+                                 "   - [x] with some evals")
+    assert [w for _, w in compare(small(), body, "alice").changed] == ["with the evals"]
+
+
+def real_signoff_body(items: list[str]) -> str:
+    return "As a PR reviewer and CODEOWNER, I have reviewed this and have:\n" + "\n".join(items)
+
+
+SIGNOFF_WORST = [
+    pytest.param(fill("["), id="brackets"),
+    pytest.param(fill("!["), id="image-openers"),
+    pytest.param(fill("- [ ] "), id="boxes-on-one-line"),
+    pytest.param(fill("- [x] x\n"), id="item-lines"),
+    pytest.param(fill("x\n"), id="lines"),
+    pytest.param(fill("\n"), id="empty-lines"),
+    pytest.param(fill("  more\n", "- [x] item\n"), id="one-item-continued-on-every-line"),
+    pytest.param(fill("> x\n"), id="quoted-lines"),
+]
+
+
+@pytest.mark.parametrize("body", SIGNOFF_WORST)
+def test_compare_worst_cases_at_githubs_limit(body):
+    """Regression (issue 15): compare ran difflib over every unmatched line x every template item (`[` x 65,536
+    took minutes); now only unmatched items, the first MAX_CANDIDATES of them, the most alike MAX_RATIOS."""
+    assert len(body) <= LIMIT
+    template = small()
+    result = compare(template, body, "alice")
+    assert not result.ok and result.unticked == [] and result.changed == []
+    assert result.missing == list(template.items)
+
+
+@pytest.mark.parametrize(("name", "heading"), REAL)
+def test_compare_worst_real_sign_offs_at_githubs_limit(name, heading):
+    """Near-copies of every real item again and again (each close to one, none equal), shuffled copies, and one
+    huge item: the answers stay right."""
+    template, signoff = real_template(name, heading)
+    texts = [item.text for item in template.items]
+    near = real_signoff_body([f"- [x] {text} {n}" for n in range(200) for text in texts])[:LIMIT]
+    result = compare(template, near, "alice")
+    assert [item for item, _ in result.changed] == list(template.items)
+    assert all(written == f"{item.text} 0" for item, written in result.changed)
+    shuffled = real_signoff_body([f"- [x] {' '.join(reversed(text.split()))}" for _ in range(30) for text in texts])
+    result = compare(template, shuffled[:LIMIT], "alice")
+    assert result.changed == [] and result.missing == list(template.items)
+    huge = fill(" ".join(texts) + " ", "- [x] ")
+    assert compare(template, huge, "alice").missing == list(template.items)
+    assert compare(template, signoff + "\n" + fill("- [x] x\n", suffix="")[: LIMIT - len(signoff) - 1], "alice").ok
+
+
+@pytest.mark.parametrize("block", [
+    pytest.param(fill("- [ ] x\n"), id="items"),
+    pytest.param(fill("  more\n", "- [ ] item\n"), id="one-item-continued-on-every-line"),
+    pytest.param(fill("["), id="brackets"),
+    pytest.param(fill("x\n", "- [ ] item\n"), id="fields"),
+])
+def test_template_items_worst_cases(block):
+    """Regression (issue 15): continuation lines were joined by copying the item's text again for every line, and
+    every item's text went through the quadratic normalise."""
+    parsed = template_items(f"## Template\n```\n{block}\n```\n")
+    if block.startswith("["):
+        assert isinstance(parsed, TemplateProblem)
+        return
+    assert isinstance(parsed, Template)
+    lines = block.rstrip("\n").split("\n")
+    items = [line for line in lines if line.startswith("- [ ]")]
+    assert len(parsed.items) == len(items)
+    if block.startswith("- [ ] item\n  more"):
+        assert parsed.items[0].text == "item" + " more" * (len(lines) - 1)
+    assert len(parsed.fields) == len(lines) - len(items) - (len(lines) - 1 if "  more" in block else 0)
