@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import NamedTuple
 
@@ -45,13 +45,19 @@ class Match(NamedTuple):
 class CodeOwners:
     rules: tuple[Rule, ...]
     problems: tuple[Problem, ...]
+    # Each rule's expression, compiled the first time a path reaches it and kept with the file (a shared cache of
+    # a fixed size would compile every rule again, for every path, once a file has more rules than it holds).
+    _compiled: dict[int, re.Pattern[str]] = field(default_factory=dict, compare=False, repr=False)
 
     def owners_of(self, path: str) -> Match | None:
         """The last rule matching `path` (repository-relative, `/`-separated), or None when no rule matches."""
         path = path.lstrip("/")
-        for rule in reversed(self.rules):
-            if _regex(rule.pattern).match(path):
-                return Match(rule)
+        for index in range(len(self.rules) - 1, -1, -1):
+            regex = self._compiled.get(index)
+            if regex is None:
+                regex = self._compiled[index] = _regex(self.rules[index].pattern)
+            if regex.match(path):
+                return Match(self.rules[index])
         return None
 
 
@@ -138,6 +144,9 @@ def _regex(pattern: str) -> re.Pattern[str]:
     anchored = "/" in body  # at the start or in the middle: relative to the repository root
     body = body.lstrip("/")
     segments = body.split("/")
+    # `**/**` means what `**` means; written out it nests `(?:.*/)?` groups whose backtracking grows
+    # exponentially with their number
+    segments = [seg for i, seg in enumerate(segments) if not (seg == "**" and i and segments[i - 1] == "**")]
     parts = []
     for index, segment in enumerate(segments):
         last = index == len(segments) - 1

@@ -207,3 +207,18 @@ def test_real_file_owned_files(real):
     assert [p for p, _ in owned_files(real, files, "chunfangamd", {})] == ["configs/amd-master.yaml", "MODELS.md"]
     core = {"someone": {"inferencex/core"}}
     assert [p for p, _ in owned_files(real, files, "someone", core)] == ["MODELS.md", "README.md"]
+
+
+def test_repeated_double_stars_mean_one_and_cost_no_more():
+    """Regression: `**/` written twelve times compiled to twelve nested optional groups, and matching a path
+    twelve directories deep against it backtracked for 0.1 s (each more `**/` doubled that)."""
+    many = parse("/".join(["**"] * 40) + "/x.yaml @owner\n")
+    one = parse("**/x.yaml @owner\n")
+    for path in ("x.yaml", "a/x.yaml", "/".join(["d"] * 40) + "/x.yaml", "/".join(["d"] * 40) + "/y.yaml"):
+        assert (many.owners_of(path) is None) == (one.owners_of(path) is None), path
+
+
+def test_each_rule_is_compiled_once_per_file_however_many_paths_are_asked():
+    owners = parse("".join(f"dir{i}/ @o{i}\n" for i in range(3000)))
+    assert owners.owners_of("dir0/a") and owners.owners_of("dir0/b")
+    assert len(owners._compiled) == 3000 and owners == parse("".join(f"dir{i}/ @o{i}\n" for i in range(3000)))
