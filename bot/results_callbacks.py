@@ -327,5 +327,7 @@ def _shown(value: Any) -> str:
     """`value` for a log line: repr (so newlines and control characters stay escaped), cut to SHOWN chars."""
     if isinstance(value, int) and value.bit_length() > 4 * SHOWN:  # repr would be long, or refuse (4300 digits)
         return f"<an integer of {value.bit_length()} bits>"
+    if isinstance(value, (list, dict)):  # its repr would cost its whole size, or recurse as deep as it nests
+        return f"<{'a list' if isinstance(value, list) else 'an object'} of {len(value)} items>"
     text = repr(value[:SHOWN] if isinstance(value, str) else value)
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"

@@ -413,3 +413,15 @@ def test_no_payload_makes_the_parser_raise_or_keep_an_unchecked_link(event, chan
     if isinstance(result, Callback) and result.results_url is not None:
         assert result.results_url.startswith("https://results.example.com/")
         assert not set("()[]<>*`!|\\\"' \n") & set(result.results_url)
+
+
+def test_a_value_nested_as_deep_as_python_allows_is_refused_not_raised():
+    """Regression: a count nested 100,000 levels deep made the refusal's log text (its repr) raise
+    RecursionError out of parse_callback, which promises never to raise."""
+    deep: object = 0
+    for _ in range(100_000):
+        deep = [deep]
+    counts = {row: {column: deep for column in COLUMNS} for row in ROWS}
+    payload = {"source-repository": RESULTS, "pr-number": "1", "run-id": "2", "counts": counts}
+    found = parse_callback("ingest-completed", payload, results_repository=RESULTS)
+    assert isinstance(found, Rejected) and found.field == "counts.benchmark.new" and "a list of 1 items" in found.reason
