@@ -11,7 +11,7 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot import lanes, logs
+from bot import lanes, logs, offload
 from bot.config import Settings
 from bot.github import GitHubApp, SharedWritePacer
 from bot.executor import JournalLedger
@@ -134,6 +134,7 @@ class Bot:
         if self.workers is not None:
             await self._on_workers(self.workers.drain(self.settings.drain_timeout))
         await self._on_workers(self.app.close())  # its HTTP connections belong to the workers' loop
+        offload.shutdown()
         self.journal.close()
         if self._loop is not None:
             self._loop.stop()
