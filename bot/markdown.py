@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Iterator
 
 MAX_INDENT = 3  # more leading columns than this (or any tab) start indented code, outside a paragraph
@@ -41,9 +42,14 @@ _HTML_START = re.compile(r"<(?:(?:script|style|textarea|pre)(?:[\s>]|$)|!--|\?|!
                          re.IGNORECASE)
 # A `<pre>` or `<code>` block: opened by its tag at the start of a line, ended by the line holding its closing tag.
 _CODE_BLOCK = re.compile(r"<(pre|code)(?=[\s>]|$)", re.IGNORECASE)
-_CODE_INLINE = re.compile(r"<(pre|code)(?=[\s>])", re.IGNORECASE)
+# What `_without_code` reads, in order: runs of backticks, and `<code>`/`<pre>` tags inside a paragraph.
+_INLINE_CODE = re.compile(r"`+|<(pre|code)(?=[\s>])", re.IGNORECASE)
 _CODE_END = {"pre": re.compile(r"</pre\s*>", re.IGNORECASE), "code": re.compile(r"</code\s*>", re.IGNORECASE)}
 _WORD = re.compile(r"[^\W_]+")
+# What an unindented line starting with one of BLOCK_STARTS (and holding no `<`) needs to start a block; any other
+# such line (`1x`, `#x`, `=`, `` `x` ``, `_a_`) is plain text too.
+_BLOCK_START = re.compile(r"(?P<quote>>)|(?P<heading>#{1,6}(?:[ \t]|$))|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$"
+                          r"|(?P<item>(?:[-*+]|(?P<number>\d{1,9})[.)])(?:[ \t]+|$))|`{3}|~{3}")
 
 
 def visible_lines(body: str | None) -> Iterator[tuple[int, str]]:
@@ -65,14 +71,20 @@ def prose(body: str | None) -> str:
     """The visible prose of `body`: its visible lines, a paragraph's lines joined by line breaks and paragraphs by
     blank lines, with each code span, inline `<code>`/`<pre>` element and hidden block between lines as BREAK."""
     pieces: list[str] = []
-    paragraph: list[str] = []
+    start, code = 0, False  # where the paragraph being read starts in pieces, and whether it may hold code
     for _, line, gap in _scan(body):
-        if gap != CONTINUES and paragraph:
-            pieces += [_without_code("\n".join(paragraph)), f"\n{BREAK}\n" if gap == AFTER_HIDDEN else "\n\n"]
-            paragraph = []
-        paragraph.append(line)
-    if paragraph:
-        pieces.append(_without_code("\n".join(paragraph)))
+        if gap == CONTINUES:
+            pieces += ["\n", line]
+        else:
+            if code:
+                pieces[start:] = [_without_code("".join(pieces[start:]))]
+            if pieces:
+                pieces.append(f"\n{BREAK}\n" if gap == AFTER_HIDDEN else "\n\n")
+            start, code = len(pieces), False
+            pieces.append(line)
+        code = code or "`" in line or "<" in line
+    if code:
+        pieces[start:] = [_without_code("".join(pieces[start:]))]
     return "".join(pieces)
 
 
@@ -135,14 +147,21 @@ class _Reader:
             return None
         if self.opened is not None:
             return self._close_comment(raw)
-        if _plain_start(raw[:1]) and "<" not in raw:
-            return self._plain(number, raw)
-        if raw[:1] == ">" and self.quote_fence is None and "<" not in raw and self._quoted_text(raw):
-            return None
-        if raw[:2] in BULLETS and "<" not in raw and _plain_start(raw[2:3]):
-            return self._bullet(number, raw)
-        if not raw:
+        first = raw[:1]
+        if not first:
             return self._blank()
+        if "<" not in raw and not first.isspace():  # the common lines, read at once
+            block = _BLOCK_START.match(raw) if first in BLOCK_STARTS else None
+            if block is None:
+                return self._plain(number, raw)
+            if block.lastgroup == "quote" and self.quote_fence is None and self._quoted_text(raw):
+                return None
+            if block.lastgroup == "heading":
+                return self._heading(number, raw)
+            if raw[:2] in BULLETS and _plain_start(raw[2:3]):
+                return self._bullet(number, raw)
+            if block.lastgroup == "item" and not _may_fence(raw):
+                return self._item(number, raw, block)
         if COMMENT_OPEN not in raw:
             return self._place(number, raw, False)
         fence = _opens_fence(raw) if _may_fence(raw) else None  # before comments are looked for: its info is text
@@ -183,15 +202,36 @@ class _Reader:
             return None if self.quoted else (number, line, CONTINUES)
         self.lists.clear()
         self.para = True
-        gap, self.gap = self.gap, CONTINUES
+        gap, self.gap = max(self.gap, NEW), CONTINUES
         return number, line, gap
+
+    def _heading(self, number: int, line: str) -> tuple[int, str, int]:
+        """An unindented ATX heading (no `<`): what `_place` does for it, done at once."""
+        self.lists.clear()
+        self.quote_fence = None
+        self.para = self.quoted = False
+        gap, self.gap = max(self.gap, NEW), CONTINUES
+        return number, line, gap
+
+    def _item(self, number: int, line: str, item: re.Match[str]) -> tuple[int, str, int] | None:
+        """An unindented list item (no `<`, no fence; `item`: its marker): what `_place` does for it, done at once."""
+        if self.para and not (item.end() < len(line) and item.group("number") in (None, "1")):
+            return None if self.quoted else (number, line, CONTINUES)  # an item that cannot interrupt a paragraph
+        self.quote_fence = None
+        if item.end() == len(line):  # an empty item: its content would start a column after the marker
+            self.lists[:] = [len(line.rstrip(" \t")) + 1]
+            self.para = self.quoted = False
+            gap, self.gap = max(self.gap, NEW), CONTINUES
+            return number, line, gap
+        self.lists.clear()
+        return self._block(number, line, self._list_items(line, 0), False)
 
     def _bullet(self, number: int, line: str) -> tuple[int, str, int]:
         """An unindented list item holding plain text (`- [ ] text`): what `_place` does for it, done at once."""
         self.lists[:] = [2]  # its content column
         self.quote_fence = None
         self.para, self.quoted = True, False
-        gap, self.gap = self.gap, CONTINUES
+        gap, self.gap = max(self.gap, NEW), CONTINUES
         return number, line, gap
 
     def _quoted_text(self, line: str) -> bool:
@@ -221,7 +261,7 @@ class _Reader:
         its gap, or None when hidden or empty."""
         rest = line.lstrip()
         if not rest:
-            if starts_comment or not line.strip(" \t"):  # blank, or `<!-- note -->` alone: an HTML block
+            if not line.strip(" \t"):  # blank, or `<!-- note -->` alone (an HTML block): either ends a paragraph
                 self._blank()
             return None
         column = _width(line[: len(line) - len(rest)]) if len(rest) < len(line) else 0
@@ -243,7 +283,11 @@ class _Reader:
             self.para = self.quoted = False
             self.gap = max(self.gap, NEW)
             return None
-        inside = self._list_items(rest, column) if first in ITEM_STARTS else rest
+        return self._block(number, line, self._list_items(rest, column) if first in ITEM_STARTS else rest,
+                           starts_comment)
+
+    def _block(self, number: int, line: str, inside: str, starts_comment: bool) -> tuple[int, str, int] | None:
+        """A line that starts a block, holding `inside` after its list markers: a quote (hidden) or shown."""
         if inside[:1] == ">":
             self._in_quote(inside[_QUOTE_MARKS.match(inside).end():])
             self.gap = AFTER_HIDDEN
@@ -359,37 +403,42 @@ def _strip_comments(line: str) -> tuple[str, bool]:
 
 
 def _without_code(text: str) -> str:
-    """`text` (one paragraph) with each code span and inline `<code>`/`<pre>` element replaced by BREAK."""
+    """`text` (one paragraph) with each code span and inline `<code>`/`<pre>` element replaced by BREAK.
+
+    Read left to right, as `_strip_comments` reads a line: a run of backticks opens a span when a run of the same
+    length comes later (the first such run closes it; a backslash before a run makes its first backtick text), and
+    a `<code>`/`<pre>` tag opens an element when its closing tag comes later; what either holds is code. One pass.
+    """
     if "`" not in text and "<" not in text:
         return text
-    runs = _runs(text)
-    out: list[str] = []
-    pos = 0
-    tick = _unescaped(text, "`", 0, len(text))
-    tag = _CODE_INLINE.search(text)
+    ahead = Counter(map(len, _BACKTICKS.findall(text)))  # run length -> how many such runs are still to come
     closed: dict[str, int] = {}  # a tag's name -> where its closing tag was last found (-1: none from there on)
-    while tick != -1 or tag is not None:
-        if tag is None or tick != -1 and tick < tag.start():
-            end = _span_end(text, runs, tick)
-            if end > tick + len(_BACKTICKS.match(text, tick).group()):  # a span, not literal backticks
-                out += [text[pos:tick], BREAK]
-                pos = end
-            start = end
-        else:
-            name = tag.group(1).lower()
+    out: list[str] = []
+    pos = opened = 0  # where the text not yet written starts; the length of the open span's backticks (0: none)
+    for found in _INLINE_CODE.finditer(text):
+        start, end = found.span()
+        if found.group(1) is None:  # backticks
+            ahead[end - start] -= 1
+            if start < pos:
+                continue  # inside an element
+            if opened:
+                if end - start == opened:
+                    pos, opened = end, 0
+                continue
+            if start and text[start - 1] == "\\" and _escaped(text, start):
+                start += 1
+            if end > start and ahead[end - start] > 0:
+                out += [text[pos:start], BREAK]
+                opened = end - start
+        elif not opened and start >= pos and not _escaped(text, start):
+            name = found.group(1).lower()
             close = closed.get(name, 0)
-            if close != -1 and close < tag.end():
-                found = _CODE_END[name].search(text, tag.end())
-                close = closed[name] = -1 if found is None else found.start()
-            if close != -1 and not _escaped(text, tag.start()):
-                out += [text[pos:tag.start()], BREAK]
-                start = pos = _CODE_END[name].match(text, close).end()
-            else:
-                start = tag.end()
-        if tick != -1 and tick < start:
-            tick = _unescaped(text, "`", start, len(text))
-        if tag is not None and tag.start() < start:
-            tag = _CODE_INLINE.search(text, start)
+            if close != -1 and close < end:
+                closer = _CODE_END[name].search(text, end)
+                close = closed[name] = -1 if closer is None else closer.start()
+            if close != -1:
+                out += [text[pos:start], BREAK]
+                pos = _CODE_END[name].match(text, close).end()
     out.append(text[pos:])
     return "".join(out)
 
