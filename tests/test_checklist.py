@@ -145,6 +145,9 @@ CASES = [
     ),
     ("wrong signer", SMALL_SIGNOFF, "bob", False, [], [], [], "alice"),
     ("not signed", SMALL_SIGNOFF.replace("Signed: @alice", ""), "alice", False, [], [], [], None),
+    ("signed in bold", SMALL_SIGNOFF.replace("Signed:", "__Signed__:"), "alice", True, [], [], [], "alice"),
+    ("signed with a long s", SMALL_SIGNOFF.replace("Signed:", "\u017figned:"), "alice", True, [], [], [], "alice"),
+    ("signed in an item", SMALL_SIGNOFF.replace("Signed:", "- [x] Signed:"), "alice", True, [], [], [], "alice"),
 ]
 
 
@@ -345,6 +348,12 @@ def test_a_reworded_item_written_as_a_plain_line_is_missing():
     body = SMALL_SIGNOFF.replace("   - [x] with _evals_", "with _evals_ too")
     result = compare(small(), body, "alice")
     assert _names(result.missing) == ["with _evals_"] and result.changed == []
+
+
+def test_the_rewording_is_shown_as_first_written():
+    """Items that normalise alike are one candidate: the verdict quotes the first as written."""
+    body = SMALL_SIGNOFF.replace("- [x] with _evals_", "- [x] with **the** evals\n   - [x] with the evals")
+    assert [w for _, w in compare(small(), body, "alice").changed] == ["with **the** evals"]
 
 
 def test_the_most_alike_candidate_is_the_rewording_and_ties_go_to_the_first():
