@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import bot.changelog
-from bot.changelog import ChangelogError, check_append, validate_default_branch
+from bot.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
 
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 PR = 1234
@@ -526,10 +526,16 @@ def test_real_history_trimmed_trailing_spaces(tail: bytes):
 
 
 def test_real_file_as_a_new_file(tail: bytes):
-    """All of it is appended: every entry's link is another PR's, and each is named on its own line."""
-    result = check_append(None, tail, pr_number=2800, canonical_prefix=PREFIX)
+    """All of it is appended: every entry's link is another PR's, and each is named on its own line (with room
+    for all of them); with the default cap, the first 50 of them by line are kept and the count says more."""
+    result = check_append(None, tail, pr_number=2800, canonical_prefix=PREFIX, limits=ChangelogLimits(max_errors=1000))
     codes = {e.code for e in result.errors}
     assert codes <= {"pr-link-not-accepted", "pr-link-next-line", "separator", "trailing-newline"}
     assert sum(e.code.startswith("pr-link") for e in result.errors) == 399  # 2604's `<prefix>XXX` is accepted
     assert 2604 not in {e.line for e in result.errors}
     assert any(e.code == "pr-link-next-line" and e.line == 601 for e in result.errors)
+    assert (result.error_count, result.error_count_is_lower_bound) == (len(result.errors), False)
+    capped = check_append(None, tail, pr_number=2800, canonical_prefix=PREFIX)
+    assert capped.errors == result.errors[:50]
+    assert capped.error_count_is_lower_bound and 50 < capped.error_count < len(result.errors)
+

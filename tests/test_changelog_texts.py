@@ -11,12 +11,13 @@ import inspect
 import re
 from collections import defaultdict
 from typing import Any
+from unittest import mock
 
 import jinja2
 import pytest
 
 import bot.changelog
-from bot.changelog import ChangelogError, check_append, validate_default_branch
+from bot.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
 from bot.templates import Templates, code_span
 from test_changelog import CASES, HISTORY, PR, PREFIX, _b, appended, entry
 
@@ -40,6 +41,17 @@ def _appended_errors(head: str | bytes, base: str | bytes | None = HISTORY) -> l
 
 def _default_branch_errors(text: str) -> list[ChangelogError]:
     return validate_default_branch(text, canonical_prefix=PREFIX)
+
+
+def _limited_errors(head: str, **limits: int) -> list[ChangelogError]:
+    return list(check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX,
+                             limits=ChangelogLimits(**limits)).errors)
+
+
+def _failing_errors(exc: BaseException) -> list[ChangelogError]:
+    """What the check says when `exc` is raised inside it (checking the appended entry at line 13)."""
+    with mock.patch.object(bot.changelog._EntryChecker, "check", side_effect=exc):
+        return _appended_errors(appended(entry()))
 
 
 # Inputs for what the case table does not reach: name -> the errors bot/changelog.py gives for them.
@@ -66,6 +78,13 @@ EXTRA = {
     "YAML error without context": _appended_errors(appended(entry("XXX", "  evals-only: true: x"))),
     # A value with backticks and a line break that would start a line of its own with a bot command.
     "pr-link with backticks and a newline": _appended_errors(appended(entry('"`TBD`\\n/use 1"'))),
+    # The caps (bot/changelog.py's ChangelogLimits), met with small limits.
+    "a head above max_bytes": _limited_errors(appended(entry()), max_bytes=len(HISTORY) + 10),
+    "a description nested 40 levels": _appended_errors(appended(entry("XXX").replace(
+        '    - "Tune"', "    - " + "[" * 40 + "x" + "]" * 40))),
+    "more values than max_values": _limited_errors(appended(entry(), entry()), max_values=12),
+    "RecursionError inside the check": _failing_errors(RecursionError("maximum recursion depth exceeded")),
+    "MemoryError inside the check": _failing_errors(MemoryError()),
 }
 
 
@@ -136,7 +155,8 @@ def test_the_source_parsers_find_what_they_look_for():
     codes = _source_codes()
     assert {"history-changed", "pr-link-not-accepted", "default-branch-link", "tab", "not-utf8",
             "correction-with-append", "unknown-field", "separator"} <= codes
-    assert len(codes) >= 28
+    assert len(codes) >= 32
+    assert {"file-too-large", "too-deep", "too-many-values", "too-complex"} <= codes
     variants = _source_variants()
     assert {"changed", "whitespace", "removed", "inserted", "moved", "extended"} == variants["change"]
     assert {"missing", "extra-blank-lines", "block-scalar", "text-after-link"} <= variants["problem"]
@@ -179,6 +199,7 @@ def _variant(error: ChangelogError) -> Any:
         "yaml-syntax": lambda: p["needs_quotes"],
         "wrong-type": lambda: (p["expected"], p["actual"] == "null"),
         "not-a-mapping": lambda: p["actual"] in bot.changelog._ARTICLE,
+        "too-complex": lambda: p["cause"],
     }.get(error.code, lambda: None)()
 
 
@@ -194,7 +215,7 @@ def test_each_variant_has_its_own_sentence(language):
         skeletons[error.code][_variant(error)].add(_skeleton(render(language, error)))
     expected_variants = {"history-changed": 6, "trailing-newline": 2, "pr-link-format": 5,
                          "link-correction-not-accepted": 2, "separator": 3, "outside-entry": 2, "unknown-field": 3,
-                         "yaml-syntax": 2, "wrong-type": 7, "not-a-mapping": 2}
+                         "yaml-syntax": 2, "wrong-type": 7, "not-a-mapping": 2, "too-complex": 2}
     for code, count in expected_variants.items():
         assert len(skeletons[code]) == count, (code, list(skeletons[code]))
     for code, variants in skeletons.items():
@@ -360,3 +381,49 @@ def test_a_missing_param_raises(language):
     params = {k: v for k, v in error.params.items() if k != "pr_number"}
     with pytest.raises(jinja2.UndefinedError):
         render(language, {"line": error.line, "code": error.code, "params": params})
+
+
+# --- the caps ---------------------------------------------------------------------------------------------
+
+
+def test_the_cap_sentences_name_the_limit_and_the_size():
+    by_name = {name: error for name, error in ERRORS}
+    large = by_name["a head above max_bytes"]
+    # the first byte past the limit is the 10th of line 13 (line 12 is the empty line after the history)
+    assert (large.code, large.line, large.params) == ("file-too-large", 13, {"size": len(appended(entry())),
+                                                                             "limit": len(HISTORY) + 10})
+    assert render("en", large).startswith(f"line 13: the changelog is {len(appended(entry())):,} bytes, more than "
+                                          f"the limit of {len(HISTORY) + 10:,} bytes")
+    assert f"{len(HISTORY) + 10:,} 字节的上限" in render("zh", large)
+    deep = by_name["a description nested 40 levels"]
+    assert (deep.code, deep.line, deep.params) == ("too-deep", 16, {"limit": 32})
+    assert "nested more than 32 levels deep" in render("en", deep) and "超过了 32 层" in render("zh", deep)
+    values = by_name["more values than max_values"]
+    assert (values.code, values.params) == ("too-many-values", {"limit": 12})
+    assert "more than 12 YAML values" in render("en", values)
+    for name, cause, words in (("RecursionError inside the check", "recursion", "recursion limit"),
+                               ("MemoryError inside the check", "memory", "ran out of memory")):
+        error = by_name[name]
+        assert (error.code, error.line, error.params) == ("too-complex", 13, {"cause": cause})
+        assert words in render("en", error)
+
+
+def _more(language: str, count: int, shown: int, at_least: bool) -> str:
+    return ENVIRONMENT.from_string('{% import "_changelog_error.' + language + '.j2" as t %}'
+                                   "{{ t.more(count, shown, at_least) }}").render(
+        count=count, shown=shown, at_least=at_least)
+
+
+def test_the_unlisted_errors_are_counted_in_words_that_say_at_least():
+    """ChangelogResult.error_count_is_lower_bound: a count the check stopped making reads "at least"."""
+    assert _more("en", 50, 50, False) == _more("zh", 50, 50, False) == ""
+    assert _more("en", 51, 50, False) == "1 more changelog error is not listed here."
+    assert _more("en", 1250, 50, False) == "1,200 more changelog errors are not listed here."
+    assert _more("en", 51, 50, True) == ("At least 1 more changelog error is not listed here: the check stopped "
+                                         "once the first 50 were found.")
+    assert _more("zh", 51, 50, True) == ("这里还有至少 1 个 changelog 问题没有列出："
+                                         "检查在找到前 50 个问题后就停止了。")
+    for count, at_least in ((51, False), (1250, True)):
+        english, chinese = _more("en", count, 50, at_least), _more("zh", count, 50, at_least)
+        assert _integers(english) == _integers(chinese)
+        assert not CJK.search(english) and len(CJK.findall(chinese)) >= 4
