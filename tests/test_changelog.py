@@ -6,6 +6,8 @@ expects either exactly these errors, as (code, head line) pairs, or exactly thes
 
 from __future__ import annotations
 
+import inspect
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,8 @@ import pytest
 import yaml
 
 import bot.changelog
-from bot.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
+from bot.changelog import (ChangelogError, ChangelogLimits, ChangelogResult, check_append, check_default_branch,
+                           validate_default_branch)
 
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 PR = 1234
@@ -539,3 +542,306 @@ def test_real_file_as_a_new_file(tail: bytes):
     assert capped.errors == result.errors[:50]
     assert capped.error_count_is_lower_bound and 50 < capped.error_count < len(result.errors)
 
+
+# --- the caps: what one changelog may cost (ChangelogLimits), at the worst size -----------------------------
+# Each input below is what issue 15 names; sizes are the real cap's (2 MiB heads). No timing is asserted here:
+# bench/ measures speed; these pin what the check answers.
+
+MAX_BYTES = ChangelogLimits().max_bytes
+LOADERS = {"libyaml": bot.changelog.Loader, "pure Python": bot.changelog._loader_class(yaml.SafeLoader)}
+
+
+@pytest.fixture(params=list(LOADERS))
+def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test that takes it runs with libyaml's loader and with PyYAML's own (whose composer recurses)."""
+    monkeypatch.setattr(bot.changelog, "Loader", LOADERS[request.param])
+    return request.param
+
+
+def _check(head: str | bytes, base: str | bytes | None = HISTORY, **limits: int) -> ChangelogResult:
+    return check_append(_b(base), _b(head), pr_number=PR, canonical_prefix=PREFIX, limits=ChangelogLimits(**limits))
+
+
+def _found(result: ChangelogResult) -> list[tuple[str, int]]:
+    return [(e.code, e.line) for e in result.errors]
+
+
+def _fill(unit: str, budget: int) -> str:
+    return unit * (budget // len(unit))
+
+
+def test_the_limits_and_their_defaults():
+    limits = ChangelogLimits()
+    assert (limits.max_bytes, limits.max_depth, limits.max_errors, limits.max_values) == (2 * 1024 * 1024, 32, 50,
+                                                                                         100_000)
+    for bad in ({"max_bytes": 0}, {"max_errors": -1}, {"max_values": True}, {"max_bytes": 1.5}, {"max_depth": 3},
+                {"max_depth": 101}):
+        with pytest.raises(ValueError):
+            ChangelogLimits(**bad)
+    assert ChangelogResult().error_count == 0
+    error = ChangelogError(3, "m", "f", "tab")
+    assert ChangelogResult(errors=(error, error)).error_count == 2  # left out, the errors' own count
+
+
+def test_a_head_above_max_bytes_is_one_error_and_is_not_read():
+    """A head of exactly 2 MiB (one entry with a 2 MB one-line description) is checked; one byte more is the
+    one `file-too-large` error, on the line where the limit is passed, even with the history edited too."""
+    prefix = HISTORY + '\n- config-keys: [a]\n  pr-link: XXX\n  description: ["'
+    at_limit = prefix + "x" * (MAX_BYTES - len(prefix) - 3) + '"]\n'
+    assert len(at_limit) == MAX_BYTES
+    result = _check(at_limit)
+    assert result.ok and [len(e.description[0]) for e in result.entries] == [MAX_BYTES - len(prefix) - 3]
+    over = at_limit.replace('"]\n', 'x"]\n').replace("Update image", "Update IMAGE")
+    result = _check(over)
+    assert _found(result) == [("file-too-large", 15)]
+    assert result.errors[0].params == {"size": MAX_BYTES + 1, "limit": MAX_BYTES}
+    assert (result.error_count, result.error_count_is_lower_bound, result.entries) == (1, False, ())
+    assert _found(_check(HISTORY + "\n" + E, max_bytes=len(HISTORY) + 3)) == [("file-too-large", 13)]
+    errors = validate_default_branch(over, canonical_prefix=PREFIX)
+    assert [(e.code, e.line, e.params["size"]) for e in errors] == [("file-too-large", 15, MAX_BYTES + 1)]
+
+
+def _deep_item(item: str) -> str:
+    """An entry whose one description item (line 16) is `item`, then an entry with `pr-link: TBD` (line 23)."""
+    return appended(entry("XXX").replace('    - "Tune"', "    " + item), entry("TBD"))
+
+
+@pytest.mark.parametrize("depth", [300, 10_000])
+@pytest.mark.parametrize("style", ["block", "flow"])
+def test_nesting_past_max_depth_is_an_error_on_its_line(depth: int, style: str, loader: str):
+    """Bug: a `description` item nested 300 levels raised RecursionError out of check_append (PyYAML's
+    composer and constructor recurse), and the delivery failed with no status. The depth is measured on the
+    YAML events, without recursion: `too-deep` on the line where level 33 begins, that entry is not
+    composed, and the next entry is still checked."""
+    item = "- " * depth + "x" if style == "block" else "[" * depth + "x" + "]" * depth
+    result = _check(_deep_item(item))
+    assert _found(result) == [("too-deep", 16), ("pr-link-not-accepted", 23)]
+    assert result.errors[0].params == {"limit": 32}
+    assert (result.error_count, result.error_count_is_lower_bound) == (2, False)
+
+
+def test_flow_nesting_of_a_2_mb_line(loader: str):
+    """`[[[...]]]` 900,000 deep on one 1.8 MB line: libyaml refuses 1000 levels before it hands out the events
+    that show them; the line is still where this check's limit is passed."""
+    head = HISTORY + "\n- config-keys: [a]\n  pr-link: XXX\n  description: " + "[" * 900_000 + "]" * 900_000 + "\n"
+    assert _found(_check(head)) == [("too-deep", 15)]
+
+
+def test_the_depth_error_names_the_line_where_the_limit_is_passed(loader: str):
+    """Nesting over many lines: the line of the first value at level 33 (the file's list is level 1)."""
+    flow = appended(entry("XXX").replace('    - "Tune"', "\n".join("    [" for _ in range(40)) + "x" + "]" * 40))
+    assert _found(_check(flow)) == [("too-deep", 16 + 30)]  # the description's list is level 3, on line 16
+    mappings = appended("- config-keys: [a]\n  pr-link: XXX\n  description:\n"
+                        + "".join("  " * (i + 2) + f"k{i}:\n" for i in range(40)) + "  " * 42 + "x\n")
+    assert _found(_check(mappings)) == [("too-deep", 16 + 29)]  # the key `k29` on line 45 is level 33
+    # the description's list is level 3 and its first item opens level 4: 29 `- ` put the `x` at level 32
+    assert _found(_check(_deep_item("- " * 29 + "x"))) == [("wrong-type", 16), ("pr-link-not-accepted", 23)]
+    assert _found(_check(_deep_item("- " * 30 + "x"))) == [("too-deep", 16), ("pr-link-not-accepted", 23)]
+    assert _found(_check(_deep_item("- " * 3 + "x"), max_depth=6)) == [("wrong-type", 16),
+                                                                      ("pr-link-not-accepted", 23)]
+    assert _found(_check(_deep_item("- " * 4 + "x"), max_depth=6)) == [("too-deep", 16),
+                                                                      ("pr-link-not-accepted", 23)]
+
+
+def test_depth_through_aliases_counts_what_they_bring(loader: str):
+    """Anchors that each wrap the one before nest deeper than any line shows: `k_i: &a_i [*a_(i-1)]` is
+    i + 5 levels deep as YAML reads it, so `k28` (33 levels) is where the limit is passed."""
+    head = appended("- config-keys: [a]\n  pr-link: XXX\n  description: [x]\n  k0: &a0 [x]\n"
+                    + "".join(f"  k{i}: &a{i} [*a{i - 1}]\n" for i in range(1, 40)))
+    assert _found(_check(head)) == [("too-deep", 16 + 29)]
+
+
+_NAMES = "abcdefghi"
+_LAUGHS = "\n".join([f'    - &a [{", ".join(["lol"] * 9)}]']
+                    + [f'    - &{name} [{", ".join([f"*{prev}"] * 9)}]' for prev, name in zip(_NAMES, _NAMES[1:])])
+_MERGE_LAUGHS = "\n".join(["    - &a {lol: 1}"]
+                          + [f'    - &{name} {{<<: [{", ".join([f"*{prev}"] * 9)}]}}'
+                             for prev, name in zip(_NAMES, _NAMES[1:])])
+
+
+@pytest.mark.parametrize(("laughs", "aliased_errors"), [
+    (_LAUGHS, [("wrong-type", 23)] * 9),  # `scenario-type: *i`: nine items, each `*h` (line 23)
+    (_MERGE_LAUGHS, [("wrong-type", 25)]),  # `scenario-type: *i`: a mapping, not a list
+], ids=["aliases", "merge keys"])
+def test_billion_laughs_in_one_entry_costs_its_nodes(laughs: str, aliased_errors: list[Any], loader: str):
+    """Nine levels of nine aliases (9^9 strings if expanded; merge keys: 9^8 merged pairs): each node is built
+    once and shown within a budget, so the answer is one `wrong-type` per description item, on its line."""
+    result = _check(appended("- config-keys: [a]\n  description:\n" + laughs + "\n  pr-link: XXX\n"))
+    assert _found(result) == [("wrong-type", line) for line in range(15, 24)]
+    assert all(len(e.params["value"]) <= 240 and len(e.message) < 400 for e in result.errors)
+    aliased = _check(appended("- config-keys: [a]\n  description: [x]\n  lol:\n" + laughs
+                              + "\n  scenario-type: *i\n  pr-link: XXX\n"))
+    assert _found(aliased) == [("unknown-field", 15)] + aliased_errors
+
+
+def test_a_2_mb_line_of_values_stops_at_max_values(loader: str):
+    """Bug: one 2 MB line `description: [1, 1, ...]` (700,000 values) was composed whole and gave one
+    `wrong-type` per item: more than two minutes and hundreds of MB. Past `max_values` values the check stops
+    at that line (`too-many-values`), and the entry is not composed."""
+    head = HISTORY + "\n- {config-keys: [a], pr-link: XXX, description: [" + _fill("1, ", MAX_BYTES - 400) + "1]}\n"
+    result = _check(head)
+    assert _found(result) == [("too-many-values", 13)]
+    assert result.errors[0].params == {"limit": 100_000}
+    assert (result.error_count, result.error_count_is_lower_bound) == (1, True)
+
+
+def test_max_values_counts_keys_items_and_strings(loader: str):
+    """An entry of `entry()` is 9 values (mapping, 3 keys, 2 lists, 3 strings): the 19th, in the second
+    entry, is the `- dsr1...` item on line 20."""
+    assert _found(_check(appended(E, E), max_values=18)) == []
+    assert _found(_check(appended(E, E), max_values=12)) == [("too-many-values", 20)]
+    assert _found(_check(appended(E, E, entry("TBD")), max_values=12)) == [("too-many-values", 20)]
+
+
+def test_2_mb_of_tiny_bad_entries_keeps_the_first_50():
+    """Bug: a 4.3 MB append of bad entries kept every error (300,000 cached per head SHA, about 200 MB) and
+    stalled the loop 18 s. 2 MB of `- x` entries (420,000 of them): the first 50 errors by line are kept,
+    and the check stops at the first one it cannot keep; the count says "at least"."""
+    result = _check(HISTORY + _fill("\n- x\n", MAX_BYTES - len(HISTORY)))
+    assert _found(result) == [("not-a-mapping", line) for line in range(13, 113, 2)]
+    assert (result.error_count, result.error_count_is_lower_bound, result.unshown_errors) == (51, True, 1)
+
+
+def test_2_mb_of_bad_entries_with_many_errors_each():
+    """Seven errors an entry: the first 50 by line (seven entries and the first error of the eighth)."""
+    bad = ("\n- config-keys: 5\n  description: [1, {a: b}]\n  pr-link: https://example.com/1\n"
+           "  scenario-type: [bogus]\n  evals-only: maybe\n  colour: red\n")
+    one = [("wrong-type", 13), ("wrong-type", 14), ("wrong-type", 14), ("pr-link-not-accepted", 15),
+           ("invalid-value", 16), ("wrong-type", 17), ("unknown-field", 18)]
+    result = _check(HISTORY + _fill(bad, MAX_BYTES - len(HISTORY)))
+    assert _found(result) == [(code, line + 7 * n) for n in range(7) for code, line in one] + [("wrong-type", 62)]
+    assert (result.error_count, result.error_count_is_lower_bound) == (56, True)  # all of the eighth entry's
+
+
+def test_the_count_is_exact_when_the_check_read_everything():
+    """60 errors in one entry, the last entry: all counted, the first 50 kept; and the errors kept are the
+    first by line, whichever rule found them first (the missing final newline is the last line's)."""
+    result = _check(appended(entry("XXX", desc=("",) * 60)))
+    assert _found(result) == [("empty-string", line) for line in range(16, 66)]
+    assert (result.error_count, result.error_count_is_lower_bound) == (60, False)
+    result = _check(appended(entry("XXX", desc=("",) * 60))[:-1])
+    assert ("trailing-newline", 77) not in _found(result) and result.error_count == 61
+    assert _found(_check(appended(entry("XXX", desc=("",) * 3))[:-1])) == [
+        ("empty-string", 16), ("empty-string", 17), ("empty-string", 18), ("trailing-newline", 19)]
+
+
+@pytest.mark.parametrize(("count", "found"), [(100_000, [("too-many-values", 50_013)]),
+                                              (20_000, [("duplicate-key", line) for line in range(18, 68)])])
+def test_huge_numbers_of_duplicate_keys(count: int, found: list[tuple[str, int]]):
+    """`pr-link: XXX` on 100,000 lines of one entry passes max_values at line 50,013 (7 values, then two a
+    line); on 20,000 lines each repeat is counted (19,999) and the first 50 are kept."""
+    head = appended("- config-keys:\n    - a\n  description:\n    - b\n" + "  pr-link: XXX\n" * count)
+    result = _check(head)
+    assert _found(result) == found
+    if count == 20_000:
+        assert (result.error_count, result.error_count_is_lower_bound) == (19_999, False)
+        assert result.errors[0].params == {"key": "pr-link", "first_line": 17, "entry_line": 13}
+
+
+def test_2_mb_of_entries_aliasing_the_first(loader: str):
+    """Bug: 2 MB of entries whose `config-keys` is an alias of the first entry's anchor took 17 s (every
+    alias found through the whole text's events). Each is read on its own: the first 50 alias errors, each on
+    its line and naming the anchor's line."""
+    first = '\n- config-keys: &keys\n    - a\n  description: ["b"]\n  pr-link: XXX\n'
+    head = HISTORY + first + _fill('\n- config-keys: *keys\n  description: ["b"]\n  pr-link: XXX\n',
+                                   MAX_BYTES - len(HISTORY) - len(first))
+    result = _check(head)
+    assert _found(result) == [("yaml-syntax", line) for line in range(18, 218, 4)]
+    assert result.errors[0].params["problem"] == "found alias 'keys' of an anchor in another entry (line 13)"
+    assert (result.error_count, result.error_count_is_lower_bound) == (51, True)
+
+
+def test_an_anchor_defined_again_in_another_entry(loader: str):
+    """YAML refuses a document that defines one anchor twice (a reader of the whole file would fail)."""
+    result = _check(appended(entry("&k XXX"), entry("&k XXX")))
+    assert _found(result) == [("yaml-syntax", 23)]
+    assert result.errors[0].params["problem"] == "found duplicate anchor 'k' (first at line 17)"
+
+
+def test_2_mb_of_document_markers_are_counted_not_kept():
+    result = _check(appended(E) + _fill("---\n", MAX_BYTES - len(appended(E))))
+    markers = (MAX_BYTES - len(appended(E))) // 4
+    assert _found(result) == [("document-marker", line) for line in range(18, 68)]
+    assert (result.error_count, result.error_count_is_lower_bound) == (markers, False)
+
+
+def test_a_long_value_is_kept_short_in_the_params():
+    """What a result keeps is what the texts show (120 characters of a value), not a 2 MB line."""
+    result = _check(appended(entry("TBD" + "x" * 100_000), entry("XXX", "  ? " + "k" * 100_000, "  : 1")))
+    assert _found(result) == [("pr-link-not-accepted", 17), ("unknown-field", 24)]
+    assert [len(e.params.get("value") or e.params.get("field")) for e in result.errors] == [240, 240]
+    assert all(len(e.message) < 400 for e in result.errors)
+
+
+def test_link_corrections_are_capped_and_counted():
+    base = "".join(entry(f"{PREFIX}{n}") + "\n" for n in range(60))[:-1]
+    result = _check(base.replace(PREFIX, "TBD/"), base=base)
+    assert _found(result) == [("link-correction-not-accepted", 5 + 6 * n) for n in range(50)]
+    assert (result.error_count, result.error_count_is_lower_bound) == (60, False)
+    fixed = _check(base.replace(f"{PREFIX}7\n", f"{PREFIX}8\n"), base=base)
+    assert fixed.ok and [(c.line, c.new) for c in fixed.link_corrections] == [(47, f"{PREFIX}8")]
+    too_big = _check(base.replace(f"{PREFIX}7\n", f"{PREFIX}8\n"), base=base, max_bytes=len(base) - 1)
+    assert _found(too_big) == [("file-too-large", 60 * 6 - 1)]
+
+
+def test_the_default_branch_check_is_capped_and_counted(tail: bytes):
+    result = check_default_branch(tail, canonical_prefix=PREFIX, limits=ChangelogLimits(max_errors=1))
+    assert (_found(result), result.error_count, result.error_count_is_lower_bound) == (
+        [("default-branch-link", 2129)], 2, False)
+    links = "".join(entry(f"TBD{n}") + "\n" for n in range(60))[:-1]
+    result = check_default_branch(links, canonical_prefix=PREFIX)
+    assert _found(result) == [("default-branch-link", 5 + 6 * n) for n in range(50)] and result.error_count == 60
+    deep = "- config-keys: [a]\n  pr-link: XXX\n  description: " + "[" * 300 + "]" * 300 + "\n"
+    assert [(e.code, e.line) for e in validate_default_branch(deep, canonical_prefix=PREFIX)] == [("too-deep", 3)]
+    assert [(e.code, e.line) for e in validate_default_branch(
+        "- " * 10_000 + "x\n", canonical_prefix=PREFIX)] == [("too-deep", 1)]
+    many = check_default_branch(links, canonical_prefix=PREFIX, limits=ChangelogLimits(max_values=100))
+    assert _found(many)[-1] == ("too-many-values", 67) and many.error_count_is_lower_bound  # 9 values an entry
+
+
+def _near_the_recursion_limit(call, room: int):
+    """`call()` with only about `room` frames of Python's recursion limit left."""
+    depth = len(inspect.stack(0))
+
+    def down(n: int):
+        return call() if n == 0 else down(n - 1)
+
+    return down(sys.getrecursionlimit() - depth - room)
+
+
+def test_a_recursion_error_is_a_changelog_error_not_a_failed_delivery():
+    """Called with 60 frames to spare, an entry nested 31 levels (below the limit) runs out of recursion inside
+    PyYAML's composer and constructor: one `too-complex` error on the entry's line, no exception."""
+    head = appended(E, entry("XXX").replace('    - "Tune"', "    " + "[" * 28 + "x" + "]" * 28))
+    assert _found(_check(head)) == [("wrong-type", 22)]  # with room: the nested list is the item's error
+    result = _near_the_recursion_limit(lambda: _check(head), room=60)
+    assert _found(result) == [("too-complex", 19)]
+    assert (result.errors[0].params, result.error_count_is_lower_bound) == ({"cause": "recursion"}, True)
+
+
+@pytest.mark.parametrize("exc", [RecursionError, MemoryError])
+def test_recursion_and_memory_errors_anywhere_are_one_error(exc: type[BaseException],
+                                                            monkeypatch: pytest.MonkeyPatch):
+    cause = {RecursionError: "recursion", MemoryError: "memory"}[exc]
+    real = bot.changelog._EntryChecker.check
+
+    def failing(self, node, dash_line, *args):
+        if dash_line == 19:
+            raise exc()
+        return real(self, node, dash_line, *args)
+
+    monkeypatch.setattr(bot.changelog._EntryChecker, "check", failing)
+    result = _check(appended(entry("TBD"), E))
+    assert [(e.code, e.line, e.params) for e in result.errors] == [("too-complex", 19, {"cause": cause})]
+    monkeypatch.setattr(bot.changelog, "_code", lambda value: (_ for _ in ()).throw(exc()))
+    errors = validate_default_branch(HISTORY + "\n" + entry("TBD"), canonical_prefix=PREFIX)
+    assert [(e.code, e.line, e.params) for e in errors] == [("too-complex", 13, {"cause": cause})]
+
+
+def test_a_big_value_is_shown_by_its_first_items():
+    """The `value` of wrong-type or not-a-mapping is dumped from a copy of at most 64 values: 40,000 of them
+    read as the whole value's first characters (more than the 120 the texts show), not 40,000 dumped."""
+    for value in ({f"k{i}": [i] for i in range(40_000)}, [[i, str(i)] for i in range(40_000)]):
+        shown = bot.changelog._show(value)
+        whole = yaml.safe_dump(value, default_flow_style=True, width=10**6, sort_keys=False).strip()
+        assert 120 < len(shown) < 1000 and shown[:120] == whole[:120]
