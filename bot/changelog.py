@@ -378,6 +378,14 @@ def _too_many_values(line: int, limit: int) -> ChangelogError:
                 "append only the few entries this PR adds, each with short lists", limit=limit)
 
 
+def unfinished_check(size: int) -> ChangelogResult:
+    """The result when the check itself did not finish (its worker process died, or ran out of time: see
+    bot/offload.py): one `too-complex` error on line 1, cause `unfinished`."""
+    return ChangelogResult(errors=(_err(
+        1, "too-complex", f"the check of this {size:,}-byte changelog did not finish in the time a check may take",
+        "append only the few entries this PR adds, in plain form", cause="unfinished"),))
+
+
 def _too_complex(line: int, exc: BaseException) -> ChangelogError:
     cause = "memory" if isinstance(exc, MemoryError) else "recursion"
     what = "ran out of memory" if cause == "memory" else "nested too deeply for Python's recursion limit"

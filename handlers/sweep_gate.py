@@ -12,7 +12,8 @@ from gidgethub import routing, sansio
 
 from bot import lanes, logs
 from bot.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
-from bot.changelog import ChangelogResult, check_append
+from bot import offload
+from bot.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
 from bot.comments import is_bots, purpose_of
 from bot.dispatched_runs import bot_run, not_the_bots
 from bot.failures import TRANSIENT, classify
@@ -28,8 +29,7 @@ CHECK_NAME = "sweep-gate"
 PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
               "converted_to_draft", "closed")
 RUN_ACTIONS = ("requested", "in_progress", "completed")
-SHOWN_ERRORS = 20  # in the comment; the check run annotates up to ANNOTATED_ERRORS lines
-ANNOTATED_ERRORS = 100
+SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
 MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
 VIEWER_PAGES = {"perf_url": "inference", "eval_url": "evaluation"}
 
@@ -168,14 +168,24 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
     """The PR's change to the changelog, judged from the file at the merge base and at the head."""
     base_sha, head_sha, number = pull["base"]["sha"], pull["head"]["sha"], pull["number"]
     prefix = ctx.policy["pr_link_prefix"]
-    key = (ctx.repo, path, base_sha, head_sha, number, prefix)
+    key = (ctx.repo, path, base_sha, head_sha, number, prefix, changelog_limits(ctx.policy))
     if key not in _changelog_checks:
         merge_base = await ctx.merge_base(base_sha, head_sha)
         base = await ctx.file_at(path, merge_base)
-        head = await ctx.file_at(path, head_sha)
-        _changelog_checks[key] = check_append(base, head if head is not None else b"", pr_number=number,
-                                              canonical_prefix=prefix)
+        head = await ctx.file_at(path, head_sha) or b""
+        try:  # a big file is checked in the worker process: no input holds this loop (bot/offload.py)
+            result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
+                                       limits=changelog_limits(ctx.policy), size=len(head) + len(base or b""))
+        except offload.OffloadFailed:
+            result = unfinished_check(len(head))
+        # kept per head: only what is shown (the result holds at most limits.changelog_errors errors)
+        _changelog_checks[key] = result
     return _changelog_checks[key]
+
+
+def changelog_limits(policy: Mapping[str, Any]) -> ChangelogLimits:
+    limits = policy["limits"]
+    return ChangelogLimits(max_bytes=limits["changelog_bytes"], max_errors=limits["changelog_errors"])
 
 
 def label_generation(events: list[dict[str, Any]], sweep_labels: set[str], trusted: set[str]) -> int | None:
@@ -370,7 +380,9 @@ def status_variables(ctx: Context, state: PRState, decision: Decision, record: S
         "conditions": [_plain(c) for c in decision.conditions],
         "g": _facts(ctx, state.pull),
         "changelog_errors": [_error(e) for e in errors[:SHOWN_ERRORS]],
-        "more_errors": max(0, len(errors) - SHOWN_ERRORS),
+        "more_errors": max(0, len(errors) - SHOWN_ERRORS),  # listed on their lines in the check run
+        "unlisted_errors": state.changelog.unshown_errors if state.changelog is not None else 0,
+        "unlisted_at_least": bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
         "run": _shown_run(ctx, current),
     }
 
@@ -389,7 +401,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str) -> Ch
     path = ctx.policy["paths"]["changelog"]
     errors = list(state.changelog.errors) if state.changelog is not None else []
     notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e)))
-                  for e in errors[:ANNOTATED_ERRORS])
+                  for e in errors)
     return CheckRun(
         head_sha=state.pull["head"]["sha"], name=CHECK_NAME, conclusion=conclusion,
         title=ctx.templates.title("sweep_check", conclusion=conclusion),

@@ -85,6 +85,7 @@ EXTRA = {
     "more values than max_values": _limited_errors(appended(entry(), entry()), max_values=12),
     "RecursionError inside the check": _failing_errors(RecursionError("maximum recursion depth exceeded")),
     "MemoryError inside the check": _failing_errors(MemoryError()),
+    "a check that did not finish": list(bot.changelog.unfinished_check(2_000_000).errors),
 }
 
 
@@ -215,7 +216,7 @@ def test_each_variant_has_its_own_sentence(language):
         skeletons[error.code][_variant(error)].add(_skeleton(render(language, error)))
     expected_variants = {"history-changed": 6, "trailing-newline": 2, "pr-link-format": 5,
                          "link-correction-not-accepted": 2, "separator": 3, "outside-entry": 2, "unknown-field": 3,
-                         "yaml-syntax": 2, "wrong-type": 7, "not-a-mapping": 2, "too-complex": 2}
+                         "yaml-syntax": 2, "wrong-type": 7, "not-a-mapping": 2, "too-complex": 3}
     for code, count in expected_variants.items():
         assert len(skeletons[code]) == count, (code, list(skeletons[code]))
     for code, variants in skeletons.items():
@@ -406,6 +407,9 @@ def test_the_cap_sentences_name_the_limit_and_the_size():
         error = by_name[name]
         assert (error.code, error.line, error.params) == ("too-complex", 13, {"cause": cause})
         assert words in render("en", error)
+    unfinished = by_name["a check that did not finish"]
+    assert (unfinished.line, unfinished.params) == (1, {"cause": "unfinished"})
+    assert "did not finish" in render("en", unfinished) and "没有在允许的时间内完成" in render("zh", unfinished)
 
 
 def _more(language: str, count: int, shown: int, at_least: bool) -> str:

@@ -278,20 +278,26 @@ def _status_samples() -> list[dict]:
     out = [
         {"head_sha": sha, "headline": "blocked", "g": g, "run": None,
          "conditions": [_plain(c) for c in blocked.conditions],
-         "changelog_errors": [_error(e) for e in bad.errors], "more_errors": 3},
+         "changelog_errors": [_error(e) for e in bad.errors], "more_errors": 3, "unlisted_errors": 0,
+         "unlisted_at_least": False},
+        # more found than the result keeps (policy limits.changelog_errors): counted, exactly or as "at least"
+        *({"head_sha": sha, "headline": "blocked", "g": g, "run": None,
+           "conditions": [_plain(c) for c in blocked.conditions], "changelog_errors": [_error(e) for e in bad.errors],
+           "more_errors": 30, "unlisted_errors": unlisted, "unlisted_at_least": at_least}
+          for unlisted, at_least in ((1, False), (1_234, False), (1, True))),
         {"head_sha": sha, "headline": "running", "g": g, "run": run,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0},
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
         {"head_sha": sha, "headline": "finished", "g": g, "run": done,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0},
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
         {"head_sha": sha, "headline": "idle", "g": g, "run": None,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0},
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
     ]
     for code in ("failed", "retrying"):
         conditions = [_plain(c) for c in running.conditions]
         conditions[-1] = {"name": "dispatch", "ok": False, "code": code, "params": {
             "dispatch_id": running.dispatch_id, "error": "422: Unexpected inputs provided", "retry_in": 4}}
         out.append({"head_sha": sha, "headline": "dispatch_" + code, "g": g, "run": None,
-                    "conditions": conditions, "changelog_errors": [], "more_errors": 0})
+                    "conditions": conditions, "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False})
     return out
 
 
