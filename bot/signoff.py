@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.checklist import ChecklistResult, Template, TemplateProblem, normalise
 from bot.codeowners import CodeOwners, Rule, owned_files
+from bot.markdown import mentions, prose
 
 # Where a sign-off lives, as the verdict's purpose names it: `signoff-comment-12`, `signoff-review-34`, ...
 SOURCES = {"issue_comment": "comment", "pull_request_review": "review", "pull_request_review_comment": "review-comment"}
@@ -19,7 +20,6 @@ FRESH, STALE, WITHDRAWN = "fresh", "stale", "withdrawn"
 SHOWN_FILES = 20  # files (and their owners) a verdict names; the rest are counted
 SHOWN_ITEMS = 20  # checklist items a verdict lists per kind of problem
 ITEM_CHARS = 160  # a long checklist item is shown up to this many characters
-QUOTE_RE = re.compile(r"^\s{0,3}>")
 # The judge workflow's answer (`repository_dispatch` of type JUDGED): every key a string.
 JUDGED = "signoff-judged"
 JUDGE_KEYS = ("pr-number", "signoff-id", "head-sha", "verdict", "summary", "run-url")
@@ -70,13 +70,13 @@ class SweepRun:
 
 
 def has_phrase(body: str | None, phrase: str) -> bool:
-    """Whether `body` says the sign-off phrase outside a quote (a reply quoting a sign-off is not one).
-    Compared after normalising whitespace, links and emphasis, ignoring case."""
+    """Whether `body` says the sign-off phrase in its visible prose (`bot.markdown.prose`): not in a quote (a reply
+    quoting a sign-off is not one), code or an HTML comment. Compared after normalising whitespace, links and
+    emphasis, ignoring case. A body that lacks a word of the phrase is refused before it is parsed."""
     wanted = normalise(phrase).casefold()
-    if not wanted:
+    if not wanted or not mentions(body, wanted):
         return False
-    kept = "\n".join(line for line in (body or "").splitlines() if not QUOTE_RE.match(line))
-    return wanted in normalise(kept).casefold()
+    return wanted in normalise(prose(body)).casefold()
 
 
 def signoff_of(event: str, data: Mapping[str, Any], phrase: str) -> Signoff | None:

@@ -21,6 +21,15 @@ SHA, OLD = "a" * 40, "b" * 40
     (f"**As a PR reviewer and CODEOWNER**, I have reviewed this and have:", True),  # nor emphasis
     (f"> {PHRASE}:\n\nI agree with the above.", False),  # a quote of someone's sign-off
     (f"   > {PHRASE}", False),
+    (f"> Quoting you:\n{PHRASE}", False),  # a lazy line continues the quote
+    (f"> quoted\n\n{PHRASE}:", True),
+    (f"<!-- {PHRASE} -->", False),  # hidden in an HTML comment
+    (f"```\n{PHRASE}\n```", False),  # in code: fenced, indented, a code span, <pre>/<code>
+    (f"Template:\n\n    {PHRASE}", False),
+    (f"`{PHRASE}`", False),
+    (f"<pre>\n{PHRASE}\n</pre>", False),
+    (f"Like <code>{PHRASE}</code>", False),
+    (f"1. Reviewed.\n\n    {PHRASE}:", True),  # inside a list item, not code
     ("As a PR reviewer, I have reviewed this", False),
     ("", False),
     (None, False),
