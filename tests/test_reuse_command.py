@@ -111,12 +111,23 @@ async def test_a_contributor_with_write_permission_is_accepted_and_one_without_i
     assert pin(repo, 41).comment_id == ok["id"], "a refused command changes no pin"
 
 
-@pytest.mark.parametrize("body", ["please /use 111 later", "> /use 111", "```\n/use 111\n```", "`/use 111`"])
+@pytest.mark.parametrize("body", ["please /use 111 later", "> /use 111", "```\n/use 111\n```", "`/use 111`",
+                                  # regression: rendered as code, or inside the quote (a lazy line), yet obeyed
+                                  "<pre>\n/use 111\n</pre>", "<code>\n/use 111\n</code>", "> Pin it?\n/use 111"])
 async def test_a_command_in_prose_quotes_or_code_does_nothing(repo, make_harness, body):
     open_pull(repo, 42)
     h = await make_harness()
     c = await command(h, 42, body)
     assert reactions(repo, c) == [] and [w for w in repo.writes if not w.path.startswith("/app/")] == []
+
+
+async def test_an_empty_html_comment_closes_at_once_and_hides_nothing(repo, make_harness):
+    """Regression: `<!-->` (an empty comment, closed by CommonMark at once) hid the rest of the comment."""
+    open_pull(repo, 39)
+    h = await make_harness()
+    run = finished_run(repo, 39)
+    c = await command(h, 39, f"<!-->\n/use {run['id']}")
+    assert reactions(repo, c) == ["+1"] and pin(repo, 39).run_id == run["id"]
 
 
 async def test_a_newer_bare_reuse_replaces_the_pin_with_the_newest_successful_run(repo, make_harness):
