@@ -48,7 +48,7 @@ _CODE_END = {"pre": re.compile(r"</pre\s*>", re.IGNORECASE), "code": re.compile(
 _WORD = re.compile(r"[^\W_]+")
 # What an unindented line starting with one of BLOCK_STARTS (and holding no `<`) needs to start a block; any other
 # such line (`1x`, `#x`, `=`, `` `x` ``, `_a_`) is plain text too.
-_BLOCK_START = re.compile(r"(?P<quote>>)|(?P<heading>#{1,6}(?:[ \t]|$))|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$"
+_BLOCK_START = re.compile(rf"(?P<quote>>)|(?P<heading>{_HEADING.pattern})|{_THEMATIC_BREAK.pattern}"
                           r"|(?P<item>(?:[-*+]|(?P<number>\d{1,9})[.)])(?:[ \t]+|$))|`{3}|~{3}")
 
 
