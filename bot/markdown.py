@@ -1,4 +1,4 @@
-"""What of a Markdown comment a reader sees as prose: its lines outside code, quotes and HTML comments (one linear pass)."""
+"""What of a Markdown comment a reader sees as prose: its lines outside code, quotes and HTML comments (linear)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ BULLETS = frozenset(("- ", "* ", "+ "))  # how an unindented bullet list item st
 FENCE_STARTS = frozenset("`~-*+0123456789")  # a fence, or the list markers before one
 ITEM_STARTS = frozenset("-*+0123456789")  # a list marker
 INTERRUPTS = frozenset("#<-*_+0123456789")  # besides `>`: a heading, an HTML block, a thematic break, a list item
-# CommonMark's HTML block start condition 6: these tags (opening or closing) start a block that may interrupt a paragraph.
+# CommonMark's HTML block start condition 6: these tags (opening or closing) start a block that interrupts a paragraph.
 HTML_BLOCK_TAGS = frozenset(
     "address article aside base basefont blockquote body caption center col colgroup dd details dialog dir div dl "
     "dt fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header hr html iframe legend li "
@@ -38,8 +38,8 @@ _ITEM = re.compile(r"(?:[-*+]|(\d{1,9})[.)])(?:([ \t]+)|$)")
 _QUOTE_MARKS = re.compile(r"(?:[ \t]{0,3}>[ \t]?)+")
 _HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
 _THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_HTML_START = re.compile(r"<(?:(?:script|style|textarea|pre)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\[|/?([A-Za-z][A-Za-z0-9-]*)(?:[\s>]|/>|$))",
-                         re.IGNORECASE)
+_HTML_START = re.compile(r"<(?:(?:script|style|textarea|pre)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\["
+                         r"|/?([A-Za-z][A-Za-z0-9-]*)(?:[\s>]|/>|$))", re.IGNORECASE)
 # A `<pre>` or `<code>` block: opened by its tag at the start of a line, ended by the line holding its closing tag.
 _CODE_BLOCK = re.compile(r"<(pre|code)(?=[\s>]|$)", re.IGNORECASE)
 # What `_without_code` reads, in order: runs of backticks, and `<code>`/`<pre>` tags inside a paragraph.
