@@ -17,6 +17,7 @@ from bot.runtime import Bot
 from bot.server import make_app
 
 SECRET = "test-secret"
+COMMENT_LIMIT = 65_536  # GitHub's limit on a comment body: the worst case of every parser of comments
 REPO = "acme/InferenceX"
 
 
@@ -28,6 +29,11 @@ class Sleeps:
 
     async def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
+    """`prefix`, `piece` repeated, `suffix`: at most COMMENT_LIMIT characters."""
+    return prefix + piece * ((COMMENT_LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix
 
 
 def settings(tmp_path, **changes: Any) -> Settings:

@@ -294,12 +294,7 @@ def test_normalise_where_it_differs_from_before(raw, expected):
     assert normalise(raw) == expected
 
 
-LIMIT = 65_536  # GitHub's limit on a comment body
-
-
-def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
-    """`prefix`, `piece` repeated, `suffix`: at most LIMIT characters."""
-    return prefix + piece * ((LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix
+from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
 
 
 @pytest.mark.parametrize(("piece", "expected"), [

@@ -353,12 +353,7 @@ def test_visible_text_keeps_code_spans_whole():
 
 # --- worst cases at GitHub's limit (65,536 characters): right answers (speed: bench/parsers.py) --------------
 
-LIMIT = 65_536
-
-
-def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
-    """`prefix`, `piece` repeated, `suffix`: at most LIMIT characters."""
-    return prefix + piece * ((LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix
+from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
 
 
 WORST_CASES = [

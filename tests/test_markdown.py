@@ -13,16 +13,11 @@ from bot.markdown import BREAK, mentions, prose, visible_lines
 from bot.signoff import has_phrase
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
-LIMIT = 65_536  # GitHub's limit on a comment body
+from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
 
 
 def case(body, expected, id):
     return pytest.param(body, expected, id=id)
-
-
-def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
-    """`prefix`, `piece` repeated, `suffix`: at most LIMIT characters."""
-    return prefix + piece * ((LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix
 
 
 # -- visible lines --------------------------------------------------------------------------------
