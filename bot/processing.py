@@ -138,9 +138,6 @@ class Context:
             self._memo[key] = await self.gh.getitem(repo_api(self.repo, "git", "commits", sha))
         return self._memo[key]
 
-    async def commit_message(self, sha: str) -> str:
-        return (await self.git_commit(sha)).get("message") or ""
-
     async def role(self, login: str) -> str:
         """The person's role on the repository: admin, maintain, write, triage, read or none."""
         key = (self.repo, login.casefold())
@@ -156,15 +153,12 @@ class Context:
             cache[key] = answer.get("role_name") or answer.get("permission") or "none"
         return cache[key]
 
-    async def can_write(self, login: str) -> bool:
-        return await self.role(login) in WRITER_ROLES
-
     async def writer(self, login: str) -> bool | None:
         """Whether `login` has write, maintain or admin permission, as the collaborator-permission API says
         (cached a few minutes); None when GitHub would not say (a 403, or a 5xx or timeout after the client's
         retries): the caller then refuses with "could not confirm", and nothing is cached."""
         try:
-            return await self.can_write(login)
+            return await self.role(login) in WRITER_ROLES
         except (gidgethub.GitHubException, httpx.HTTPError, asyncio.TimeoutError) as exc:
             logs.event("permission lookup failed", login=login, error=f"{type(exc).__name__}: {exc}"[:300])
             return None
