@@ -16,6 +16,7 @@ EMAIL_RE = re.compile(r"[^@\s]+@[^@\s/]+\.[^@\s/]+")
 # A `#` that starts a token (line start, or after whitespace) starts a comment; `\#` and `\ ` are literal.
 COMMENT = "#"
 ESCAPE = "\\"
+_TOKEN = re.compile(r"(?:\\.|[^\s\\])++|\\$")  # possessive: no backtracking state per character
 
 # gitignore features GitHub's CODEOWNERS does not support. `!` (negation) makes the line a problem; `[` and `]`
 # are matched literally (no character classes). `?` is one character other than `/`.
@@ -98,28 +99,15 @@ def owned_files(
 
 
 def _tokens(line: str) -> tuple[list[str], str | None]:
-    """Whitespace-separated tokens up to an unescaped comment, escapes kept; or an error."""
+    """Whitespace-separated tokens up to an unescaped comment, escapes kept; or an error. One regex pass: a token
+    is a run of escaped characters and of characters that are neither space nor backslash."""
     tokens: list[str] = []
-    token = ""
-    i = 0
-    while i < len(line):
-        char = line[i]
-        if char == ESCAPE:
-            if i + 1 == len(line):
-                return [], "trailing backslash"
-            token += line[i : i + 2]
-            i += 2
-            continue
-        if char.isspace():
-            if token:
-                tokens.append(token)
-                token = ""
-        elif char == COMMENT and not token:
+    for match in _TOKEN.finditer(line):
+        token = match.group()
+        if token == ESCAPE:
+            return [], "trailing backslash"
+        if token.startswith(COMMENT):
             break
-        else:
-            token += char
-        i += 1
-    if token:
         tokens.append(token)
     return tokens, None
 
