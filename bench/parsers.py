@@ -19,7 +19,8 @@ fails there rather than on the machine.
 Budget (issue 15), judged on "after": 50 ms for comment-sized inputs; 2 s and 100 MB for file-sized ones (a
 changelog, a 2 MB CODEOWNERS, a 25 MB callback payload).
 
-Then one "loop held" figure, after only: check_append on the slowest 2 MB input, run by asyncio.to_thread while
+Then two "loop held" figures, after only: check_append on the slowest 2 MB input, run by asyncio.to_thread and
+by bot.offload (the worker process the sweep gate uses), while
 a ticker on the event loop sleeps 1 ms at a time and records how late it wakes (sys.setswitchinterval(0.001),
 as bot/runtime.py sets it).
 
@@ -715,8 +716,10 @@ def emit(**message: Any) -> None:
     sys.stdout.flush()
 
 
-async def held(thunk: Callable[[], Any]) -> tuple[float, list[float], list[float]]:
-    """(the call's seconds, the ticker's lateness while idle, while the call ran in a thread), in seconds."""
+async def held(thunk: Callable[[], Any], run_it: Callable[[Callable[[], Any]], Any] | None = None
+               ) -> tuple[float, list[float], list[float]]:
+    """(the call's seconds, the ticker's lateness while idle, while the call ran in a thread), in seconds.
+    `run_it` awaits the call another way (the bot's worker process)."""
     loop = asyncio.get_running_loop()
     busy = asyncio.Event()
     lateness: dict[bool, list[float]] = {False: [], True: []}
@@ -733,9 +736,11 @@ async def held(thunk: Callable[[], Any]) -> tuple[float, list[float], list[float
     task = asyncio.create_task(ticker())
     await asyncio.to_thread(lambda: None)  # the executor's thread exists before anything is measured
     await asyncio.sleep(0.5)  # idle: the ticker's own jitter
+    if run_it is not None:
+        await run_it(lambda: None)  # the worker process is up before anything is measured
     busy.set()
     started = time.perf_counter()
-    await asyncio.to_thread(thunk)
+    await (asyncio.to_thread(thunk) if run_it is None else run_it(thunk))
     elapsed = time.perf_counter() - started
     busy.clear()
     stop.set()
@@ -759,11 +764,26 @@ def worker(args: argparse.Namespace) -> int:
             thunk()
             emit(peak=tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
-        elif args.mode == "loop":
+        elif args.mode in ("loop", "offload"):
             sys.setswitchinterval(SWITCH_INTERVAL)
+            run_it = None
+            if args.mode == "offload":  # as the sweep gate runs it: bot.offload's worker process
+                from bot import changelog, offload
+
+                base, head = data
+
+                async def run_it(call: Callable[[], Any]) -> Any:
+                    if call is thunk:
+                        return await offload.run(changelog.check_append, base, head, pr_number=1,
+                                                 canonical_prefix=PREFIX, size=offload.IN_PROCESS_BYTES + len(head))
+                    return await offload.run(len, b"", size=offload.IN_PROCESS_BYTES)
             for _ in range(args.repeat):
-                elapsed, idle, busy = asyncio.run(held(thunk))
+                elapsed, idle, busy = asyncio.run(held(thunk, run_it))
                 emit(t=elapsed, idle=idle, busy=busy)
+            if run_it is not None:
+                from bot import offload
+
+                offload.shutdown()
         else:
             spent = 0.0
             for index in range(args.repeat):
@@ -997,21 +1017,22 @@ def loop_held(rows: list[Row], after_tree: Path, args: argparse.Namespace) -> No
         print("loop held: no check_append case completed on after")
         return
     worst = max(candidates, key=lambda r: r.after.median)
-    run = run_worker(after_tree, worst.case, "loop", args, repeat=max(1, min(args.repeat, 3)))
-    if not run.times:
-        print(f"loop held: check_append on {worst.case.label}: {run.error}")
-        return
-    idle = sorted(x for m in run.messages if "idle" in m for x in m["idle"])
-    busy = sorted(x for m in run.messages if "busy" in m for x in m["busy"])
+    for mode, how in (("loop", "via asyncio.to_thread"), ("offload", "via bot.offload (the worker process)")):
+        run = run_worker(after_tree, worst.case, mode, args, repeat=max(1, min(args.repeat, 3)))
+        if not run.times:
+            print(f"loop held: check_append on {worst.case.label} {how}: {run.error}")
+            continue
+        idle = sorted(x for m in run.messages if "idle" in m for x in m["idle"])
+        busy = sorted(x for m in run.messages if "busy" in m for x in m["busy"])
+        print(f"loop held (after): check_append on {worst.case.label!r} ({size_text(run)}) {how}, "
+              f"{len(run.times)} run(s), call median {ms(statistics.median(run.times))} ms; a ticker sleeping "
+              f"{TICK_S * 1000:.0f} ms on the loop, switchinterval {SWITCH_INTERVAL * 1000:.0f} ms: lateness during "
+              f"the call max {ms(busy[-1] if busy else None)} ms, p99 {ms(_p99(busy))} ms over {len(busy):,} ticks "
+              f"(idle, same loop: max {ms(idle[-1] if idle else None)} ms, p99 {ms(_p99(idle))} ms)")
 
-    def p99(values: list[float]) -> float:
-        return values[min(len(values) - 1, max(0, -(-len(values) * 99 // 100) - 1))] if values else 0.0
 
-    print(f"loop held (after): check_append on {worst.case.label!r} ({size_text(run)}) via asyncio.to_thread, "
-          f"{len(run.times)} run(s), call median {ms(statistics.median(run.times))} ms; a ticker sleeping "
-          f"{TICK_S * 1000:.0f} ms on the loop, switchinterval {SWITCH_INTERVAL * 1000:.0f} ms: lateness during the "
-          f"call max {ms(busy[-1] if busy else None)} ms, p99 {ms(p99(busy))} ms over {len(busy):,} ticks "
-          f"(idle, same loop: max {ms(idle[-1] if idle else None)} ms, p99 {ms(p99(idle))} ms)")
+def _p99(values: list[float]) -> float:
+    return values[min(len(values) - 1, max(0, -(-len(values) * 99 // 100) - 1))] if values else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
