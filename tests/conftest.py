@@ -4,6 +4,17 @@ import respx
 from bot.testing import InMemoryGitHub
 
 
+@pytest.fixture(autouse=True)
+def fresh_commit_caches():
+    """The gate keeps what it read per commit SHA (on GitHub a SHA names one content for ever); the fake's SHAs
+    are made from a PR's number, so two tests' PR 60 share them: each test starts with empty caches."""
+    from handlers import sweep_gate
+
+    sweep_gate._changelog_checks.clear()
+    sweep_gate._commits.clear()
+    yield
+
+
 @pytest.fixture
 def github():
     """The shared stateful fake GitHub; every httpx request in a test goes to it (respx)."""
