@@ -15,7 +15,7 @@ from bot.commands import Command, edit_is_new_command, parse
 from bot.comments import PER_PAGE, hidden_record, read_hidden_record
 from bot.links import repo_api, web
 from bot.processing import Context
-from bot.sweep_record import Pin, SweepRecord
+from bot.sweep_record import Pin, RunRecord, SweepRecord
 from handlers import sweep_gate
 from handlers.help_command import from_a_bot, reply_purpose
 
@@ -78,11 +78,17 @@ async def read_run(ctx: Context, run_id: int) -> dict | None:
         raise
 
 
-async def candidate_runs(ctx: Context, record: SweepRecord) -> list[dict]:
-    """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now: the sweeps the bot dispatched
-    for the PR, which its record holds (no listing of a branch's runs: a fork's own runs are among those)."""
-    runs = [await read_run(ctx, known.run_id) for known in record.runs if known.run_id]
-    return [run for run in runs if run is not None and sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx))]
+async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, RunRecord]]:
+    """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now, each with its record entry:
+    the sweeps the bot dispatched for the PR, which its record holds (no listing of a branch's runs: a fork's
+    own runs are among those)."""
+    found = []
+    for entry in record.runs:
+        run = await read_run(ctx, entry.run_id) if entry.run_id else None
+        known = sweep_gate.recorded_run(ctx, run, record) if run is not None else None
+        if known is not None:
+            found.append((run, known))
+    return found
 
 
 # -- the command -----------------------------------------------------------------------------------
@@ -138,7 +144,7 @@ async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecor
     run = await read_run(ctx, run_id)
     if run is None:
         return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
-    dispatched = sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx)) is not None
+    dispatched = sweep_gate.recorded_run(ctx, run, record) is not None
     verdict = pins.check_run(
         run, pinned=True, dispatched=dispatched, fork=is_fork(ctx, pull),
         artifacts=await run_artifacts(ctx, run_id) if dispatched else (),
@@ -153,7 +159,7 @@ async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
         run, verdict = await judge_pinned(ctx, command.run_id, pull, record)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
     labels = [label["name"] for label in pull.get("labels") or []]
-    runs = await candidate_runs(ctx, record)
+    runs = [run for run, _ in await candidate_runs(ctx, record)]
     artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
     chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs}, fork=is_fork(ctx, pull),
                                   artifacts_of=artifacts, labels=labels, policy=ctx.policy, now=utcnow())

@@ -111,12 +111,7 @@ def sweep_run(ctx: Context, run: dict[str, Any], known: RunRecord) -> rules.Swee
 
 async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
     """The PR's sweeps: only those the bot dispatched for it (bot.dispatched_runs), as GitHub shows them now."""
-    found = []
-    for run in await reuse_command.candidate_runs(ctx, record):
-        known = sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx))
-        if known is not None:
-            found.append(sweep_run(ctx, run, known))
-    return found
+    return [sweep_run(ctx, run, known) for run, known in await reuse_command.candidate_runs(ctx, record)]
 
 
 async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) -> tuple[rules.Check, rules.Check]:
@@ -130,7 +125,7 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) 
     if record.pin is not None:
         run, verdict = await reuse_command.judge_pinned(ctx, record.pin.run_id, pull, record)
         code = verdict.code
-        known = sweep_gate.bot_run(run, record, **sweep_gate.run_trust(ctx)) if run is not None else None
+        known = sweep_gate.recorded_run(ctx, run, record) if run is not None else None
         if verdict.ok and known is not None:
             pinned = sweep_run(ctx, run, known)
     sweep = rules.sweep_check(await sweep_runs(ctx, record), commits, pinned=pinned, asked=asked)

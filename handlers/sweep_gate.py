@@ -119,6 +119,11 @@ def run_trust(ctx: Context) -> dict[str, Any]:
     return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
 
 
+def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
+    """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.dispatched_runs)."""
+    return bot_run(run, record, **run_trust(ctx))
+
+
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
     return {key: web(viewer, page, unofficialRun=run_id) for key, page in VIEWER_PAGES.items()}
 
@@ -504,7 +509,7 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     if number is None:
         return []
     record, exists = await load_record(ctx, number)
-    known = bot_run(run, record, **run_trust(ctx))
+    known = recorded_run(ctx, run, record)
     if known is None:
         logs.event("workflow run ignored: not a sweep the bot dispatched for this PR", run=run.get("id"), pr=number,
                    reason=not_the_bots(run, **run_trust(ctx)) or "its dispatch id is not in the PR's record")
