@@ -83,15 +83,17 @@ class Context:
     def render(self, kind: str, **variables: Any) -> str:
         return self.templates.render(kind, **variables)
 
-    async def _listing(self, key: tuple, url: str, keep: Callable[[dict], bool] = lambda item: True) -> list[dict]:
-        """Every page of a list endpoint, read once per delivery."""
+    async def _listing(self, key: tuple, *path: str | int, keep: Callable[[dict], bool] = lambda item: True
+                       ) -> list[dict]:
+        """Every page of this repository's list endpoint `path`, read once per delivery."""
         if key not in self._memo:
+            url = repo_api(self.repo, *path, per_page=PER_PAGE)
             self._memo[key] = [item async for item in self.gh.getiter(url) if keep(item)]
         return self._memo[key]
 
     async def pr_file_entries(self, number: int) -> list[dict]:
         """The changed files of a PR as GitHub lists them (every page; a rename carries `previous_filename`)."""
-        return await self._listing(("files", number), repo_api(self.repo, "pulls", number, "files", per_page=PER_PAGE))
+        return await self._listing(("files", number), "pulls", number, "files")
 
     async def pr_files(self, number: int) -> list[str]:
         """Changed file names of a PR."""
@@ -100,11 +102,11 @@ class Context:
     async def labels(self, number: int) -> list[str]:
         """The labels on an issue or PR as GitHub has them now (a payload's list can be stale)."""
         return [label["name"] for label in
-                await self._listing(("labels", number), repo_api(self.repo, "issues", number, "labels", per_page=PER_PAGE))]
+                await self._listing(("labels", number), "issues", number, "labels")]
 
     async def label_events(self, number: int) -> list[dict]:
-        return await self._listing(("events", number), repo_api(self.repo, "issues", number, "events", per_page=PER_PAGE),
-                                   lambda e: e.get("event") in ("labeled", "unlabeled"))
+        return await self._listing(("events", number), "issues", number, "events",
+                                   keep=lambda e: e.get("event") in ("labeled", "unlabeled"))
 
     async def file_at(self, path: str, ref: str) -> bytes | None:
         """The exact bytes of a file at a commit, or None where it does not exist (above 1 MB via the blob API)."""
@@ -184,7 +186,7 @@ class Context:
 
     async def comments(self, number: int) -> list[dict]:
         """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""
-        return await self._listing(("comments", number), repo_api(self.repo, "issues", number, "comments", per_page=PER_PAGE))
+        return await self._listing(("comments", number), "issues", number, "comments")
 
 
 Handler = Callable[[sansio.Event, Context], Any]
