@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from bot.markdown import ITEM_STARTS, TAB_WIDTH  # Markdown's: a tab's width, a list item's first characters
+
 DEFAULT_HEADING = "## Template"
 SIMILAR_RATIO = 0.8  # an unmatched item of the sign-off this similar to a template item (word by word) is that item reworded
 MAX_CANDIDATES = 50  # distinct unmatched items of a sign-off looked at as rewordings, the first ones first
 MAX_RATIOS = 3  # of those, how many (the most alike by difflib's quick_ratio) are compared in full for one item
-TAB_WIDTH = 4
-ITEM_STARTS = frozenset("-*+0123456789")  # the first characters of a line, unindented, that may be a checklist item
 
 # An opening/closing code fence: up to 3 spaces, then 3+ backticks or tildes.
 FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
