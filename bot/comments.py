@@ -74,6 +74,23 @@ def is_bots(item: dict[str, Any], bot_login: str) -> bool:
     return (item.get("user") or {}).get("login") == bot_login
 
 
+def sender_login(event: dict[str, Any]) -> str | None:
+    """The login GitHub says sent a delivery (its `sender`: no payload field sets it)."""
+    sender = event.get("sender")
+    login = sender.get("login") if isinstance(sender, dict) else None
+    return login if isinstance(login, str) and login else None
+
+
+def sent_by(event: dict[str, Any], bot_login: str, senders: Any) -> str | None:
+    """The delivery's sender when it is the App's own bot account or one of `senders` (a policy list; logins
+    compare ignoring case, as on GitHub); else None."""
+    login = sender_login(event)
+    if login is None:
+        return None
+    allowed = {bot_login.casefold(), *(s.casefold() for s in senders or () if isinstance(s, str))}
+    return login if login.casefold() in allowed else None
+
+
 class CommentStore:
     """Creates or updates the bot's marked comments; serialises writers of one (repo, PR, purpose) in this process."""
 

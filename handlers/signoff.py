@@ -13,7 +13,7 @@ from bot import signoff as rules
 from bot.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
 from bot.checklist import Template, compare, template_items
 from bot.codeowners import parse as parse_codeowners
-from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.links import Slashed, repo_api, web
 from bot.processing import Context
 from bot.sweep_record import RunRecord, SweepRecord
@@ -329,17 +329,13 @@ async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
     return await restate(ctx, pull["number"], changed)
 
 
-def judge_senders(ctx: Context) -> set[str]:
-    return {ctx.bot_login.casefold(), *(login.casefold() for login in ctx.policy["signoff"]["judge"]["senders"])}
-
-
 async def judged(event: sansio.Event, ctx: Context) -> list[Action]:
     """The judge workflow answered: merge its result into the verdict it was asked for. Only an answer from an
     accepted sender, for a verdict whose judge the bot asked and that has not answered yet, on that head,
     counts; its link is always the judge run the bot dispatched, never one the answer sent."""
-    sender = ((event.data.get("sender") or {}).get("login") or "")
-    if sender.casefold() not in judge_senders(ctx):
-        logs.event("judge answer from a sender that is not accepted, ignored", logging.WARNING, sender=sender[:60])
+    if sent_by(event.data, ctx.bot_login, ctx.policy["signoff"]["judge"]["senders"]) is None:
+        logs.event("judge answer from a sender that is not accepted, ignored", logging.WARNING,
+                   sender=str(sender_login(event.data))[:60])
         return []
     answer = rules.judge_result(event.data.get("client_payload"))
     if isinstance(answer, str):

@@ -31,7 +31,7 @@ from gidgethub import routing, sansio
 
 from bot import links, logs
 from bot.actions import Action, Comment
-from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.processing import Context
 from bot.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
 from handlers import sweep_gate
@@ -60,13 +60,6 @@ router = routing.Router()
 
 
 # -- rules -----------------------------------------------------------------------------------------
-
-
-def sender_allowed(login: Any, bot_login: str, senders: list[str]) -> bool:
-    """The App's own bot account, or one of `results.senders` (logins compare ignoring case, as on GitHub)."""
-    if not isinstance(login, str) or not login:
-        return False
-    return login.casefold() in {bot_login.casefold(), *(s.casefold() for s in senders if isinstance(s, str))}
 
 
 def web_base(html_url: str) -> str:
@@ -257,10 +250,10 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
 async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
     results = ctx.policy["results"]
-    sender = (data.get("sender") or {}).get("login") if isinstance(data.get("sender"), dict) else None
-    if not sender_allowed(sender, ctx.bot_login, results.get("senders") or []):
+    if sent_by(data, ctx.bot_login, results.get("senders")) is None:
         logs.event("results callback from a sender that is not the App nor one of results.senders, ignored",
-                   logging.WARNING, event_type=str(data.get("action"))[:60], sender=str(sender)[:60])
+                   logging.WARNING, event_type=str(data.get("action"))[:60],
+                   sender=str(sender_login(data))[:60])
         return []
     parsed = parse_callback(data.get("action") or "", data.get("client_payload"),
                             results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])])
