@@ -55,10 +55,10 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from bot import logs  # noqa: E402
-from bot.comments import purpose_of  # noqa: E402
-from bot.config import Settings  # noqa: E402
-from bot.sandbox import add_sweep_workflows  # noqa: E402
+from bot.telemetry import logs  # noqa: E402
+from bot.effects.comments import purpose_of  # noqa: E402
+from bot.core.config import Settings  # noqa: E402
+from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="workers on the server's event loop (the test harness's way), not their own thread")
     args = parser.parse_args(argv)
 
-    from bot.sandbox import _generate_key
+    from bot.app.sandbox import _generate_key
 
     collect = Collect()  # the bot's warnings and errors, counted and shown below instead of printed as they come
     bot_log = logging.getLogger("sweepbot")

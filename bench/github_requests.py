@@ -28,7 +28,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from bot.sandbox import add_sweep_workflows  # noqa: E402
+from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
 import handlers  # noqa: E402
 from handlers import PR_WORKFLOW, router_without, sweep_gate  # noqa: E402
@@ -383,7 +383,7 @@ async def run(key: str, scenarios: list[Callable[[str], Awaitable[Count]]] = SCE
 def main() -> None:
     import logging
 
-    from bot.sandbox import _generate_key
+    from bot.app.sandbox import _generate_key
 
     logging.disable(logging.CRITICAL)
     key = _generate_key()

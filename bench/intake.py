@@ -159,7 +159,7 @@ def journal_rows(url: str) -> int:
 
 def measure(dbs: list[str], requests: int, rounds: int) -> list[dict]:
     """Intake only (no workers) on one server per entry of `dbs`, the clients spread over them."""
-    from bot.journal import is_postgres
+    from bot.delivery.journal import is_postgres
 
     assert all(is_postgres(db) for db in dbs) or len(dbs) == 1, dbs
     ports = [free_port() for _ in dbs]

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from bench.drain import REPO, SECRET, health, send  # noqa: E402
-from bot.sandbox import _generate_key  # noqa: E402
+from bot.app.sandbox import _generate_key  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
 from harness import free_port, start_server_process  # noqa: E402
 

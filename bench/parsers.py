@@ -20,9 +20,9 @@ Budget (issue 15), judged on "after": 50 ms for comment-sized inputs; 2 s and 10
 changelog, a 2 MB CODEOWNERS, a 25 MB callback payload).
 
 Then two "loop held" figures, after only: check_append on the slowest 2 MB input, run by asyncio.to_thread and
-by bot.offload (the worker process the sweep gate uses), while
+by bot.core.offload (the worker process the sweep gate uses), while
 a ticker on the event loop sleeps 1 ms at a time and records how late it wakes (sys.setswitchinterval(0.001),
-as bot/runtime.py sets it).
+as bot/app/runtime.py sets it).
 
     .venv/bin/python bench/parsers.py [--before REF] [--size 65536] [--changelog-bytes 2097152] [--repeat N]
         [--timeout 60] [--only TEXT] [--quick]
@@ -80,7 +80,7 @@ QUICK = dict(size=2048, changelog_bytes=65_536, repeat=1, timeout=20.0, deep=2_0
 COMMENT, FILE = "comment", "file"
 BUDGETS = {COMMENT: (0.050, None), FILE: (2.0, 100.0)}  # (seconds, peak MB)
 TICK_S = 0.001  # the loop-held ticker's sleep
-SWITCH_INTERVAL = 0.001  # bot/runtime.py
+SWITCH_INTERVAL = 0.001  # bot/app/runtime.py
 
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 SIGNER = "octocat"
@@ -515,71 +515,71 @@ def repeated_summary(n: int) -> dict[str, str]:
 
 
 def commands_parse(body: str) -> Callable[[], Any]:
-    from bot import commands
+    from bot.rules import commands
     names = policy()["commands"]
     return lambda: commands.parse(body, names)
 
 
 def commands_find(body: str) -> Callable[[], Any]:
-    from bot import commands
+    from bot.rules import commands
     names = list(policy()["commands"].values())
     return lambda: commands.find_commands(body, names)
 
 
 def has_phrase(body: str) -> Callable[[], Any]:
-    from bot import signoff
+    from bot.rules import signoff
     phrase = policy()["signoff_phrase"]
     return lambda: signoff.has_phrase(body, phrase)
 
 
 def normalise(text: str) -> Callable[[], Any]:
-    from bot import checklist
+    from bot.rules import checklist
     return lambda: checklist.normalise(text)
 
 
 def compare(body: str) -> Callable[[], Any]:
-    from bot import checklist
+    from bot.rules import checklist
     template = checklist.template_items(CHECKLIST_FILE.read_text(), policy()["checklist_heading"])
     return lambda: checklist.compare(template, body, SIGNER)
 
 
 def check_append(files: tuple[bytes, bytes]) -> Callable[[], Any]:
-    from bot import changelog
+    from bot.rules import changelog
     base, head = files
     return lambda: changelog.check_append(base, head, pr_number=1, canonical_prefix=PREFIX)
 
 
 def validate_default_branch(files: tuple[bytes, bytes]) -> Callable[[], Any]:
-    from bot import changelog
+    from bot.rules import changelog
     head = files[1]
     return lambda: changelog.validate_default_branch(head, canonical_prefix=PREFIX)
 
 
 def parse_callback(payload: dict[str, Any]) -> Callable[[], Any]:
-    from bot import results_callbacks
+    from bot.rules import results_callbacks
     repository = policy()["results"]["repository"]
     return lambda: results_callbacks.parse_callback("ingest-completed", payload, results_repository=repository)
 
 
 def judge_result(payload: dict[str, Any]) -> Callable[[], Any]:
-    from bot import signoff
+    from bot.rules import signoff
     return lambda: signoff.judge_result(payload)
 
 
 def codeowners_parse(text: str) -> Callable[[], Any]:
-    from bot import codeowners
+    from bot.rules import codeowners
     return lambda: codeowners.parse(text)
 
 
 def codeowners_owners_of(text_and_path: tuple[str, str]) -> Callable[[], Any]:
-    from bot import codeowners
+    from bot.rules import codeowners
     text, path = text_and_path
     owners = codeowners.parse(text)
     return lambda: owners.owners_of(path)
 
 
 def pins_summarize(run: dict[str, str]) -> Callable[[], Any]:
-    from bot import pins
+    from bot.rules import pins
     return lambda: pins.summarize(run)
 
 
@@ -767,9 +767,10 @@ def worker(args: argparse.Namespace) -> int:
         elif args.mode in ("loop", "offload"):
             sys.setswitchinterval(SWITCH_INTERVAL)
             run_it = None
-            if args.mode == "offload":  # as the sweep gate runs it: bot.offload's worker process
-                from bot import changelog, offload
+            if args.mode == "offload":  # as the sweep gate runs it: bot.core.offload's worker process
+                from bot.rules import changelog
 
+                from bot.core import offload
                 base, head = data
 
                 async def run_it(call: Callable[[], Any]) -> Any:
@@ -781,7 +782,7 @@ def worker(args: argparse.Namespace) -> int:
                 elapsed, idle, busy = asyncio.run(held(thunk, run_it))
                 emit(t=elapsed, idle=idle, busy=busy)
             if run_it is not None:
-                from bot import offload
+                from bot.core import offload
 
                 offload.shutdown()
         else:
@@ -1017,7 +1018,7 @@ def loop_held(rows: list[Row], after_tree: Path, args: argparse.Namespace) -> No
         print("loop held: no check_append case completed on after")
         return
     worst = max(candidates, key=lambda r: r.after.median)
-    for mode, how in (("loop", "via asyncio.to_thread"), ("offload", "via bot.offload (the worker process)")):
+    for mode, how in (("loop", "via asyncio.to_thread"), ("offload", "via bot.core.offload (the worker process)")):
         run = run_worker(after_tree, worst.case, mode, args, repeat=max(1, min(args.repeat, 3)))
         if not run.times:
             print(f"loop held: check_append on {worst.case.label} {how}: {run.error}")

@@ -6,8 +6,8 @@ from typing import Any, Iterable
 
 from gidgethub import routing, sansio
 
-from bot.actions import Action, AddLabels, EnsureLabel, RemoveLabel
-from bot.processing import Context
+from bot.effects.actions import Action, AddLabels, EnsureLabel, RemoveLabel
+from bot.core.processing import Context
 from handlers.paths import any_match
 
 ACTIONS = ("opened", "synchronize", "reopened")

@@ -6,9 +6,9 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot.actions import Action, CloseIssue, Issue, ReloadConfig
-from bot.config import REPO_CONFIG_PATH
-from bot.processing import Context
+from bot.effects.actions import Action, CloseIssue, Issue, ReloadConfig
+from bot.core.config import REPO_CONFIG_PATH
+from bot.core.processing import Context
 
 PURPOSE = "config-invalid"
 

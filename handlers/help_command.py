@@ -7,9 +7,9 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot.actions import Action, Comment
-from bot.commands import COMMANDS, Command, edit_is_new_command, parse
-from bot.processing import Context
+from bot.effects.actions import Action, Comment
+from bot.rules.commands import COMMANDS, Command, edit_is_new_command, parse
+from bot.core.processing import Context
 
 router = routing.Router()
 

@@ -9,13 +9,15 @@ from typing import Any
 import gidgethub
 from gidgethub import routing, sansio
 
-from bot import logs, pins
-from bot.actions import Action, Comment, React, RepositoryDispatch, Unreact
-from bot.commands import Command, edit_is_new_command, parse
-from bot.comments import PER_PAGE, hidden_record, read_hidden_record
-from bot.links import repo_api, web
-from bot.processing import Context
-from bot.sweep_record import Pin, RunRecord, SweepRecord
+from bot.telemetry import logs
+
+from bot.rules import pins
+from bot.effects.actions import Action, Comment, React, RepositoryDispatch, Unreact
+from bot.rules.commands import Command, edit_is_new_command, parse
+from bot.effects.comments import PER_PAGE, hidden_record, read_hidden_record
+from bot.rules.links import repo_api, web
+from bot.core.processing import Context
+from bot.rules.sweep_record import Pin, RunRecord, SweepRecord
 from handlers import sweep_gate
 from handlers.help_command import from_a_bot, reply_purpose
 

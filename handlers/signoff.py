@@ -8,15 +8,15 @@ from typing import Any
 import gidgethub
 from gidgethub import routing, sansio
 
-from bot import logs
-from bot import signoff as rules
-from bot.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
-from bot.checklist import Template, compare, template_items
-from bot.codeowners import parse as parse_codeowners
-from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
-from bot.links import Slashed, repo_api, web
-from bot.processing import Context
-from bot.sweep_record import RunRecord, SweepRecord
+from bot.telemetry import logs
+from bot.rules import signoff as rules
+from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
+from bot.rules.checklist import Template, compare, template_items
+from bot.rules.codeowners import parse as parse_codeowners
+from bot.effects.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.rules.links import Slashed, repo_api, web
+from bot.core.processing import Context
+from bot.rules.sweep_record import RunRecord, SweepRecord
 from handlers import reuse_command, sweep_gate
 from handlers.help_command import from_a_bot
 
@@ -110,7 +110,7 @@ def sweep_run(ctx: Context, run: dict[str, Any], known: RunRecord) -> rules.Swee
 
 
 async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
-    """The PR's sweeps: only those the bot dispatched for it (bot.dispatched_runs), as GitHub shows them now."""
+    """The PR's sweeps: only those the bot dispatched for it (bot.rules.dispatched_runs), as GitHub shows them now."""
     return [sweep_run(ctx, run, known) for run, known in await reuse_command.candidate_runs(ctx, record)]
 
 

@@ -4,7 +4,7 @@ A callback (a `repository_dispatch` on this repository) counts only when all of 
 and ignored (the delivery still ends done):
 - who sent it: GitHub's `sender` (set by GitHub, not by the payload) is the App's own bot account or one of
   policy `results.senders`;
-- what it says: bot/results_callbacks.py accepts its fields (`source-repository` is policy
+- what it says: bot/rules/results_callbacks.py accepts its fields (`source-repository` is policy
   `results.repository`); fields the bot does not use are ignored and their names logged, a results link that
   is not plain https on the results viewer's host is dropped and logged;
 - what it is about: a stage callback updates only the bot's own staging reply (the reply of an accepted `/use`
@@ -14,7 +14,7 @@ and ignored (the delivery still ends done):
 - when: a staging section moves only forward. It keeps the app run (`app-run-id`) and the phase (started <
   completed) it shows, and a callback applies only when it is newer: a higher app run (the staging workflow ran
   again) or the same one in a later phase. An ingest report is not replaced by one of an older app run.
-Every link the bot writes is built here from validated parts (bot/links.py), and a reply record of an
+Every link the bot writes is built here from validated parts (bot/rules/links.py), and a reply record of an
 unexpected shape is never rendered.
 """
 
@@ -29,11 +29,13 @@ import gidgethub
 import jinja2
 from gidgethub import routing, sansio
 
-from bot import links, logs
-from bot.actions import Action, Comment
-from bot.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
-from bot.processing import Context
-from bot.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
+from bot.rules import links
+
+from bot.telemetry import logs
+from bot.effects.actions import Action, Comment
+from bot.effects.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.core.processing import Context
+from bot.rules.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
 from handlers import sweep_gate
 from handlers.reuse_command import reply_comment, reply_record, staging_state
 

@@ -10,18 +10,20 @@ from typing import Any, Mapping
 import cachetools
 from gidgethub import routing, sansio
 
-from bot import lanes, logs
-from bot.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
-from bot import offload
-from bot.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
-from bot.comments import is_bots, purpose_of
-from bot.dispatched_runs import bot_run, not_the_bots
-from bot.failures import TRANSIENT, classify
-from bot.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
+from bot.rules import lanes
+
+from bot.telemetry import logs
+from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
+from bot.core import offload
+from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
+from bot.effects.comments import is_bots, purpose_of
+from bot.rules.dispatched_runs import bot_run, not_the_bots
+from bot.delivery.failures import TRANSIENT, classify
+from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
-from bot.links import Slashed, repo_api, web
-from bot.processing import Context
-from bot.sweep_record import Approval, Pin, RunRecord, SweepRecord
+from bot.rules.links import Slashed, repo_api, web
+from bot.core.processing import Context
+from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord
 
 PURPOSE = "sweep-status"
 FORK_LABEL_PURPOSE = "fork-label-removed"
@@ -115,12 +117,12 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
 
 
 def run_trust(ctx: Context) -> dict[str, Any]:
-    """What a run must match to count as the bot's sweep on this repository (bot.dispatched_runs)."""
+    """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
     return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
 
 
 def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
-    """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.dispatched_runs)."""
+    """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs)."""
     return bot_run(run, record, **run_trust(ctx))
 
 
@@ -178,7 +180,7 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
         merge_base = await ctx.merge_base(base_sha, head_sha)
         base = await ctx.file_at(path, merge_base)
         head = await ctx.file_at(path, head_sha) or b""
-        try:  # a big file is checked in the worker process: no input holds this loop (bot/offload.py)
+        try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
             result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
                                        limits=changelog_limits(ctx.policy), size=len(head) + len(base or b""))
         except offload.OffloadFailed:

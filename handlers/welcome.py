@@ -6,8 +6,8 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot.actions import Action, Comment
-from bot.processing import Context
+from bot.effects.actions import Action, Comment
+from bot.core.processing import Context
 from handlers.paths import any_match
 
 PURPOSE = "welcome"

@@ -36,7 +36,7 @@ CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 @pytest.fixture(scope="session")
 def app_key() -> str:
     """One RSA key for the App per test session (generating one takes a while)."""
-    from bot.sandbox import _generate_key
+    from bot.app.sandbox import _generate_key
 
     return _generate_key()
 

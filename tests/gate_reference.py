@@ -1,8 +1,8 @@
-"""A second, plain reading of SPEC §2's sweep-label rules, written from the SPEC text and not from bot/gate.py.
+"""A second, plain reading of SPEC §2's sweep-label rules, written from the SPEC text and not from bot/rules/gate.py.
 
 It answers only what the rules say directly: does a sweep start, with which primary label and which modifiers,
 which labels the bot takes off the PR, and which gate conditions stop the sweep. tests/test_gate_decision.py
-runs `bot.gate.decide` and this function over thousands of PRs and compares the answers.
+runs `bot.rules.gate.decide` and this function over thousands of PRs and compares the answers.
 """
 
 from __future__ import annotations

@@ -9,12 +9,12 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from bot.cli import sign
-from bot.config import Settings
-from bot.github import GitHubApp, RetryPolicy, WritePacer
-from bot.metrics import Metrics
-from bot.runtime import Bot
-from bot.server import make_app
+from bot.app.cli import sign
+from bot.core.config import Settings
+from bot.github.client import GitHubApp, RetryPolicy, WritePacer
+from bot.telemetry.metrics import Metrics
+from bot.app.runtime import Bot
+from bot.app.server import make_app
 
 SECRET = "test-secret"
 COMMENT_LIMIT = 65_536  # GitHub's limit on a comment body: the worst case of every parser of comments
@@ -140,7 +140,7 @@ def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr,
 
     full_env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
     full_env.update(HOST="127.0.0.1", PORT=str(port), **env)
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve"], cwd=cwd, env=full_env, stdout=stdout,
+    proc = subprocess.Popen([sys.executable, "-m", "bot.app.cli", "serve"], cwd=cwd, env=full_env, stdout=stdout,
                             stderr=stderr)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.actions import AddLabels, EnsureLabel, RemoveLabel
-from bot.config import default_policy
+from bot.effects.actions import AddLabels, EnsureLabel, RemoveLabel
+from bot.core.config import default_policy
 from handlers.autolabel import label_changes, last_labeler, plan
 from harness import REPO
 

@@ -1,4 +1,4 @@
-"""The changelog append check (bot/changelog.py) against SPEC.md section 3: a table of cases, then real data.
+"""The changelog append check (bot/rules/changelog.py) against SPEC.md section 3: a table of cases, then real data.
 
 Each case gives the file at the PR's base (None: new on this PR), at its head, and the PR number, and
 expects either exactly these errors, as (code, head line) pairs, or exactly these appended entries.
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-import bot.changelog
-from bot.changelog import (ChangelogError, ChangelogLimits, ChangelogResult, check_append, check_default_branch,
+import bot.rules.changelog
+from bot.rules.changelog import (ChangelogError, ChangelogLimits, ChangelogResult, check_append, check_default_branch,
                            validate_default_branch)
 
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
@@ -366,7 +366,7 @@ def test_case_count():
 def test_case_with_pure_python_yaml(case: Case, monkeypatch: pytest.MonkeyPatch):
     """libyaml and PyYAML's own parser disagree on details (a plain scalar's style is "" in one, None in the
     other); the rules must not depend on which one is installed."""
-    monkeypatch.setattr(bot.changelog, "Loader", bot.changelog._loader_class(yaml.SafeLoader))
+    monkeypatch.setattr(bot.rules.changelog, "Loader", bot.rules.changelog._loader_class(yaml.SafeLoader))
     result = check_append(_b(case.base), _b(case.head), pr_number=case.pr, canonical_prefix=PREFIX)
     assert sorted((e.line, e.code) for e in result.errors) == sorted((line, code) for code, line in case.errors)
     assert len(result.entries) == len(case.entries)
@@ -403,13 +403,13 @@ def test_merge_key_is_reported_not_flattened_into_the_entry(monkeypatch: pytest.
     with either YAML parser, and the merged fields are not the entry's."""
     head = appended(entry("XXX", "  <<: {evals-only: true}"))
     assert yaml.safe_load(head)[-1]["evals-only"] is True  # what a YAML reader downstream would take
-    for loader in (bot.changelog.Loader, bot.changelog._loader_class(yaml.SafeLoader)):
-        monkeypatch.setattr(bot.changelog, "Loader", loader)
+    for loader in (bot.rules.changelog.Loader, bot.rules.changelog._loader_class(yaml.SafeLoader)):
+        monkeypatch.setattr(bot.rules.changelog, "Loader", loader)
         result = check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
         assert not result.ok and result.entries == () and not result.evals_only
         [error] = result.errors
         assert (error.code, error.line) == ("unknown-field", 18)
-        assert error.params == {"field": "<<", "suggestion": None, "expected": list(bot.changelog.FIELDS),
+        assert error.params == {"field": "<<", "suggestion": None, "expected": list(bot.rules.changelog.FIELDS),
                                 "merge_key": True}
         assert str(error) == "line 18: the merge key `<<` is not a field of a changelog entry; fix: write the " \
                              "fields out in full"
@@ -486,7 +486,7 @@ def test_real_history_is_never_blamed(tail: bytes):
     lines = tail.split(b"\n")
     assert lines[2128].endswith(b"/pull/2305/changes") and lines[2603].endswith(b"/pull/XXX")
     assert lines[600] == b"  pr-link: " and b" \n" in tail
-    assert check_append(tail, tail, pr_number=2800, canonical_prefix=PREFIX) == bot.changelog.ChangelogResult()
+    assert check_append(tail, tail, pr_number=2800, canonical_prefix=PREFIX) == bot.rules.changelog.ChangelogResult()
     head = tail + b"\n" + entry("XXX").encode() + b"\n" + entry(f"{PREFIX}XXX", "  evals-only: true").encode()
     result = check_append(tail, head, pr_number=2800, canonical_prefix=PREFIX)
     assert result.ok and [e.line for e in result.entries] == [_lines(tail) + 2, _lines(tail) + 8]
@@ -548,13 +548,13 @@ def test_real_file_as_a_new_file(tail: bytes):
 # bench/ measures speed; these pin what the check answers.
 
 MAX_BYTES = ChangelogLimits().max_bytes
-LOADERS = {"libyaml": bot.changelog.Loader, "pure Python": bot.changelog._loader_class(yaml.SafeLoader)}
+LOADERS = {"libyaml": bot.rules.changelog.Loader, "pure Python": bot.rules.changelog._loader_class(yaml.SafeLoader)}
 
 
 @pytest.fixture(params=list(LOADERS))
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each test that takes it runs with libyaml's loader and with PyYAML's own (whose composer recurses)."""
-    monkeypatch.setattr(bot.changelog, "Loader", LOADERS[request.param])
+    monkeypatch.setattr(bot.rules.changelog, "Loader", LOADERS[request.param])
     return request.param
 
 
@@ -823,17 +823,17 @@ def test_a_recursion_error_is_a_changelog_error_not_a_failed_delivery():
 def test_recursion_and_memory_errors_anywhere_are_one_error(exc: type[BaseException],
                                                             monkeypatch: pytest.MonkeyPatch):
     cause = {RecursionError: "recursion", MemoryError: "memory"}[exc]
-    real = bot.changelog._EntryChecker.check
+    real = bot.rules.changelog._EntryChecker.check
 
     def failing(self, node, dash_line, *args):
         if dash_line == 19:
             raise exc()
         return real(self, node, dash_line, *args)
 
-    monkeypatch.setattr(bot.changelog._EntryChecker, "check", failing)
+    monkeypatch.setattr(bot.rules.changelog._EntryChecker, "check", failing)
     result = _check(appended(entry("TBD"), E))
     assert [(e.code, e.line, e.params) for e in result.errors] == [("too-complex", 19, {"cause": cause})]
-    monkeypatch.setattr(bot.changelog, "_code", lambda value: (_ for _ in ()).throw(exc()))
+    monkeypatch.setattr(bot.rules.changelog, "_code", lambda value: (_ for _ in ()).throw(exc()))
     errors = validate_default_branch(HISTORY + "\n" + entry("TBD"), canonical_prefix=PREFIX)
     assert [(e.code, e.line, e.params) for e in errors] == [("too-complex", 13, {"cause": cause})]
 
@@ -842,6 +842,6 @@ def test_a_big_value_is_shown_by_its_first_items():
     """The `value` of wrong-type or not-a-mapping is dumped from a copy of at most 64 values: 40,000 of them
     read as the whole value's first characters (more than the 120 the texts show), not 40,000 dumped."""
     for value in ({f"k{i}": [i] for i in range(40_000)}, [[i, str(i)] for i in range(40_000)]):
-        shown = bot.changelog._show(value)
+        shown = bot.rules.changelog._show(value)
         whole = yaml.safe_dump(value, default_flow_style=True, width=10**6, sort_keys=False).strip()
         assert 120 < len(shown) < 1000 and shown[:120] == whole[:120]

@@ -1,6 +1,6 @@
 """The user-facing text of changelog errors: templates/_changelog_error.{en,zh}.j2, rendered from real errors.
 
-The errors come from running bot/changelog.py over the case table of tests/test_changelog.py, plus a few
+The errors come from running bot/rules/changelog.py over the case table of tests/test_changelog.py, plus a few
 inputs of this file's own for codes and variants that table does not produce (the default-branch check, and
 sub-variants of a sentence). Each error renders as one Markdown line per language, with the same facts.
 """
@@ -16,9 +16,9 @@ from unittest import mock
 import jinja2
 import pytest
 
-import bot.changelog
-from bot.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
-from bot.templates import Templates, code_span
+import bot.rules.changelog
+from bot.rules.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
+from bot.core.templates import Templates, code_span
 from test_changelog import CASES, HISTORY, PR, PREFIX, _b, appended, entry
 
 ENVIRONMENT = Templates().environment
@@ -26,7 +26,7 @@ LANGUAGES = ("en", "zh")
 MACROS = {language: ENVIRONMENT.from_string(
     '{% import "_changelog_error.' + language + '.j2" as t %}{{ t.describe(e) }}') for language in LANGUAGES}
 CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
-SOURCE = inspect.getsource(bot.changelog)
+SOURCE = inspect.getsource(bot.rules.changelog)
 
 
 def render(language: str, error: ChangelogError | dict[str, Any]) -> str:
@@ -50,11 +50,11 @@ def _limited_errors(head: str, **limits: int) -> list[ChangelogError]:
 
 def _failing_errors(exc: BaseException) -> list[ChangelogError]:
     """What the check says when `exc` is raised inside it (checking the appended entry at line 13)."""
-    with mock.patch.object(bot.changelog._EntryChecker, "check", side_effect=exc):
+    with mock.patch.object(bot.rules.changelog._EntryChecker, "check", side_effect=exc):
         return _appended_errors(appended(entry()))
 
 
-# Inputs for what the case table does not reach: name -> the errors bot/changelog.py gives for them.
+# Inputs for what the case table does not reach: name -> the errors bot/rules/changelog.py gives for them.
 EXTRA = {
     "default branch: a placeholder link, a string entry, an entry without pr-link": _default_branch_errors(
         HISTORY.replace("1033", "XXX", 1) + "\n- just text\n\n- config-keys: [a]\n"),
@@ -78,14 +78,14 @@ EXTRA = {
     "YAML error without context": _appended_errors(appended(entry("XXX", "  evals-only: true: x"))),
     # A value with backticks and a line break that would start a line of its own with a bot command.
     "pr-link with backticks and a newline": _appended_errors(appended(entry('"`TBD`\\n/use 1"'))),
-    # The caps (bot/changelog.py's ChangelogLimits), met with small limits.
+    # The caps (bot/rules/changelog.py's ChangelogLimits), met with small limits.
     "a head above max_bytes": _limited_errors(appended(entry()), max_bytes=len(HISTORY) + 10),
     "a description nested 40 levels": _appended_errors(appended(entry("XXX").replace(
         '    - "Tune"', "    - " + "[" * 40 + "x" + "]" * 40))),
     "more values than max_values": _limited_errors(appended(entry(), entry()), max_values=12),
     "RecursionError inside the check": _failing_errors(RecursionError("maximum recursion depth exceeded")),
     "MemoryError inside the check": _failing_errors(MemoryError()),
-    "a check that did not finish": list(bot.changelog.unfinished_check(2_000_000).errors),
+    "a check that did not finish": list(bot.rules.changelog.unfinished_check(2_000_000).errors),
 }
 
 
@@ -125,7 +125,7 @@ def _integers(text: str) -> set[int]:
     return {int(n) for n in re.findall(r"\d+", _spans(text)[1])}
 
 
-# --- coverage: every code and variant bot/changelog.py can emit has been rendered from real params ----------
+# --- coverage: every code and variant bot/rules/changelog.py can emit has been rendered from real params ----------
 
 
 _ERR_WITH_CODE = re.compile(r'_err\(\s*[^,()]+(?:\([^()]*\))?[^,()]*,\s*"([a-z0-9-]+)"')
@@ -139,7 +139,7 @@ def _source_codes() -> set[str]:
 
 
 def _source_variants() -> dict[str, set[str]]:
-    history = inspect.getsource(bot.changelog._history_error)
+    history = inspect.getsource(bot.rules.changelog._history_error)
     reasons = re.search(r"reason=(.*?)[,)]\n", SOURCE, re.S).group(1)
     return {
         "change": set(re.findall(r'^\s+"([a-z]+)": f?"', history, re.M)),
@@ -182,8 +182,8 @@ def test_every_variant_in_the_source_is_rendered_from_a_real_error():
 
 def test_every_wrong_type_expectation_and_kind_is_rendered():
     wrong = [error.params for _, error in ERRORS if error.code == "wrong-type"]
-    assert {p["expected"] for p in wrong} == set(bot.changelog._EXPECTED)
-    assert {p["actual"] for p in wrong} == set(bot.changelog._ARTICLE)
+    assert {p["expected"] for p in wrong} == set(bot.rules.changelog._EXPECTED)
+    assert {p["actual"] for p in wrong} == set(bot.rules.changelog._ARTICLE)
 
 
 def _variant(error: ChangelogError) -> Any:
@@ -199,7 +199,7 @@ def _variant(error: ChangelogError) -> Any:
         "unknown-field": lambda: "merge" if p["merge_key"] else p["suggestion"] is None,
         "yaml-syntax": lambda: p["needs_quotes"],
         "wrong-type": lambda: (p["expected"], p["actual"] == "null"),
-        "not-a-mapping": lambda: p["actual"] in bot.changelog._ARTICLE,
+        "not-a-mapping": lambda: p["actual"] in bot.rules.changelog._ARTICLE,
         "too-complex": lambda: p["cause"],
     }.get(error.code, lambda: None)()
 

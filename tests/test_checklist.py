@@ -1,4 +1,4 @@
-"""Tests for bot.checklist: template parsing, normalisation and sign-off comparison."""
+"""Tests for bot.rules.checklist: template parsing, normalisation and sign-off comparison."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bot.checklist import MAX_CANDIDATES, Item, Template, TemplateProblem, compare, normalise, template_items
+from bot.rules.checklist import MAX_CANDIDATES, Item, Template, TemplateProblem, compare, normalise, template_items
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inferencex"
 REAL = [("PR_REVIEW_CHECKLIST.md", "## Template"), ("PR_REVIEW_CHECKLIST_zh.md", "## 模板")]

@@ -5,7 +5,7 @@ from pathlib import Path
 import pathspec
 import pytest
 
-from bot.codeowners import CodeOwners, Match, Problem, Rule, owned_files, parse
+from bot.rules.codeowners import CodeOwners, Match, Problem, Rule, owned_files, parse
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "inferencex" / "CODEOWNERS"
 

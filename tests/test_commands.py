@@ -1,8 +1,8 @@
-"""Table-driven tests of the slash-command grammar (bot/commands.py)."""
+"""Table-driven tests of the slash-command grammar (bot/rules/commands.py)."""
 
 import pytest
 
-from bot.commands import (
+from bot.rules.commands import (
     COMMANDS,
     DEFAULT_NAMES,
     KINDS,
@@ -19,7 +19,7 @@ from bot.commands import (
     last_command,
     parse,
 )
-from bot.config import default_policy
+from bot.core.config import default_policy
 
 NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
 ALL = tuple(NAMES.values())

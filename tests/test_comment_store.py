@@ -8,11 +8,11 @@ import asyncio
 import httpx
 import pytest
 
-from bot.comments import (BODY_LIMIT, CREATED, KEPT, UNCHANGED, UPDATED, CommentStore, fit, marker, purpose_of)
-from bot.commands import find_commands
-from bot.config import default_policy
-from bot.github import GitHubClient, RetryPolicy
-from bot.metrics import Metrics
+from bot.effects.comments import (BODY_LIMIT, CREATED, KEPT, UNCHANGED, UPDATED, CommentStore, fit, marker, purpose_of)
+from bot.rules.commands import find_commands
+from bot.core.config import default_policy
+from bot.github.client import GitHubClient, RetryPolicy
+from bot.telemetry.metrics import Metrics
 from harness import REPO
 
 TOKEN = "ghs_store_test_token"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot import cli
-from bot.config import ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
+from bot.app import cli
+from bot.core.config import ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
 
 SPEC_NAMES = [
     "inferencex-e2e/perf-changelog.yaml", ".github/CODEOWNERS", "docs/PR_REVIEW_CHECKLIST.md", "run-sweep.yml",
@@ -297,7 +297,7 @@ def test_manifest_command_prints_json(capsys):
 
 
 def test_a_dotenv_file_is_read_and_the_environment_wins(tmp_path, monkeypatch):
-    """Regression: `.env` in the working directory was ignored (python-dotenv looked beside bot/config.py)."""
+    """Regression: `.env` in the working directory was ignored (python-dotenv looked beside bot/core/config.py)."""
     (tmp_path / ".env").write_text("PORT=4567\nSWEEPBOT_DB=from-dotenv.db\n")
     monkeypatch.chdir(tmp_path)
     for name in ("PORT", "SWEEPBOT_DB", "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET"):

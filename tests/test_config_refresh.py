@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.comments import marker
-from bot.config import REPO_CONFIG_PATH
+from bot.effects.comments import marker
+from bot.core.config import REPO_CONFIG_PATH
 from handlers.config_refresh import touches_config
 from harness import REPO
 

@@ -9,7 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from bot.sandbox import DEMO_REPO, DEMO_SECRET
+from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 from harness import free_port, post_webhook, process_health, start_server_process
 
 COUNT = 100

@@ -1,12 +1,12 @@
-"""The one definition of a run the bot dispatched (bot/dispatched_runs.py), as a table and as a property."""
+"""The one definition of a run the bot dispatched (bot/rules/dispatched_runs.py), as a table and as a property."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
 
-from bot.dispatched_runs import bot_run, dispatch_id_of, not_the_bots, recorded, workflow_file
-from bot.sweep_record import RunRecord, SweepRecord
+from bot.rules.dispatched_runs import bot_run, dispatch_id_of, not_the_bots, recorded, workflow_file
+from bot.rules.sweep_record import RunRecord, SweepRecord
 
 BOT = "sweepbot[bot]"
 REPO = "acme/InferenceX"

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from gidgethub import routing
 
-from bot.actions import Comment, DispatchWorkflow, React
+from bot.effects.actions import Comment, DispatchWorkflow, React
 from harness import REPO, github_app
 
 COMMENT_ID = 7001

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot import cli
+from bot.app import cli
 from harness import REPO
 
 
@@ -72,8 +72,8 @@ def test_a_missing_template_is_a_bug_not_a_wait():
     for six hours as if GitHub were down."""
     import jinja2
 
-    from bot.failures import BUG, TRANSIENT, classify
-    from bot.templates import KindNotFound
+    from bot.delivery.failures import BUG, TRANSIENT, classify
+    from bot.core.templates import KindNotFound
 
     assert classify(KindNotFound("x", "missing")) == BUG
     assert classify(jinja2.TemplateNotFound("x")) == BUG

@@ -14,9 +14,9 @@ import uuid
 import httpx
 import pytest
 
-from bot.cli import sign
-from bot.github import GitHubApp
-from bot.metrics import Metrics
+from bot.app.cli import sign
+from bot.github.client import GitHubApp
+from bot.telemetry.metrics import Metrics
 from bot.testing.server import FakeGitHubError, FakeGitHubProcess
 from harness import free_port, start_server_process
 
@@ -72,7 +72,7 @@ def test_it_listens_on_loopback_and_says_where(fake):
 
 
 async def test_bot_github_client_gets_a_token_the_app_and_writes_a_comment(fake, app_key):
-    """bot/github.py as the bot runs it live: GITHUB_API_URL = the process, APP_ID=1, any RSA key."""
+    """bot/github/client.py as the bot runs it live: GITHUB_API_URL = the process, APP_ID=1, any RSA key."""
     repo = seeded(fake)
     fake.reset_requests()
     app = GitHubApp(app_id="1", private_key=app_key, api_url=fake.url, metrics=Metrics())

@@ -1,4 +1,4 @@
-"""The sweep gate's decision (bot/gate.py): exhaustively against tests/gate_reference.py, then named cases."""
+"""The sweep gate's decision (bot/rules/gate.py): exhaustively against tests/gate_reference.py, then named cases."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 
 import pytest
 
-from bot.config import default_policy
-from bot.gate import (
+from bot.core.config import default_policy
+from bot.rules.gate import (
     ACTIVE_STATUSES,
     CONDITIONS,
     DISPATCH_INPUTS,
@@ -25,7 +25,7 @@ from bot.gate import (
     decide,
     dispatch_id,
 )
-from bot.policy import Policy
+from bot.core.policy import Policy
 from gate_reference import expected
 
 POLICY = Policy(default_policy())
@@ -515,7 +515,7 @@ def test_the_dispatch_id_is_stable_short_and_fits_a_comment_marker():
     first = dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS])
     assert first == dispatch_id(42, HEAD, [ALL_EVALS.upper(), FAIL_FAST, ALL_EVALS])  # order, case, repeats
     assert re.fullmatch(r"[a-z0-9-]{1,24}", first) and first.startswith("sw-42-")
-    assert first == "sw-42-" + __import__("bot.actions", fromlist=["digest"]).digest(
+    assert first == "sw-42-" + __import__("bot.effects.actions", fromlist=["digest"]).digest(
         42, HEAD, sorted([FAIL_FAST, ALL_EVALS]))[:12]
 
 

@@ -1,6 +1,6 @@
 """The gate's lines in the sweep status comment and the `sweep-gate` check run: templates/_gate_reason.{en,zh}.j2.
 
-The conditions come from real `bot.gate.decide` calls (only the handler's dispatch `failed` and `retrying` are
+The conditions come from real `bot.rules.gate.decide` calls (only the handler's dispatch `failed` and `retrying` are
 built by hand, with the params the handler gives), so a code or a param that gate.py adds or renames without a
 text here fails these tests.
 """
@@ -16,9 +16,9 @@ from dataclasses import replace
 import jinja2
 import pytest
 
-from bot.commands import find_commands
-from bot.config import default_policy
-from bot.gate import (
+from bot.rules.commands import find_commands
+from bot.core.config import default_policy
+from bot.rules.gate import (
     CONDITIONS,
     REASONS,
     AppliedLabel,
@@ -30,8 +30,8 @@ from bot.gate import (
     decide,
     dispatch_id,
 )
-from bot.policy import Policy
-from bot.templates import Templates, code_span
+from bot.core.policy import Policy
+from bot.core.templates import Templates, code_span
 from test_templates import CJK, URL, code_spans
 
 ENV = Templates().environment

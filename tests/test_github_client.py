@@ -9,7 +9,7 @@ import gidgethub
 import httpx
 import pytest
 
-from bot.github import RetryPolicy, WritePacer, retry_delay
+from bot.github.client import RetryPolicy, WritePacer, retry_delay
 from harness import REPO, Sleeps, github_app
 
 ISSUE = f"/repos/{REPO}/issues/1/comments"
@@ -192,8 +192,8 @@ async def test_writes_are_paced_per_installation():
 async def test_github_api_url_is_honoured(github, app_key):
     """GitHub Enterprise: every request goes to GITHUB_API_URL, none to api.github.com."""
     from bot.testing import InMemoryGitHub
-    from bot.github import GitHubApp
-    from bot.metrics import Metrics
+    from bot.github.client import GitHubApp
+    from bot.telemetry.metrics import Metrics
 
     ghe = InMemoryGitHub(base_url="https://ghe.example/api/v3")
     ghe.add_repo("corp/bench", installation_id=5)

@@ -7,10 +7,10 @@ from dataclasses import replace
 import jinja2
 import pytest
 
-from bot.commands import ANYONE, COMMANDS, NO_ARGUMENTS, RUN_ID_OPTIONAL, CommandSpec, find_commands, parse
-from bot.comments import marker
-from bot.config import default_policy
-from bot.templates import Templates
+from bot.rules.commands import ANYONE, COMMANDS, NO_ARGUMENTS, RUN_ID_OPTIONAL, CommandSpec, find_commands, parse
+from bot.effects.comments import marker
+from bot.core.config import default_policy
+from bot.core.templates import Templates
 from handlers import help_command
 from handlers.help_command import help_entries, help_variables, needs_help
 from harness import REPO

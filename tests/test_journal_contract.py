@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from bot.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING, JournalBackend,
+from bot.delivery.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING, JournalBackend,
                          NewDelivery, open_journal)
 from harness import REPO
 from postgres import postgres_db, postgres_url  # noqa: F401

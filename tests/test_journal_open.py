@@ -7,9 +7,9 @@ import socket
 
 import pytest
 
-from bot import cli
-from bot.config import Settings
-from bot.journal import Journal, JournalUnavailable, open_journal, safe_target
+from bot.app import cli
+from bot.core.config import Settings
+from bot.delivery.journal import Journal, JournalUnavailable, open_journal, safe_target
 
 PASSWORD = "s3cr3t-pa55"
 

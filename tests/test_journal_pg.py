@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 import postgres
-from bot.journal import JournalUnavailable, NewDelivery, open_journal
-from bot.journal_pg import MIGRATIONS, PgJournal
+from bot.delivery.journal import JournalUnavailable, NewDelivery, open_journal
+from bot.delivery.journal_pg import MIGRATIONS, PgJournal
 from postgres import postgres_db, postgres_url  # noqa: F401
 
 

@@ -1,4 +1,4 @@
-"""What replicas on one PostgreSQL share (bot/journal_pg.py): lanes taken under a lease (FOR UPDATE SKIP LOCKED on
+"""What replicas on one PostgreSQL share (bot/delivery/journal_pg.py): lanes taken under a lease (FOR UPDATE SKIP LOCKED on
 the heads, one lease row per lane), per-PR order, leases that run out, renew, release, and one write budget.
 
 Several journals on one database stand for several replicas. No test waits on a clock: a lease of 0 s is one
@@ -13,8 +13,8 @@ import collections
 import psycopg
 import pytest
 
-from bot.journal import DONE, QUEUED, RUNNING, NewDelivery
-from bot.journal_pg import LEASE_SECONDS, MIGRATIONS, TAKE_LEASE, PgJournal
+from bot.delivery.journal import DONE, QUEUED, RUNNING, NewDelivery
+from bot.delivery.journal_pg import LEASE_SECONDS, MIGRATIONS, TAKE_LEASE, PgJournal
 from postgres import postgres_db, postgres_url  # noqa: F401
 
 REPO = "acme/InferenceX"

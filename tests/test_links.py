@@ -1,12 +1,12 @@
-"""The one URL builder (bot/links.py): API paths and query values percent-encoded, outside links rebuilt."""
+"""The one URL builder (bot/rules/links.py): API paths and query values percent-encoded, outside links rebuilt."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, strategies as st
 
-from bot import links
-from bot.links import Slashed, api, checked_link, repo_api, web
+from bot.rules import links
+from bot.rules.links import Slashed, api, checked_link, repo_api, web
 
 VIEWER = "inferencex.semianalysis.com"
 

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from bot import logs
+from bot.telemetry import logs
 from harness import REPO, SECRET
 
 

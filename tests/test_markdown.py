@@ -1,4 +1,4 @@
-"""bot/markdown.py: what of a comment is visible prose (the command grammar's own table is tests/test_commands.py)."""
+"""bot/rules/markdown.py: what of a comment is visible prose (the command grammar's own table is tests/test_commands.py)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bot import markdown
-from bot.markdown import BREAK, mentions, prose, visible_lines
-from bot.signoff import has_phrase
+from bot.rules import markdown
+from bot.rules.markdown import BREAK, mentions, prose, visible_lines
+from bot.rules.signoff import has_phrase
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
 from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402

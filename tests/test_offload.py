@@ -1,4 +1,4 @@
-"""Big pure checks run in a worker process (bot/offload.py): apart from the loop, replaced when it dies or hangs."""
+"""Big pure checks run in a worker process (bot/core/offload.py): apart from the loop, replaced when it dies or hangs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from bot import offload
+from bot.core import offload
 
 
 def pid_of(_data: bytes) -> int:

@@ -100,14 +100,14 @@ def test_wheel_holds_every_module_of_every_package(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     modules = sorted(m.relative_to(ROOT).as_posix() for package in ("bot", "handlers")
                      for m in (ROOT / package).glob("**/*.py"))
-    assert "bot/cli.py" in modules
+    assert "bot/app/cli.py" in modules
     missing = [m for m in modules if m not in names]
     assert not missing, f"not in the wheel (add the package to [tool.setuptools] packages): {missing}"
 
 
 def test_installed_copy_uses_its_own_files_not_the_checkout(installed, tmp_path):
-    probe = ("import json, bot, bot.config, bot.templates;"
-             "print(json.dumps([bot.__file__, str(bot.config.APP_YAML), str(bot.templates.DEFAULT_DIRECTORY)]))")
+    probe = ("import json, bot, bot.core.config, bot.core.templates;"
+             "print(json.dumps([bot.__file__, str(bot.core.config.APP_YAML), str(bot.core.templates.DEFAULT_DIRECTORY)]))")
     found = json.loads(run([str(installed / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env()).stdout)
     for path in found:
         assert Path(path).resolve().is_relative_to(installed.resolve()), path

@@ -1,4 +1,4 @@
-"""Table-driven tests of the reuse-pin rules (bot/pins.py): eligibility, selection, summaries, winning commands."""
+"""Table-driven tests of the reuse-pin rules (bot/rules/pins.py): eligibility, selection, summaries, winning commands."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from bot.commands import Command, CommandLine, parse
-from bot.config import default_policy
-from bot.pins import (
+from bot.rules.commands import Command, CommandLine, parse
+from bot.core.config import default_policy
+from bot.rules.pins import (
     AUTOMATIC_CONCLUSIONS,
     BLOCKED_BY_LABEL,
     CODES,
@@ -30,7 +30,7 @@ from bot.pins import (
     summarize,
     winning_command,
 )
-from bot.policy import Policy
+from bot.core.policy import Policy
 
 POLICY = Policy(default_policy())
 NAMES = dict(POLICY["commands"])

@@ -10,10 +10,10 @@ import time
 
 import psycopg
 
-from bot.github import SharedWritePacer
-from bot.journal import DONE, NewDelivery
-from bot.metrics import Metrics
-from bot.replica_workers import ReplicaWorkers
+from bot.github.client import SharedWritePacer
+from bot.delivery.journal import DONE, NewDelivery
+from bot.telemetry.metrics import Metrics
+from bot.delivery.replica_workers import ReplicaWorkers
 from harness import REPO, Sleeps
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import gidgethub
 import pytest
 
-from bot.config import REPO_CONFIG_PATH
-from bot.repo_config import RepoConfigs
+from bot.core.config import REPO_CONFIG_PATH
+from bot.core.repo_config import RepoConfigs
 from harness import REPO, github_app
 
 

@@ -1,4 +1,4 @@
-"""Results-service callbacks (bot/results_callbacks.py, SPEC.md section 4): a table of payloads and verdicts.
+"""Results-service callbacks (bot/rules/results_callbacks.py, SPEC.md section 4): a table of payloads and verdicts.
 
 Each case names an event type, a change to a good payload of that type (a key set to DROP is removed), and
 expects either these Callback fields or a rejection with this code and field. The first 131 cases are the table
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from bot.results_callbacks import COLUMNS, MAX_IGNORED, ROWS, Callback, Rejected, parse_callback
+from bot.rules.results_callbacks import COLUMNS, MAX_IGNORED, ROWS, Callback, Rejected, parse_callback
 
 RESULTS = "SemiAnalysisAI/InferenceX-results"
 STARTED, COMPLETED, INGESTED = "stage-results-started", "stage-results-completed", "ingest-completed"
 DROP = object()
 URL = "https://results.example.com/runs/24680?pr=17#table"
-LINK = "https://results.example.com/runs/24680?pr=17"  # URL rebuilt by bot.links.checked_link: no fragment
+LINK = "https://results.example.com/runs/24680?pr=17"  # URL rebuilt by bot.rules.links.checked_link: no fragment
 HOSTS = ("results.example.com",)  # the results viewer's host
 VIEWER = "https://results.example.com"
 PHISHING = "https://results.example.com/r)**[Sign in again](https://evil.example/login)**"

@@ -7,8 +7,8 @@ import datetime as dt
 
 import pytest
 
-from bot.comments import marker
-from bot.sweep_record import RunRecord, SweepRecord
+from bot.effects.comments import marker
+from bot.rules.sweep_record import RunRecord, SweepRecord
 from handlers import reuse_command
 from harness import REPO
 from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, push,  # noqa: F401

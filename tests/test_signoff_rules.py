@@ -1,12 +1,12 @@
-"""bot/signoff.py's rules, without HTTP: which comment is a sign-off, each check's table, the verdict and the check."""
+"""bot/rules/signoff.py's rules, without HTTP: which comment is a sign-off, each check's table, the verdict and the check."""
 
 from __future__ import annotations
 
 import pytest
 
-from bot import signoff as rules
-from bot.checklist import compare, template_items
-from bot.codeowners import parse
+from bot.rules import signoff as rules
+from bot.rules.checklist import compare, template_items
+from bot.rules.codeowners import parse
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
 SHA, OLD = "a" * 40, "b" * 40

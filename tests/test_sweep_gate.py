@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from bot.comments import marker
-from bot.sandbox import add_sweep_workflows
-from bot.sweep_record import SweepRecord
+from bot.effects.comments import marker
+from bot.app.sandbox import add_sweep_workflows
+from bot.rules.sweep_record import SweepRecord
 import handlers
 from handlers import sweep_gate
 from harness import REPO

@@ -1,4 +1,4 @@
-"""Tests for the bilingual comment templates in templates/ and their loader, bot.templates."""
+"""Tests for the bilingual comment templates in templates/ and their loader, bot.core.templates."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from bot.commands import USAGE_PROBLEMS, find_commands
-from bot.templates import DEFAULT_DIRECTORY, KindNotFound, Templates, code_span
+from bot.rules.commands import USAGE_PROBLEMS, find_commands
+from bot.core.templates import DEFAULT_DIRECTORY, KindNotFound, Templates, code_span
 from handlers.help_command import help_entries
 
 TEMPLATES = Templates()
@@ -148,7 +148,7 @@ SAMPLES: dict[str, list[dict]] = {
         {"labels": ["full-sweep-fail-fast"], "by": ["drive-by"], "repo": "acme/InferenceX"},
         {"labels": ["full-sweep-enabled", "full-sweep-fail-fast"], "by": ["a", "b`c"], "repo": "acme/InferenceX"},
     ],
-    # The reply to a pin command: every outcome and every verdict code, params as bot.pins.check_run builds them.
+    # The reply to a pin command: every outcome and every verdict code, params as bot.rules.pins.check_run builds them.
     "reuse_reply": [
         {"command": f"/use {run['id']}", "requester": "maintainer-one", "run": run, "verdict": None, "others": [],
          "workflow": "run-sweep.yml", "use_command": "/use", "reuse_command": "/reuse-sweep-run",
@@ -225,7 +225,7 @@ SAMPLES: dict[str, list[dict]] = {
             {**accepted, "staging": {**staging, "state": "stage_failed"}},
         )
     ],
-    # The results service's ingest report: the table in bot.results_callbacks ROWS x COLUMNS order.
+    # The results service's ingest report: the table in bot.rules.results_callbacks ROWS x COLUMNS order.
     "ingest_report": [
         {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
          "app_run_url": app_run_url, "run_date": "2025-06-30", "rows": ["benchmark", "eval", "trace", "power"],
@@ -251,9 +251,9 @@ SAMPLES: dict[str, list[dict]] = {
 def _status_samples() -> list[dict]:
     """Status comment variables as the sweep gate builds them, for a blocked fork PR, a running and a
     finished same-repo sweep, and each failed dispatch."""
-    from bot.changelog import check_append
-    from bot.config import default_policy
-    from bot.gate import AppliedLabel, Changelog, ChangelogOutcome, GateInput, decide
+    from bot.rules.changelog import check_append
+    from bot.core.config import default_policy
+    from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, GateInput, decide
     from handlers.sweep_gate import _error, _plain, viewer_links
 
     policy = default_policy()
@@ -302,7 +302,7 @@ def _status_samples() -> list[dict]:
 
 
 def _annotation_samples() -> list[dict]:
-    from bot.changelog import check_append
+    from bot.rules.changelog import check_append
     from handlers.sweep_gate import _error
 
     base = b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n"
@@ -314,10 +314,10 @@ def _annotation_samples() -> list[dict]:
 
 
 def _signoff_samples() -> list[dict]:
-    """Verdicts covering every check code, state and judge state, built by bot/signoff.py's own rules."""
-    from bot import signoff as rules
-    from bot.checklist import ChecklistResult, Item, Template, TemplateProblem
-    from bot.codeowners import parse
+    """Verdicts covering every check code, state and judge state, built by bot/rules/signoff.py's own rules."""
+    from bot.rules import signoff as rules
+    from bot.rules.checklist import ChecklistResult, Item, Template, TemplateProblem
+    from bot.rules.codeowners import parse
 
     sha, now = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "e" * 40
     owners = parse("* @core\nconfigs/ @amd-owner @acme/amd\n")

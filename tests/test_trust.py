@@ -15,9 +15,9 @@ import respx
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import handlers
-from bot.comments import marker
-from bot.sandbox import add_sweep_workflows
-from bot.sweep_record import SweepRecord
+from bot.effects.comments import marker
+from bot.app.sandbox import add_sweep_workflows
+from bot.rules.sweep_record import SweepRecord
 from bot.testing import InMemoryGitHub
 from harness import REPO, start_harness, stop_harness
 from test_reuse_command import command, fake_clock, finished_run, pin, reactions, reply  # noqa: F401

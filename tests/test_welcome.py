@@ -12,9 +12,9 @@ import asyncio
 
 import pytest
 
-from bot.comments import marker
-from bot.commands import find_commands
-from bot.config import default_policy
+from bot.effects.comments import marker
+from bot.rules.commands import find_commands
+from bot.core.config import default_policy
 from harness import REPO, load_bench
 
 WELCOME = marker("welcome")

@@ -9,9 +9,9 @@ import time
 
 import gidgethub
 
-from bot.journal import Journal, NewDelivery
-from bot.metrics import Metrics
-from bot.workers import Workers
+from bot.delivery.journal import Journal, NewDelivery
+from bot.telemetry.metrics import Metrics
+from bot.delivery.workers import Workers
 
 
 def new(i: int, repo: str = "o/r", number: int | None = 1) -> NewDelivery:

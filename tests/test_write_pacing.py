@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot import cli
-from bot.config import ConfigError, Settings
-from bot.github import WritePacer
-from bot.metrics import Metrics
+from bot.app import cli
+from bot.core.config import ConfigError, Settings
+from bot.github.client import WritePacer
+from bot.telemetry.metrics import Metrics
 from harness import Sleeps
 
 

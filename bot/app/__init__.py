@@ -1,0 +1,1 @@
+"""The process: command line, runtime wiring, webhook server, sandbox."""

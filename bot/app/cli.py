@@ -1,0 +1,333 @@
+"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, check-config."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import hashlib
+import hmac
+import json
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, TextIO
+
+from aiohttp import ClientSession, web
+from gidgethub import sansio
+
+from bot.telemetry import logs
+from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.effects.executor import JournalLedger
+from bot.github.client import GitHubApp, http_timeout, WritePacer
+from bot.delivery.journal import DONE, FAILED, JournalUnavailable, open_journal
+from bot.telemetry.metrics import Metrics
+from bot.app.runtime import Bot, log_secrets
+from bot.app.server import make_app
+
+
+def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[GitHubApp, Any]:
+    """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
+    if settings.live:
+        return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
+                         metrics=metrics, timeout=http_timeout(settings.http_timeout),
+                         pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute)), None
+    from bot.app.sandbox import demo_github, sandbox_app
+
+    fake = demo_github(out)
+    return sandbox_app(fake, metrics), fake
+
+
+def wants_live(env_settings: Settings) -> bool:
+    return bool(env_settings.app_id or env_settings.private_key)
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+
+async def serve(settings: Settings, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    sandbox = not wants_live(settings)
+    if not sandbox:
+        problems = settings.live_problems()
+        if problems:
+            for problem in problems:
+                print(f"sweepbot: cannot start live: {problem}", file=sys.stderr)
+            return 2
+    elif not settings.webhook_secrets:
+        settings = dataclasses.replace(settings, webhook_secrets=(_sandbox_secret(),))
+    log_secrets(settings)
+    metrics = Metrics()
+    app, fake = build_github(settings, metrics, out)
+    try:
+        bot = Bot(settings, app)
+    except JournalUnavailable as exc:  # a bad or unreachable database: said once, without its password
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        await app.close()
+        return 2
+    await bot.start()
+    runner = web.AppRunner(make_app(bot), access_log=None, shutdown_timeout=5)
+    await runner.setup()
+    site = web.TCPSite(runner, settings.host, settings.port)
+    await site.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    url = f"http://{settings.host}:{settings.port}"
+    logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
+    if sandbox:
+        _sandbox_banner(out, url, settings)
+        await _send_demo_delivery(out, url, settings, fake)
+    else:
+        print(f"sweepbot live on {url}/webhook (App {settings.app_id}, GitHub API {settings.api_url})", file=out)
+    out.flush()
+    await stop.wait()
+    print("sweepbot: stopping intake, draining in-flight work", file=out)
+    await site.stop()
+    await bot.stop()
+    await runner.cleanup()
+    return 0
+
+
+def _sandbox_secret() -> str:
+    from bot.app.sandbox import DEMO_SECRET
+
+    return DEMO_SECRET
+
+
+def _sandbox_banner(out: TextIO, url: str, settings: Settings) -> None:
+    from bot.app.sandbox import DEMO_REPO
+
+    print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
+    print(f"  demo repository  {DEMO_REPO}, PR #1 from a fork, touching the changelog and an AMD config", file=out)
+    from bot.app.sandbox import DEMO_SECRET
+
+    secret = f"here {DEMO_SECRET!r}" if settings.webhook_secrets == (DEMO_SECRET,) else "yours"
+    print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, {secret})", file=out)
+    print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
+    print("  every write the bot makes to GitHub is printed below. Ctrl-C stops it.", file=out)
+    print("", file=out)
+
+
+def sign(body: bytes, secret: str) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: Any) -> None:
+    """The PR is opened, then a maintainer adds the recommended sweep label: the welcome, the labels, the
+    sweep status and check, then the sweep's dispatch; then the AMD CODEOWNER signs off before the sweep has
+    finished: the verdict says which checks fail. All printed as they are written."""
+    from bot.app.sandbox import DEMO_LABEL, DEMO_REPO, DEMO_SIGNER, demo_signoff
+
+    opened = fake.pull_request_payload(DEMO_REPO, 1, "opened", sender="partner-dev")
+    await _post_demo(out, url, settings, "pull_request", opened, f"{DEMO_REPO}#1 opened by partner-dev")
+    fake.label_issue(DEMO_REPO, 1, DEMO_LABEL, actor="maintainer")
+    labeled = fake.pull_request_payload(DEMO_REPO, 1, "labeled", sender="maintainer", label=DEMO_LABEL)
+    await _post_demo(out, url, settings, "pull_request", labeled,
+                     f"{DEMO_LABEL} added by maintainer (handled after the {settings.settle_seconds:g} s label settle)")
+    await _post_demo(out, url, settings, "issue_comment", demo_signoff(fake), f"{DEMO_SIGNER} signs off")
+
+
+async def _post_demo(out: TextIO, url: str, settings: Settings, event: str, payload: dict, what: str) -> None:
+    body = json.dumps(payload).encode()
+    delivery = f"sandbox-{uuid.uuid4()}"
+    print(f"Sending a signed {event}.{payload['action']} delivery: {what} ({delivery})", file=out)
+    async with ClientSession() as session:
+        async with session.post(f"{url}/webhook", data=body, headers={
+            "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
+        }) as resp:
+            print(f"  webhook answered {resp.status} {await resp.text()}", file=out)
+    out.flush()
+
+
+# -- receive / redeliver -----------------------------------------------------------------------
+
+
+async def receive(settings: Settings, event_name: str, payload_path: str, dry_run: bool,
+                  out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        payload = json.loads(Path(payload_path).read_text())
+    except (OSError, ValueError) as exc:
+        print(f"sweepbot: cannot read {payload_path}: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(payload, dict):
+        print(f"sweepbot: {payload_path} is not a JSON object", file=sys.stderr)
+        return 2
+    return await _run_once(settings, event_name, payload, f"cli-{uuid.uuid4()}", dry_run, out)
+
+
+async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
+                    out: TextIO, ledger: Any = None) -> int:
+    metrics = Metrics()
+    app, fake = build_github(settings, metrics, out)
+    if fake is not None:
+        from bot.app.sandbox import seed_from_payload
+
+        seed_from_payload(fake, payload)
+        print("(sandbox: in-memory GitHub; set APP_ID and PRIVATE_KEY to act on real GitHub)", file=out)
+    bot = Bot(settings, app, journal=_NoJournal())
+    try:
+        event = sansio.Event(payload, event=event_name, delivery_id=delivery_id)
+        if not bot.processor.wants(event):
+            print(f"no handler wants {event_name}.{payload.get('action')}", file=out)
+            return 0
+        outcome = await bot.processor.process(event, ledger=ledger, dry_run=dry_run,
+                                              report=lambda line: print(line, file=out))
+        print(f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
+              f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}", file=out)
+        if not dry_run:
+            for action, result in zip(outcome.actions, outcome.results):
+                print(f"  {result}: {action.describe()}", file=out)
+        return 0
+    finally:
+        await app.close()
+
+
+class _NoJournal:
+    """`receive` runs one delivery outside the journal."""
+
+    async def prune(self) -> int:
+        return 0
+
+    def close(self) -> None:
+        pass
+
+
+async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        journal = open_journal(settings.db_path)
+    except JournalUnavailable as exc:
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        return 2
+    try:
+        found = await journal.get(delivery_id)
+        if found is None:
+            print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
+            return 2
+        requeued = await journal.requeue(delivery_id)
+        row, attempt, effects = await journal.begin(requeued.seq)  # as a worker takes it: attempt and ledger
+        ledger = JournalLedger(journal, row.seq, effects)  # effects done before are not done again
+        try:
+            code = await _run_once(settings, row.event, json.loads(row.body), row.id, False, out, ledger)
+        except Exception as exc:
+            await journal.finish(row.seq, FAILED, f"{type(exc).__name__}: {exc}")
+            print(f"delivery {delivery_id} failed again (attempt {attempt}): {exc}", file=out)
+            return 1
+        await journal.finish(row.seq, DONE)
+        print(f"delivery {delivery_id} done (attempt {attempt})", file=out)
+        return code
+    finally:
+        journal.close()
+
+
+async def deliveries(settings: Settings, failed_only: bool, limit: int, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        journal = open_journal(settings.db_path)
+    except JournalUnavailable as exc:
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        return 2
+    try:
+        rows = await journal.listing(status=FAILED if failed_only else None, limit=limit)
+        counts = await journal.counts()
+    finally:
+        journal.close()
+    print(f"{'received':19}  {'status':8} {'tries':>5}  {'event':28} {'where':34} id", file=out)
+    for d in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.received_at))
+        what = d.event + (f".{d.action}" if d.action else "")
+        where = (d.repo or "-") + (f"#{d.number}" if d.number is not None else "")
+        print(f"{when}  {d.status:8} {d.attempts:>5}  {what[:28]:28} {where[:34]:34} {d.id}", file=out)
+        if d.error:
+            print(f"{'':30}error: {d.error}", file=out)
+        if d.status == "retrying" and d.not_before:
+            again = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(d.not_before))
+            print(f"{'':30}next try: {again}", file=out)
+    print("totals: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty journal"), file=out)
+    return 0
+
+
+# -- manifest / check-config -------------------------------------------------------------------
+
+
+def manifest(webhook_url: str | None = None, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    data = load_app_yaml()["manifest"]
+    if webhook_url:
+        data["hook_attributes"]["url"] = webhook_url
+    print(json.dumps(data, indent=2), file=out)
+    return 0
+
+
+def check_config(path: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        text = Path(path).read_bytes()
+    except OSError as exc:
+        print(f"{path}: cannot read: {exc}", file=sys.stderr)
+        return 2
+    try:
+        parse_repo_config(text)
+    except ConfigError as exc:
+        print(f"{path}: invalid", file=out)
+        for error in exc.errors:
+            print(f"  - {error}", file=out)
+        return 1
+    print(f"{path}: valid", file=out)
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)")
+    r = sub.add_parser("receive", help="run one delivery through the handlers")
+    r.add_argument("-e", "--event", required=True, help="the X-GitHub-Event name, e.g. pull_request")
+    r.add_argument("-p", "--payload", required=True, help="a JSON payload file")
+    r.add_argument("--dry-run", action="store_true", help="print the planned writes instead of making them")
+    d = sub.add_parser("deliveries", help="list journal entries, newest first")
+    d.add_argument("--failed", action="store_true", help="only failed deliveries")
+    d.add_argument("-n", "--limit", type=int, default=50)
+    rd = sub.add_parser("redeliver", help="process a journal entry again, now")
+    rd.add_argument("id", help="the delivery id (X-GitHub-Delivery)")
+    m = sub.add_parser("manifest", help="print the GitHub App manifest JSON")
+    m.add_argument("--webhook-url", help="where GitHub sends webhooks, e.g. https://bot.example.com/webhook")
+    c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
+    c.add_argument("file")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.command == "manifest":
+        return manifest(args.webhook_url)
+    if args.command == "check-config":
+        return check_config(args.file)
+    try:
+        settings = Settings.from_env()
+    except ConfigError as exc:
+        for error in exc.errors:
+            print(f"sweepbot: {error}", file=sys.stderr)
+        return 2
+    default_level = "INFO" if wants_live(settings) else "WARNING"
+    logs.setup(settings.log_level if "LOG_LEVEL" in os.environ else default_level)
+    if args.command == "serve":
+        return asyncio.run(serve(settings))
+    if args.command == "receive":
+        return asyncio.run(receive(settings, args.event, args.payload, args.dry_run))
+    if args.command == "deliveries":
+        return asyncio.run(deliveries(settings, args.failed, args.limit))
+    if args.command == "redeliver":
+        return asyncio.run(redeliver(settings, args.id))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

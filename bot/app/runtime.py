@@ -1,0 +1,209 @@
+"""A running sweepbot: settings, journal, GitHub App, processor and workers, started and stopped together."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from gidgethub import routing, sansio
+
+from bot.rules import lanes
+
+from bot.telemetry import logs
+
+from bot.core import offload
+from bot.core.config import Settings
+from bot.github.client import GitHubApp, SharedWritePacer
+from bot.effects.executor import JournalLedger
+from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, open_journal
+from bot.rules.links import repo_api
+from bot.core.processing import Processor
+from bot.core.repo_config import RepoConfigs
+from bot.core.templates import Templates
+from bot.delivery.workers import Workers
+
+HEALTH_PROBE_TIMEOUT = 2.0
+# How long a thread may hold the GIL while another waits (CPython's default is 5 ms): intake waits less.
+SWITCH_INTERVAL = 0.001
+
+
+def default_router() -> routing.Router:
+    from handlers import router
+
+    return router
+
+
+class Bot:
+    def __init__(self, settings: Settings, app: GitHubApp, *, router: routing.Router | None = None,
+                 templates: Templates | None = None, configs: RepoConfigs | None = None,
+                 journal: JournalBackend | None = None):
+        self.settings = settings
+        self.app = app
+        self.metrics = app.metrics
+        self.templates = templates or Templates()
+        self.configs = configs or RepoConfigs()
+        self.journal = journal or open_journal(settings.db_path)  # SQLite file or postgresql:// URL
+        self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
+        self.workers: Workers | None = None
+        self._loop: WorkerLoop | None = None
+        self._stopped = False
+
+    async def start(self) -> None:
+        await self.journal.prune()
+        if self.settings.workers > 0:
+            if self.settings.worker_thread:
+                self._loop = WorkerLoop()
+            options = dict(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
+                           retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
+                           resolve=self.pr_of_sha)
+            if self.shared:  # replicas share the work, the timers and the write budget through the database
+                from bot.delivery.replica_workers import ReplicaWorkers
+
+                self.workers = ReplicaWorkers(self.journal, self.handle, self.metrics,
+                                              lease=self.settings.lease_seconds, **options)
+                limit = self.settings.writes_per_minute
+                self.app.shared_pacer = lambda installation: SharedWritePacer(
+                    self.journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
+            else:
+                self.workers = Workers(self.journal, self.handle, self.metrics, **options)
+            await self._on_workers(self.workers.start())
+
+    @property
+    def shared(self) -> bool:
+        """Whether the journal is one that several replicas share (PostgreSQL)."""
+        return hasattr(self.journal, "claim")
+
+    async def _on_workers(self, coro: Any) -> Any:
+        """Run a coroutine where the workers live: their own thread and loop, or this loop."""
+        if self._loop is None:
+            return await coro
+        return await self._loop.run(coro)
+
+    def enqueue(self, new: NewDelivery, seq: int) -> None:
+        if self.workers is None:
+            return  # intake only (SWEEPBOT_WORKERS=0): stays queued in the journal for the next start
+        if self._loop is None:
+            self.workers.submit(new.queued(seq))
+        else:
+            self._loop.call(self.workers.submit, new.queued(seq))
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        if self.workers is not None:
+            await self._on_workers(self.workers.wait_idle(timeout))
+
+    async def pr_of_sha(self, d: Delivery) -> int | None:
+        """The open PR whose head is this SHA (a fork's run names no PR), from GitHub."""
+        found = lanes.unresolved_sha(d.lane)
+        if found is None or d.installation is None:
+            return None
+        repo, sha = found
+        gh = await self.app.client(d.installation)
+        for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
+            if pr.get("state") == "open":
+                return int(pr["number"])
+        async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=100)):
+            if (pr.get("head") or {}).get("sha") == sha:
+                return int(pr["number"])
+        return None
+
+    async def handle(self, d: Delivery, effects: dict) -> None:
+        """One delivery as a worker took it, with its ledger rows read in the same journal round trip."""
+        event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
+        ledger = JournalLedger(self.journal, d.seq, effects)
+        workers = self.workers
+        await self.processor.process(event, ledger=ledger,
+                                     waiting=(lambda: workers.waiting(d.lane)) if workers is not None else None,
+                                     last_try=workers is not None and workers.last_try(d))
+
+    async def _database_health(self) -> dict[str, Any]:
+        """The shared database: reachable, how long the oldest pending delivery has waited, the leases held."""
+        found: dict[str, Any] = {"target": self.journal.where, "replica": getattr(self.workers, "holder", None)}
+        try:
+            oldest = await asyncio.wait_for(self.journal.oldest_pending(), HEALTH_PROBE_TIMEOUT)
+            leases = await asyncio.wait_for(self.journal.leases(), HEALTH_PROBE_TIMEOUT)
+        except Exception as exc:
+            return {**found, "reachable": False, "error": f"{type(exc).__name__}: {exc}"}
+        mine = sum(1 for holder in leases.values() if holder == found["replica"])
+        return {**found, "reachable": True, "oldest_pending_seconds": None if oldest is None
+                else round(max(0.0, time.time() - oldest), 3), "leases_held": mine, "leases_total": len(leases)}
+
+    async def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self.workers is not None:
+            await self._on_workers(self.workers.drain(self.settings.drain_timeout))
+        await self._on_workers(self.app.close())  # its HTTP connections belong to the workers' loop
+        offload.shutdown()
+        self.journal.close()
+        if self._loop is not None:
+            self._loop.stop()
+
+    async def health(self) -> dict[str, Any]:
+        report: dict[str, Any] = {"ok": True}
+        try:
+            await asyncio.wait_for(self.journal.probe(), HEALTH_PROBE_TIMEOUT)
+            counts = await asyncio.wait_for(self.journal.counts(), HEALTH_PROBE_TIMEOUT)
+            report["journal"] = "writable"
+        except Exception as exc:
+            report["ok"] = False
+            report["journal"] = f"not writable: {type(exc).__name__}: {exc}"
+            counts = {}
+        report["backlog"] = counts.get("queued", 0) + counts.get("running", 0) + counts.get("retrying", 0)
+        report["retrying"] = counts.get("retrying", 0)
+        report["failed"] = counts.get("failed", 0)
+        report["workers"] = self.workers.concurrency if self.workers else 0
+        if self.shared:
+            report["database"] = await self._database_health()
+            report["ok"] = report["ok"] and report["database"]["reachable"]
+        if self.workers is not None and self.workers.journal_error:
+            report["ok"] = False
+            report["journal"] = f"workers cannot write: {self.workers.journal_error}"
+        report["last_github_error"] = self.metrics.last_github_error
+        report["authentication"] = dict(self.app.auth_problems) or "ok"
+        if self.app.auth_problems:
+            report["ok"] = False  # deliveries cannot be processed until the App can authenticate again
+        report["unreconciled_effects"] = list(self.metrics.unreconciled)
+        if self.metrics.unreconciled:
+            report["ok"] = False
+        report["config_errors"] = {
+            repo: list(problem.errors) for repo, problem in self.configs.problems.items()
+        }
+        return report
+
+
+class WorkerLoop:
+    """A thread with its own event loop for the workers and every GitHub request they make.
+
+    The webhook server's loop then only verifies, journals and acknowledges: a handler rendering a template
+    or parsing a large answer never delays an ack behind it.
+    """
+
+    def __init__(self) -> None:
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="sweepbot-workers", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    async def run(self, coro: Any) -> Any:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def call(self, fn: Any, *args: Any) -> None:
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+def log_secrets(settings: Settings) -> None:
+    for secret in settings.webhook_secrets:
+        logs.register_secret(secret)

@@ -1,0 +1,1 @@
+"""One delivery's processing: the context handlers read through, policy, repository config, templates."""

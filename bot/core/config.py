@@ -1,0 +1,344 @@
+"""Settings from the environment, and the policy: app.yaml defaults deep-merged with a repository's override."""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.core.resources import APP_PACKAGE, resource_file
+
+APP_YAML = resource_file(APP_PACKAGE, "app.yaml")  # the top-level app.yaml, shipped as package data
+REPO_CONFIG_PATH = ".github/sweepbot.yml"
+DEFAULT_API_URL = "https://api.github.com"
+DEFAULT_DB = "./sweepbot.db"
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; `errors` lists every problem found."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the process is told by its environment (Probot's names where Probot has one)."""
+
+    app_id: str | None = None
+    private_key: str | None = field(default=None, repr=False)
+    webhook_secrets: tuple[str, ...] = field(default=(), repr=False)
+    host: str = "127.0.0.1"
+    port: int = 3000
+    log_level: str = "INFO"
+    api_url: str = DEFAULT_API_URL
+    db_path: str = DEFAULT_DB
+    workers: int = 8
+    max_attempts: int = 3
+    retry_delay: float = 2.0
+    drain_timeout: float = 20.0
+    read_timeout: float = 10.0
+    # content-creating requests per installation in any 60 s; GitHub's secondary limit is 80. 0: unpaced
+    # (GitHub Enterprise Server without secondary rate limits).
+    writes_per_minute: int = 80
+    # transient failures (GitHub down, rate limits) are retried on a growing schedule this long
+    retry_for: float = 6 * 3600.0
+    # seconds one GitHub request may take before the client gives up (read; connect is at most 5)
+    http_timeout: float = 10.0
+    # workers (and their GitHub requests) on a thread and event loop of their own, apart from intake
+    worker_thread: bool = True
+    # a label event waits this long before it is handled, so a burst of them ends in one decision; 0: at once
+    settle_seconds: float = 3.0
+    # on PostgreSQL: a replica that stops renewing its lanes (killed, cut off) loses them after this long
+    lease_seconds: float = 15.0
+
+    @property
+    def live(self) -> bool:
+        """Live when the App can authenticate; otherwise the sandbox runs."""
+        return bool(self.app_id and self.private_key)
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None, *, dotenv: bool = True) -> "Settings":
+        if env is None:
+            if dotenv:
+                from dotenv import load_dotenv
+
+                # an explicit path: with none, python-dotenv searches from this module's folder, not the cwd
+                load_dotenv(Path.cwd() / ".env", override=False)
+            env = dict(os.environ)
+        key = env.get("PRIVATE_KEY") or None
+        if key is None and env.get("PRIVATE_KEY_PATH"):
+            key = Path(env["PRIVATE_KEY_PATH"]).read_text()
+        if key is not None and "\\n" in key and "\n" not in key:
+            key = key.replace("\\n", "\n")  # keys pasted into one-line env files
+        secrets = tuple(s.strip() for s in env.get("WEBHOOK_SECRET", "").split(",") if s.strip())
+        return cls(
+            app_id=env.get("APP_ID") or None,
+            private_key=key,
+            webhook_secrets=secrets,
+            host=env.get("HOST", cls.host),
+            port=int(env.get("PORT", cls.port)),
+            log_level=env.get("LOG_LEVEL", cls.log_level).upper(),
+            api_url=env.get("GITHUB_API_URL", cls.api_url).rstrip("/"),
+            db_path=env.get("SWEEPBOT_DB", cls.db_path),
+            workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
+            writes_per_minute=cls._writes_per_minute(env.get("SWEEPBOT_WRITES_PER_MINUTE")),
+            http_timeout=_positive("SWEEPBOT_HTTP_TIMEOUT", env.get("SWEEPBOT_HTTP_TIMEOUT"), cls.http_timeout),
+            settle_seconds=_positive("SWEEPBOT_SETTLE_SECONDS", env.get("SWEEPBOT_SETTLE_SECONDS"),
+                                     cls.settle_seconds, zero=True),
+            lease_seconds=_positive("SWEEPBOT_LEASE_SECONDS", env.get("SWEEPBOT_LEASE_SECONDS"), cls.lease_seconds),
+        )
+
+    @classmethod
+    def _writes_per_minute(cls, raw: str | None) -> int:
+        """SWEEPBOT_WRITES_PER_MINUTE: a whole number, 0 or more; unset or blank is the default."""
+        if raw is None or not raw.strip():
+            return cls.writes_per_minute
+        text = raw.strip()
+        if not text.isascii() or not text.isdigit():
+            raise ConfigError([f"SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more"
+                               f" (0: unpaced), got {raw!r}"])
+        return int(text)
+
+    def live_problems(self) -> list[str]:
+        """Why live mode cannot start, if it was asked for."""
+        problems = []
+        if not self.webhook_secrets:
+            problems.append("WEBHOOK_SECRET is not set: refusing to accept unsigned webhooks")
+        if not self.app_id:
+            problems.append("APP_ID is not set")
+        if not self.private_key:
+            problems.append("PRIVATE_KEY or PRIVATE_KEY_PATH is not set")
+        return problems
+
+
+def _positive(name: str, raw: str | None, default: float, *, zero: bool = False) -> float:
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (0 <= value if zero else 0 < value) or not value < 3600:
+        raise ConfigError([f"{name} must be a number of seconds {'0 or more' if zero else 'above 0'} and below"
+                           f" 3600, got {raw!r}"])
+    return value
+
+
+def load_app_yaml(path: Path = APP_YAML) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def default_policy() -> dict[str, Any]:
+    return copy.deepcopy(load_app_yaml()["policy"])
+
+
+def merge_policy(defaults: dict[str, Any], override: Any) -> dict[str, Any]:
+    """Deep-merge `override` over `defaults`; raise ConfigError listing every unknown key or wrong type."""
+    if override is None:
+        return copy.deepcopy(defaults)
+    errors: list[str] = []
+    merged = _merge(defaults, override, "", errors)
+    if errors:
+        raise ConfigError(errors)
+    return merged
+
+
+def _merge(default: Any, value: Any, where: str, errors: list[str]) -> Any:
+    name = where or "the file"
+    if isinstance(default, dict):
+        if not isinstance(value, dict):
+            errors.append(f"{name}: expected a mapping, got {_kind(value)}")
+            return copy.deepcopy(default)
+        out = copy.deepcopy(default)
+        for key, sub in value.items():
+            path = f"{where}.{key}" if where else str(key)
+            if key not in default:
+                errors.append(f"{path}: unknown key")
+                continue
+            out[key] = _merge(default[key], sub, path, errors)
+        return out
+    if isinstance(default, list):
+        if not isinstance(value, list):
+            errors.append(f"{name}: expected a list, got {_kind(value)}")
+            return copy.deepcopy(default)
+        _check_items(default, value, where, errors)
+        return copy.deepcopy(value)
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            errors.append(f"{name}: expected true or false, got {_kind(value)}")
+        return value
+    if isinstance(default, (int, float)) and not isinstance(value, bool) and isinstance(value, (int, float)):
+        return value
+    if isinstance(default, str):
+        if not isinstance(value, str) or not value.strip():
+            errors.append(f"{name}: expected a non-empty string, got {_kind(value)}")
+        return value
+    if type(value) is not type(default):
+        errors.append(f"{name}: expected {_kind(default)}, got {_kind(value)}")
+    return value
+
+
+def _check_items(default: list, value: list, where: str, errors: list[str]) -> None:
+    """List items take the shape of the default's items: same keys allowed, keys every default item has are required."""
+    if not default:
+        return
+    sample = default[0]
+    for i, item in enumerate(value):
+        path = f"{where}[{i}]"
+        if isinstance(sample, dict):
+            allowed = set().union(*(d.keys() for d in default))
+            required = set.intersection(*(set(d) for d in default))
+            if not isinstance(item, dict):
+                errors.append(f"{path}: expected a mapping, got {_kind(item)}")
+                continue
+            for key in item:
+                if key not in allowed:
+                    errors.append(f"{path}.{key}: unknown key")
+            for key in sorted(required - set(item)):
+                errors.append(f"{path}.{key}: required")
+            for key in set(item) & allowed:
+                model = next(d[key] for d in default if key in d)
+                _merge(model, item[key], f"{path}.{key}", errors)
+        else:
+            _merge(sample, item, path, errors)
+
+
+def _kind(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "nothing"}.get(type(value), type(value).__name__)
+
+
+def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError."""
+    defaults = default_policy() if defaults is None else defaults
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"]) from None
+    if data is None:
+        return copy.deepcopy(defaults)
+    merged = merge_policy(defaults, data)
+    _check_semantics(merged)
+    return merged
+
+
+def _check_semantics(policy: dict[str, Any]) -> None:
+    """Rules across keys, each error naming its key path; every error is listed at once."""
+    from bot.rules.commands import command_name_errors  # here, not at the top: this file's imports are not this check's
+
+    labels = policy["labels"]
+    errors = _sweep_label_errors(labels)
+    errors += command_name_errors(policy["commands"])
+    errors += _autolabel_errors(policy["autolabels"], _sweep_labels(labels))
+    errors += _verified_item_errors(policy["signoff"]["verified_items"])
+    errors += _login_list_errors("results.senders", policy["results"]["senders"])
+    errors += _login_list_errors("signoff.judge.senders", policy["signoff"]["judge"]["senders"])
+    errors += _limit_errors(policy["limits"])
+    if errors:
+        raise ConfigError(errors)
+
+
+def _verified_item_errors(items: list[dict[str, Any]]) -> list[str]:
+    from bot.rules.signoff import CHECKS
+
+    return [f"signoff.verified_items[{i}].check: {item['check']!r} is not one of the bot's checks"
+            f" ({', '.join(CHECKS)})" for i, item in enumerate(items) if item["check"] not in CHECKS]
+
+
+# A GitHub login, and `name[bot]` for an App's bot account.
+LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
+
+
+def _login_list_errors(path: str, logins: list[Any]) -> list[str]:
+    return [f"{path}[{i}]: {login!r} is not a GitHub login (letters, digits and dashes; `name[bot]` for an App)"
+            for i, login in enumerate(logins) if not isinstance(login, str) or not LOGIN.fullmatch(login)]
+
+
+def _limit_errors(limits: dict[str, Any]) -> list[str]:
+    return [f"limits.{key}: expected a whole number above 0, got {value!r}" for key, value in limits.items()
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1]
+
+
+# GitHub's limits for a label; a longer name or description is refused with a 422.
+LABEL_NAME_LIMIT = 50
+LABEL_DESCRIPTION_LIMIT = 100
+
+
+def _sweep_labels(labels: dict[str, Any]) -> dict[str, str]:
+    """Every sweep label (primaries and modifiers), lower-cased, -> the key path that first names it."""
+    named: dict[str, str] = {}
+    for path, name in _sweep_label_names(labels):
+        named.setdefault(name.lower(), path)
+    return named
+
+
+def _sweep_label_names(labels: dict[str, Any]) -> list[tuple[str, str]]:
+    primaries = [(f"labels.primary[{i}].name", label["name"]) for i, label in enumerate(labels["primary"])]
+    return primaries + [(f"labels.modifiers.{key}", name) for key, name in labels["modifiers"].items()]
+
+
+def _sweep_label_errors(labels: dict[str, Any]) -> list[str]:
+    errors = []
+    primaries = labels["primary"]
+    if not primaries:
+        errors.append("labels.primary: at least one primary label is required")
+    if sum(1 for p in primaries if p.get("recommended")) > 1:
+        errors.append("labels.primary: at most one label can be recommended")
+    seen: dict[str, tuple[str, str]] = {}
+    for path, name in _sweep_label_names(labels):
+        errors += _length_errors(path, name, LABEL_NAME_LIMIT)
+        if name.lower() in seen:
+            errors.append(_same_label(path, name, *seen[name.lower()]))
+        else:
+            seen[name.lower()] = (path, name)
+    return errors
+
+
+def _autolabel_errors(rules: list[dict[str, Any]], sweep_labels: dict[str, str]) -> list[str]:
+    errors = []
+    given: dict[str, tuple[str, str]] = {}  # lower-cased label -> (the rule that gives it, its spelling there)
+    for i, rule in enumerate(rules):
+        where, label = f"autolabels[{i}]", rule["label"]
+        errors += _length_errors(f"{where}.label", label, LABEL_NAME_LIMIT)
+        if label.lower() in sweep_labels:
+            # a path rule would approve every matching PR's sweep, forks included, with the bot's own permission
+            errors.append(f"{where}.label: {label!r} is a sweep label ({sweep_labels[label.lower()]}); "
+                          "sweeps are approved by maintainers, not by path rules")
+        if label.lower() in given:
+            other, spelled = given[label.lower()]
+            # two rules for one label would add it and remove it on alternate pushes
+            errors.append(f"{where}.label: {label!r} is also given by {other}{_ignoring_case(label, spelled)}; "
+                          "one rule per label: put all its paths in one rule")
+        else:
+            given[label.lower()] = (where, label)
+        errors += _length_errors(f"{where}.description", rule["description"], LABEL_DESCRIPTION_LIMIT)
+        color = str(rule.get("color", ""))
+        if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):
+            errors.append(f"{where}.color: expected six hex digits, got {color!r}")
+        if not rule.get("paths"):
+            errors.append(f"{where}.paths: at least one pattern is required")
+    return errors
+
+
+def _length_errors(path: str, text: str, limit: int) -> list[str]:
+    if len(text) <= limit:
+        return []
+    return [f"{path}: {len(text)} characters; GitHub allows at most {limit}"]
+
+
+def _same_label(path: str, name: str, other: str, spelled: str) -> str:
+    return f"{path}: {name!r} is also the label of {other}{_ignoring_case(name, spelled)}"
+
+
+def _ignoring_case(name: str, spelled: str) -> str:
+    return "" if name == spelled else f" ({spelled!r}: GitHub label names ignore case)"

@@ -1,0 +1,1 @@
+"""Deliveries from intake to done: the journal (SQLite, PostgreSQL), the schedulers, failures."""

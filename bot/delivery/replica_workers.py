@@ -1,0 +1,155 @@
+"""Workers that share one PostgreSQL journal with other replicas: lanes under lease, per-PR order, any replica.
+
+Nothing is held in memory between deliveries: each worker claims the next runnable delivery of a lane no
+replica holds (`PgJournal.claim`, `FOR UPDATE SKIP LOCKED` and a lease row per lane), runs it, and hands the
+lane back. A heartbeat renews the leases this replica holds; a replica that stops renewing (SIGKILL, a cut
+network) loses its lanes when their leases run out, and another replica takes them over, the ledger of
+effects keeping every write once. Timers are rows: a delivery's `not_before` (the label settle, a retry)
+holds its lane back on every replica, and survives restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+import uuid
+
+from bot.telemetry import logs
+from bot.delivery.journal import FAILED, Delivery
+from bot.delivery.journal_pg import Claim, PgJournal
+from bot.rules.lanes import unresolved_sha
+from bot.telemetry.metrics import Metrics
+from bot.delivery.workers import Process, Resolve, Workers
+
+POLL = 0.25  # how often an idle worker looks for work another replica recorded (its own wakes it at once)
+HEARTBEATS_PER_LEASE = 3  # renewals in one lease time: two can be missed before the lease runs out
+
+
+def replica_name() -> str:
+    """Who holds a lease: host, process and a random part (a restarted process is a new holder)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class ReplicaWorkers(Workers):
+    def __init__(self, journal: PgJournal, process: Process, metrics: Metrics, *, holder: str | None = None,
+                 lease: float | None = None, poll: float = POLL, resolve: Resolve | None = None,
+                 **options: float) -> None:
+        super().__init__(journal, process, metrics, resolve=resolve, **options)
+        self.journal: PgJournal = journal
+        self.holder = holder or replica_name()
+        self.lease = journal.lease_seconds if lease is None else lease
+        self.poll = poll
+        self._wake = asyncio.Event()
+        self._lanes: dict[str, asyncio.Task] = {}  # lane -> the worker running its head here
+        self._waiting: dict[str, list[tuple[str, str | None]]] = {}
+        self._heartbeat: asyncio.Task | None = None
+
+    async def start(self) -> int:
+        """Start the workers and the heartbeat; nothing to resume here: unfinished rows are claimed."""
+        self._tasks = [asyncio.create_task(self._work(), name=f"replica-worker-{i}") for i in range(self.concurrency)]
+        self._heartbeat = asyncio.create_task(self._beat(), name="lease-heartbeat")
+        logs.event("replica started", holder=self.holder, lease=self.lease, workers=self.concurrency)
+        return 0
+
+    def submit(self, queued: object) -> None:
+        """This replica recorded a delivery: look for work now rather than at the next poll."""
+        self._wake.set()
+
+    def waiting(self, lane: str) -> list[tuple[str, str | None]]:
+        return list(self._waiting.get(lane, ()))
+
+    def held(self) -> list[str]:
+        return sorted(self._lanes)
+
+    async def _work(self) -> None:
+        while not self._stopping:
+            claim = await self._journal(lambda: self.journal.claim(self.holder, lease=self.lease))
+            if claim is None:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.poll)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            lane = claim.lane
+            run = asyncio.create_task(self._run_claim(claim), name=f"run-{claim.delivery.id}")
+            self._lanes[lane] = run
+            self._busy.add(run)
+            try:
+                await run
+            except asyncio.CancelledError:
+                if asyncio.current_task().cancelling():
+                    raise  # this worker is stopping
+                # the heartbeat cancelled the run: its lease was lost; the lane is another replica's now
+            finally:
+                self._busy.discard(run)
+                self._lanes.pop(lane, None)
+                self._waiting.pop(lane, None)
+            await self._journal(lambda: self.journal.release(self.holder, lane))
+
+    async def _run_claim(self, claim: Claim) -> None:
+        d = claim.delivery
+        if claim.taken_over:
+            logs.event("delivery taken over from a replica whose lease ran out", delivery=d.id, lane=d.lane,
+                       interrupted=d.interrupted)
+            if d.interrupted >= self.max_attempts:
+                await self._journal(lambda: self.journal.finish(d.seq, FAILED, "interrupted again and again"))
+                logs.event("delivery failed: interrupted again and again", logging.ERROR, delivery=d.id)
+                self.metrics.deliveries.labels(d.event, "failed").inc()
+                return
+        if self.resolve is not None and unresolved_sha(d.lane) and await self._moved_to_its_pr(d):
+            return
+        self._waiting[d.lane] = await self._journal(lambda: self.journal.behind(d.seq, d.lane))
+        await self._execute(d, claim.attempt, claim.effects)
+
+    async def _requeue(self, d: Delivery, lane: str) -> None:
+        """In the database, for whichever replica takes the PR's lane next (nothing is held in memory here)."""
+        await self._journal(lambda: self.journal.retry_later(d.seq, time.time(), "moved to its PR's lane"))
+
+    async def _beat(self) -> None:
+        """Renew this replica's leases; a lane missing from the answer was lost: stop working on it."""
+        while not self._stopping:
+            await asyncio.sleep(self.lease / HEARTBEATS_PER_LEASE)
+            try:
+                kept = set(await self.journal.renew(self.holder, lease=self.lease))
+            except Exception as exc:  # the database is away: the leases may run out; work stops on them below
+                logs.event("lease heartbeat failed", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+                continue
+            for lane, task in list(self._lanes.items()):
+                if lane not in kept:
+                    logs.event("lease lost: another replica may run this lane now", logging.ERROR, lane=lane)
+                    task.cancel()  # its ledger rows stay: whoever takes the lane reconciles them
+
+    async def wait_idle(self, timeout: float | None = None) -> None:
+        """Until no delivery is unfinished anywhere (tests and benchmarks)."""
+
+        async def idle() -> None:
+            while self._busy or await self.journal.oldest_pending() is not None:
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(idle(), timeout)
+
+    async def drain(self, timeout: float) -> int:
+        """SIGTERM: take no more work, let what runs finish up to `timeout`, then hand every lane back at once."""
+        self._stopping = True
+        self._wake.set()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        busy = list(self._busy)
+        if busy:
+            logs.event("draining in-flight deliveries", count=len(busy), timeout=timeout)
+            await asyncio.wait(busy, timeout=timeout)
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *([self._heartbeat] if self._heartbeat else []), return_exceptions=True)
+        try:
+            released = await self.journal.release(self.holder)
+        except Exception as exc:  # the database is away: the leases run out on their own
+            logs.event("could not hand the leases back", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+            return 0
+        if released:
+            logs.event("leases handed back", lanes=len(released))
+        return len(released)

@@ -1,0 +1,1 @@
+"""Writes to GitHub: the actions a handler returns, the exactly-once executor, the comment store."""

@@ -1,0 +1,507 @@
+"""The only writer to GitHub: applies each action once, recorded in the delivery's ledger, reconciling lost answers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+import cachetools
+import gidgethub
+
+from bot.effects import actions as act
+from bot.telemetry import logs
+from bot.effects.actions import Result
+from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue, fit, is_bots
+from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
+from bot.github.client import BEFORE_SEND, AmbiguousWrite
+from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
+from bot.rules.links import repo_api
+
+if TYPE_CHECKING:
+    from bot.core.processing import Context
+
+RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
+DISPATCH_LOOKS = 4  # a dispatched run takes a few seconds to be listed: look this many times before giving up
+RUNS_LOOKED_AT = 2 * PER_PAGE  # how far back the runs of a workflow are searched for a dispatch id
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check run create or update
+ANNOTATION_MESSAGE_MAX = 64 * 1024
+CHECK_TEXT_MAX = 65535  # output.summary and output.text
+CHECK_TITLE_MAX = 255
+
+
+class Unreconciled(Exception):
+    """GitHub may have done this effect and its state does not say: it is not sent again blindly."""
+
+    def __init__(self, action: act.Action, reason: str):
+        super().__init__(f"{action.describe()}: {reason}")
+        self.action = action
+
+
+class Ledger(Protocol):
+    """The effects already done (or intended) for one delivery."""
+
+    def get(self, key: str) -> Effect | None: ...
+    async def intend(self, key: str) -> None: ...
+    async def withdraw(self, key: str) -> None: ...
+    async def complete(self, key: str, result: Result) -> None: ...
+
+
+class MemoryLedger:
+    """A ledger that lives as long as one run (`sweepbot receive`, tests)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, Effect] = {}
+
+    def get(self, key: str) -> Effect | None:
+        return self.rows.get(key)
+
+    async def intend(self, key: str) -> None:
+        self.rows[key] = Effect(key, INTENDED, None, time.time())
+
+    async def withdraw(self, key: str) -> None:
+        self.rows.pop(key, None)
+
+    async def complete(self, key: str, result: Result) -> None:
+        self.rows[key] = Effect(key, EFFECT_DONE, result.to_json(), None)
+
+
+class JournalLedger:
+    """The ledger of one journaled delivery: read once when it starts, each change synced before it matters."""
+
+    def __init__(self, journal: Journal, seq: int, rows: dict[str, Effect]):
+        self.journal, self.seq, self.rows = journal, seq, rows
+
+    def get(self, key: str) -> Effect | None:
+        return self.rows.get(key)
+
+    async def intend(self, key: str) -> None:
+        await self.journal.intend(self.seq, key)
+        self.rows[key] = Effect(key, INTENDED, None, time.time())
+
+    async def withdraw(self, key: str) -> None:
+        await self.journal.withdraw(self.seq, key)
+        self.rows.pop(key, None)
+
+    async def complete(self, key: str, result: Result) -> None:
+        self.journal.complete(self.seq, key, result.to_json())  # queued behind the intent, not waited for
+        self.rows[key] = Effect(key, EFFECT_DONE, result.to_json(), None)
+
+
+Perform = Callable[["Executor", Any], Awaitable[Result]]
+Reconcile = Callable[["Executor", Any], Awaitable[Result | None]]
+
+
+class Executor:
+    """Applies actions for one delivery; every GitHub write of the bot goes through here."""
+
+    def __init__(self, ctx: "Context", store: CommentStore, known_labels: cachetools.TTLCache, ledger: Ledger, *,
+                 request_window: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 on_unreconciled: Callable[[str], None] | None = None,
+                 known_checks: cachetools.TTLCache | None = None):
+        self.ctx = ctx
+        self.store = store
+        self.known_labels = known_labels  # (repo, label) pairs seen to exist, to spare a lookup per event
+        # (repo, sha, name) -> (check run id, fingerprint of what it shows), to spare a lookup per event
+        self.known_checks = known_checks if known_checks is not None else cachetools.TTLCache(maxsize=64, ttl=600)
+        self.ledger = ledger
+        self.request_window = request_window
+        self.sleep = sleep
+        self.on_unreconciled = on_unreconciled or (lambda _text: None)
+        self.applied: list[tuple[act.Action, Result]] = []
+
+    async def apply(self, action: act.Action) -> Result:
+        kind = KINDS.get(type(action))
+        if kind is None:
+            raise TypeError(f"unknown action {action!r}")
+        if not kind.ledgered:
+            result = await kind.perform(self, action)
+        else:
+            result = await self._once(action, kind)
+        self.applied.append((action, result))
+        return result
+
+    async def _once(self, action: act.Action, kind: "Kind") -> Result:
+        key = action.key
+        row = self.ledger.get(key)
+        if row is not None and row.state == EFFECT_DONE:
+            return Result.from_json(row.result)
+        if row is not None and row.state == INTENDED:
+            # An earlier attempt sent this and its answer is lost (a crash, a timeout): wait out that request,
+            # then ask GitHub what happened.
+            wait = (row.intended_at or 0) + self.request_window - time.time()
+            if wait > 0:
+                logs.event("waiting out an earlier attempt before reconciling", key=key, seconds=round(wait, 1))
+                await self.sleep(wait)
+            found = await kind.reconcile(self, action)
+            if found is not None:
+                logs.event("effect found done by an earlier attempt", key=key, id=found.id)
+                await self.ledger.complete(key, found)
+                return found
+            if not kind.resendable:
+                raise await self._unreconciled(action, "an earlier attempt may have sent it; GitHub does not show it")
+        try:
+            result = await self._send(action, kind)
+        except AmbiguousWrite as exc:
+            logs.event("write answer lost, reconciling", key=key, error=str(exc))
+            found = await self._look_again(action, kind)
+            if found is not None:
+                await self.ledger.complete(key, found)
+                return found
+            if not kind.resendable:
+                raise await self._unreconciled(action, str(exc)) from exc
+            result = await self._send(action, kind)  # GitHub shows no trace of it: one more send, then give up
+        await self.ledger.complete(key, result)
+        return result
+
+    async def _send(self, action: act.Action, kind: "Kind") -> Result:
+        key = action.key
+        intended = []
+
+        async def intend() -> None:
+            await self.ledger.intend(key)
+            intended.append(True)
+
+        token = BEFORE_SEND.set(intend)
+        try:
+            return await kind.perform(self, action)
+        except AmbiguousWrite:
+            raise  # GitHub may have acted: the intent stays, and a later attempt looks before sending again
+        except Exception:
+            # GitHub answered and refused (a 4xx, a rate limit after its retries) or the send never left: the
+            # effect did not happen. Without this a retried dispatch would be refused as possibly done.
+            if intended and not kind.partial:
+                await self.ledger.withdraw(key)
+            raise
+        finally:
+            BEFORE_SEND.reset(token)
+
+    async def _look_again(self, action: act.Action, kind: "Kind") -> Result | None:
+        for look in range(kind.looks):
+            await self.sleep(RECONCILE_DELAY * (look + 1))
+            found = await kind.reconcile(self, action)
+            if found is not None:
+                return found
+        return None
+
+    async def _unreconciled(self, action: act.Action, reason: str) -> Unreconciled:
+        """Shown in /healthz and, for a dispatch on a PR, said on the PR; the caller raises it."""
+        exc = Unreconciled(action, reason)
+        self.on_unreconciled(str(exc))
+        logs.event("effect could not be reconciled; not sending it again", error=str(exc))
+        number = self.ctx.pr_number
+        if isinstance(action, act.DispatchWorkflow) and number is not None:
+            body = self.ctx.render("dispatch_unknown", workflow=action.workflow, ref=action.ref,
+                                   dispatch_id=action.dispatch_id, reason=reason[:200],
+                                   runs_url=f"{self.ctx.html_url}/actions/workflows/{action.workflow}")
+            try:
+                await self.apply(act.Comment(number, f"dispatch-unknown-{action.dispatch_id}", body))
+            except Exception as report_exc:  # the failure itself is still recorded and shown in /healthz
+                logs.event("could not report an unreconciled dispatch on the PR", error=str(report_exc))
+        return exc
+
+    # -- comments ------------------------------------------------------------------------------
+
+    def _truncated_note(self, limit: int) -> str:
+        return self.ctx.templates.render("truncated", limit=limit)
+
+    async def comment(self, action: act.Comment) -> Result:
+        body = fit(action.purpose, action.body, self._truncated_note)
+        outcome, comment = await self.store.upsert(
+            self.ctx.gh, self.ctx.repo, action.number, action.purpose, body, self.ctx.bot_login,
+            only_if_missing=action.only_if_missing, listing=lambda: self.ctx.comments(action.number),
+        )
+        if outcome == CREATED:
+            (await self.ctx.comments(action.number)).append(comment)
+        return Result(outcome, comment.get("id"))
+
+    async def find_comment(self, action: act.Comment) -> Result | None:
+        self.ctx.forget(("comments", action.number))
+        listing = await self.ctx.comments(action.number)
+        found = await self.store.find(self.ctx.gh, self.ctx.repo, action.number, action.purpose, self.ctx.bot_login,
+                                      listing, trust_memory=False)
+        if found is None:
+            return None
+        return await self.comment(action)  # now it is found: edited if its body differs, else left alone
+
+    # -- labels --------------------------------------------------------------------------------
+
+    async def add_labels(self, action: act.AddLabels) -> Result:
+        await self.ctx.gh.post(repo_api(self.ctx.repo, "issues", action.number, "labels"),
+                               data={"labels": list(action.labels)})
+        self.ctx.forget(("labels", action.number))
+        return Result("added")
+
+    async def find_labels(self, action: act.AddLabels) -> Result | None:
+        self.ctx.forget(("labels", action.number))
+        have = {name.casefold() for name in await self.ctx.labels(action.number)}
+        return Result("added") if all(n.casefold() in have for n in action.labels) else None
+
+    async def remove_label(self, action: act.RemoveLabel) -> Result:
+        try:
+            await self.ctx.gh.delete(repo_api(self.ctx.repo, "issues", action.number, "labels", action.label))
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:  # already gone: the goal is met
+                raise
+            return Result("absent")
+        self.ctx.forget(("labels", action.number))
+        return Result("removed")
+
+    async def ensure_label(self, action: act.EnsureLabel) -> Result:
+        if (self.ctx.repo, action.name) in self.known_labels:
+            return Result("exists")
+        if await self.find_label(action) is not None:
+            return Result("exists")
+        try:
+            await self.ctx.gh.post(repo_api(self.ctx.repo, "labels"), data={
+                "name": action.name, "color": action.color, "description": action.description})
+        except gidgethub.InvalidField:
+            pass  # created meanwhile by someone else
+        self.known_labels[(self.ctx.repo, action.name)] = True
+        return Result("created")
+
+    async def find_label(self, action: act.EnsureLabel) -> Result | None:
+        try:
+            await self.ctx.gh.getitem(repo_api(self.ctx.repo, "labels", action.name))
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:
+                raise
+            return None
+        self.known_labels[(self.ctx.repo, action.name)] = True
+        return Result("created")
+
+    # -- issues --------------------------------------------------------------------------------
+
+    async def issue(self, action: act.Issue) -> Result:
+        gh, repo = self.ctx.gh, self.ctx.repo
+        body = fit(action.purpose, action.body, self._truncated_note)
+        issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
+        if issue is None:
+            created = await gh.post(repo_api(repo, "issues"), data={"title": action.title, "body": body})
+            return Result("created", created.get("number"))
+        if issue.get("body") == body and issue.get("title") == action.title:
+            return Result("unchanged", issue["number"])
+        await gh.patch(repo_api(repo, "issues", issue["number"]), data={"title": action.title, "body": body})
+        return Result("updated", issue["number"])
+
+    async def find_issue(self, action: act.Issue) -> Result | None:
+        if await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login) is None:
+            return None
+        return await self.issue(action)
+
+    async def close_issue(self, action: act.CloseIssue) -> Result:
+        issue = await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)
+        if issue is None:
+            return Result("absent")
+        await self.ctx.gh.patch(repo_api(self.ctx.repo, "issues", issue["number"]), data={"state": "closed"})
+        return Result("closed", issue["number"])
+
+    # -- reactions -----------------------------------------------------------------------------
+
+    def _reactions_url(self, comment_id: int, *more: str | int, **query: str | int) -> str:
+        return repo_api(self.ctx.repo, "issues", "comments", comment_id, "reactions", *more, **query)
+
+    async def react(self, action: act.React) -> Result:
+        made = await self.ctx.gh.post(self._reactions_url(action.comment_id), data={"content": action.content})
+        return Result("reacted", made.get("id"))
+
+    async def find_reaction(self, action: act.React | act.Unreact) -> Result | None:
+        url = self._reactions_url(action.comment_id, content=action.content, per_page=PER_PAGE)
+        async for reaction in self.ctx.gh.getiter(url):
+            if is_bots(reaction, self.ctx.bot_login) and reaction.get("content") == action.content:
+                return Result("reacted", reaction["id"])
+        return None
+
+    async def unreact(self, action: act.Unreact) -> Result:
+        found = await self.find_reaction(action)
+        if found is None:
+            return Result("absent")
+        try:
+            await self.ctx.gh.delete(self._reactions_url(action.comment_id, found.id))
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 404:
+                raise
+        return Result("removed", found.id)
+
+    # -- workflow dispatch ---------------------------------------------------------------------
+
+    async def dispatch(self, action: act.DispatchWorkflow) -> Result:
+        # The ledger knows this delivery's effects only; an earlier delivery (or a journal lost since) may
+        # have started this very run. A look costs one read; a second sweep costs hours of GPU nodes.
+        found = await self.find_run(action)
+        if found is not None:
+            logs.event("run already started for this dispatch id", dispatch_id=action.dispatch_id, run=found.id)
+            return found
+        answer = await self.ctx.gh.post(repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"), data={
+            "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
+        run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
+        if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
+            found = await self._look_again(action, KINDS[act.DispatchWorkflow])
+            if found is None:
+                raise await self._unreconciled(action, "dispatched, but its run is not listed yet")
+            return found
+        return Result("dispatched", int(run_id), {"html_url": answer.get("html_url")})
+
+    async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
+        """The run this dispatch started, by its dispatch id, among the bot's own dispatches of the workflow (a
+        fork's `pull_request` run can carry the same id in its name: bot.rules.dispatched_runs)."""
+        query = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE, "head_sha": action.head_sha}
+        url = repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "runs", **query)
+        seen = 0
+        async for run in self.ctx.gh.getiter(url, iterable_key="workflow_runs"):
+            names = f"{run.get('name') or ''} {run.get('display_title') or ''}"
+            if action.dispatch_id in names and not_the_bots(run, bot_login=self.ctx.bot_login, repository=self.ctx.repo,
+                                                            workflows=(action.workflow,)) is None:
+                return Result("dispatched", run["id"], {"html_url": run.get("html_url")})
+            seen += 1
+            if seen >= RUNS_LOOKED_AT:  # newest first: a run of ours is among the latest, not in years of history
+                break
+        return None
+
+    async def repository_dispatch(self, action: act.RepositoryDispatch) -> Result:
+        await self.ctx.gh.post(repo_api(action.repository, "dispatches"), data={
+            "event_type": action.event_type, "client_payload": dict(action.payload)})
+        return Result("dispatched")
+
+    async def cancel_run(self, action: act.CancelRun) -> Result:
+        try:
+            await self.ctx.gh.post(repo_api(self.ctx.repo, "actions", "runs", action.run_id, "cancel"), data={})
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) == 409:  # it finished meanwhile: nothing left to cancel
+                return Result("finished", action.run_id)
+            if int(exc.status_code) == 404:
+                return Result("absent", action.run_id)
+            raise
+        return Result("cancelled", action.run_id)
+
+    async def find_cancelled(self, action: act.CancelRun) -> Result | None:
+        run = await self.ctx.gh.getitem(repo_api(self.ctx.repo, "actions", "runs", action.run_id))
+        if run.get("status") == "completed":
+            return Result("cancelled" if run.get("conclusion") == "cancelled" else "finished", action.run_id)
+        return None  # a cancel is safe to send again
+
+    # -- check runs ----------------------------------------------------------------------------
+
+    async def _existing_check(self, action: act.CheckRun) -> tuple[int, str] | None:
+        """(id, fingerprint) of the bot's check run `name` on the commit, from memory or from GitHub."""
+        cache_key = (self.ctx.repo, action.head_sha, action.name)
+        if cache_key in self.known_checks:
+            return self.known_checks[cache_key]
+        url = repo_api(self.ctx.repo, "commits", action.head_sha, "check-runs", check_name=action.name, filter="latest",
+                       per_page=PER_PAGE)
+        async for run in self.ctx.gh.getiter(url, iterable_key="check_runs"):
+            slug = (run.get("app") or {}).get("slug")
+            if run.get("name") == action.name and (slug is None or f"{slug}[bot]" == self.ctx.bot_login):
+                found = (int(run["id"]), run.get("external_id") or "")
+                self.known_checks[cache_key] = found
+                return found
+        return None
+
+    async def check_run(self, action: act.CheckRun) -> Result:
+        existing = await self._existing_check(action)
+        if existing is not None and existing[1] == action.fingerprint:
+            return Result("unchanged", existing[0])
+        batches = [action.annotations[i:i + ANNOTATIONS_PER_REQUEST]
+                   for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)] or [()]
+        body: dict[str, Any] = {
+            "name": action.name, "status": "completed", "conclusion": action.conclusion,
+            "external_id": action.fingerprint,
+            "output": {"title": action.title[:CHECK_TITLE_MAX], "summary": action.summary[:CHECK_TEXT_MAX],
+                       "text": action.text[:CHECK_TEXT_MAX], "annotations": _annotations(batches[0])},
+        }
+        if action.details_url:
+            body["details_url"] = action.details_url
+        if existing is None:
+            made = await self.ctx.gh.post(repo_api(self.ctx.repo, "check-runs"), data={**body, "head_sha": action.head_sha})
+            check_id, outcome = int(made["id"]), "created"
+        else:
+            check_id, outcome = existing[0], "updated"
+            await self.ctx.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data=body)
+        for batch in batches[1:]:  # GitHub takes 50 annotations per request and appends the next ones
+            await self.ctx.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data={
+                "output": {**body["output"], "annotations": _annotations(batch)}})
+        self.known_checks[(self.ctx.repo, action.head_sha, action.name)] = (check_id, action.fingerprint)
+        return Result(outcome, check_id)
+
+    async def find_check(self, action: act.CheckRun) -> Result | None:
+        self.known_checks.pop((self.ctx.repo, action.head_sha, action.name), None)
+        if await self._existing_check(action) is None:
+            return None
+        return await self.check_run(action)  # found: brought up to date in place
+
+    # -- configuration -------------------------------------------------------------------------
+
+    async def reload_config(self, _action: act.ReloadConfig) -> Result:
+        return await reload_config(self.ctx)
+
+
+async def reload_config(ctx: "Context") -> Result:
+    """A read, so a dry run does it for real too and the plan after it is true."""
+    ctx.configs.invalidate(ctx.repo)
+    await ctx.configs.policy(ctx.gh, ctx.repo, ctx.default_branch)
+    problem = ctx.configs.problems.get(ctx.repo)
+    if problem is None:
+        return Result("valid")
+    return Result("invalid", data={"errors": list(problem.errors), "last_good": problem.last_good})
+
+
+def _annotations(batch: tuple[act.Annotation, ...]) -> list[dict[str, Any]]:
+    return [{"path": a.path, "start_line": a.line, "end_line": a.line, "annotation_level": a.level,
+             "message": a.message[:ANNOTATION_MESSAGE_MAX], **({"title": a.title[:255]} if a.title else {})}
+            for a in batch]
+
+
+class Kind:
+    """How one action type is performed, found again after a lost answer, and whether it may be sent again."""
+
+    def __init__(self, perform: Perform, reconcile: Reconcile | None = None, *, resendable: bool = True,
+                 ledgered: bool = True, looks: int = 1, partial: bool = False):
+        self.perform = perform
+        self.partial = partial  # several writes: a refused later one does not undo an earlier one
+        self.reconcile = reconcile or _nothing_to_find
+        self.resendable = resendable
+        self.ledgered = ledgered
+        self.looks = looks
+
+
+async def _nothing_to_find(_executor: Executor, _action: Any) -> Result | None:
+    return None
+
+
+KINDS: dict[type, Kind] = {
+    act.Comment: Kind(Executor.comment, Executor.find_comment),
+    act.AddLabels: Kind(Executor.add_labels, Executor.find_labels),
+    act.RemoveLabel: Kind(Executor.remove_label),
+    act.EnsureLabel: Kind(Executor.ensure_label, Executor.find_label),
+    act.Issue: Kind(Executor.issue, Executor.find_issue),
+    act.CloseIssue: Kind(Executor.close_issue),
+    act.React: Kind(Executor.react, Executor.find_reaction),
+    act.Unreact: Kind(Executor.unreact),
+    # A second sweep costs hours of GPU nodes: never resent unless GitHub shows the first did not start.
+    act.DispatchWorkflow: Kind(Executor.dispatch, Executor.find_run, resendable=False, looks=DISPATCH_LOOKS),
+    # GitHub lists no repository_dispatch events: after a lost answer it is sent again (staging a run twice
+    # costs the results service a repeat, not hours of GPU nodes).
+    act.RepositoryDispatch: Kind(Executor.repository_dispatch),
+    act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
+    act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
+    act.ReloadConfig: Kind(Executor.reload_config, ledgered=False),
+}
+
+
+class DryRun:
+    """Stands in for the executor in a dry run: prints each action in full and returns placeholders."""
+
+    def __init__(self, ctx: "Context", say: Callable[[str], None]):
+        self.ctx, self.say = ctx, say
+        self.applied: list[tuple[act.Action, Result]] = []
+
+    async def apply(self, action: act.Action) -> Result:
+        if isinstance(action, act.ReloadConfig):
+            result = await reload_config(self.ctx)
+        else:
+            self.say(f"would {action.describe()}")
+            for line in (getattr(action, "body", "") or "").splitlines():
+                self.say(f"    | {line}")
+            result = Result("planned", 0)
+        self.applied.append((action, result))
+        return result

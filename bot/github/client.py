@@ -1,0 +1,403 @@
+"""The GitHub client: App JWT to installation tokens, ETag cache, retries with backoff, paced writes."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from contextvars import ContextVar
+from typing import Any, Awaitable, Callable, Mapping
+
+import cachetools
+import gidgethub
+import gidgethub.apps
+import gidgethub.httpx
+import httpx
+from gidgethub import sansio
+
+from bot.telemetry import logs
+from bot.telemetry.metrics import Metrics
+
+USER_AGENT = "sweepbot"
+TOKEN_RENEW_MARGIN = 60.0  # renew installation tokens at least this long before expires_at
+ETAG_CACHE_SIZE = 512
+SECONDARY_LIMIT_WAIT = 60.0  # GitHub: with no retry-after or reset header, wait at least a minute
+WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
+# Sending these twice leaves GitHub as sending them once; a POST may create a second thing.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE"})
+# Transport errors after which the request cannot have reached GitHub.
+NOT_SENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+def http_timeout(seconds: float) -> httpx.Timeout:
+    """`seconds` for reading, writing and waiting for a connection; connecting takes at most 5 s of it."""
+    return httpx.Timeout(seconds, connect=min(5.0, seconds))
+
+
+HTTP_TIMEOUT = http_timeout(10.0)
+
+
+class AmbiguousWrite(Exception):
+    """A create whose answer was lost (5xx, read timeout, connection cut): GitHub may or may not have acted.
+
+    It is never retried blindly; the executor reconciles against GitHub's state first.
+    """
+
+    def __init__(self, method: str, path: str, cause: BaseException):
+        super().__init__(f"{method} {path}: no reliable answer ({_describe(cause)})")
+        self.method, self.path, self.cause = method, path, cause
+
+
+class AuthenticationFailed(Exception):
+    """GitHub refused the App's credentials even after a fresh installation token."""
+
+
+def _describe(exc: BaseException) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"{int(status)} {exc}" if status is not None else type(exc).__name__
+
+
+BEFORE_SEND: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("before_send", default=None)
+
+
+@dataclass
+class RetryPolicy:
+    attempts: int = 5
+    base_delay: float = 0.5
+    max_delay: float = 30.0
+    max_wait: float = 900.0  # longest wait for a rate-limit reset before giving up
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with full jitter."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
+
+
+class WritePacer:
+    """At most `limit` content-creating requests in any `window` seconds (GitHub's secondary limit is ~80/min).
+
+    A limit of 0 paces nothing: acquire() never waits (GitHub Enterprise Server without secondary limits).
+    """
+
+    def __init__(self, limit: int = 80, window: float = 60.0, sleep: Callable[[float], Awaitable[None]] | None = None):
+        self.limit = limit
+        self.window = window
+        self._sent: collections.deque[float] = collections.deque()
+        self._lock = asyncio.Lock()
+        self._sleep = sleep or asyncio.sleep
+        self.waited = 0.0
+
+    async def acquire(self) -> None:
+        if self.limit <= 0:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            while self._sent and now - self._sent[0] >= self.window:
+                self._sent.popleft()
+            if len(self._sent) >= self.limit:
+                delay = self.window - (now - self._sent[0])
+                self.waited += delay
+                await self._sleep(delay)
+                self._sent.popleft()
+            self._sent.append(time.monotonic())
+
+
+class SharedWritePacer:
+    """The write budget of one installation shared by every replica: a row in the PostgreSQL journal
+    (`PgJournal.pace`) reserves each write's slot, so N replicas together stay under `limit` per `window`."""
+
+    def __init__(self, budget: Callable[..., Awaitable[float]], key: str, limit: int = 80, window: float = 60.0,
+                 sleep: Callable[[float], Awaitable[None]] | None = None):
+        self._budget, self.key, self.limit, self.window = budget, key, limit, window
+        self._sleep = sleep or asyncio.sleep
+        self.waited = 0.0
+
+    async def acquire(self) -> None:
+        if self.limit <= 0:
+            return
+        delay = await self._budget(self.key, self.limit, self.window)
+        if delay > 0:
+            self.waited += delay
+            await self._sleep(delay)
+
+
+@dataclass
+class InstallationState:
+    """What every client of one installation shares: its ETag cache, write pacer and last rate limit seen."""
+
+    installation_id: int
+    pacer: WritePacer | SharedWritePacer
+    etags: cachetools.LRUCache = field(default_factory=lambda: cachetools.LRUCache(ETAG_CACHE_SIZE))
+    rate_limit: sansio.RateLimit | None = None
+
+
+@dataclass(frozen=True)
+class Token:
+    token: str
+    expires_at: float
+
+
+class GitHubClient(gidgethub.httpx.GitHubAPI):
+    """gidgethub over the shared httpx client, with retries, pacing and metrics."""
+
+    def __init__(self, http: httpx.AsyncClient, *, state: InstallationState | None, retry: RetryPolicy,
+                 metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
+                 **kwargs: Any):
+        self._state = state
+        self._safe = IDEMPOTENT_METHODS | ({"POST"} if idempotent_posts else set())
+        self._retry = retry
+        self._metrics = metrics
+        self._tokens = tokens
+        super().__init__(http, USER_AGENT, cache=state.etags if state else None, **kwargs)
+
+    # gidgethub keeps the rate limit per client object; clients are made per delivery, so share it per installation.
+    @property
+    def rate_limit(self) -> sansio.RateLimit | None:
+        return self._state.rate_limit if self._state else self.__dict__.get("_own_rate_limit")
+
+    @rate_limit.setter
+    def rate_limit(self, value: sansio.RateLimit | None) -> None:
+        if value is None:
+            return
+        if self._state:
+            self._state.rate_limit = value
+            self._metrics.rate_limit_remaining.labels(str(self._state.installation_id)).set(value.remaining)
+        else:
+            self.__dict__["_own_rate_limit"] = value
+
+    async def sleep(self, seconds: float) -> None:
+        await self._retry.sleep(seconds)
+
+    async def manage_rate_limit(self, *, method: str, url: str) -> None:
+        limit = self.rate_limit
+        if limit is not None and limit.remaining <= 0:
+            wait = limit.reset_datetime.timestamp() - time.time() + 1
+            if 0 < wait <= self._retry.max_wait:
+                logs.event("rate limit exhausted, waiting for reset", logging.WARNING, seconds=round(wait, 1))
+                await self.sleep(wait)
+        if self._state and method in WRITE_METHODS:
+            await self._state.pacer.acquire()
+
+    async def _request(self, method: str, url: str, headers: Mapping[str, str], body: bytes = b"") -> tuple:
+        attempt, renewed = 0, False
+        while True:
+            attempt += 1
+            headers = await self._authorised(headers)
+            started = time.monotonic()
+            before_send = BEFORE_SEND.get()
+            if before_send is not None and method not in self._safe:
+                await before_send()  # e.g. the ledger's intent, written as late as possible before the send
+            try:
+                status, resp_headers, content = await super()._request(method, url, headers, body)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                self._metrics.github_requests.labels(method, "error").inc()
+                if method not in self._safe and not isinstance(exc, NOT_SENT_ERRORS):
+                    self._metrics.github_error(method, _path(url), f"ambiguous: {type(exc).__name__}")
+                    raise AmbiguousWrite(method, _path(url), exc) from exc
+                if attempt >= self._retry.attempts:
+                    self._metrics.github_error(method, _path(url), type(exc).__name__)
+                    raise
+                delay = self._retry.backoff(attempt)
+                logs.event("github transport error, retrying", logging.WARNING, method=method,
+                           path=_path(url), error=type(exc).__name__, retry_in=round(delay, 2))
+                await self.sleep(delay)
+                continue
+            self._metrics.github_requests.labels(method, str(status)).inc()
+            if status == 401 and self._tokens is not None:
+                if not renewed:  # revoked or expired early: one fresh token, then the same request again
+                    renewed = True
+                    self._tokens.invalidate()
+                    logs.event("github answered 401, renewing the installation token", logging.WARNING,
+                               method=method, path=_path(url))
+                    continue
+                self._tokens.failed(f"{method} {_path(url)}: 401 with a fresh token")
+            elif self._tokens is not None and status < 400:
+                self._tokens.succeeded()
+            if method in WRITE_METHODS:
+                logs.event("github write", method=method, path=_path(url), status=status,
+                           ms=round((time.monotonic() - started) * 1000, 1))
+            return status, resp_headers, content
+
+    async def _authorised(self, headers: Mapping[str, str]) -> Mapping[str, str]:
+        """The headers with a token valid now: taken at each send, so a long wait never outlives its token."""
+        if self._tokens is None:
+            return headers
+        token = await self._tokens.get()
+        return {**headers, "authorization": f"token {token}"}
+
+    async def handle_rate_limit_error(self, *, method: str, url: str, exception: gidgethub.HTTPException,
+                                      attempt: int) -> bool:
+        delay = retry_delay(exception, attempt, self._retry) if attempt < self._retry.attempts else None
+        status = int(exception.status_code)
+        if delay is not None and status >= 500 and method not in self._safe:
+            delay = None  # GitHub may have acted before failing: the caller reconciles instead
+        if delay is None:
+            if status >= 500 or status in (401, 403, 429):
+                self._metrics.github_error(method, _path(url), f"{status} {exception}")
+            if status >= 500 and method not in self._safe:
+                raise AmbiguousWrite(method, _path(url), exception) from exception
+            if status == 401 and self._tokens is not None:
+                raise AuthenticationFailed(f"{method} {_path(url)}: {exception}") from exception
+            return False
+        logs.event("github request failed, retrying", logging.WARNING, method=method, path=_path(url),
+                   status=status, retry_in=round(delay, 2), attempt=attempt)
+        await self.sleep(delay)
+        return True
+
+
+def retry_delay(exc: gidgethub.HTTPException, attempt: int, policy: RetryPolicy) -> float | None:
+    """How long to wait before retrying a failed request, or None when it must not be retried."""
+    status = int(exc.status_code)
+    headers = exc.headers or {}
+    retry_after = _float(headers.get("retry-after"))
+    reset = _float(headers.get("x-ratelimit-reset"))
+    exhausted = headers.get("x-ratelimit-remaining") == "0"
+    if isinstance(exc, gidgethub.RateLimitExceeded) or (status == 429 and exhausted):
+        wait = (reset - time.time() + 1) if reset else retry_after
+        return wait if wait is not None and 0 <= wait <= policy.max_wait else None
+    if status == 429 or (status == 403 and _is_secondary_limit(exc)):
+        if retry_after is not None:
+            return min(retry_after, policy.max_wait)
+        if reset is not None and exhausted:
+            return min(max(reset - time.time() + 1, 0), policy.max_wait)
+        return SECONDARY_LIMIT_WAIT
+    if status >= 500:
+        return policy.backoff(attempt)
+    return None
+
+
+def _is_secondary_limit(exc: gidgethub.HTTPException) -> bool:
+    if "retry-after" in (exc.headers or {}):
+        return True
+    text = " ".join(str(a) for a in exc.args).lower()
+    return "secondary rate limit" in text or "abuse" in text
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _path(url: str) -> str:
+    return httpx.URL(url).path
+
+
+class TokenSource:
+    """The installation token of one client, renewed through the App when it is near expiry or refused."""
+
+    def __init__(self, app: "GitHubApp", installation_id: int):
+        self._app, self._id = app, installation_id
+
+    async def get(self) -> str:
+        return await self._app.token(self._id)
+
+    def invalidate(self) -> None:
+        self._app.invalidate_token(self._id)
+
+    def failed(self, reason: str) -> None:
+        self._app.auth_problems[self._id] = reason
+
+    def succeeded(self) -> None:
+        self._app.auth_problems.pop(self._id, None)
+
+
+class GitHubApp:
+    """The App's view of GitHub: one shared httpx client, tokens per installation, state per installation."""
+
+    def __init__(self, *, app_id: str, private_key: str, api_url: str, metrics: Metrics,
+                 http: httpx.AsyncClient | None = None, retry: RetryPolicy | None = None,
+                 pacer_factory: Callable[[], WritePacer] | None = None, timeout: httpx.Timeout | None = None):
+        self.app_id = str(app_id)
+        self._private_key = private_key
+        logs.register_secret(private_key)
+        self.api_url = api_url
+        self.metrics = metrics
+        self.timeout = timeout or HTTP_TIMEOUT
+        self.http = http or httpx.AsyncClient(timeout=self.timeout, http2=False)
+        self.retry = retry or RetryPolicy()
+        self._pacer_factory = pacer_factory or WritePacer
+        # set by a replica on PostgreSQL: installation id -> the pacer every replica shares for it
+        self.shared_pacer: Callable[[int], WritePacer | SharedWritePacer] | None = None
+        self._tokens: cachetools.TLRUCache = cachetools.TLRUCache(
+            maxsize=4096, ttu=lambda _k, tok, _now: tok.expires_at - TOKEN_RENEW_MARGIN, timer=time.time
+        )
+        self._renewals: dict[int, asyncio.Future] = {}  # one fetch per installation serves every waiter
+        self._states: dict[int, InstallationState] = {}
+        self._bot_login: asyncio.Future | None = None
+        self.last_error: str | None = None
+        self.auth_problems: dict[int, str] = {}  # installation -> why it cannot authenticate now (for /healthz)
+
+    @property
+    def request_window(self) -> float:
+        """The longest one request can be under way before the client gives up on it."""
+        t = self.timeout
+        return sum(x or 0.0 for x in (t.connect, t.write, t.read, t.pool))
+
+    def _state(self, installation_id: int) -> InstallationState:
+        state = self._states.get(installation_id)
+        if state is None:
+            pacer = self.shared_pacer(installation_id) if self.shared_pacer else self._pacer_factory()
+            state = self._states[installation_id] = InstallationState(installation_id, pacer)
+        return state
+
+    def app_client(self) -> GitHubClient:
+        """Authenticates as the App itself (JWT), for /app endpoints."""
+        return GitHubClient(self.http, state=None, retry=self.retry, metrics=self.metrics, base_url=self.api_url,
+                            app_id=self.app_id, private_key=self._private_key, idempotent_posts=True)
+
+    def invalidate_token(self, installation_id: int) -> None:
+        self._tokens.pop(installation_id, None)
+
+    async def token(self, installation_id: int) -> str:
+        """An installation token valid for at least another minute; concurrent callers share one renewal."""
+        cached = self._tokens.get(installation_id)
+        if cached is not None:
+            return cached.token
+        renewal = self._renewals.get(installation_id)
+        if renewal is None:
+            renewal = asyncio.ensure_future(self._renew(installation_id))
+            self._renewals[installation_id] = renewal
+            renewal.add_done_callback(lambda _f: self._renewals.pop(installation_id, None))
+        return await asyncio.shield(renewal)
+
+    async def _renew(self, installation_id: int) -> str:
+        try:
+            data = await gidgethub.apps.get_installation_access_token(
+                self.app_client(), installation_id=str(installation_id), app_id=self.app_id,
+                private_key=self._private_key,
+            )
+        except (gidgethub.GitHubException, httpx.HTTPError) as exc:
+            self.last_error = f"installation token for {installation_id}: {_describe(exc)}"
+            self.auth_problems[installation_id] = self.last_error
+            raise
+        expires = datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00")).timestamp()
+        token = Token(data["token"], expires)
+        logs.register_secret(token.token)
+        self._tokens[installation_id] = token
+        logs.event("installation token renewed", installation=installation_id,
+                   expires_in=round(expires - time.time()))
+        return token.token
+
+    async def client(self, installation_id: int) -> GitHubClient:
+        await self.token(installation_id)  # fail here, before any handler runs, when the App cannot authenticate
+        return GitHubClient(self.http, state=self._state(installation_id), retry=self.retry, metrics=self.metrics,
+                            base_url=self.api_url, tokens=TokenSource(self, installation_id))
+
+    async def bot_login(self) -> str:
+        """The login of the App's bot user, e.g. `sweepbot[bot]`: looked up once, however many ask at start."""
+        if self._bot_login is None or (self._bot_login.done() and self._bot_login.exception() is not None):
+            self._bot_login = asyncio.ensure_future(self._fetch_bot_login())
+        return await asyncio.shield(self._bot_login)
+
+    async def _fetch_bot_login(self) -> str:
+        app = await self.app_client().getitem("/app")
+        return f"{app['slug']}[bot]"
+
+    async def close(self) -> None:
+        await self.http.aclose()

@@ -1,0 +1,379 @@
+"""The sweep gate (SPEC §2): whether a PR's GPU sweep starts now, and for each gate condition why or why not.
+
+`decide(pr, policy)` is a pure function over plain data. The caller gathers a `GateInput` from GitHub (the PR,
+its labels with who applied them and at which head SHA, the changelog check's outcome, the reuse pin, the runs
+already dispatched for the PR) and carries out the `Decision`: dispatch `start`, cancel the runs in `cancel`,
+remove the labels in `remove_labels`, and render `conditions` in the sweep status comment (one line per
+condition, ✅ / ❌ / ➖ from `ok`, the sentence chosen by `reason_code` from the templates, filled with `params`).
+
+`Condition.ok` is True when the condition lets the sweep run, False when it stops the sweep (the comment says
+why and what to do), and None when it does not apply (a same-repo PR needs no fork approval; a PR with no sweep
+label asks for no sweep, which is not an error). A sweep starts exactly when no condition is False, the labels
+name one primary, and the run for this state was not dispatched before.
+
+Every run is identified by its dispatch id: a digest of (PR, head SHA, the sweep labels that count), so a
+retried or redelivered event finds the same id and never dispatches twice, and a run whose id is not the
+current one is superseded (a push, a label added or removed) and cancelled while it is still queued or running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+from bot.effects.actions import DispatchWorkflow, digest
+
+# The order the status comment shows them in.
+CONDITIONS = ("changelog", "labels", "pull_request", "fork_approval", "merge_commit", "skip_marker", "reuse_pin",
+              "dispatch")
+
+# Every reason code each condition can give: the templates need one sentence per code, in both languages.
+REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
+    "changelog": frozenset({"valid", "absent", "invalid"}),
+    "labels": frozenset({"valid", "no_primary", "several_primaries", "modifier_without_primary",
+                         "append_only_conflict"}),
+    "pull_request": frozenset({"ready", "closed", "draft", "wrong_base"}),
+    "fork_approval": frozenset({"same_repo", "approved", "head_changed", "approval_unknown", "untrusted_labeller",
+                                "awaiting_label", "permission_unknown"}),
+    "merge_commit": frozenset({"same_repo", "present", "missing", "stale"}),
+    "skip_marker": frozenset({"absent", "present"}),
+    "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
+    # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
+    "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying"}),
+})
+
+# Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it).
+SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({"dispatch": frozenset({"failed", "retrying"})})
+
+# The inputs of the sweep workflows (every value a string, booleans "true"/"false"); the fork's trusted workflow
+# also takes GitHub's merge commit. `_request` fills exactly these.
+DISPATCH_INPUTS = ("pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals",
+                   "evals-only", "agentx-fast", "dispatch-id")
+FORK_INPUTS = DISPATCH_INPUTS + ("merge-sha",)
+
+# Workflow run statuses of a run that has not finished: a superseded one is cancelled.
+ACTIVE_STATUSES = frozenset({"queued", "in_progress", "waiting", "requested", "pending"})
+
+# The modifiers that cannot go with a changelog addition marked `append-only: true`.
+APPEND_ONLY_CONFLICTS = ("all_evals", "evals_only")
+
+
+# -- what the gate is given ---------------------------------------------------------------------
+
+
+class Changelog(str, Enum):
+    """What the changelog check found in the PR's changes to the performance changelog."""
+
+    ABSENT = "absent"  # no entry appended
+    INVALID = "invalid"  # an entry appended, but the file or an entry breaks a rule of SPEC §3
+    VALID = "valid"  # at least one entry appended and every rule holds
+
+
+@dataclass(frozen=True)
+class ChangelogOutcome:
+    state: Changelog
+    append_only: bool = False  # a valid append has `append-only: true` on at least one entry
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "state", Changelog(self.state))
+        if self.append_only and self.state is not Changelog.VALID:
+            raise ValueError("append_only describes a valid append; the changelog outcome is " + self.state.value)
+
+
+@dataclass(frozen=True)
+class AppliedLabel:
+    """A label on the PR: who applied it last, whether they have write, maintain or admin permission (None: GitHub
+    would not say), and the PR's head SHA at that moment (from the `labeled` event; None when unknown)."""
+
+    name: str
+    applied_by: str
+    writer: bool | None
+    head_sha: str | None = None
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """A run already dispatched for this PR: the dispatch id it was started with, its run id, its status."""
+
+    key: str
+    run_id: int
+    status: str
+
+
+@dataclass(frozen=True)
+class GateInput:
+    number: int
+    head_sha: str
+    base_sha: str
+    head_ref: str
+    base_ref: str
+    default_branch: str
+    changelog: ChangelogOutcome
+    open: bool = True
+    draft: bool = False
+    is_fork: bool = False
+    merge_commit_sha: str | None = None
+    # The parents of GitHub's merge commit as GitHub gives them (None: not known). It tests the approved head only
+    # when that head is among them: after a push GitHub may still show the merge commit of an earlier head.
+    merge_parents: tuple[str, ...] | None = None
+    labels: tuple[AppliedLabel, ...] = ()
+    head_commit_message: str = ""
+    pin: int | None = None  # the run id of the active reuse pin
+    primary_readded_after_pin: bool = False  # the primary label was removed and added again after the pin
+    pin_blocked_by: tuple[str, ...] = ()  # labels on the PR that block reuse (evals-only, agentx-fast)
+    # The newest label event that counts (a sweep label added or removed by someone trusted): see dispatch_id.
+    label_generation: int | None = None
+    dispatched: tuple[Dispatched, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "labels", tuple(self.labels))
+        object.__setattr__(self, "dispatched", tuple(self.dispatched))
+        object.__setattr__(self, "pin_blocked_by", tuple(self.pin_blocked_by))
+        if self.merge_parents is not None:
+            object.__setattr__(self, "merge_parents", tuple(self.merge_parents))
+
+
+# -- what the gate answers ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    ok: bool | None
+    reason_code: str
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class Decision:
+    start: DispatchWorkflow | None  # the executor's record, as it will be applied
+    cancel: tuple[int, ...]
+    remove_labels: tuple[str, ...]
+    conditions: tuple[Condition, ...]
+    dispatch_id: str  # the id of the PR's current state (head SHA and the sweep labels that count)
+
+    def condition(self, name: str) -> Condition:
+        return next(c for c in self.conditions if c.name == name)
+
+
+def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None) -> str:
+    """A short stable id of (PR, head SHA, label set): label order and case do not change it. Only `[a-z0-9-]`,
+    so it fits in a comment marker and a run name.
+
+    `generation` is the newest label event that counts (a sweep label added or removed by someone trusted):
+    taking a modifier off again, or removing the primary and adding it back, asks for a new run even for a
+    commit and label set that ran before (whose run was cancelled, or failed), while a redelivered event,
+    which changes no label, asks for none."""
+    names = sorted({name.casefold() for name in labels})
+    parts: tuple = (int(number), head_sha, names) if generation is None else (int(number), head_sha, names, generation)
+    return f"sw-{int(number)}-{digest(*parts)[:12]}"
+
+
+# -- the decision -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Labels:
+    """The PR's sweep labels, sorted into those that count and those that do not (a fork's, by a non-writer)."""
+
+    primaries: tuple[tuple[AppliedLabel, Mapping[str, Any]], ...]  # (label on the PR, its policy entry)
+    modifiers: tuple[tuple[AppliedLabel, str, str], ...]  # (label on the PR, modifier key, policy name), policy order
+    untrusted: tuple[AppliedLabel, ...]
+    untrusted_primaries: tuple[AppliedLabel, ...]
+    unconfirmed: tuple[AppliedLabel, ...] = ()  # a fork's, by someone whose permission GitHub would not confirm
+
+    @classmethod
+    def read(cls, pr: GateInput, policy: Mapping[str, Any]) -> "_Labels":
+        primary_by_name = {p["name"].casefold(): (rank, p) for rank, p in enumerate(policy["labels"]["primary"])}
+        modifier_by_name = {name.casefold(): (rank, key, name)
+                            for rank, (key, name) in enumerate(policy["labels"]["modifiers"].items())}
+        primaries, modifiers, untrusted, untrusted_primaries, unconfirmed = [], [], [], [], []
+        for label in pr.labels:
+            folded = label.name.casefold()
+            if folded not in primary_by_name and folded not in modifier_by_name:
+                continue  # not a sweep label
+            if pr.is_fork and label.writer is None:
+                unconfirmed.append(label)  # neither counted nor removed: its labeller may well be a maintainer
+            elif pr.is_fork and not label.writer:
+                untrusted.append(label)
+                if folded in primary_by_name:
+                    untrusted_primaries.append(label)
+            elif folded in primary_by_name:
+                primaries.append((primary_by_name[folded], label))
+            else:
+                modifiers.append((modifier_by_name[folded], label))
+        primaries.sort(key=lambda item: item[0][0])  # policy order, whatever order they were applied in
+        modifiers.sort(key=lambda item: item[0][0])
+        return cls(primaries=tuple((label, entry) for (_, entry), label in primaries),
+                   modifiers=tuple((label, key, name) for (_, key, name), label in modifiers),
+                   untrusted=tuple(untrusted), untrusted_primaries=tuple(untrusted_primaries),
+                   unconfirmed=tuple(unconfirmed))
+
+    @property
+    def counted_names(self) -> list[str]:
+        return [entry["name"] for _, entry in self.primaries] + [name for _, _, name in self.modifiers]
+
+    def modifier_names(self, keys: Iterable[str] | None = None) -> tuple[str, ...]:
+        wanted = None if keys is None else set(keys)
+        return tuple(name for _, key, name in self.modifiers if wanted is None or key in wanted)
+
+    @property
+    def modifier_keys(self) -> frozenset[str]:
+        return frozenset(key for _, key, _ in self.modifiers)
+
+
+def _params(**values: Any) -> Mapping[str, Any]:
+    return MappingProxyType(values)
+
+
+def _changelog(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
+    path = policy["paths"]["changelog"]
+    outcome = pr.changelog
+    if outcome.state is Changelog.VALID:
+        return Condition("changelog", True, "valid", _params(path=path, append_only=outcome.append_only))
+    return Condition("changelog", False, outcome.state.value, _params(path=path))
+
+
+def _labels(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
+    if len(labels.primaries) > 1:
+        recommended = next((p["name"] for p in policy["labels"]["primary"] if p.get("recommended")), None)
+        return Condition("labels", False, "several_primaries", _params(
+            labels=tuple(entry["name"] for _, entry in labels.primaries), recommended=recommended))
+    if not labels.primaries:
+        if labels.modifiers:
+            return Condition("labels", False, "modifier_without_primary",
+                             _params(modifiers=labels.modifier_names()))
+        return Condition("labels", None, "no_primary", _params())
+    conflicting = labels.modifier_names(APPEND_ONLY_CONFLICTS)
+    if conflicting and pr.changelog.state is Changelog.VALID and pr.changelog.append_only:
+        return Condition("labels", False, "append_only_conflict", _params(modifiers=conflicting))
+    (_, entry), = labels.primaries
+    return Condition("labels", True, "valid", _params(
+        primary=entry["name"], modifiers=labels.modifier_names(),
+        canary=bool(entry["canary"]), fail_fast=bool(entry["fail_fast"])))
+
+
+def _pull_request(pr: GateInput) -> Condition:
+    if not pr.open:
+        return Condition("pull_request", False, "closed", _params())
+    if pr.draft:
+        return Condition("pull_request", False, "draft", _params())
+    if pr.base_ref != pr.default_branch:
+        return Condition("pull_request", False, "wrong_base",
+                         _params(base_ref=pr.base_ref, default_branch=pr.default_branch))
+    return Condition("pull_request", True, "ready", _params(base_ref=pr.base_ref))
+
+
+def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
+    """A fork's primary label approves the head SHA current when a writer applied it, and no later one."""
+    if not pr.is_fork:
+        return Condition("fork_approval", None, "same_repo", _params())
+    ignored = tuple(label.name for label in labels.untrusted + labels.unconfirmed)
+    if len(labels.primaries) == 1:
+        (label, _), = labels.primaries
+        if label.head_sha is None:
+            return Condition("fork_approval", False, "approval_unknown",
+                             _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
+        if label.head_sha != pr.head_sha:
+            return Condition("fork_approval", False, "head_changed", _params(
+                by=label.applied_by, approved_sha=label.head_sha, head_sha=pr.head_sha, ignored=ignored))
+        return Condition("fork_approval", True, "approved",
+                         _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
+    if labels.unconfirmed:
+        by = tuple(dict.fromkeys(label.applied_by for label in labels.unconfirmed))
+        return Condition("fork_approval", False, "permission_unknown", _params(
+            labels=tuple(label.name for label in labels.unconfirmed), by=by))
+    if labels.untrusted:
+        by = tuple(dict.fromkeys(label.applied_by for label in labels.untrusted))
+        return Condition("fork_approval", False, "untrusted_labeller", _params(
+            labels=ignored, by=by, removed=tuple(label.name for label in labels.untrusted_primaries)))
+    return Condition("fork_approval", None, "awaiting_label", _params())
+
+
+def _merge_commit(pr: GateInput) -> Condition:
+    if not pr.is_fork:
+        return Condition("merge_commit", None, "same_repo", _params())
+    if pr.merge_commit_sha is None:
+        return Condition("merge_commit", False, "missing", _params(head_sha=pr.head_sha))
+    if pr.merge_parents is None or pr.head_sha not in pr.merge_parents:
+        return Condition("merge_commit", False, "stale", _params(merge_sha=pr.merge_commit_sha, head_sha=pr.head_sha))
+    return Condition("merge_commit", True, "present", _params(merge_sha=pr.merge_commit_sha))
+
+
+def _skip_marker(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
+    marker = policy["skip_sweep_marker"]
+    if marker.casefold() in pr.head_commit_message.casefold():
+        return Condition("skip_marker", False, "present", _params(marker=marker, head_sha=pr.head_sha))
+    return Condition("skip_marker", True, "absent", _params(marker=marker))
+
+
+def _reuse_pin(pr: GateInput) -> Condition:
+    if pr.pin is None:
+        return Condition("reuse_pin", None, "no_pin", _params())
+    if pr.pin_blocked_by:  # the pin cannot be reused while these are on: it does not hold the sweep back
+        return Condition("reuse_pin", None, "blocked", _params(run_id=pr.pin, labels=tuple(pr.pin_blocked_by)))
+    if pr.primary_readded_after_pin:
+        return Condition("reuse_pin", True, "forced", _params(run_id=pr.pin))
+    return Condition("reuse_pin", False, "pinned", _params(run_id=pr.pin))
+
+
+def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> DispatchWorkflow:
+    (_, entry), = labels.primaries
+    flags = labels.modifier_keys
+    inputs = {
+        "pr-number": str(pr.number),
+        "head-sha": pr.head_sha,
+        "base-sha": pr.base_sha,
+        "sweep-label": entry["name"],
+        "canary": _bool(entry["canary"]),
+        "fail-fast": _bool(entry["fail_fast"]),
+        "all-evals": _bool("all_evals" in flags),
+        "evals-only": _bool("evals_only" in flags),
+        "agentx-fast": _bool("agentx_fast" in flags),
+        "dispatch-id": key,
+    }
+    if pr.is_fork:
+        inputs["merge-sha"] = pr.merge_commit_sha
+        workflow, ref = policy["workflows"]["fork_sweep"], pr.default_branch
+    else:
+        workflow, ref = policy["workflows"]["sweep"], pr.head_ref
+    # A same-repo run is found again by the PR's head SHA; a fork's trusted workflow runs on the default
+    # branch, whose head is not the PR's, so it is found by its dispatch id alone.
+    return DispatchWorkflow(workflow, ref, MappingProxyType(inputs), key, head_sha=None if pr.is_fork else pr.head_sha)
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
+    """What the gate does for `pr` now under `policy` (shaped like app.yaml's `policy`)."""
+    labels = _Labels.read(pr, policy)
+    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation)
+    gates = [
+        _changelog(pr, policy),
+        _labels(pr, labels, policy),
+        _pull_request(pr),
+        _fork_approval(pr, labels),
+        _merge_commit(pr),
+        _skip_marker(pr, policy),
+        _reuse_pin(pr),
+    ]
+    earlier = [run for run in pr.dispatched if run.key == key]
+    runnable = gates[1].ok is True and all(c.ok is not False for c in gates)
+    start = None
+    if earlier:
+        run = earlier[-1]
+        gates.append(Condition("dispatch", True, "dispatched",
+                               _params(dispatch_id=key, run_id=run.run_id, status=run.status)))
+    elif runnable:
+        start = _request(pr, labels, policy, key)
+        gates.append(Condition("dispatch", True, "starting", _params(dispatch_id=key)))
+    else:
+        gates.append(Condition("dispatch", None, "not_dispatched", _params()))
+    cancel = tuple(dict.fromkeys(run.run_id for run in pr.dispatched
+                                 if run.key != key and run.status in ACTIVE_STATUSES))
+    return Decision(start=start, cancel=cancel, remove_labels=tuple(l.name for l in labels.untrusted_primaries),
+                    conditions=tuple(gates), dispatch_id=key)

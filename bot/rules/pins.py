@@ -1,0 +1,286 @@
+"""Reuse pins (SPEC §4): whether a workflow run may be reused for a PR, which command pins it, and what it ran."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from fnmatch import fnmatchcase
+from typing import Any, NamedTuple
+
+from bot.rules.commands import Command, parse
+
+# Artifact names that hold results. Matched by fnmatch.fnmatchcase against the whole name: case-sensitive (as
+# actions/download-artifact's `pattern:` is), `*` is any run of characters including none, `?` is one
+# character, `[...]` a set. So `results_bmk` and `results_bmk_mi355x` match the first pattern,
+# `eval_results_all` only itself, `Results_bmk1` and `eval_results_all_2` nothing.
+RESULT_ARTIFACTS: tuple[str, ...] = ("results_bmk*", "eval_results_all", "bmk_agentic_*")
+
+# Where a run's workflow file lives: `run["path"]` must be this plus the PR's sweep workflow (policy
+# `workflows.sweep` for a PR from this repository, `workflows.fork_sweep` for a fork's).
+WORKFLOWS_DIR = ".github/workflows/"
+COMPLETED = "completed"
+PINNED_CONCLUSIONS: tuple[str, ...] = ("success", "failure", "cancelled")  # `/use <id>`, `/reuse-sweep-run <id>`
+AUTOMATIC_CONCLUSIONS: tuple[str, ...] = ("success",)  # bare `/reuse-sweep-run`
+# The modifier keys (policy `labels.modifiers`) that block reuse while on the PR, in the order params name them.
+BLOCKING_MODIFIERS: tuple[str, ...] = ("evals_only", "agentx_fast")
+
+# The verdict codes, in the order check_run checks them; it reports the first that fails, else ELIGIBLE.
+WRONG_WORKFLOW = "wrong-workflow"
+NOT_DISPATCHED = "not-dispatched"  # not a sweep the bot dispatched for this PR (bot.rules.dispatched_runs)
+NOT_COMPLETED = "not-completed"
+CONCLUSION_NOT_ALLOWED = "conclusion-not-allowed"
+NO_RESULT_ARTIFACT = "no-result-artifact"
+BLOCKED_BY_LABEL = "blocked-by-label"
+ELIGIBLE = "eligible"
+CODES: tuple[str, ...] = (WRONG_WORKFLOW, NOT_DISPATCHED, NOT_COMPLETED, CONCLUSION_NOT_ALLOWED,
+                          NO_RESULT_ARTIFACT, BLOCKED_BY_LABEL, ELIGIBLE)
+
+# The command kinds that pin a run (bot.rules.commands kinds, either configured name).
+PIN_KINDS = frozenset({"use", "reuse"})
+
+# Run summary convention: `key=value` tokens anywhere in the run's display_title (then its name), e.g. a
+# run-name `Sweep sw-12-0123abcd4567 model=DeepSeek-R1 scenario=1k1k precision=fp8
+# hardware_framework=mi355x_sglang date=2025-06-30`. Keys are case-insensitive, in any order, separated from
+# their neighbours by whitespace or `,;|()[]·`. A value is 1-64 of `A-Z a-z 0-9 . _ + : / @ -`; `date` is a
+# real YYYY-MM-DD. All five keys are needed; a missing or malformed one, or a key given twice with different
+# values, means no summary (None), never an error.
+SUMMARY_KEYS: tuple[str, ...] = ("model", "scenario", "precision", "hardware_framework", "date")
+SUMMARY_SEPARATOR = " · "
+_SUMMARY_TOKEN = re.compile(r"(?<![^\s,;|()\[\]·])(" + "|".join(SUMMARY_KEYS) + r")=([^\s,;|()\[\]·]*)",
+                            re.IGNORECASE)
+_SUMMARY_VALUE = re.compile(r"[A-Za-z0-9._+:/@-]{1,64}")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool  # True only for ELIGIBLE
+    code: str  # one of CODES
+    params: dict[str, Any] = field(default_factory=dict)  # what the reply template fills in
+
+
+class Selection(NamedTuple):
+    run: Mapping | None  # the newest eligible run, or None
+    verdict: Verdict | None  # its verdict (ELIGIBLE), or None
+    others: tuple[tuple[Mapping, Verdict], ...]  # every other run, newest first, with its verdict
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    model: str
+    scenario: str
+    precision: str
+    hardware_framework: str
+    date: str  # YYYY-MM-DD
+
+    @property
+    def text(self) -> str:
+        """`model · scenario · precision · hardware_framework · date`, as the reply shows it."""
+        return SUMMARY_SEPARATOR.join(getattr(self, key) for key in SUMMARY_KEYS)
+
+
+@dataclass(frozen=True)
+class Authorized:
+    comment_id: int
+    created_at: datetime  # when the command was given (for an edit that counts as a new command: the edit)
+    author: str
+    command: Command
+    authorized: bool  # the author may pin (OWNER/MEMBER/COLLABORATOR, confirmed by permission)
+
+
+# -- eligibility ---------------------------------------------------------------------------------
+
+
+def sweep_workflow(policy: Mapping, *, fork: bool) -> str:
+    """The workflow whose runs a PR reuses: the trusted fork workflow for a fork's PR, else the sweep workflow."""
+    return policy["workflows"]["fork_sweep" if fork else "sweep"]
+
+
+def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artifacts: Iterable[Mapping],
+              labels: Iterable[str], policy: Mapping, now: datetime) -> Verdict:
+    """Whether `run` may be reused for the PR: the first failing check in CODES order, else ELIGIBLE.
+
+    `dispatched`: the run is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs.bot_run). Every other
+    run is refused, whatever commit it ran on: a fork's own `pull_request` runs of its copy of the workflow
+    carry the PR's commits too. (SPEC §4 accepts a run of the PR's commits "or a run the bot itself dispatched
+    for this PR"; issue 15 narrows it to the second, so the commit no longer decides.)
+    Every verdict's params hold run_id, head_sha and run_attempt; each code adds what its reply needs.
+    """
+    base = {"run_id": run.get("id"), "head_sha": run.get("head_sha"), "run_attempt": run.get("run_attempt")}
+    expected = WORKFLOWS_DIR + sweep_workflow(policy, fork=fork)
+    if run.get("path") != expected:
+        return _refuse(WRONG_WORKFLOW, base, path=run.get("path"), workflow=expected)
+    if not dispatched:
+        return _refuse(NOT_DISPATCHED, base)
+    if run.get("status") != COMPLETED:
+        return _refuse(NOT_COMPLETED, base, status=run.get("status"))
+    allowed = PINNED_CONCLUSIONS if pinned else AUTOMATIC_CONCLUSIONS
+    if run.get("conclusion") not in allowed:
+        return _refuse(CONCLUSION_NOT_ALLOWED, base, conclusion=run.get("conclusion"), allowed=allowed)
+    seen = [a for a in artifacts if isinstance(a, Mapping)]
+    names = tuple(a["name"] for a in seen if isinstance(a.get("name"), str))
+    results = [a for a in seen if is_result_artifact(a.get("name"))]
+    live = tuple(a["name"] for a in results if not is_expired(a, now))
+    if not live:
+        expired = tuple(a["name"] for a in results)
+        return _refuse(NO_RESULT_ARTIFACT, base, artifacts=names, expired=expired, patterns=RESULT_ARTIFACTS)
+    blocking = blocking_labels(labels, policy)
+    if blocking:
+        return _refuse(BLOCKED_BY_LABEL, base, labels=blocking)
+    return Verdict(True, ELIGIBLE, {**base, "conclusion": run.get("conclusion"), "artifacts": live})
+
+
+def newest_eligible(runs: Iterable[Mapping], *, dispatched_run_ids: Collection[int], fork: bool,
+                    artifacts_of: Mapping[int, list], labels: Iterable[str], policy: Mapping,
+                    now: datetime) -> Selection:
+    """The newest run (by created_at, then id) that passes check_run with pinned=False, and every other verdict.
+
+    `dispatched_run_ids` are the runs the bot dispatched for this PR. A run listed twice (pages that shifted
+    while being read) is checked once; a run missing from `artifacts_of` has no artifacts.
+    """
+    labels = tuple(labels)
+    chosen: tuple[Mapping, Verdict] | None = None
+    others: list[tuple[Mapping, Verdict]] = []
+    for run in sorted(_unique(runs), key=_newest_first):
+        verdict = check_run(run, pinned=False, dispatched=run.get("id") in dispatched_run_ids, fork=fork,
+                            artifacts=artifacts_of.get(run.get("id"), ()), labels=labels, policy=policy, now=now)
+        if verdict.ok and chosen is None:
+            chosen = (run, verdict)
+        else:
+            others.append((run, verdict))
+    if chosen is None:
+        return Selection(None, None, tuple(others))
+    return Selection(chosen[0], chosen[1], tuple(others))
+
+
+def is_result_artifact(name: Any) -> bool:
+    """Whether an artifact called `name` holds results (RESULT_ARTIFACTS)."""
+    if not isinstance(name, str):
+        return False
+    return any(fnmatchcase(name, pattern) for pattern in RESULT_ARTIFACTS)
+
+
+def is_expired(artifact: Mapping, now: datetime) -> bool:
+    """`expired` is true, or `expires_at` is at or before `now` (an artifact expiring this instant cannot be
+    fetched). No `expires_at` trusts the flag; one that does not parse counts as expired."""
+    if artifact.get("expired") is True:
+        return True
+    expires_at = artifact.get("expires_at")
+    if expires_at is None:
+        return False
+    when = _parse_time(expires_at)
+    return when is None or when <= _utc(now)
+
+
+def blocking_labels(labels: Iterable[str], policy: Mapping) -> tuple[str, ...]:
+    """The PR's labels (as spelt on the PR) that block reuse, in BLOCKING_MODIFIERS order; case-insensitive."""
+    on_pr = {label.casefold(): label for label in labels if isinstance(label, str)}
+    modifiers = policy["labels"]["modifiers"]
+    found = (on_pr.get(modifiers[key].casefold()) for key in BLOCKING_MODIFIERS)
+    return tuple(label for label in found if label is not None)
+
+
+def _refuse(code: str, base: dict[str, Any], **extra: Any) -> Verdict:
+    return Verdict(False, code, {**base, **extra})
+
+
+def _unique(runs: Iterable[Mapping]) -> list[Mapping]:
+    seen: set[Any] = set()
+    unique = []
+    for run in runs:
+        if run.get("id") not in seen:
+            seen.add(run.get("id"))
+            unique.append(run)
+    return unique
+
+
+def _newest_first(run: Mapping) -> tuple[float, int]:
+    when = _parse_time(run.get("created_at")) or _parse_time(run.get("run_started_at"))
+    stamp = when.timestamp() if when is not None else float("-inf")
+    run_id = run.get("id")
+    return -stamp, -(run_id if isinstance(run_id, int) else -1)
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return _utc(value)
+    if not isinstance(value, str):
+        return None
+    try:
+        return _utc(datetime.fromisoformat(value))
+    except ValueError:
+        return None
+
+
+def _utc(when: datetime) -> datetime:
+    """A naive time is UTC (GitHub's times are)."""
+    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+
+
+# -- what a run ran ------------------------------------------------------------------------------
+
+
+def summarize(run: Mapping) -> RunSummary | None:
+    """The run's summary from its display_title, else its name (SUMMARY_KEYS convention), or None."""
+    for title in (run.get("display_title"), run.get("name")):
+        summary = _summary_of(title)
+        if summary is not None:
+            return summary
+    return None
+
+
+def _summary_of(title: Any) -> RunSummary | None:
+    if not isinstance(title, str):
+        return None
+    fields: dict[str, str] = {}
+    for match in _SUMMARY_TOKEN.finditer(title):
+        key, value = match.group(1).lower(), match.group(2)
+        if not _SUMMARY_VALUE.fullmatch(value):
+            return None
+        if fields.setdefault(key, value) != value:
+            return None
+    if len(fields) != len(SUMMARY_KEYS) or not _is_date(fields["date"]):
+        return None
+    return RunSummary(**fields)
+
+
+def _is_date(value: str) -> bool:
+    if not _DATE.fullmatch(value):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+# -- which command pins --------------------------------------------------------------------------
+
+
+def winning_command(commands: Iterable[Authorized]) -> Authorized | None:
+    """The newest authorized, well-formed `use`/`reuse` command (by created_at, then comment id), or None.
+
+    Unauthorized commands and commands with a usage problem (`/use abc`) never win, so they withdraw nothing.
+    """
+    candidates = [c for c in commands
+                  if c.authorized and c.command.kind in PIN_KINDS and c.command.problem is None]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda c: (_utc(c.created_at), c.comment_id))
+
+
+def pin_withdrawn(old_body: str | None, new_body: str | None, names: Mapping[str, str]) -> bool:
+    """Whether an edit (new_body None: a deletion) removed or changed the comment's pin command.
+
+    Only a well-formed `use`/`reuse` command can be withdrawn. Changed means another kind, run id or problem,
+    as bot.rules.commands.edit_is_new_command compares; moving the same command to another line changes nothing.
+    """
+    old = parse(old_body, names)
+    if old is None or old.kind not in PIN_KINDS or old.problem is not None:
+        return False
+    new = parse(new_body, names)
+    if new is None:
+        return True
+    return (old.kind, old.run_id, old.problem) != (new.kind, new.run_id, new.problem)

@@ -1,0 +1,314 @@
+"""Sign-off verification (SPEC §6): which comment is a sign-off, each check the bot can decide, and the verdict."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.rules.checklist import ChecklistResult, Template, TemplateProblem, normalise
+from bot.rules.codeowners import CodeOwners, Rule, owned_files
+from bot.rules.markdown import mentions, prose
+
+# Where a sign-off lives, as the verdict's purpose names it: `signoff-comment-12`, `signoff-review-34`, ...
+SOURCES = {"issue_comment": "comment", "pull_request_review": "review", "pull_request_review_comment": "review-comment"}
+PURPOSE_PREFIX = "signoff-"
+CHECKS = ("codeowner", "sweep", "reuse", "checklist")  # the checks the bot decides, in display order
+PASS, FAIL = "pass", "fail"
+FRESH, STALE, WITHDRAWN = "fresh", "stale", "withdrawn"
+SHOWN_FILES = 20  # files (and their owners) a verdict names; the rest are counted
+SHOWN_ITEMS = 20  # checklist items a verdict lists per kind of problem
+ITEM_CHARS = 160  # a long checklist item is shown up to this many characters
+# The judge workflow's answer (`repository_dispatch` of type JUDGED): every key a string.
+JUDGED = "signoff-judged"
+JUDGE_KEYS = ("pr-number", "signoff-id", "head-sha", "verdict", "summary", "run-url")
+JUDGE_OPTIONAL = ("dispatch-id",)  # when sent, it must be the id of the judge run the bot dispatched
+
+
+@dataclass(frozen=True)
+class Signoff:
+    """A comment or review that contains the sign-off phrase."""
+
+    source: str  # comment, review or review-comment
+    id: int
+    signer: str
+    body: str
+    url: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}-{self.id}"
+
+    @property
+    def purpose(self) -> str:
+        return PURPOSE_PREFIX + self.key
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str  # one of CHECKS
+    ok: bool | None  # None: does not apply (➖)
+    code: str  # what the verdict's line says, see templates/_signoff_check.*
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SweepRun:
+    """A run of the sweep workflow as the sign-off sees it: `pr_sha` is the PR commit it swept (for a fork's
+    run on the default branch, the head the bot dispatched it for)."""
+
+    run_id: int
+    pr_sha: str
+    status: str
+    conclusion: str | None
+    url: str
+    created_at: str = ""
+
+
+# -- which comment is a sign-off ------------------------------------------------------------------
+
+
+def has_phrase(body: str | None, phrase: str) -> bool:
+    """Whether `body` says the sign-off phrase in its visible prose (`bot.rules.markdown.prose`): not in a quote (a reply
+    quoting a sign-off is not one), code or an HTML comment. Compared after normalising whitespace, links and
+    emphasis, ignoring case. A body that lacks a word of the phrase is refused before it is parsed."""
+    wanted = normalise(phrase).casefold()
+    if not wanted or not mentions(body, wanted):
+        return False
+    return wanted in normalise(prose(body)).casefold()
+
+
+def signoff_of(event: str, data: Mapping[str, Any], phrase: str) -> Signoff | None:
+    """The sign-off this delivery carries (its phrase present), or None."""
+    source = SOURCES.get(event)
+    holder = data.get("review" if event == "pull_request_review" else "comment")
+    if source is None or not isinstance(holder, Mapping):
+        return None
+    if event == "issue_comment" and "pull_request" not in (data.get("issue") or {}):
+        return None
+    return signoff_in(source, holder, phrase)
+
+
+def signoff_in(source: str, holder: Mapping[str, Any], phrase: str) -> Signoff | None:
+    """The sign-off a comment or review (`source`: comment, review or review-comment) is, or None."""
+    body = holder.get("body") or ""
+    if not isinstance(holder.get("id"), int) or not has_phrase(body, phrase):
+        return None
+    user = holder.get("user") or {}
+    return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "")
+
+
+def edited_by_someone_else(event: str, data: Mapping[str, Any]) -> str | None:
+    """The login of whoever edited a comment or review written by someone else, or None. Only the author
+    signs: a maintainer editing a CODEOWNER's comment into the phrase signs nothing in the CODEOWNER's name."""
+    holder = data.get("review" if event == "pull_request_review" else "comment")
+    if data.get("action") != "edited" or not isinstance(holder, Mapping):
+        return None
+    editor = (data.get("sender") or {}).get("login") or ""
+    author = (holder.get("user") or {}).get("login") or ""
+    return editor if editor.casefold() != author.casefold() else None
+
+
+def parse_key(key: str) -> tuple[str, int] | None:
+    """(source, id) of a sign-off key `<source>-<id>`."""
+    source, _, number = key.rpartition("-")
+    return (source, int(number)) if source in SOURCES.values() and number.isdigit() else None
+
+
+def source_key(event: str, data: Mapping[str, Any]) -> str | None:
+    """`<source>-<id>` of the comment or review a delivery is about, phrase or not (for edits and deletions)."""
+    holder = data.get("review" if event == "pull_request_review" else "comment")
+    if event not in SOURCES or not isinstance(holder, Mapping) or holder.get("id") is None:
+        return None
+    return f"{SOURCES[event]}-{int(holder['id'])}"
+
+
+# -- the checks -----------------------------------------------------------------------------------
+
+
+def teams_to_ask(codeowners: CodeOwners, files: Iterable[str]) -> list[str]:
+    """The `@org/team` owners of the winning rules for `files`: the ones whose membership decides."""
+    teams: set[str] = set()
+    for path in files:
+        match = codeowners.owners_of(path)
+        if match:
+            teams |= {owner[1:] for owner in match.rule.owners if "/" in owner and owner.startswith("@")}
+    return sorted(teams, key=str.casefold)
+
+
+def _owners_table(codeowners: CodeOwners, files: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for path in files:
+        match = codeowners.owners_of(path)
+        rows.append({"path": path, "owners": list(match.rule.owners) if match else [],
+                     "line": match.rule.line if match else None})
+    return rows
+
+
+def codeowner_check(codeowners: CodeOwners | None, files: list[str], signer: str, member_of: Collection[str],
+                    unreadable_teams: Collection[str] = (), *, path: str = "") -> Check:
+    """The signer owns at least one changed file by the base branch's CODEOWNERS (last matching rule wins);
+    `member_of` are the teams (`org/slug`) GitHub says the signer is an active member of."""
+    if codeowners is None:
+        return Check("codeowner", False, "no_codeowners", {"path": path})
+    if not files:
+        return Check("codeowner", False, "no_files", {})
+    owned: list[tuple[str, Rule]] = owned_files(codeowners, files, signer, {signer: set(member_of)})
+    problems = [{"line": p.line, "reason": p.reason} for p in codeowners.problems[:5]]
+    if owned:
+        rows = [{"path": f, "owners": list(rule.owners), "line": rule.line} for f, rule in owned]
+        return Check("codeowner", True, "owns", {"files": rows[:SHOWN_FILES], "more": max(0, len(rows) - SHOWN_FILES),
+                                                 "total": len(files), "problems": problems})
+    rows = _owners_table(codeowners, files)
+    code = "team_unreadable" if unreadable_teams else "not_owner"
+    return Check("codeowner", False, code, {"files": rows[:SHOWN_FILES], "more": max(0, len(rows) - SHOWN_FILES),
+                                           "teams": sorted(unreadable_teams), "problems": problems})
+
+
+def green_run(runs: Iterable[SweepRun], pr_commits: Collection[str]) -> SweepRun | None:
+    """The newest completed, successful run on a commit still in the PR."""
+    commits = set(pr_commits)
+    eligible = [r for r in runs if r.status == "completed" and r.conclusion == "success" and r.pr_sha in commits]
+    return max(eligible, key=lambda r: (r.created_at, r.run_id), default=None)
+
+
+def sweep_check(runs: list[SweepRun], pr_commits: Collection[str], *, pinned: SweepRun | None, asked: bool) -> Check:
+    """A green sweep on a commit of this PR, or the valid reuse pin; N/A when the PR asks for no sweep."""
+    if pinned is not None:
+        return Check("sweep", True, "pinned_run", _run_params(pinned))
+    found = green_run(runs, pr_commits)
+    if found is not None:
+        return Check("sweep", True, "green_run", _run_params(found))
+    if not asked:
+        return Check("sweep", None, "not_asked", {})
+    latest = max((r for r in runs if r.pr_sha in set(pr_commits)), key=lambda r: (r.created_at, r.run_id), default=None)
+    return Check("sweep", False, "no_green_run", {"latest": _run_params(latest) if latest else None})
+
+
+def _run_params(run: SweepRun) -> dict[str, Any]:
+    return {"run_id": run.run_id, "url": run.url, "sha": run.pr_sha, "status": run.status,
+            "conclusion": run.conclusion}
+
+
+def reuse_check(pin_run_id: int | None, pin_by: str | None, pin_code: str | None, *, required: bool,
+                asked: bool) -> Check:
+    """An authorized reuse command pinned a run and that run is still eligible (`pin_code` is the reuse
+    module's verdict code for it, "eligible" when it is)."""
+    if not required:
+        return Check("reuse", None, "not_required", {})
+    if pin_run_id is None:
+        return Check("reuse", None, "not_asked", {}) if not asked else Check("reuse", False, "no_pin", {})
+    params = {"run_id": pin_run_id, "by": pin_by or "", "verdict": pin_code or ""}
+    if pin_code == "eligible":
+        return Check("reuse", True, "pinned", params)
+    return Check("reuse", False, "pin_invalid", params)
+
+
+def _item_text(text: str) -> str:
+    text = normalise(text)
+    return text if len(text) <= ITEM_CHARS else text[: ITEM_CHARS - 1].rstrip() + "…"
+
+
+def checklist_check(template: Template | TemplateProblem | None, result: ChecklistResult | None, signer: str, *,
+                    path: str) -> Check:
+    """Every item of the base branch's template is in the sign-off and ticked, and `Signed:` names the signer."""
+    if template is None:
+        return Check("checklist", False, "no_checklist", {"path": path})
+    if isinstance(template, TemplateProblem):
+        return Check("checklist", False, "template_problem", {"path": path, "reason": template.reason})
+    assert result is not None
+    if result.ok:
+        return Check("checklist", True, "complete", {"count": len(template.items), "signer": signer})
+    return Check("checklist", False, "incomplete", {
+        "missing": [_item_text(i.text) for i in result.missing[:SHOWN_ITEMS]],
+        "unticked": [_item_text(i.text) for i in result.unticked[:SHOWN_ITEMS]],
+        "changed": [{"item": _item_text(i.text), "written": _item_text(w)} for i, w in result.changed[:SHOWN_ITEMS]],
+        "more": max(0, len(result.missing) + len(result.unticked) + len(result.changed) - 3 * SHOWN_ITEMS),
+        "signed_by": result.signed_by, "signed_ok": result.signed_ok, "signer": signer,
+        "count": len(template.items)})
+
+
+def not_verified(template: Template | TemplateProblem | None, covered: Iterable[Mapping[str, str]]) -> list[str]:
+    """The template's items that need judgement: every item but those a bot check covers (policy
+    `signoff.verified_items`: a check name and a phrase the item's text contains, ignoring case)."""
+    if not isinstance(template, Template):
+        return []
+    phrases = [normalise(c["contains"]).casefold() for c in covered]
+    return [_item_text(i.text) for i in template.items if not any(p in i.normalised.casefold() for p in phrases)]
+
+
+def covered_items(template: Template | TemplateProblem | None, covered: Iterable[Mapping[str, str]]
+                  ) -> list[dict[str, str]]:
+    """The template's items a bot check stands for, with that check's name."""
+    if not isinstance(template, Template):
+        return []
+    rows = []
+    for item in template.items:
+        check = next((c["check"] for c in covered if normalise(c["contains"]).casefold() in item.normalised.casefold()),
+                     None)
+        if check is not None:
+            rows.append({"item": _item_text(item.text), "check": check})
+    return rows
+
+
+# -- the verdict ----------------------------------------------------------------------------------
+
+
+def outcome(checks: Iterable[Check]) -> str:
+    """PASS only when no decidable check fails (one that does not apply does not fail)."""
+    return FAIL if any(c.ok is False for c in checks) else PASS
+
+
+def ordered(checks: Iterable[Check]) -> list[Check]:
+    """Failing checks first, then passing, then those that do not apply; CHECKS order within each."""
+    rank = {False: 0, True: 1, None: 2}
+    return sorted(checks, key=lambda c: (rank[c.ok], CHECKS.index(c.name) if c.name in CHECKS else len(CHECKS)))
+
+
+def freshness(verified_sha: str, head_sha: str, withdrawn: bool = False) -> str:
+    if withdrawn:
+        return WITHDRAWN
+    return FRESH if verified_sha == head_sha else STALE
+
+
+def check_conclusion(records: Iterable[Mapping[str, Any]], head_sha: str) -> str:
+    """The `signoff` check run on `head_sha`: success only when a sign-off verified on that very head passed."""
+    return "success" if any(r.get("head_sha") == head_sha and r.get("state") == FRESH and r.get("outcome") == PASS
+                            for r in records) else "failure"
+
+
+def judge_result(payload: Any) -> dict[str, Any] | str:
+    """The judge workflow's `signoff-judged` callback: {pr, signoff, head_sha, verdict, summary, run_id,
+    dispatch_id, ignored}, or the reason it is refused. The fields the bot uses are checked; any other is
+    ignored (listed in `ignored`, for the log): the workflow may send more than the bot reads. `run-url` is
+    read for its run id only (the bot links the run it dispatched itself, never a URL it was sent)."""
+    if not isinstance(payload, Mapping):
+        return "client_payload is not an object"
+    ignored = sorted(str(key)[:40] for key in payload if key not in JUDGE_KEYS + JUDGE_OPTIONAL)[:20]
+    pr = payload.get("pr-number")
+    if not isinstance(pr, str) or not re.fullmatch(r"[1-9]\d{0,9}", pr):
+        return "pr-number must be a PR number as a string"
+    signoff = payload.get("signoff-id")
+    if not isinstance(signoff, str) or not re.fullmatch(r"(comment|review|review-comment)-\d{1,19}", signoff):
+        return "signoff-id must be <comment|review|review-comment>-<id>"
+    sha = payload.get("head-sha")
+    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
+        return "head-sha must be 40 lower-case hex digits"
+    verdict = payload.get("verdict")
+    if verdict not in ("pass", "fail", "error"):
+        return "verdict must be pass, fail or error"
+    summary = payload.get("summary", "")
+    if not isinstance(summary, str) or len(summary) > 2000:
+        return "summary must be a string of at most 2000 characters"
+    url = payload.get("run-url", "")
+    found = re.fullmatch(r"https://[^\s/]{1,255}/[^\s]{1,500}/actions/runs/(\d{1,19})(?:/[^\s]{0,100})?", url) \
+        if isinstance(url, str) and url else None
+    if url and found is None:
+        return "run-url must be an https link to a workflow run"
+    dispatch_id = payload.get("dispatch-id")
+    if dispatch_id is not None and (not isinstance(dispatch_id, str) or not re.fullmatch(r"so-\d{1,10}-[0-9a-f]{12}",
+                                                                                         dispatch_id)):
+        return "dispatch-id must be the id the bot dispatched the judge with"
+    return {"pr": int(pr), "signoff": signoff, "head_sha": sha, "verdict": verdict, "summary": summary.strip(),
+            "run_id": int(found.group(1)) if found else None, "dispatch_id": dispatch_id, "ignored": ignored}

@@ -1,0 +1,1 @@
+"""Logs and metrics, which every room may use."""
