@@ -14,10 +14,12 @@ from bot.telemetry import logs
 from bot.rules import pins
 from bot.effects.actions import Action, Comment, React, RepositoryDispatch, Unreact
 from bot.rules.commands import Command, edit_is_new_command, parse
-from bot.effects.comments import PER_PAGE, hidden_record, read_hidden_record
+from bot.effects.comments import PER_PAGE
+from bot.rules.markers import hidden_record, read_hidden_record
 from bot.rules.links import repo_api, web
 from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, RunRecord, SweepRecord
+from bot.github.client import get_or_none
 from handlers import sweep_gate
 from handlers.help_command import from_a_bot, reply_purpose
 
@@ -72,12 +74,7 @@ async def run_artifacts(ctx: Context, run_id: int) -> list[dict]:
 
 
 async def read_run(ctx: Context, run_id: int) -> dict | None:
-    try:
-        return await ctx.gh.getitem(repo_api(ctx.repo, "actions", "runs", run_id))
-    except gidgethub.BadRequest as exc:
-        if int(exc.status_code) == 404:
-            return None
-        raise
+    return await get_or_none(ctx.gh, repo_api(ctx.repo, "actions", "runs", run_id))
 
 
 async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, RunRecord]]:

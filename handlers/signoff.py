@@ -13,10 +13,11 @@ from bot.rules import signoff as rules
 from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
 from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
-from bot.effects.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.rules.links import Slashed, repo_api, web
 from bot.core.processing import Context
 from bot.rules.sweep_record import RunRecord, SweepRecord
+from bot.github.client import get_or_none
 from handlers import reuse_command, sweep_gate
 from handlers.help_command import from_a_bot
 
@@ -224,11 +225,8 @@ async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | 
     source, item_id = parsed
     path = {"comment": ("issues", "comments", item_id), "review": ("pulls", number, "reviews", item_id),
             "review-comment": ("pulls", "comments", item_id)}[source]
-    try:
-        item = await ctx.gh.getitem(repo_api(ctx.repo, *path))
-    except gidgethub.BadRequest as exc:
-        if int(exc.status_code) != 404:
-            raise
+    item = await get_or_none(ctx.gh, repo_api(ctx.repo, *path))
+    if item is None:
         return None
     return rules.signoff_in(source, item, ctx.policy["signoff_phrase"])
 

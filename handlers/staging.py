@@ -33,9 +33,10 @@ from bot.rules import links
 
 from bot.telemetry import logs
 from bot.effects.actions import Action, Comment
-from bot.effects.comments import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.core.processing import Context
 from bot.rules.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
+from bot.github.client import get_or_none
 from handlers import sweep_gate
 from handlers.reuse_command import reply_comment, reply_record, staging_state
 
@@ -184,11 +185,8 @@ async def find_reply(ctx: Context, callback: Callback) -> tuple[int, dict[str, A
     """(the command comment id, the record) of the bot's staging reply the callback is about; else why none."""
     check = dict(bot_login=ctx.bot_login, repo=ctx.repo, number=callback.pr_number, run_id=callback.run_id)
     if callback.comment_id is not None:
-        try:
-            comment = await ctx.gh.getitem(links.repo_api(ctx.repo, "issues", "comments", callback.comment_id))
-        except gidgethub.BadRequest as exc:
-            if int(exc.status_code) != 404:
-                raise
+        comment = await get_or_none(ctx.gh, links.repo_api(ctx.repo, "issues", "comments", callback.comment_id))
+        if comment is None:
             return "comment-id names no comment of this repository"
         return staging_reply(comment, **check)
     for comment in reversed(await ctx.comments(callback.pr_number)):
@@ -225,11 +223,8 @@ async def shown_ingest_run(ctx: Context, number: int, run_id: int) -> int | None
 
 async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
     number = callback.pr_number
-    try:
-        issue = await ctx.gh.getitem(links.repo_api(ctx.repo, "issues", number))
-    except gidgethub.BadRequest as exc:
-        if int(exc.status_code) != 404:
-            raise
+    issue = await get_or_none(ctx.gh, links.repo_api(ctx.repo, "issues", number))
+    if issue is None:
         return ignore("no such pull request", callback)
     if "pull_request" not in issue:
         return ignore("an issue, not a pull request", callback)

@@ -16,7 +16,7 @@ from bot.telemetry import logs
 from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
 from bot.core import offload
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
-from bot.effects.comments import is_bots, purpose_of
+from bot.rules.markers import is_bots, purpose_of
 from bot.rules.dispatched_runs import bot_run, not_the_bots
 from bot.delivery.failures import TRANSIENT, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,

@@ -8,7 +8,9 @@ import asyncio
 import httpx
 import pytest
 
-from bot.effects.comments import (BODY_LIMIT, CREATED, KEPT, UNCHANGED, UPDATED, CommentStore, fit, marker, purpose_of)
+from bot.effects.comments import CREATED, KEPT, UNCHANGED, UPDATED, CommentStore
+
+from bot.rules.markers import BODY_LIMIT, fit, marker, purpose_of
 from bot.rules.commands import find_commands
 from bot.core.config import default_policy
 from bot.github.client import GitHubClient, RetryPolicy

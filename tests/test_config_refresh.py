@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.effects.comments import marker
+from bot.rules.markers import marker
 from bot.core.config import REPO_CONFIG_PATH
 from handlers.config_refresh import touches_config
 from harness import REPO

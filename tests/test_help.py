@@ -8,7 +8,7 @@ import jinja2
 import pytest
 
 from bot.rules.commands import ANYONE, COMMANDS, NO_ARGUMENTS, RUN_ID_OPTIONAL, CommandSpec, find_commands, parse
-from bot.effects.comments import marker
+from bot.rules.markers import marker
 from bot.core.config import default_policy
 from bot.core.templates import Templates
 from handlers import help_command

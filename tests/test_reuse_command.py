@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from bot.effects.comments import marker
+from bot.rules.markers import marker
 from bot.rules.sweep_record import RunRecord, SweepRecord
 from handlers import reuse_command
 from harness import REPO

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.effects.comments import marker, read_hidden_record
+from bot.rules.markers import marker, read_hidden_record
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
 from test_sweep_gate import CHANGELOG, english, make_harness, no_merge_wait, open_pull, push, repo  # noqa: F401

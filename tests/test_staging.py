@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from bot.effects.comments import hidden_record, marker, read_hidden_record
+from bot.rules.markers import hidden_record, marker, read_hidden_record
 from harness import REPO
 from test_reuse_command import RESULTS, command, fake_clock, pin, reactions, reply_comment_of  # noqa: F401
 from test_sweep_gate import FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, repo, runs  # noqa: F401

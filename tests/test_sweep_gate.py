@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from bot.effects.comments import marker
+from bot.rules.markers import marker
 from bot.app.sandbox import add_sweep_workflows
 from bot.rules.sweep_record import SweepRecord
 import handlers

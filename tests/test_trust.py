@@ -15,7 +15,7 @@ import respx
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import handlers
-from bot.effects.comments import marker
+from bot.rules.markers import marker
 from bot.app.sandbox import add_sweep_workflows
 from bot.rules.sweep_record import SweepRecord
 from bot.testing import InMemoryGitHub

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from bot.effects.comments import marker
+from bot.rules.markers import marker
 from bot.rules.commands import find_commands
 from bot.core.config import default_policy
 from harness import REPO, load_bench

@@ -24,6 +24,7 @@ from bot.telemetry.metrics import Metrics
 from bot.core.policy import Policy
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
+from bot.github.client import get_or_none
 
 
 WRITER_ROLES = frozenset({"admin", "maintain", "write"})
@@ -113,12 +114,7 @@ class Context:
         """The exact bytes of a file at a commit, or None where it does not exist (above 1 MB via the blob API)."""
         key = ("file", path, ref)
         if key not in self._memo:
-            try:
-                item = await self.gh.getitem(repo_api(self.repo, "contents", Slashed(path), ref=ref))
-            except gidgethub.BadRequest as exc:
-                if int(exc.status_code) != 404:
-                    raise
-                item = None
+            item = await get_or_none(self.gh, repo_api(self.repo, "contents", Slashed(path), ref=ref))
             data = None
             if isinstance(item, dict) and item.get("type", "file") == "file":
                 if item.get("encoding") == "base64":
@@ -146,12 +142,7 @@ class Context:
         key = (self.repo, login.casefold())
         cache = self.permissions if self.permissions is not None else self._memo
         if key not in cache:
-            try:
-                answer = await self.gh.getitem(repo_api(self.repo, "collaborators", login, "permission"))
-            except gidgethub.BadRequest as exc:
-                if int(exc.status_code) != 404:
-                    raise
-                answer = {}
+            answer = await get_or_none(self.gh, repo_api(self.repo, "collaborators", login, "permission")) or {}
             # `permission` is the legacy field (maintain reads as write); `role_name` is the real role.
             cache[key] = answer.get("role_name") or answer.get("permission") or "none"
         return cache[key]

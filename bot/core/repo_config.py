@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import cachetools
-import gidgethub
 from gidgethub.abc import GitHubAPI
 
 from bot.telemetry import logs
 from bot.core.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
 from bot.rules.links import Slashed, repo_api
 from bot.core.policy import Policy
+from bot.github.client import get_or_none
 
 CACHE_TTL = 3600.0  # a missed push event heals within the hour
 
@@ -54,11 +54,8 @@ class RepoConfigs:
         return loaded.policy
 
     async def _load(self, gh: GitHubAPI, repo: str, default_branch: str) -> _Loaded:
-        try:
-            item = await gh.getitem(repo_api(repo, "contents", Slashed(REPO_CONFIG_PATH), ref=default_branch))
-        except gidgethub.BadRequest as exc:
-            if int(exc.status_code) != 404:
-                raise
+        item = await get_or_none(gh, repo_api(repo, "contents", Slashed(REPO_CONFIG_PATH), ref=default_branch))
+        if item is None:
             self.problems.pop(repo, None)
             loaded = _Loaded(self._frozen_defaults, None)
             self._last_good[repo] = loaded

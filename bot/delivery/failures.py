@@ -10,7 +10,6 @@ import gidgethub
 import httpx
 import jinja2
 
-from bot.effects.executor import Unreconciled
 from bot.github.client import AmbiguousWrite, AuthenticationFailed
 
 TRANSIENT, PERMANENT, BUG = "transient", "permanent", "bug"
@@ -18,9 +17,14 @@ TRANSIENT, PERMANENT, BUG = "transient", "permanent", "bug"
 RETRYABLE_STATUSES = frozenset({401, 403, 408, 409, 429})
 
 
+class NeedsAPerson(Exception):
+    """A failure no wait heals and the bot must not guess around (e.g. an effect it cannot reconcile):
+    recorded at once, for a person to look at. Raised by the rooms above, classified here."""
+
+
 def classify(exc: BaseException) -> str:
     """TRANSIENT: retried on a growing schedule for hours. PERMANENT: recorded at once. BUG: a few tries."""
-    if isinstance(exc, Unreconciled):
+    if isinstance(exc, NeedsAPerson):
         return PERMANENT  # a person must look: the bot will not guess whether a sweep started
     if isinstance(exc, jinja2.TemplateError):
         return BUG  # a missing template is an OSError to Jinja, but no wait brings it back

@@ -12,11 +12,14 @@ import gidgethub
 from bot.effects import actions as act
 from bot.telemetry import logs
 from bot.effects.actions import Result
-from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue, fit, is_bots
+from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
+from bot.rules.markers import fit, is_bots
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.github.client import BEFORE_SEND, AmbiguousWrite
+from bot.delivery.failures import NeedsAPerson
 from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
 from bot.rules.links import repo_api
+from bot.github.client import get_or_none
 
 if TYPE_CHECKING:
     from bot.core.processing import Context
@@ -30,7 +33,7 @@ CHECK_TEXT_MAX = 65535  # output.summary and output.text
 CHECK_TITLE_MAX = 255
 
 
-class Unreconciled(Exception):
+class Unreconciled(NeedsAPerson):
     """GitHub may have done this effect and its state does not say: it is not sent again blindly."""
 
     def __init__(self, action: act.Action, reason: str):
@@ -261,11 +264,7 @@ class Executor:
         return Result("created")
 
     async def find_label(self, action: act.EnsureLabel) -> Result | None:
-        try:
-            await self.ctx.gh.getitem(repo_api(self.ctx.repo, "labels", action.name))
-        except gidgethub.BadRequest as exc:
-            if int(exc.status_code) != 404:
-                raise
+        if await get_or_none(self.ctx.gh, repo_api(self.ctx.repo, "labels", action.name)) is None:
             return None
         self.known_labels[(self.ctx.repo, action.name)] = True
         return Result("created")

@@ -14,6 +14,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 import cachetools
 import gidgethub
+import gidgethub.abc
 import gidgethub.apps
 import gidgethub.httpx
 import httpx
@@ -39,6 +40,17 @@ def http_timeout(seconds: float) -> httpx.Timeout:
 
 
 HTTP_TIMEOUT = http_timeout(10.0)
+
+
+async def get_or_none(gh: gidgethub.abc.GitHubAPI, url: str) -> Any:
+    """GET `url`; None when GitHub answers 404 (no such thing, or not visible to the App). Every other
+    failure is raised."""
+    try:
+        return await gh.getitem(url)
+    except gidgethub.BadRequest as exc:
+        if int(exc.status_code) != 404:
+            raise
+        return None
 
 
 class AmbiguousWrite(Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.effects.comments import hidden_record, read_hidden_record
+from bot.rules.markers import hidden_record, read_hidden_record
 
 VERSION = 1
 KEPT_FINISHED = 20  # finished runs kept besides the pinned one; a run still going is always kept (it may be cancelled)
