@@ -10,7 +10,8 @@ from gidgethub import routing, sansio
 
 from bot.telemetry import logs
 from bot.rules import signoff as rules
-from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow, digest
+from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow
+from bot.rules.fingerprint import digest
 from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by

@@ -13,7 +13,7 @@ from gidgethub import routing, sansio
 from bot.rules import lanes
 
 from bot.telemetry import logs
-from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
+from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, DispatchWorkflow, RemoveLabel
 from bot.core import offload
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
 from bot.rules.markers import is_bots, purpose_of
@@ -444,7 +444,7 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
             conclusion = "cancelled" if result.outcome == "cancelled" else record.run(run_id).conclusion
             record = record.update_run(run_id, status="completed", conclusion=conclusion)
     if decision.start is not None and may_start:
-        start = decision.start
+        start = DispatchWorkflow(**vars(decision.start))
         try:
             result = await ctx.apply(start)
         except Exception as exc:

@@ -9,6 +9,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 import pytest
 
 from bot.core.config import default_policy
+from bot.effects.actions import DispatchWorkflow
 from bot.rules.gate import (
     ACTIVE_STATUSES,
     CONDITIONS,
@@ -250,10 +251,12 @@ def test_the_recommended_primary_asks_for_canary_and_fail_fast():
     assert all(isinstance(v, str) for v in inputs.values())
 
 
-def test_the_executor_record_finds_a_same_repo_run_by_head_sha_and_a_fork_run_by_dispatch_id_only():
+def test_the_sweep_start_finds_a_same_repo_run_by_head_sha_and_a_fork_run_by_dispatch_id_only():
     same = decide(make_pr(), POLICY).start
     assert (same.workflow, same.ref, same.head_sha) == ("run-sweep.yml", "recipe/mi355x", HEAD)
-    assert same.inputs["dispatch-id"] == same.dispatch_id and same.key == f"dispatch:run-sweep.yml:{same.dispatch_id}"
+    assert same.inputs["dispatch-id"] == same.dispatch_id
+    # the handler turns the rule's SweepStart into the executor's record field by field
+    assert DispatchWorkflow(**vars(same)).key == f"dispatch:run-sweep.yml:{same.dispatch_id}"
     fork = decide(fork_pr(), POLICY).start
     assert (fork.workflow, fork.ref, fork.head_sha) == ("e2e-tests.yml", "main", None)
 
@@ -515,7 +518,7 @@ def test_the_dispatch_id_is_stable_short_and_fits_a_comment_marker():
     first = dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS])
     assert first == dispatch_id(42, HEAD, [ALL_EVALS.upper(), FAIL_FAST, ALL_EVALS])  # order, case, repeats
     assert re.fullmatch(r"[a-z0-9-]{1,24}", first) and first.startswith("sw-42-")
-    assert first == "sw-42-" + __import__("bot.effects.actions", fromlist=["digest"]).digest(
+    assert first == "sw-42-" + __import__("bot.rules.fingerprint", fromlist=["digest"]).digest(
         42, HEAD, sorted([FAIL_FAST, ALL_EVALS]))[:12]
 
 

@@ -7,16 +7,10 @@ key is already done.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Union
 
-
-def digest(*parts: Any) -> str:
-    """A short stable fingerprint of some content, for effect keys."""
-    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+from bot.rules.fingerprint import digest
 
 
 @dataclass(frozen=True)

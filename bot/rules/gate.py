@@ -23,7 +23,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from bot.effects.actions import DispatchWorkflow, digest
+from bot.rules.fingerprint import digest
 
 # The order the status comment shows them in.
 CONDITIONS = ("changelog", "labels", "pull_request", "fork_approval", "merge_commit", "skip_marker", "reuse_pin",
@@ -147,8 +147,20 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class SweepStart:
+    """A sweep to start: `workflow` on `ref` with `inputs`; `dispatch_id` (an input the workflow puts in its run
+    name) finds the run again, and `head_sha`, where set, narrows the runs to look among."""
+
+    workflow: str
+    ref: str
+    inputs: Mapping[str, str]
+    dispatch_id: str
+    head_sha: str | None = None
+
+
+@dataclass(frozen=True)
 class Decision:
-    start: DispatchWorkflow | None  # the executor's record, as it will be applied
+    start: SweepStart | None
     cancel: tuple[int, ...]
     remove_labels: tuple[str, ...]
     conditions: tuple[Condition, ...]
@@ -319,7 +331,7 @@ def _reuse_pin(pr: GateInput) -> Condition:
     return Condition("reuse_pin", False, "pinned", _params(run_id=pr.pin))
 
 
-def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> DispatchWorkflow:
+def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> SweepStart:
     (_, entry), = labels.primaries
     flags = labels.modifier_keys
     inputs = {
@@ -341,7 +353,7 @@ def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str
         workflow, ref = policy["workflows"]["sweep"], pr.head_ref
     # A same-repo run is found again by the PR's head SHA; a fork's trusted workflow runs on the default
     # branch, whose head is not the PR's, so it is found by its dispatch id alone.
-    return DispatchWorkflow(workflow, ref, MappingProxyType(inputs), key, head_sha=None if pr.is_fork else pr.head_sha)
+    return SweepStart(workflow, ref, MappingProxyType(inputs), key, head_sha=None if pr.is_fork else pr.head_sha)
 
 
 def _bool(value: bool) -> str:
