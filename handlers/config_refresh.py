@@ -6,7 +6,7 @@ from typing import Any
 
 from gidgethub import routing, sansio
 
-from bot.effects.actions import Action, CloseIssue, Issue, ReloadConfig
+from bot.effects.actions import Action, CloseIssue, Issue
 from bot.core.config import REPO_CONFIG_PATH
 from bot.core.processing import Context
 
@@ -24,12 +24,12 @@ async def refresh_config(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
     if data.get("ref") != f"refs/heads/{ctx.default_branch}" or not touches_config(data.get("commits") or []):
         return []
-    loaded = await ctx.apply(ReloadConfig())
-    if loaded.outcome == "valid":
+    problem = await ctx.reload_config()
+    if problem is None:
         return [CloseIssue(PURPOSE)]
     sha = data.get("after") or ""
-    last_good = loaded.data.get("last_good")
+    last_good = problem.last_good
     body = ctx.render("config_invalid", path=REPO_CONFIG_PATH, commit_sha=sha[:12],
-                      commit_url=f"{data['repository']['html_url']}/commit/{sha}", errors=list(loaded.data["errors"]),
+                      commit_url=f"{data['repository']['html_url']}/commit/{sha}", errors=list(problem.errors),
                       last_good=last_good[:12] if last_good else None)
     return [Issue(PURPOSE, ctx.templates.title("config_invalid"), body)]

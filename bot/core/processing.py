@@ -22,7 +22,7 @@ from bot.github.client import GitHubApp, GitHubClient
 from bot.rules.links import Slashed, api, repo_api
 from bot.telemetry.metrics import Metrics
 from bot.core.policy import Policy
-from bot.core.repo_config import RepoConfigs
+from bot.core.repo_config import ConfigProblem, RepoConfigs
 from bot.core.templates import Templates
 from bot.github.client import get_or_none
 
@@ -81,6 +81,13 @@ class Context:
     @property
     def default_branch(self) -> str:
         return self.payload["repository"].get("default_branch") or "main"
+
+    async def reload_config(self) -> ConfigProblem | None:
+        """Read `.github/sweepbot.yml` from the default branch again (a read: a dry run does it too, so the plan
+        after it is true); what is wrong with it, or None when it is valid."""
+        self.configs.invalidate(self.repo)
+        await self.configs.policy(self.gh, self.repo, self.default_branch)
+        return self.configs.problems.get(self.repo)
 
     def render(self, kind: str, **variables: Any) -> str:
         return self.templates.render(kind, **variables)

@@ -235,17 +235,5 @@ class CheckRun:
         return f"check run {self.name!r} on {self.head_sha[:7]}: {self.conclusion}, «{self.title[:70]}»{notes}"
 
 
-@dataclass(frozen=True)
-class ReloadConfig:
-    """Read `.github/sweepbot.yml` from the default branch again; the result says whether it is valid."""
-
-    @property
-    def key(self) -> str:
-        return "reload-config"
-
-    def describe(self) -> str:
-        return "reload .github/sweepbot.yml from the default branch"
-
-
 Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue, React, Unreact, DispatchWorkflow,
-               RepositoryDispatch, CancelRun, CheckRun, ReloadConfig]
+               RepositoryDispatch, CancelRun, CheckRun]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol
 
 import cachetools
 import gidgethub
@@ -21,9 +21,6 @@ from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
 from bot.rules.links import repo_api
 from bot.github.client import get_or_none
 
-if TYPE_CHECKING:
-    from bot.core.processing import Context
-
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
 DISPATCH_LOOKS = 4  # a dispatched run takes a few seconds to be listed: look this many times before giving up
 RUNS_LOOKED_AT = 2 * PER_PAGE  # how far back the runs of a workflow are searched for a dispatch id
@@ -39,6 +36,25 @@ class Unreconciled(NeedsAPerson):
     def __init__(self, action: act.Action, reason: str):
         super().__init__(f"{action.describe()}: {reason}")
         self.action = action
+
+
+class Target(Protocol):
+    """What the executor writes through: one delivery's repository, client and reads (bot/core's Context is
+    one). The executor never decides; it reads only to find again what it wrote."""
+
+    gh: Any
+    repo: str
+    bot_login: str
+    templates: Any
+
+    @property
+    def pr_number(self) -> int | None: ...
+    @property
+    def html_url(self) -> str: ...
+    def render(self, kind: str, **variables: Any) -> str: ...
+    def forget(self, key: tuple) -> None: ...
+    async def comments(self, number: int) -> list[dict]: ...
+    async def labels(self, number: int) -> list[str]: ...
 
 
 class Ledger(Protocol):
@@ -98,7 +114,7 @@ Reconcile = Callable[["Executor", Any], Awaitable[Result | None]]
 class Executor:
     """Applies actions for one delivery; every GitHub write of the bot goes through here."""
 
-    def __init__(self, ctx: "Context", store: CommentStore, known_labels: cachetools.TTLCache, ledger: Ledger, *,
+    def __init__(self, ctx: Target, store: CommentStore, known_labels: cachetools.TTLCache, ledger: Ledger, *,
                  request_window: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  on_unreconciled: Callable[[str], None] | None = None,
                  known_checks: cachetools.TTLCache | None = None):
@@ -117,10 +133,7 @@ class Executor:
         kind = KINDS.get(type(action))
         if kind is None:
             raise TypeError(f"unknown action {action!r}")
-        if not kind.ledgered:
-            result = await kind.perform(self, action)
-        else:
-            result = await self._once(action, kind)
+        result = await self._once(action, kind)
         self.applied.append((action, result))
         return result
 
@@ -428,20 +441,6 @@ class Executor:
             return None
         return await self.check_run(action)  # found: brought up to date in place
 
-    # -- configuration -------------------------------------------------------------------------
-
-    async def reload_config(self, _action: act.ReloadConfig) -> Result:
-        return await reload_config(self.ctx)
-
-
-async def reload_config(ctx: "Context") -> Result:
-    """A read, so a dry run does it for real too and the plan after it is true."""
-    ctx.configs.invalidate(ctx.repo)
-    await ctx.configs.policy(ctx.gh, ctx.repo, ctx.default_branch)
-    problem = ctx.configs.problems.get(ctx.repo)
-    if problem is None:
-        return Result("valid")
-    return Result("invalid", data={"errors": list(problem.errors), "last_good": problem.last_good})
 
 
 def _annotations(batch: tuple[act.Annotation, ...]) -> list[dict[str, Any]]:
@@ -454,12 +453,11 @@ class Kind:
     """How one action type is performed, found again after a lost answer, and whether it may be sent again."""
 
     def __init__(self, perform: Perform, reconcile: Reconcile | None = None, *, resendable: bool = True,
-                 ledgered: bool = True, looks: int = 1, partial: bool = False):
+                 looks: int = 1, partial: bool = False):
         self.perform = perform
         self.partial = partial  # several writes: a refused later one does not undo an earlier one
         self.reconcile = reconcile or _nothing_to_find
         self.resendable = resendable
-        self.ledgered = ledgered
         self.looks = looks
 
 
@@ -483,24 +481,20 @@ KINDS: dict[type, Kind] = {
     act.RepositoryDispatch: Kind(Executor.repository_dispatch),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
     act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
-    act.ReloadConfig: Kind(Executor.reload_config, ledgered=False),
 }
 
 
 class DryRun:
     """Stands in for the executor in a dry run: prints each action in full and returns placeholders."""
 
-    def __init__(self, ctx: "Context", say: Callable[[str], None]):
+    def __init__(self, ctx: Target, say: Callable[[str], None]):
         self.ctx, self.say = ctx, say
         self.applied: list[tuple[act.Action, Result]] = []
 
     async def apply(self, action: act.Action) -> Result:
-        if isinstance(action, act.ReloadConfig):
-            result = await reload_config(self.ctx)
-        else:
-            self.say(f"would {action.describe()}")
-            for line in (getattr(action, "body", "") or "").splitlines():
-                self.say(f"    | {line}")
-            result = Result("planned", 0)
+        self.say(f"would {action.describe()}")
+        for line in (getattr(action, "body", "") or "").splitlines():
+            self.say(f"    | {line}")
+        result = Result("planned", 0)
         self.applied.append((action, result))
         return result
