@@ -15,7 +15,7 @@ from bot.effects.actions import Result
 from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
 from bot.rules.markers import fit, is_bots
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
-from bot.github.client import BEFORE_SEND, AmbiguousWrite
+from bot.github.client import AmbiguousWrite
 from bot.delivery.failures import NeedsAPerson
 from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
 from bot.rules.links import repo_api
@@ -119,6 +119,7 @@ class Executor:
                  on_unreconciled: Callable[[str], None] | None = None,
                  known_checks: cachetools.TTLCache | None = None):
         self.ctx = ctx
+        self.gh = ctx.gh  # while an action is sent: the client that writes the ledger's intent first
         self.store = store
         self.known_labels = known_labels  # (repo, label) pairs seen to exist, to spare a lookup per event
         # (repo, sha, name) -> (check run id, fingerprint of what it shows), to spare a lookup per event
@@ -178,7 +179,7 @@ class Executor:
             await self.ledger.intend(key)
             intended.append(True)
 
-        token = BEFORE_SEND.set(intend)
+        self.gh = self.ctx.gh.announcing_writes(intend)
         try:
             return await kind.perform(self, action)
         except AmbiguousWrite:
@@ -190,7 +191,7 @@ class Executor:
                 await self.ledger.withdraw(key)
             raise
         finally:
-            BEFORE_SEND.reset(token)
+            self.gh = self.ctx.gh
 
     async def _look_again(self, action: act.Action, kind: "Kind") -> Result | None:
         for look in range(kind.looks):
@@ -224,7 +225,7 @@ class Executor:
     async def comment(self, action: act.Comment) -> Result:
         body = fit(action.purpose, action.body, self._truncated_note)
         outcome, comment = await self.store.upsert(
-            self.ctx.gh, self.ctx.repo, action.number, action.purpose, body, self.ctx.bot_login,
+            self.gh, self.ctx.repo, action.number, action.purpose, body, self.ctx.bot_login,
             only_if_missing=action.only_if_missing, listing=lambda: self.ctx.comments(action.number),
         )
         if outcome == CREATED:
@@ -234,7 +235,7 @@ class Executor:
     async def find_comment(self, action: act.Comment) -> Result | None:
         self.ctx.forget(("comments", action.number))
         listing = await self.ctx.comments(action.number)
-        found = await self.store.find(self.ctx.gh, self.ctx.repo, action.number, action.purpose, self.ctx.bot_login,
+        found = await self.store.find(self.gh, self.ctx.repo, action.number, action.purpose, self.ctx.bot_login,
                                       listing, trust_memory=False)
         if found is None:
             return None
@@ -243,7 +244,7 @@ class Executor:
     # -- labels --------------------------------------------------------------------------------
 
     async def add_labels(self, action: act.AddLabels) -> Result:
-        await self.ctx.gh.post(repo_api(self.ctx.repo, "issues", action.number, "labels"),
+        await self.gh.post(repo_api(self.ctx.repo, "issues", action.number, "labels"),
                                data={"labels": list(action.labels)})
         self.ctx.forget(("labels", action.number))
         return Result("added")
@@ -255,7 +256,7 @@ class Executor:
 
     async def remove_label(self, action: act.RemoveLabel) -> Result:
         try:
-            await self.ctx.gh.delete(repo_api(self.ctx.repo, "issues", action.number, "labels", action.label))
+            await self.gh.delete(repo_api(self.ctx.repo, "issues", action.number, "labels", action.label))
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) != 404:  # already gone: the goal is met
                 raise
@@ -269,7 +270,7 @@ class Executor:
         if await self.find_label(action) is not None:
             return Result("exists")
         try:
-            await self.ctx.gh.post(repo_api(self.ctx.repo, "labels"), data={
+            await self.gh.post(repo_api(self.ctx.repo, "labels"), data={
                 "name": action.name, "color": action.color, "description": action.description})
         except gidgethub.InvalidField:
             pass  # created meanwhile by someone else
@@ -277,7 +278,7 @@ class Executor:
         return Result("created")
 
     async def find_label(self, action: act.EnsureLabel) -> Result | None:
-        if await get_or_none(self.ctx.gh, repo_api(self.ctx.repo, "labels", action.name)) is None:
+        if await get_or_none(self.gh, repo_api(self.ctx.repo, "labels", action.name)) is None:
             return None
         self.known_labels[(self.ctx.repo, action.name)] = True
         return Result("created")
@@ -285,7 +286,7 @@ class Executor:
     # -- issues --------------------------------------------------------------------------------
 
     async def issue(self, action: act.Issue) -> Result:
-        gh, repo = self.ctx.gh, self.ctx.repo
+        gh, repo = self.gh, self.ctx.repo
         body = fit(action.purpose, action.body, self._truncated_note)
         issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
         if issue is None:
@@ -297,15 +298,15 @@ class Executor:
         return Result("updated", issue["number"])
 
     async def find_issue(self, action: act.Issue) -> Result | None:
-        if await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login) is None:
+        if await find_bot_issue(self.gh, self.ctx.repo, action.purpose, self.ctx.bot_login) is None:
             return None
         return await self.issue(action)
 
     async def close_issue(self, action: act.CloseIssue) -> Result:
-        issue = await find_bot_issue(self.ctx.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)
+        issue = await find_bot_issue(self.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)
         if issue is None:
             return Result("absent")
-        await self.ctx.gh.patch(repo_api(self.ctx.repo, "issues", issue["number"]), data={"state": "closed"})
+        await self.gh.patch(repo_api(self.ctx.repo, "issues", issue["number"]), data={"state": "closed"})
         return Result("closed", issue["number"])
 
     # -- reactions -----------------------------------------------------------------------------
@@ -314,12 +315,12 @@ class Executor:
         return repo_api(self.ctx.repo, "issues", "comments", comment_id, "reactions", *more, **query)
 
     async def react(self, action: act.React) -> Result:
-        made = await self.ctx.gh.post(self._reactions_url(action.comment_id), data={"content": action.content})
+        made = await self.gh.post(self._reactions_url(action.comment_id), data={"content": action.content})
         return Result("reacted", made.get("id"))
 
     async def find_reaction(self, action: act.React | act.Unreact) -> Result | None:
         url = self._reactions_url(action.comment_id, content=action.content, per_page=PER_PAGE)
-        async for reaction in self.ctx.gh.getiter(url):
+        async for reaction in self.gh.getiter(url):
             if is_bots(reaction, self.ctx.bot_login) and reaction.get("content") == action.content:
                 return Result("reacted", reaction["id"])
         return None
@@ -329,7 +330,7 @@ class Executor:
         if found is None:
             return Result("absent")
         try:
-            await self.ctx.gh.delete(self._reactions_url(action.comment_id, found.id))
+            await self.gh.delete(self._reactions_url(action.comment_id, found.id))
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) != 404:
                 raise
@@ -344,7 +345,7 @@ class Executor:
         if found is not None:
             logs.event("run already started for this dispatch id", dispatch_id=action.dispatch_id, run=found.id)
             return found
-        answer = await self.ctx.gh.post(repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"), data={
+        answer = await self.gh.post(repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"), data={
             "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
         run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
         if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
@@ -360,7 +361,7 @@ class Executor:
         query = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE, "head_sha": action.head_sha}
         url = repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "runs", **query)
         seen = 0
-        async for run in self.ctx.gh.getiter(url, iterable_key="workflow_runs"):
+        async for run in self.gh.getiter(url, iterable_key="workflow_runs"):
             names = f"{run.get('name') or ''} {run.get('display_title') or ''}"
             if action.dispatch_id in names and not_the_bots(run, bot_login=self.ctx.bot_login, repository=self.ctx.repo,
                                                             workflows=(action.workflow,)) is None:
@@ -371,13 +372,13 @@ class Executor:
         return None
 
     async def repository_dispatch(self, action: act.RepositoryDispatch) -> Result:
-        await self.ctx.gh.post(repo_api(action.repository, "dispatches"), data={
+        await self.gh.post(repo_api(action.repository, "dispatches"), data={
             "event_type": action.event_type, "client_payload": dict(action.payload)})
         return Result("dispatched")
 
     async def cancel_run(self, action: act.CancelRun) -> Result:
         try:
-            await self.ctx.gh.post(repo_api(self.ctx.repo, "actions", "runs", action.run_id, "cancel"), data={})
+            await self.gh.post(repo_api(self.ctx.repo, "actions", "runs", action.run_id, "cancel"), data={})
         except gidgethub.BadRequest as exc:
             if int(exc.status_code) == 409:  # it finished meanwhile: nothing left to cancel
                 return Result("finished", action.run_id)
@@ -387,7 +388,7 @@ class Executor:
         return Result("cancelled", action.run_id)
 
     async def find_cancelled(self, action: act.CancelRun) -> Result | None:
-        run = await self.ctx.gh.getitem(repo_api(self.ctx.repo, "actions", "runs", action.run_id))
+        run = await self.gh.getitem(repo_api(self.ctx.repo, "actions", "runs", action.run_id))
         if run.get("status") == "completed":
             return Result("cancelled" if run.get("conclusion") == "cancelled" else "finished", action.run_id)
         return None  # a cancel is safe to send again
@@ -401,7 +402,7 @@ class Executor:
             return self.known_checks[cache_key]
         url = repo_api(self.ctx.repo, "commits", action.head_sha, "check-runs", check_name=action.name, filter="latest",
                        per_page=PER_PAGE)
-        async for run in self.ctx.gh.getiter(url, iterable_key="check_runs"):
+        async for run in self.gh.getiter(url, iterable_key="check_runs"):
             slug = (run.get("app") or {}).get("slug")
             if run.get("name") == action.name and (slug is None or f"{slug}[bot]" == self.ctx.bot_login):
                 found = (int(run["id"]), run.get("external_id") or "")
@@ -424,13 +425,13 @@ class Executor:
         if action.details_url:
             body["details_url"] = action.details_url
         if existing is None:
-            made = await self.ctx.gh.post(repo_api(self.ctx.repo, "check-runs"), data={**body, "head_sha": action.head_sha})
+            made = await self.gh.post(repo_api(self.ctx.repo, "check-runs"), data={**body, "head_sha": action.head_sha})
             check_id, outcome = int(made["id"]), "created"
         else:
             check_id, outcome = existing[0], "updated"
-            await self.ctx.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data=body)
+            await self.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data=body)
         for batch in batches[1:]:  # GitHub takes 50 annotations per request and appends the next ones
-            await self.ctx.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data={
+            await self.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data={
                 "output": {**body["output"], "annotations": _annotations(batch)}})
         self.known_checks[(self.ctx.repo, action.head_sha, action.name)] = (check_id, action.fingerprint)
         return Result(outcome, check_id)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import copy
 import logging
 import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from contextvars import ContextVar
 from typing import Any, Awaitable, Callable, Mapping
 
 import cachetools
@@ -73,7 +73,6 @@ def _describe(exc: BaseException) -> str:
     return f"{int(status)} {exc}" if status is not None else type(exc).__name__
 
 
-BEFORE_SEND: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("before_send", default=None)
 
 
 @dataclass
@@ -156,6 +155,8 @@ class Token:
 class GitHubClient(gidgethub.httpx.GitHubAPI):
     """gidgethub over the shared httpx client, with retries, pacing and metrics."""
 
+    _before_write: Callable[[], Awaitable[None]] | None = None
+
     def __init__(self, http: httpx.AsyncClient, *, state: InstallationState | None, retry: RetryPolicy,
                  metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
                  **kwargs: Any):
@@ -181,6 +182,14 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         else:
             self.__dict__["_own_rate_limit"] = value
 
+    def announcing_writes(self, before_write: Callable[[], Awaitable[None]]) -> "GitHubClient":
+        """This client (the same connection, token, pacing and metrics) awaiting `before_write()` just before
+        each request that is not safe to repeat is sent. The executor passes its ledger's intent here, so the
+        intent is written as late as possible and this module knows nothing of the ledger."""
+        view = copy.copy(self)
+        view._before_write = before_write
+        return view
+
     async def sleep(self, seconds: float) -> None:
         await self._retry.sleep(seconds)
 
@@ -200,9 +209,8 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
             attempt += 1
             headers = await self._authorised(headers)
             started = time.monotonic()
-            before_send = BEFORE_SEND.get()
-            if before_send is not None and method not in self._safe:
-                await before_send()  # e.g. the ledger's intent, written as late as possible before the send
+            if self._before_write is not None and method not in self._safe:
+                await self._before_write()  # the caller's hook (the executor's ledger intent), as late as possible
             try:
                 status, resp_headers, content = await super()._request(method, url, headers, body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
