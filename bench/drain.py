@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import collections
 import hashlib
-import hmac
 import json
 import os
 import statistics
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from bot.app.sandbox import _generate_key  # noqa: E402
+from bot.github.webhook_signature import sign  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
 from harness import free_port, start_server_process  # noqa: E402
 from harness import process_health as health  # noqa: E402
@@ -59,7 +59,7 @@ async def send(url: str, bodies: list[bytes], concurrency: int) -> dict:
             body = queue.pop()
             headers = {"Content-Type": "application/json", "X-GitHub-Event": "pull_request",
                        "X-GitHub-Delivery": hashlib.sha1(body).hexdigest(),
-                       "X-Hub-Signature-256": "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()}
+                       "X-Hub-Signature-256": sign(body, SECRET)}
             started = time.perf_counter()
             async with session.post(url, data=body, headers=headers) as resp:
                 await resp.read()

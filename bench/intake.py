@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
-import hmac
 import json
 import os
 import statistics
@@ -22,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import free_port, start_server_process  # noqa: E402  (shared with the crash test)
+from bot.github.webhook_signature import sign  # noqa: E402
 SECRET = "bench-secret"
 PAYLOAD_BYTES = 20 * 1024
 LEVELS = (1, 4, 16, 64)
@@ -49,7 +48,7 @@ def start_server(db: str, port: int, workers: int):
 async def level(url: str | list[str], body: bytes, concurrency: int, total: int) -> dict:
     """`total` deliveries from `concurrency` clients; with several URLs (replicas), client i posts to URL i mod n."""
     urls = [url] if isinstance(url, str) else url
-    signature = "sha256=" + hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    signature = sign(body, SECRET)
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     remaining = total

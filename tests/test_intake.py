@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from bot.app.cli import sign
-from bot.app.server import MAX_BODY, signature_ok
+from bot.app.server import MAX_BODY
+from bot.github.webhook_signature import sign, signature_ok
 from harness import REPO, SECRET
 
 BODY = b'{"zen": "Keep it logically awesome."}'

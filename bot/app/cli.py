@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import hashlib
-import hmac
 import json
 import os
 import signal
@@ -27,6 +25,7 @@ from bot.delivery.journal import DONE, FAILED, JournalUnavailable, open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, log_secrets
 from bot.app.server import make_app
+from bot.github.webhook_signature import sign
 
 
 def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[GitHubApp, Any]:
@@ -111,10 +110,6 @@ def _sandbox_banner(out: TextIO, url: str, settings: Settings) -> None:
     print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
     print("  every write the bot makes to GitHub is printed below. Ctrl-C stops it.", file=out)
     print("", file=out)
-
-
-def sign(body: bytes, secret: str) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: Any) -> None:

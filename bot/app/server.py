@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import logging
 import math
@@ -21,6 +19,7 @@ from bot.rules import lanes
 from bot.telemetry import logs
 from bot.delivery.journal import IGNORED, QUEUED, NewDelivery
 from bot.telemetry.metrics import CONTENT_TYPE
+from bot.github.webhook_signature import signature_ok
 
 if TYPE_CHECKING:
     from bot.app.runtime import Bot
@@ -28,18 +27,6 @@ if TYPE_CHECKING:
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 CHUNK = 64 * 1024
 BOT_KEY = web.AppKey("bot", object)
-
-
-def signature_ok(body: bytes, header: str | None, secrets: tuple[str, ...]) -> bool:
-    """HMAC-SHA256 of the raw body against each configured secret (several during rotation), in constant time."""
-    if not header or not header.startswith("sha256=") or not secrets:
-        return False
-    given = header.encode()
-    ok = False
-    for secret in secrets:
-        expected = b"sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest().encode()
-        ok |= hmac.compare_digest(expected, given)
-    return ok
 
 
 def _error(status: int, message: str) -> web.Response:
