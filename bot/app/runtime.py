@@ -20,7 +20,6 @@ from bot.core.config import Settings
 from bot.github.client import GitHubApp, SharedWritePacer
 from bot.effects.executor import JournalLedger
 from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, open_journal
-from bot.rules.links import repo_api
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
@@ -101,14 +100,7 @@ class Bot:
         if found is None or d.installation is None:
             return None
         repo, sha = found
-        gh = await self.app.client(d.installation)
-        for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
-            if pr.get("state") == "open":
-                return int(pr["number"])
-        async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=100)):
-            if (pr.get("head") or {}).get("sha") == sha:
-                return int(pr["number"])
-        return None
+        return await self.processor.pr_of_sha(d.installation, repo, sha)
 
     async def handle(self, d: Delivery, effects: dict) -> None:
         """One delivery as a worker took it, with its ledger rows read in the same journal round trip."""

@@ -12,7 +12,8 @@ from gidgethub import routing, sansio
 from bot.effects import actions as act
 from bot.rules import lanes
 from bot.telemetry import logs
-from bot.effects.comments import CommentStore
+from bot.effects.comments import PER_PAGE, CommentStore
+from bot.rules.links import repo_api
 from bot.effects.executor import DryRun, Executor, Ledger, MemoryLedger
 from bot.github.client import GitHubApp, GitHubClient
 from bot.telemetry.metrics import Metrics
@@ -149,6 +150,17 @@ class Processor:
         self.known_labels: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.known_checks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.permissions: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL)
+
+    async def pr_of_sha(self, installation: int, repo: str, sha: str) -> int | None:
+        """The open PR of `repo` whose head is `sha` (a fork's run names no PR), as GitHub says."""
+        gh = await self.app.client(installation)
+        for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
+            if pr.get("state") == "open":
+                return int(pr["number"])
+        async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=PER_PAGE)):
+            if (pr.get("head") or {}).get("sha") == sha:
+                return int(pr["number"])
+        return None
 
     def wants(self, event: sansio.Event) -> bool:
         return bool(self.router.fetch(event))
