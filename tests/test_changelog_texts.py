@@ -132,17 +132,14 @@ _ERR_WITH_CODE = re.compile(r'_err\(\s*[^,()]+(?:\([^()]*\))?[^,()]*,\s*"([a-z0-
 
 
 def _source_codes() -> set[str]:
-    """The codes of every `_err(line, "code", ...)` call and of the character rules' table."""
-    codes = set(_ERR_WITH_CODE.findall(SOURCE))
-    codes |= set(re.findall(r'^    "([a-z0-9-]+)": \("', SOURCE[SOURCE.index("_CHARACTER_RULES = {"):], re.M))
-    return codes
+    """The codes of every `_err(line, "code", ...)` call and of the character rules."""
+    return set(_ERR_WITH_CODE.findall(SOURCE)) | set(bot.rules.changelog._CHARACTER_CODES)
 
 
 def _source_variants() -> dict[str, set[str]]:
-    history = inspect.getsource(bot.rules.changelog._history_error)
     reasons = re.search(r"reason=(.*?)[,)]\n", SOURCE, re.S).group(1)
     return {
-        "change": set(re.findall(r'^\s+"([a-z]+)": f?"', history, re.M)),
+        "change": set(bot.rules.changelog._HISTORY_CHANGES),
         "problem": set(re.findall(r'problem(?:, what)? = "([a-z-]+)"', SOURCE))
                    | set(re.findall(r'problem="([a-z-]+)"', SOURCE)),
         "reason": set(re.findall(r'"([a-z-]+)"', reasons)),
@@ -180,10 +177,14 @@ def test_every_variant_in_the_source_is_rendered_from_a_real_error():
         assert seen[key] == values, key
 
 
+# Every kind of value the check names (`actual`) for what YAML's safe loader builds: the templates word each.
+KINDS = {"null", "boolean", "integer", "number", "string", "list", "mapping", "binary", "date", "datetime", "set"}
+
+
 def test_every_wrong_type_expectation_and_kind_is_rendered():
     wrong = [error.params for _, error in ERRORS if error.code == "wrong-type"]
     assert {p["expected"] for p in wrong} == set(bot.rules.changelog._EXPECTED)
-    assert {p["actual"] for p in wrong} == set(bot.rules.changelog._ARTICLE)
+    assert {p["actual"] for p in wrong} == KINDS
 
 
 def _variant(error: ChangelogError) -> Any:
@@ -199,7 +200,7 @@ def _variant(error: ChangelogError) -> Any:
         "unknown-field": lambda: "merge" if p["merge_key"] else p["suggestion"] is None,
         "yaml-syntax": lambda: p["needs_quotes"],
         "wrong-type": lambda: (p["expected"], p["actual"] == "null"),
-        "not-a-mapping": lambda: p["actual"] in bot.rules.changelog._ARTICLE,
+        "not-a-mapping": lambda: p["actual"] in KINDS,
         "too-complex": lambda: p["cause"],
     }.get(error.code, lambda: None)()
 
@@ -312,7 +313,7 @@ def test_file_values_are_never_outside_a_code_span():
 
 def test_a_long_value_is_shortened_inside_its_span():
     [error] = EXTRA["pr-link with backticks and a newline"]
-    long = ChangelogError(error.line, error.message, error.fix, error.code, {**error.params, "value": "y" * 500})
+    long = ChangelogError(error.line, error.code, {**error.params, "value": "y" * 500})
     for language in LANGUAGES:
         spans, _ = _spans(render(language, long))
         assert "y" * 117 + "..." in spans
@@ -329,6 +330,14 @@ def test_the_merge_key_sentence_is_rendered_from_a_real_error():
                                    "fields out in full.")
     english, chinese = (render(language, merge) for language in LANGUAGES)
     assert _spans(english)[0] == _spans(chinese)[0] == ["<<"] and _integers(english) == _integers(chinese)
+
+
+def test_an_unquoted_wildcard_is_told_to_take_quotes():
+    """`- *-mtp`: a config-keys wildcard reads as a YAML alias; the fix says to quote it."""
+    [error] = [e for name, e in ERRORS if name == "config-key starting with an unquoted *"]
+    assert render("en", error).endswith('Fix: put a value that starts with `*`, `&` or `!` in quotes, e.g. '
+                                        '`- "*-mtp"`.')
+    assert render("zh", error).endswith('修改方法：以 `*`、`&` 或 `!` 开头的值要加引号，例如 `- "*-mtp"`。')
 
 
 def test_an_alias_to_another_entry_is_named_with_its_anchor_line():

@@ -6,10 +6,11 @@ and judged, so lines of history the PR did not add are never blamed (the real hi
 whitespace the rules refuse in new entries). A PR that appends nothing may correct `pr-link` values of
 existing entries and nothing else.
 
-Errors are data: a stable `code`, the head-file `line` (1-based), the `params` a template needs, and an
-English `message` and `fix`. A result keeps the first `ChangelogLimits.max_errors` errors by line and counts
-the rest (`error_count`); once that many are kept and the check has passed their lines, it stops at the next
-error it could not keep, and the count says "at least" (`error_count_is_lower_bound`).
+Errors are data: a stable `code`, the head-file `line` (1-based) and the `params` its template needs (the
+words are in templates/_changelog_error.{en,zh}.j2, nowhere else). A result keeps the first
+`ChangelogLimits.max_errors` errors by line and counts the rest (`error_count`); once that many are kept and
+the check has passed their lines, it stops at the next error it could not keep, and the count says "at least"
+(`error_count_is_lower_bound`).
 
 Cost is bounded by `ChangelogLimits`, whatever the input: a head above `max_bytes` is one error and nothing is
 parsed; each appended entry is read on its own (in batches, with libyaml when installed), and only a batch of
@@ -110,16 +111,11 @@ DEFAULT_LIMITS = ChangelogLimits()
 
 @dataclass(frozen=True)
 class ChangelogError:
-    """One thing wrong, on one line of the head file: `str(error)` reads `line N: message; fix: fix`."""
+    """One thing wrong, on one line of the head file: its `code` and the `params` its template renders."""
 
     line: int
-    message: str
-    fix: str
     code: str
     params: dict[str, Any] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return f"line {self.line}: {self.message}; fix: {self.fix}"
 
 
 @dataclass(frozen=True)
@@ -194,18 +190,7 @@ class ChangelogResult:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Wording. Every error is built here, so that code, params and English stay together.
-
-
-def _code(value: Any) -> str:
-    """`value` as a Markdown code span that survives backticks and edge spaces inside it."""
-    text = value if isinstance(value, str) else _show(value)
-    text = text if len(text) <= 120 else text[:117] + "..."
-    ticks = "`"
-    while ticks in text:
-        ticks += "`"
-    pad = " " if text.startswith("`") or text.endswith("`") or text[:1] == " " or text[-1:] == " " else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}" if text else "an empty string"
+# Errors: the code and params of each are built here (their words are the templates').
 
 
 def _show(value: Any) -> str:
@@ -263,38 +248,12 @@ def _kind(value: Any) -> str:
     return type(value).__name__  # date, datetime, set
 
 
-_EXPECTED = {  # wrong-type's `expected` tokens
-    "string": "a string",
-    "list-of-strings": "a list of strings",
-    "list-of-scenario-types": "a list of " + " or ".join(f"`{s}`" for s in SCENARIO_TYPES),
-    "boolean": "`true` or `false`",
-    "positive-integer": "an integer of at least 1",
-}
-
-_ARTICLE = {"integer": "an integer", "list": "a list", "mapping": "a mapping", "null": "null (no value)",
-            "boolean": "a boolean", "number": "a number", "string": "a string", "binary": "binary data",
-            "date": "a date", "datetime": "a timestamp", "set": "a set"}
-
-
-def _a(kind: str) -> str:
-    return _ARTICLE.get(kind, kind)
+# wrong-type's `expected` tokens: what a field must be
+_EXPECTED = ("string", "list-of-strings", "list-of-scenario-types", "boolean", "positive-integer")
 
 
 def _link_forms(prefix: str, pr_number: int) -> list[str]:
     return [PLACEHOLDER, prefix + PLACEHOLDER, f"{prefix}{pr_number}"]
-
-
-def _or(items: list[str]) -> str:
-    spans = [_code(i) for i in items]
-    return spans[0] if len(spans) == 1 else ", ".join(spans[:-1]) + " or " + spans[-1]
-
-
-def _lines_note(lines: list[int], count: int) -> str:
-    if count == 1:
-        return f"line {lines[0]}"
-    shown = ", ".join(str(n) for n in lines[:10])
-    more = f" and {count - 10} more" if count > 10 else ""
-    return f"{count} lines ({shown}{more})"
 
 
 def _param(value: Any) -> Any:
@@ -305,94 +264,54 @@ def _param(value: Any) -> Any:
     return value
 
 
-def _err(line: int, code: str, message: str, fix: str, **params: Any) -> ChangelogError:
-    return ChangelogError(line=line, message=message, fix=fix, code=code,
-                          params={key: _param(value) for key, value in params.items()})
+def _err(line: int, code: str, **params: Any) -> ChangelogError:
+    return ChangelogError(line=line, code=code, params={key: _param(value) for key, value in params.items()})
 
 
-_CHARACTER_RULES = {
-    "tab": ("tab characters", "indent with spaces and replace every tab with spaces"),
-    "cr": ("carriage returns (CR, Windows line endings)", "save the file with LF (Unix) line endings"),
-    "nul": ("NUL bytes", "remove the NUL bytes; the file is plain text"),
-    "control-character": ("control characters YAML does not allow", "remove the control characters"),
-    "not-utf8": ("bytes that are not valid UTF-8", "save the file as UTF-8"),
-}
+# The codes of the character rules: one error per rule, naming its lines (`lines`, `count`).
+_CHARACTER_CODES = ("tab", "cr", "nul", "control-character", "not-utf8")
 
 
 def _character_error(code: str, lines: list[int], count: int | None = None, **extra: Any) -> ChangelogError:
     """`lines`: the first lines that break the rule (at least the first ten); `count`: how many lines do."""
-    what, fix = _CHARACTER_RULES[code]
     count = len(lines) if count is None else count
-    return _err(lines[0], code, f"the appended text has {what} on {_lines_note(lines, count)}", fix,
-                lines=lines[:_SHOWN_LINES], count=count, **extra)
+    return _err(lines[0], code, lines=lines[:_SHOWN_LINES], count=count, **extra)
+
+
+# The kinds of change a `history-changed` error names (its `change` param).
+_HISTORY_CHANGES = ("changed", "whitespace", "removed", "inserted", "moved", "extended")
 
 
 def _history_error(line: int, base_line: int, change: str, expected: str | None, found: str | None,
                    ) -> ChangelogError:
-    was = f"line {base_line} of the base branch's file reads {_code(expected.strip())}" if expected \
-        else f"line {base_line} of the base branch's file is empty" if expected is not None \
-        else f"the base branch's file ends at line {base_line - 1}"
-    message = {
-        "changed": f"the existing history was changed at line {line} ({was})",
-        "whitespace": f"the whitespace of the existing history was changed at line {line} ({was}; an editor "
-                      "may have trimmed trailing spaces or changed line endings)",
-        "removed": f"lines of the existing history were removed at line {line} ({was})",
-        "inserted": f"text was inserted into the existing history at line {line}",
-        "moved": f"the existing history was reordered at line {line} ({was})",
-        "extended": f"the history's last line {line} was extended: the base branch's file does not end with a "
-                    "newline and the appended text does not start with one",
-    }[change]
-    fix = {
-        "changed": "restore the base branch's text of the file exactly and add new entries only at its end",
-        "whitespace": "restore the base branch's bytes exactly (turn off whitespace trimming for this file) "
-                      "and add new entries only at its end",
-        "removed": "restore the removed lines: entries are never deleted, only appended",
-        "inserted": "move the new text to the end of the file, after one empty line",
-        "moved": "restore the base branch's order of entries and add new entries only at the end",
-        "extended": "start the appended text with a newline, then one empty line, then the entry",
-    }[change]
-    return _err(line, "history-changed", message, fix, change=change, base_line=base_line,
-                expected=expected, found=found)
+    """`expected` is the base's line `base_line` (None past its end), `found` the head's line `line`."""
+    return _err(line, "history-changed", change=change, base_line=base_line, expected=expected, found=found)
 
 
 def _file_too_large(size: int, limit: int, line: int) -> ChangelogError:
-    return _err(line, "file-too-large",
-                f"the changelog is {size:,} bytes, more than the limit of {limit:,} bytes (it passes the limit at "
-                f"line {line}); it was not checked",
-                "keep the file under the limit: append only the new entries, and move old history elsewhere if "
-                "the file has outgrown it", size=size, limit=limit)
+    """The head is `size` bytes, more than `limit`, which it passes at `line`: nothing was checked."""
+    return _err(line, "file-too-large", size=size, limit=limit)
 
 
 def _too_deep(line: int, limit: int) -> ChangelogError:
-    return _err(line, "too-deep",
-                f"the value at line {line} is nested more than {limit} levels deep (the file's list is level 1; an "
-                "entry needs 4: a list item, its mapping of fields, a list, a string); it was not read",
-                "write the entry as a mapping of its fields, each a string, a boolean, a number or a list of "
-                "strings, with no lists or mappings inside them", limit=limit)
+    """The value at `line` nests more than `limit` levels (the file's list is level 1); it was not read."""
+    return _err(line, "too-deep", limit=limit)
 
 
 def _too_many_values(line: int, limit: int) -> ChangelogError:
-    return _err(line, "too-many-values",
-                f"the appended text has more than {limit:,} YAML values (keys, list items and strings) by line "
-                f"{line}; the check stops there",
-                "append only the few entries this PR adds, each with short lists", limit=limit)
+    """More than `limit` YAML values (keys, items, scalars) by `line`: the check stops there."""
+    return _err(line, "too-many-values", limit=limit)
 
 
 def unfinished_check(size: int) -> ChangelogResult:
     """The result when the check itself did not finish (its worker process died, or ran out of time: see
     bot/core/offload.py): one `too-complex` error on line 1, cause `unfinished`."""
-    return ChangelogResult(errors=(_err(
-        1, "too-complex", f"the check of this {size:,}-byte changelog did not finish in the time a check may take",
-        "append only the few entries this PR adds, in plain form", cause="unfinished"),))
+    return ChangelogResult(errors=(_err(1, "too-complex", cause="unfinished"),))
 
 
 def _too_complex(line: int, exc: BaseException) -> ChangelogError:
-    cause = "memory" if isinstance(exc, MemoryError) else "recursion"
-    what = "ran out of memory" if cause == "memory" else "nested too deeply for Python's recursion limit"
-    return _err(line, "too-complex",
-                f"the changelog is too complex to check near line {line}: the check {what}",
-                "simplify the entries from that line on: plain lists of strings, no anchors, aliases or nesting",
-                cause=cause)
+    """The check ran out of memory or of Python's recursion near `line`."""
+    return _err(line, "too-complex", cause="memory" if isinstance(exc, MemoryError) else "recursion")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -493,16 +412,9 @@ def _yaml_error(exc: yaml.YAMLError, first_line: int, floor: int) -> ChangelogEr
     if getattr(exc, "context_mark", None) is not None and (mark is None or str(context).startswith("while scanning")):
         mark = exc.context_mark
     line = max(first_line + mark.line, floor) if mark is not None else floor
-    what = f"{problem} ({context})" if context else problem
+    # `- *-mtp`: a config-keys wildcard at the start of a value reads as a YAML alias; the fix is quotes
     needs_quotes = "alias" in problem or "anchor" in problem or "tag" in problem
-    if needs_quotes:
-        # `- *-mtp`: a config-keys wildcard at the start of a value reads as a YAML alias
-        fix = "put a value that starts with `*`, `&` or `!` in quotes, e.g. `- \"*-mtp\"`"
-    else:
-        fix = ("fix the YAML syntax at that line: keep each entry's keys indented by two spaces under its "
-               "`- `, and quote strings that contain `: ` or start with a special character")
-    return _err(line, "yaml-syntax", f"the YAML cannot be read at line {line}: {what}", fix,
-                problem=problem, context=context, needs_quotes=needs_quotes)
+    return _err(line, "yaml-syntax", problem=problem, context=context, needs_quotes=needs_quotes)
 
 
 class _Builder:
@@ -612,10 +524,6 @@ class _EntryChecker:
                 continue
             self.add(_err(
                 line, "yaml-syntax",
-                f"the alias `*{name}` at line {line} names the anchor `&{name}` of another entry (line "
-                f"{anchor_line}); each entry is read on its own",
-                "write the value out in full in this entry (and put a value that starts with `*` in quotes, "
-                "e.g. `- \"*-mtp\"`)",
                 problem=f"found alias {name!r} of an anchor in another entry (line {anchor_line})",
                 context="each entry is read on its own", needs_quotes=True))
         if self.foreign(node):
@@ -626,11 +534,8 @@ class _EntryChecker:
             merges = [key_node for key_node, _ in node.value if key_node.tag == _MERGE_TAG]
             for key_node in merges:
                 if self.wants(self.at(key_node)):
-                    self.add(_err(
-                        self.at(key_node), "unknown-field",
-                        "the merge key `<<` is not a field of a changelog entry",
-                        "write the fields out in full", field="<<", suggestion=None, expected=list(FIELDS),
-                        merge_key=True))
+                    self.add(_err(self.at(key_node), "unknown-field", field="<<", suggestion=None,
+                                  expected=list(FIELDS), merge_key=True))
             if merges:
                 node.value = [(k, v) for k, v in node.value if k.tag != _MERGE_TAG]
         builder = _Builder(self.check_.constructor)
@@ -645,19 +550,11 @@ class _EntryChecker:
             line = self.first_line + dup
             if not self.wants(line):
                 continue
-            self.add(_err(
-                line, "duplicate-key",
-                f"the key {_code(_show(key))} appears twice in the entry at line {dash_line} (first at line "
-                f"{self.first_line + first}, again at line {line}); YAML would silently keep only the last one",
-                f"keep one {_code(_show(key))} and delete the other", key=_show(key),
-                first_line=self.first_line + first, entry_line=dash_line))
+            self.add(_err(line, "duplicate-key", key=_show(key), first_line=self.first_line + first,
+                          entry_line=dash_line))
         if not isinstance(node, MappingNode) or not isinstance(data, dict):
             if self.wants(dash_line):
-                self.add(_err(
-                    dash_line, "not-a-mapping",
-                    f"the entry at line {dash_line} is {_a(_kind(data))}, not a mapping of fields",
-                    "write the entry as `- config-keys:` followed by its `description` and `pr-link` fields",
-                    actual=_kind(data), value=_show(data)))
+                self.add(_err(dash_line, "not-a-mapping", actual=_kind(data), value=_show(data)))
             return None
         pairs: dict[Any, tuple[Node, Node]] = {}
         for key_node, value_node in node.value:
@@ -674,18 +571,11 @@ class _EntryChecker:
             # would index every character of a 2 MB key).
             guess = difflib.get_close_matches(shown.lower().replace("_", "-"), FIELDS, n=1, cutoff=0.6) \
                 if len(shown) <= 44 else []
-            fix = f"rename it to {_code(guess[0])}" if guess else \
-                f"remove it; an entry's fields are {_or(list(FIELDS))}"
-            self.add(_err(
-                self.at(key_node), "unknown-field",
-                f"{_code(shown)} is not a field of a changelog entry", fix,
-                field=shown, suggestion=guess[0] if guess else None, expected=list(FIELDS), merge_key=False))
+            self.add(_err(self.at(key_node), "unknown-field", field=shown, suggestion=guess[0] if guess else None,
+                          expected=list(FIELDS), merge_key=False))
         for name in REQUIRED_FIELDS:
             if name not in pairs and self.wants(dash_line):
-                self.add(_err(
-                    dash_line, "missing-field",
-                    f"the entry at line {dash_line} has no {_code(name)}",
-                    f"add {_code(name + ':')} to the entry", field=name))
+                self.add(_err(dash_line, "missing-field", field=name))
 
         # A value that is an alias to another entry's has its alias error; it is present, but not checked.
         checked = {key: pair for key, pair in pairs.items() if not self.foreign(pair[1])}
@@ -699,12 +589,7 @@ class _EntryChecker:
         if flags["append-only"]:
             combined = [name for name in ("evals-only", "all-evals") if flags[name]]
             if combined and self.wants(self.at(checked["append-only"][0])):
-                line = self.at(checked["append-only"][0])
-                self.add(_err(
-                    line, "append-only-combination",
-                    f"`append-only: true` cannot be combined with {' and '.join(f'`{c}: true`' for c in combined)}"
-                    " in one entry", "drop `append-only`, or drop " + " and ".join(f"`{c}`" for c in combined)
-                    + " (an entry that only appends results runs no evals of its own)", combined=combined))
+                self.add(_err(self.at(checked["append-only"][0]), "append-only-combination", combined=combined))
         return AppendedEntry(
             line=dash_line, config_keys=tuple(config_keys or ()), description=tuple(description or ()),
             pr_link=link or "", scenario_type=tuple(scenario or ()), evals_only=bool(flags["evals-only"]),
@@ -715,14 +600,8 @@ class _EntryChecker:
         """`expected` is a token of _EXPECTED; `actual` is _kind's name of what was written."""
         if not self.wants(line):
             return
-        where = f"item {index + 1} of {_code(name)}" if index is not None else _code(name)
-        wanted = _EXPECTED[expected]
-        hint = " (in quotes, so that YAML reads it as a string)" if expected == "string" and value is not None \
-            else ""
         self.add(_err(
-            line, "wrong-type", f"{where} must be {wanted}, but it is {_a(_kind(value))} ({_code(_show(value))})",
-            f"write {where} as {wanted}{hint}",
-            field=name, expected=expected, actual=_kind(value), value=_show(value), index=index,
+            line, "wrong-type", field=name, expected=expected, actual=_kind(value), value=_show(value), index=index,
             choices=list(SCENARIO_TYPES) if expected == "list-of-scenario-types" else None))
 
     def string_list(self, pair: tuple[Node, Node] | None, value: Any, name: str,
@@ -737,8 +616,7 @@ class _EntryChecker:
             return None
         if not value:
             if self.wants(line):
-                self.add(_err(line, "empty-list", f"{_code(name)} is an empty list",
-                              f"list at least one item under {_code(name + ':')}", field=name))
+                self.add(_err(line, "empty-list", field=name))
             return None
         items = value_node.value if isinstance(value_node, SequenceNode) else [value_node] * len(value)
         good = True
@@ -751,13 +629,9 @@ class _EntryChecker:
                 self.wrong_type(item_line, name, "string", item, index)
             elif not item.strip():
                 if self.wants(item_line):
-                    self.add(_err(
-                        item_line, "empty-string", f"item {index + 1} of {_code(name)} is an empty string",
-                        "write something in it or remove it", field=name, index=index))
+                    self.add(_err(item_line, "empty-string", field=name, index=index))
             elif self.wants(item_line):
-                self.add(_err(
-                    item_line, "invalid-value", f"{_code(item)} is not a {_code(name)}",
-                    f"use {_or(list(allowed or ()))}", field=name, value=item, expected=list(allowed or ())))
+                self.add(_err(item_line, "invalid-value", field=name, value=item, expected=list(allowed or ())))
         return value if good else None
 
     def boolean(self, pair: tuple[Node, Node] | None, value: Any, name: str) -> bool | None:
@@ -778,9 +652,7 @@ class _EntryChecker:
             return None
         if value < 1:
             if self.wants(line):
-                self.add(_err(
-                    line, "out-of-range", f"{_code(name)} is {value}, but it must be at least 1",
-                    f"set {_code(name)} to 1 or more, or remove it", field=name, value=value, minimum=1))
+                self.add(_err(line, "out-of-range", field=name, value=value, minimum=1))
             return None
         return value
 
@@ -795,18 +667,12 @@ class _EntryChecker:
             return None
         if value_node.start_mark.line != key_node.start_mark.line:
             if self.wants(line):
-                self.add(_err(
-                    line, "pr-link-next-line",
-                    f"the value of `pr-link` starts on the next line, line {self.at(value_node)}",
-                    f"write the link on the same line as `pr-link:`, as `pr-link: {forms[0]}`", value=value,
-                    value_line=self.at(value_node), **self.link_params()))
+                self.add(_err(line, "pr-link-next-line", value=value, value_line=self.at(value_node),
+                              **self.link_params()))
             return None
         if value not in forms:
             if self.wants(line):
-                self.add(_err(
-                    line, "pr-link-not-accepted",
-                    f"pr-link {_code(value)} is not accepted (this PR is #{self.pr_number})", f"use {_or(forms)}",
-                    value=value, **self.link_params()))
+                self.add(_err(line, "pr-link-not-accepted", value=value, **self.link_params()))
             return None
         start = self.source.rfind("\n", 0, value_node.start_mark.index) + 1
         end = self.source.find("\n", value_node.start_mark.index)
@@ -818,27 +684,23 @@ class _EntryChecker:
         spaces: int | None = None  # spacing-around-colon: after `pr-link:` (None: not only extra spaces)
         trailing: str | None = None  # text-after-link: what follows the link
         if block:
-            problem, what = "block-scalar", "the link is written as a block (`|` or `>`)"
+            problem = "block-scalar"  # `|` or `>`
         elif between != ": ":
             problem = "spacing-around-colon"
             spaces = len(between) - 1
             if not (between[:1] == ":" and spaces > 1 and not between[1:].strip(" ")):
-                spaces = None
-            what = f"{spaces} spaces come after `pr-link:`" if spaces is not None else \
-                "`pr-link` and the link are not separated by exactly `: `"
+                spaces = None  # not only extra spaces after the colon
         elif after and not self.flow_tail(after) and not after.strip(" "):
             spaces = len(after)
-            problem, what = "trailing-spaces", f"{len(after)} space{'s' if len(after) > 1 else ''} follow the link"
+            problem = "trailing-spaces"
         elif after and not self.flow_tail(after):
             trailing = after.strip()
-            problem, what = "text-after-link", f"text follows the link: {_code(after.strip())}"
+            problem = "text-after-link"
         else:
             return value
         if self.wants(line):
-            self.add(_err(
-                line, "pr-link-format", f"the `pr-link` line is not written exactly: {what}",
-                f"write it as `pr-link: {value}`, with one space after the colon and nothing after the link",
-                value=value, text=text, problem=problem, spaces=spaces, after=trailing, **self.link_params()))
+            self.add(_err(line, "pr-link-format", value=value, text=text, problem=problem, spaces=spaces,
+                          after=trailing, **self.link_params()))
         return None
 
     def link_params(self) -> dict[str, Any]:
@@ -1080,11 +942,7 @@ class _Entries:
             if name in check.anchors:
                 first = check.anchors[name][0]
                 extra.append(_err(
-                    line, "yaml-syntax",
-                    f"the anchor `&{name}` at line {line} repeats the anchor of another entry (line {first}); YAML "
-                    "refuses a file that defines one anchor twice",
-                    "write the value out in full, without the anchor (and put a value that starts with `&` in "
-                    "quotes)", problem=f"found duplicate anchor {name!r} (first at line {first})",
+                    line, "yaml-syntax", problem=f"found duplicate anchor {name!r} (first at line {first})",
                     context="each anchor name is used once in the file", needs_quotes=True))
             local[name] = node
             check.anchors[name] = (line, mark.column)
@@ -1322,8 +1180,7 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Ch
 
     # The end of the file: exactly one newline.
     if not text.endswith("\n"):
-        sink.add(_err(last, "trailing-newline", f"the file does not end with a newline after line {last}",
-                      "add a newline at the end of the last line", problem="missing", blank_lines=0), _PHASE_END)
+        sink.add(_err(last, "trailing-newline", problem="missing", blank_lines=0), _PHASE_END)
     else:
         blank, end = 0, len(text) - 1
         while blank < line_count - 1:
@@ -1333,11 +1190,7 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Ch
             blank, end = blank + 1, begin - 1
         if blank:
             start = last - blank
-            sink.add(_err(
-                start, "trailing-newline",
-                f"the file ends with {blank} empty line{'s' if blank > 1 else ''} (from line {start})",
-                "remove the empty lines at the end: the file ends with exactly one newline, right after the "
-                "last entry", problem="extra-blank-lines", blank_lines=blank), _PHASE_END)
+            sink.add(_err(start, "trailing-newline", problem="extra-blank-lines", blank_lines=blank), _PHASE_END)
 
     # Lines YAML would read as a new document or a directive (blanked where an entry is read).
     counted, line = 0, first_line
@@ -1346,9 +1199,7 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Ch
         counted = match.start()
         if sink.room(line, _PHASE_MARKER):
             value = match.group().strip()
-            sink.add(_err(line, "document-marker",
-                          f"line {line} ({_code(value)}) would start or end a YAML document: the changelog is "
-                          "one list", "remove the line", value=value), _PHASE_MARKER)
+            sink.add(_err(line, "document-marker", value=value), _PHASE_MARKER)
         else:
             sink.skip()
 
@@ -1371,16 +1222,9 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Ch
         if candidate.strip() and not candidate.lstrip().startswith("#") and not _DOCUMENT_MARKER.match(candidate):
             number = first_line + row
             indented = candidate[:1] in (" ", "\t")
-            extends_history = indented and bool(history.strip())
-            if extends_history:
-                message = (f"line {number} is indented but is not inside a new entry: it would add to the last "
-                           "entry of the existing history")
-            else:
-                message = f"line {number} is not inside a list entry: the changelog is a YAML list"
-            sink.add(_err(
-                number, "outside-entry", message,
-                "start each new entry with `- config-keys:` in the first column, after one empty line",
-                value=candidate.strip(), indented=indented, extends_history=extends_history), _PHASE_OUTSIDE)
+            extends_history = indented and bool(history.strip())  # it would add to the history's last entry
+            sink.add(_err(number, "outside-entry", value=candidate.strip(), indented=indented,
+                          extends_history=extends_history), _PHASE_OUTSIDE)
             break
         pos, row = stop + 1, row + 1
 
@@ -1449,18 +1293,7 @@ def _separator(sink: _Sink, text: str, offset: int, dash_line: int, history_blan
     if not sink.room(dash_line, _PHASE_SEPARATOR):
         sink.skip()
         return
-    if expected == 0:
-        message = f"the file must start with its first entry, but {found_blank} empty line(s) come before it"
-        fix = "remove the empty lines at the top of the file"
-    elif found_blank < expected:
-        message = f"the entry at line {dash_line} is not separated from the text above it by an empty line"
-        fix = f"add one empty line before line {dash_line}"
-    else:
-        message = (f"the entry at line {dash_line} is preceded by {found_blank} empty lines; entries are "
-                   "separated by exactly one")
-        fix = f"remove {found_blank - expected} of the empty lines before line {dash_line}"
-    sink.add(_err(dash_line, "separator", message, fix, blank_lines=found_blank, expected=expected),
-             _PHASE_SEPARATOR)
+    sink.add(_err(dash_line, "separator", blank_lines=found_blank, expected=expected), _PHASE_SEPARATOR)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -1634,25 +1467,17 @@ def _check_history(base_bytes: bytes, head_bytes: bytes, check: _Check) -> Chang
                 continue
             text = head[head.rfind("\n", 0, head_pos) + 1:head_pos] + new
             forms = [f"{prefix}<number>", PLACEHOLDER, prefix + PLACEHOLDER]
-            next_line = "\n" in new or not new.strip()
-            changed = "changes the existing `pr-link` value that is on the next line" if next_line else \
-                f"changes the existing `pr-link` to {_code(new.strip())}, which is not a link the changelog accepts"
+            next_line = "\n" in new or not new.strip()  # the changed value is on the line below `pr-link:`
             sink.add(_err(
-                line, "link-correction-not-accepted", f"this PR {changed}",
-                f"write it as `pr-link: {prefix}<number>` (the PR that made the entry), on one line with one "
-                "space after the colon", value=" ".join(new.split()), old=" ".join(old.split()), text=text,
-                reason="value-on-next-line" if next_line else "not-accepted", expected=forms))
+                line, "link-correction-not-accepted", value=" ".join(new.split()), old=" ".join(old.split()),
+                text=text, reason="value-on-next-line" if next_line else "not-accepted", expected=forms))
         head_pos = stop
     if head_pos < len(head):
         # Every link matched and the rest of the history too, but the head goes on: an append as well.
         appended_line = newlines + head.count("\n", counted, head_pos) + 1
         first = corrections[0].line if corrections else (rejected[0] if rejected else appended_line)
         sink.add(_err(
-            first, "correction-with-append",
-            f"this PR changes existing `pr-link` values (from line {first}) and also appends text (from line "
-            f"{appended_line}); a PR may do one or the other",
-            "correct the links in a PR of its own, and append the new entry in another",
-            corrected_lines=([c.line for c in corrections] + rejected)[:_SHOWN_LINES],
+            first, "correction-with-append", corrected_lines=([c.line for c in corrections] + rejected)[:_SHOWN_LINES],
             corrected_count=len(corrections) + len(rejected), appended_line=appended_line))
     return sink.result(link_corrections=tuple(corrections))
 
@@ -1755,16 +1580,13 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
         check.line = line
         if kind != "mapping":
             if sink.room(line):
-                sink.add(_err(line, "not-a-mapping", f"the entry at line {line} is not a mapping of fields",
-                              "write the entry as a mapping with `config-keys`, `description` and `pr-link`",
-                              actual=kind, value=None))
+                sink.add(_err(line, "not-a-mapping", actual=kind, value=None))
             else:
                 sink.skip()
             return
         if not detail:
             if sink.room(line):
-                sink.add(_err(line, "missing-field", f"the entry at line {line} has no `pr-link`",
-                              f"add `pr-link: {expected}`", field="pr-link"))
+                sink.add(_err(line, "missing-field", field="pr-link"))
             else:
                 sink.skip()
         for key_line, (value_kind, _, value) in detail:
@@ -1775,11 +1597,7 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
                 sink.skip()
                 continue
             shown = scalar if isinstance(scalar, str) else value_kind
-            sink.add(_err(
-                key_line, "default-branch-link",
-                f"pr-link {_code(shown)} on the default branch is not {_code(expected)}",
-                f"replace it with the link of the PR that added the entry, {_code(expected)}",
-                value=shown, expected=expected))
+            sink.add(_err(key_line, "default-branch-link", value=shown, expected=expected))
 
     try:
         while loader.check_event():
@@ -1792,9 +1610,7 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
                 root_seen = True
                 if kind is not SequenceStartEvent:
                     return ChangelogResult(errors=(_err(
-                        1, "not-a-list", "the changelog is not a YAML list of entries",
-                        "make the file a list: each entry starts with `- ` in the first column",
-                        actual={MappingStartEvent: "mapping"}.get(kind, "scalar")),))
+                        1, "not-a-list", actual={MappingStartEvent: "mapping"}.get(kind, "scalar")),))
                 stack.append(["sequence", line, [], None, None])
                 last = event.end_mark.index
                 continue
