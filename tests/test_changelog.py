@@ -1,4 +1,4 @@
-"""The changelog append check (bot/rules/changelog.py) against SPEC.md section 3: a table of cases, then real data.
+"""The changelog append check (bot/rules/changelog/) against SPEC.md section 3: a table of cases, then real data.
 
 Each case gives the file at the PR's base (None: new on this PR), at its head, and the PR number, and
 expects either exactly these errors, as (code, head line) pairs, or exactly these appended entries.
@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-import bot.rules.changelog
+import bot.rules.changelog.entries
+import bot.rules.changelog.errors
+import bot.rules.changelog.loading
+import bot.rules.changelog.results
 from bot.rules.changelog import (ChangelogError, ChangelogLimits, ChangelogResult, check_append, check_default_branch,
                            validate_default_branch)
 
@@ -364,7 +367,8 @@ def test_case_count():
 def test_case_with_pure_python_yaml(case: Case, monkeypatch: pytest.MonkeyPatch):
     """libyaml and PyYAML's own parser disagree on details (a plain scalar's style is "" in one, None in the
     other); the rules must not depend on which one is installed."""
-    monkeypatch.setattr(bot.rules.changelog, "Loader", bot.rules.changelog._loader_class(yaml.SafeLoader))
+    monkeypatch.setattr(bot.rules.changelog.loading, "Loader",
+                        bot.rules.changelog.loading._loader_class(yaml.SafeLoader))
     result = check_append(_b(case.base), _b(case.head), pr_number=case.pr, canonical_prefix=PREFIX)
     assert sorted((e.line, e.code) for e in result.errors) == sorted((line, code) for code, line in case.errors)
     assert len(result.entries) == len(case.entries)
@@ -403,8 +407,8 @@ def test_merge_key_is_reported_not_flattened_into_the_entry(monkeypatch: pytest.
     with either YAML parser, and the merged fields are not the entry's."""
     head = appended(entry("XXX", "  <<: {evals-only: true}"))
     assert yaml.safe_load(head)[-1]["evals-only"] is True  # what a YAML reader downstream would take
-    for loader in (bot.rules.changelog.Loader, bot.rules.changelog._loader_class(yaml.SafeLoader)):
-        monkeypatch.setattr(bot.rules.changelog, "Loader", loader)
+    for loader in (bot.rules.changelog.loading.Loader, bot.rules.changelog.loading._loader_class(yaml.SafeLoader)):
+        monkeypatch.setattr(bot.rules.changelog.loading, "Loader", loader)
         result = check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
         assert not result.ok and result.entries == () and not result.evals_only
         [error] = result.errors
@@ -546,13 +550,14 @@ def test_real_file_as_a_new_file(tail: bytes):
 # bench/ measures speed; these pin what the check answers.
 
 MAX_BYTES = ChangelogLimits().max_bytes
-LOADERS = {"libyaml": bot.rules.changelog.Loader, "pure Python": bot.rules.changelog._loader_class(yaml.SafeLoader)}
+LOADERS = {"libyaml": bot.rules.changelog.loading.Loader,
+           "pure Python": bot.rules.changelog.loading._loader_class(yaml.SafeLoader)}
 
 
 @pytest.fixture(params=list(LOADERS))
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each test that takes it runs with libyaml's loader and with PyYAML's own (whose composer recurses)."""
-    monkeypatch.setattr(bot.rules.changelog, "Loader", LOADERS[request.param])
+    monkeypatch.setattr(bot.rules.changelog.loading, "Loader", LOADERS[request.param])
     return request.param
 
 
@@ -566,6 +571,39 @@ def _found(result: ChangelogResult) -> list[tuple[str, int]]:
 
 def _fill(unit: str, budget: int) -> str:
     return unit * (budget // len(unit))
+
+
+def test_every_reader_takes_the_loader_that_loading_holds_at_call_time(monkeypatch: pytest.MonkeyPatch):
+    """The `loader` fixture swaps `bot.rules.changelog.loading.Loader` for PyYAML's own: each part of the check
+    that reads YAML must take the loader from there when it runs, or the pure-Python runs test libyaml twice."""
+    readers: set[str] = set()
+
+    class Recording(LOADERS["pure Python"]):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: str):
+            readers.add(inspect.stack(0)[1].function)
+            super().__init__(stream)
+
+    monkeypatch.setattr(bot.rules.changelog.loading, "Loader", Recording)
+    assert _found(_check(appended(E, entry("TBD"), ANCHORED))) == [("pr-link-not-accepted", 23)]
+    assert _check(HISTORY.replace("1040\n", "1041\n")).link_corrections
+    assert validate_default_branch(HISTORY, canonical_prefix=PREFIX) == []
+    assert readers == {"composed", "event_run", "constructor", "_link_regions", "_default_branch"}
+
+
+async def test_the_worker_process_runs_the_check_by_reference():
+    """bot/core/offload.py hands `check_append` to its worker process by reference (its module and name), as the
+    sweep gate does for a head of 128 KB or more: there it must import and answer as it does here."""
+    from bot.core import offload
+
+    head = HISTORY + _fill("\n" + E, offload.IN_PROCESS_BYTES) + "\n" + entry("TBD")
+    assert len(head) >= offload.IN_PROCESS_BYTES
+    try:
+        found = await offload.run(check_append, _b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX,
+                                  size=len(head))
+    finally:
+        offload.shutdown()
+    assert found == check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
+    assert _found(found) == [("pr-link-not-accepted", head.count("\n"))]  # the last line
 
 
 def test_the_limits_and_their_defaults():
@@ -820,17 +858,17 @@ def test_a_recursion_error_is_a_changelog_error_not_a_failed_delivery():
 def test_recursion_and_memory_errors_anywhere_are_one_error(exc: type[BaseException],
                                                             monkeypatch: pytest.MonkeyPatch):
     cause = {RecursionError: "recursion", MemoryError: "memory"}[exc]
-    real = bot.rules.changelog._EntryChecker.check
+    real = bot.rules.changelog.entries._EntryChecker.check
 
     def failing(self, node, dash_line, *args):
         if dash_line == 19:
             raise exc()
         return real(self, node, dash_line, *args)
 
-    monkeypatch.setattr(bot.rules.changelog._EntryChecker, "check", failing)
+    monkeypatch.setattr(bot.rules.changelog.entries._EntryChecker, "check", failing)
     result = _check(appended(entry("TBD"), E))
     assert [(e.code, e.line, e.params) for e in result.errors] == [("too-complex", 19, {"cause": cause})]
-    monkeypatch.setattr(bot.rules.changelog._Sink, "add", lambda *args: (_ for _ in ()).throw(exc()))
+    monkeypatch.setattr(bot.rules.changelog.results._Sink, "add", lambda *args: (_ for _ in ()).throw(exc()))
     errors = validate_default_branch(HISTORY + "\n" + entry("TBD"), canonical_prefix=PREFIX)
     assert [(e.code, e.line, e.params) for e in errors] == [("too-complex", 13, {"cause": cause})]
 
@@ -839,6 +877,6 @@ def test_a_big_value_is_shown_by_its_first_items():
     """The `value` of wrong-type or not-a-mapping is dumped from a copy of at most 64 values: 40,000 of them
     read as the whole value's first characters (more than the 120 the texts show), not 40,000 dumped."""
     for value in ({f"k{i}": [i] for i in range(40_000)}, [[i, str(i)] for i in range(40_000)]):
-        shown = bot.rules.changelog._show(value)
+        shown = bot.rules.changelog.errors._show(value)
         whole = yaml.safe_dump(value, default_flow_style=True, width=10**6, sort_keys=False).strip()
         assert 120 < len(shown) < 1000 and shown[:120] == whole[:120]
