@@ -8,11 +8,12 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from bot.rules.changelog.errors import ChangelogError, _err, _kind, _show, _yaml_error
+from bot.rules.changelog.errors import ChangelogError, _err, _show, _yaml_error
 from bot.rules.changelog.fields import BOOLEAN_FIELDS, FIELDS, REQUIRED_FIELDS, SCENARIO_TYPES
 from bot.rules.changelog.loading import _MERGE_TAG, _Builder
 from bot.rules.changelog.results import AppendedEntry
 from bot.rules.changelog.state import _Check
+from bot.rules.value_kinds import kind_of
 
 # wrong-type's `expected` tokens: what a field must be
 _EXPECTED = ("string", "list-of-strings", "list-of-scenario-types", "boolean", "positive-integer")
@@ -95,7 +96,7 @@ class _EntryChecker:
                           entry_line=dash_line))
         if not isinstance(node, MappingNode) or not isinstance(data, dict):
             if self.wants(dash_line):
-                self.add(_err(dash_line, "not-a-mapping", actual=_kind(data), value=_show(data)))
+                self.add(_err(dash_line, "not-a-mapping", actual=kind_of(data), value=_show(data)))
             return None
         pairs: dict[Any, tuple[Node, Node]] = {}
         for key_node, value_node in node.value:
@@ -138,12 +139,12 @@ class _EntryChecker:
             eval_min_prefill_ep=ep)
 
     def wrong_type(self, line: int, name: str, expected: str, value: Any, index: int | None = None) -> None:
-        """`expected` is a token of _EXPECTED; `actual` is _kind's name of what was written."""
+        """`expected` is a token of _EXPECTED; `actual` is kind_of's word for what was written."""
         if not self.wants(line):
             return
         self.add(_err(
-            line, "wrong-type", field=name, expected=expected, actual=_kind(value), value=_show(value), index=index,
-            choices=list(SCENARIO_TYPES) if expected == "list-of-scenario-types" else None))
+            line, "wrong-type", field=name, expected=expected, actual=kind_of(value), value=_show(value),
+            index=index, choices=list(SCENARIO_TYPES) if expected == "list-of-scenario-types" else None))
 
     def string_list(self, pair: tuple[Node, Node] | None, value: Any, name: str,
                     allowed: tuple[str, ...] | None = None) -> list[str] | None:

@@ -68,15 +68,6 @@ def _clip(value: Any, budget: list[int], depth: int) -> Any:
     return value
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    for kind, name in ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"),
-                       (list, "list"), (dict, "mapping"), (bytes, "binary")):
-        if isinstance(value, kind):
-            return name
-    return type(value).__name__  # date, datetime, set
-
 def _param(value: Any) -> Any:
     """A param as kept: a string from the file is cut to _PARAM_CHARS (the templates show 120 of them), so that
     a cached result holds what is shown, not a 2 MB line."""
