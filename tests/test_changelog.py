@@ -1,4 +1,4 @@
-"""The changelog append check (bot/rules/changelog.py) against SPEC.md section 3: a table of cases, then real data.
+"""The changelog append check (bot/rules/changelog/) against SPEC.md section 3: a table of cases, then real data.
 
 Each case gives the file at the PR's base (None: new on this PR), at its head, and the PR number, and
 expects either exactly these errors, as (code, head line) pairs, or exactly these appended entries.
@@ -15,7 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-import bot.rules.changelog
+import bot.rules.changelog.entries
+import bot.rules.changelog.errors
+import bot.rules.changelog.loading
+import bot.rules.changelog.results
 from bot.rules.changelog import (ChangelogError, ChangelogLimits, ChangelogResult, check_append, check_default_branch,
                            validate_default_branch)
 
@@ -345,8 +348,6 @@ def test_case(case: Case):
     assert result.ok is not case.errors
     for key, value in case.params.items():
         assert result.errors[0].params[key] == value, key
-    for error in result.errors:
-        assert error.message and error.fix and str(error).startswith(f"line {error.line}: ")
     if case.errors:
         assert result.entries == ()  # never entries alongside errors: a gate cannot take a half-valid file
     assert len(result.entries) == len(case.entries)
@@ -366,7 +367,8 @@ def test_case_count():
 def test_case_with_pure_python_yaml(case: Case, monkeypatch: pytest.MonkeyPatch):
     """libyaml and PyYAML's own parser disagree on details (a plain scalar's style is "" in one, None in the
     other); the rules must not depend on which one is installed."""
-    monkeypatch.setattr(bot.rules.changelog, "Loader", bot.rules.changelog._loader_class(yaml.SafeLoader))
+    monkeypatch.setattr(bot.rules.changelog.loading, "Loader",
+                        bot.rules.changelog.loading._loader_class(yaml.SafeLoader))
     result = check_append(_b(case.base), _b(case.head), pr_number=case.pr, canonical_prefix=PREFIX)
     assert sorted((e.line, e.code) for e in result.errors) == sorted((line, code) for code, line in case.errors)
     assert len(result.entries) == len(case.entries)
@@ -380,20 +382,22 @@ def test_flags_of_the_result():
     assert [e.append_only for e in result.entries] == [True, False]
 
 
-def test_messages_name_the_line_and_the_fix():
+def test_a_link_not_accepted_names_its_line_and_every_accepted_form():
+    """The sentence itself is the template's (tests/test_changelog_texts.py renders it)."""
     result = check_append(_b(HISTORY), _b(appended(entry("TBD"))), pr_number=PR, canonical_prefix=PREFIX)
-    assert str(result.errors[0]) == (
-        f"line 17: pr-link `TBD` is not accepted (this PR is #{PR}); fix: use `XXX`, `{PREFIX}XXX` or "
-        f"`{PREFIX}{PR}`")
-    assert result.errors[0].params["expected"] == ["XXX", f"{PREFIX}XXX", f"{PREFIX}{PR}"]
+    [error] = result.errors
+    assert (error.code, error.line) == ("pr-link-not-accepted", 17)
+    assert error.params == {"value": "TBD", "pr_number": PR, "prefix": PREFIX,
+                            "expected": ["XXX", f"{PREFIX}XXX", f"{PREFIX}{PR}"]}
 
 
 def test_unquoted_wildcard_says_to_quote_it():
-    """`*` opens a config-keys wildcard and a YAML alias alike: the fix must say to quote the value."""
+    """`*` opens a config-keys wildcard and a YAML alias alike: the error must ask for quotes (`needs_quotes`
+    picks the template's sentence that says so)."""
     error = check_append(_b(HISTORY), _b(appended(entry("XXX", keys=("*-fp8-b200-sglang",)))), pr_number=PR,
                          canonical_prefix=PREFIX).errors[0]
     assert (error.code, error.line) == ("yaml-syntax", 14)
-    assert "in quotes" in error.fix
+    assert error.params["needs_quotes"] is True
 
 
 def test_merge_key_is_reported_not_flattened_into_the_entry(monkeypatch: pytest.MonkeyPatch):
@@ -403,16 +407,14 @@ def test_merge_key_is_reported_not_flattened_into_the_entry(monkeypatch: pytest.
     with either YAML parser, and the merged fields are not the entry's."""
     head = appended(entry("XXX", "  <<: {evals-only: true}"))
     assert yaml.safe_load(head)[-1]["evals-only"] is True  # what a YAML reader downstream would take
-    for loader in (bot.rules.changelog.Loader, bot.rules.changelog._loader_class(yaml.SafeLoader)):
-        monkeypatch.setattr(bot.rules.changelog, "Loader", loader)
+    for loader in (bot.rules.changelog.loading.Loader, bot.rules.changelog.loading._loader_class(yaml.SafeLoader)):
+        monkeypatch.setattr(bot.rules.changelog.loading, "Loader", loader)
         result = check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
         assert not result.ok and result.entries == () and not result.evals_only
         [error] = result.errors
         assert (error.code, error.line) == ("unknown-field", 18)
         assert error.params == {"field": "<<", "suggestion": None, "expected": list(bot.rules.changelog.FIELDS),
                                 "merge_key": True}
-        assert str(error) == "line 18: the merge key `<<` is not a field of a changelog entry; fix: write the " \
-                             "fields out in full"
 
 
 def test_duplicate_keys_are_not_silently_dropped():
@@ -548,13 +550,14 @@ def test_real_file_as_a_new_file(tail: bytes):
 # bench/ measures speed; these pin what the check answers.
 
 MAX_BYTES = ChangelogLimits().max_bytes
-LOADERS = {"libyaml": bot.rules.changelog.Loader, "pure Python": bot.rules.changelog._loader_class(yaml.SafeLoader)}
+LOADERS = {"libyaml": bot.rules.changelog.loading.Loader,
+           "pure Python": bot.rules.changelog.loading._loader_class(yaml.SafeLoader)}
 
 
 @pytest.fixture(params=list(LOADERS))
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Each test that takes it runs with libyaml's loader and with PyYAML's own (whose composer recurses)."""
-    monkeypatch.setattr(bot.rules.changelog, "Loader", LOADERS[request.param])
+    monkeypatch.setattr(bot.rules.changelog.loading, "Loader", LOADERS[request.param])
     return request.param
 
 
@@ -570,6 +573,39 @@ def _fill(unit: str, budget: int) -> str:
     return unit * (budget // len(unit))
 
 
+def test_every_reader_takes_the_loader_that_loading_holds_at_call_time(monkeypatch: pytest.MonkeyPatch):
+    """The `loader` fixture swaps `bot.rules.changelog.loading.Loader` for PyYAML's own: each part of the check
+    that reads YAML must take the loader from there when it runs, or the pure-Python runs test libyaml twice."""
+    readers: set[str] = set()
+
+    class Recording(LOADERS["pure Python"]):  # type: ignore[misc, valid-type]
+        def __init__(self, stream: str):
+            readers.add(inspect.stack(0)[1].function)
+            super().__init__(stream)
+
+    monkeypatch.setattr(bot.rules.changelog.loading, "Loader", Recording)
+    assert _found(_check(appended(E, entry("TBD"), ANCHORED))) == [("pr-link-not-accepted", 23)]
+    assert _check(HISTORY.replace("1040\n", "1041\n")).link_corrections
+    assert validate_default_branch(HISTORY, canonical_prefix=PREFIX) == []
+    assert readers == {"composed", "event_run", "constructor", "_link_regions", "_default_branch"}
+
+
+async def test_the_worker_process_runs_the_check_by_reference():
+    """bot/core/offload.py hands `check_append` to its worker process by reference (its module and name), as the
+    sweep gate does for a head of 128 KB or more: there it must import and answer as it does here."""
+    from bot.core import offload
+
+    head = HISTORY + _fill("\n" + E, offload.IN_PROCESS_BYTES) + "\n" + entry("TBD")
+    assert len(head) >= offload.IN_PROCESS_BYTES
+    try:
+        found = await offload.run(check_append, _b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX,
+                                  size=len(head))
+    finally:
+        offload.shutdown()
+    assert found == check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX)
+    assert _found(found) == [("pr-link-not-accepted", head.count("\n"))]  # the last line
+
+
 def test_the_limits_and_their_defaults():
     limits = ChangelogLimits()
     assert (limits.max_bytes, limits.max_depth, limits.max_errors, limits.max_values) == (2 * 1024 * 1024, 32, 50,
@@ -579,7 +615,7 @@ def test_the_limits_and_their_defaults():
         with pytest.raises(ValueError):
             ChangelogLimits(**bad)
     assert ChangelogResult().error_count == 0
-    error = ChangelogError(3, "m", "f", "tab")
+    error = ChangelogError(3, "tab")
     assert ChangelogResult(errors=(error, error)).error_count == 2  # left out, the errors' own count
 
 
@@ -668,7 +704,7 @@ def test_billion_laughs_in_one_entry_costs_its_nodes(laughs: str, aliased_errors
     once and shown within a budget, so the answer is one `wrong-type` per description item, on its line."""
     result = _check(appended("- config-keys: [a]\n  description:\n" + laughs + "\n  pr-link: XXX\n"))
     assert _found(result) == [("wrong-type", line) for line in range(15, 24)]
-    assert all(len(e.params["value"]) <= 240 and len(e.message) < 400 for e in result.errors)
+    assert all(len(e.params["value"]) <= 240 for e in result.errors)
     aliased = _check(appended("- config-keys: [a]\n  description: [x]\n  lol:\n" + laughs
                               + "\n  scenario-type: *i\n  pr-link: XXX\n"))
     assert _found(aliased) == [("unknown-field", 15)] + aliased_errors
@@ -770,7 +806,6 @@ def test_a_long_value_is_kept_short_in_the_params():
     result = _check(appended(entry("TBD" + "x" * 100_000), entry("XXX", "  ? " + "k" * 100_000, "  : 1")))
     assert _found(result) == [("pr-link-not-accepted", 17), ("unknown-field", 24)]
     assert [len(e.params.get("value") or e.params.get("field")) for e in result.errors] == [240, 240]
-    assert all(len(e.message) < 400 for e in result.errors)
 
 
 def test_link_corrections_are_capped_and_counted():
@@ -823,17 +858,17 @@ def test_a_recursion_error_is_a_changelog_error_not_a_failed_delivery():
 def test_recursion_and_memory_errors_anywhere_are_one_error(exc: type[BaseException],
                                                             monkeypatch: pytest.MonkeyPatch):
     cause = {RecursionError: "recursion", MemoryError: "memory"}[exc]
-    real = bot.rules.changelog._EntryChecker.check
+    real = bot.rules.changelog.entries._EntryChecker.check
 
     def failing(self, node, dash_line, *args):
         if dash_line == 19:
             raise exc()
         return real(self, node, dash_line, *args)
 
-    monkeypatch.setattr(bot.rules.changelog._EntryChecker, "check", failing)
+    monkeypatch.setattr(bot.rules.changelog.entries._EntryChecker, "check", failing)
     result = _check(appended(entry("TBD"), E))
     assert [(e.code, e.line, e.params) for e in result.errors] == [("too-complex", 19, {"cause": cause})]
-    monkeypatch.setattr(bot.rules.changelog, "_code", lambda value: (_ for _ in ()).throw(exc()))
+    monkeypatch.setattr(bot.rules.changelog.results._Sink, "add", lambda *args: (_ for _ in ()).throw(exc()))
     errors = validate_default_branch(HISTORY + "\n" + entry("TBD"), canonical_prefix=PREFIX)
     assert [(e.code, e.line, e.params) for e in errors] == [("too-complex", 13, {"cause": cause})]
 
@@ -842,6 +877,6 @@ def test_a_big_value_is_shown_by_its_first_items():
     """The `value` of wrong-type or not-a-mapping is dumped from a copy of at most 64 values: 40,000 of them
     read as the whole value's first characters (more than the 120 the texts show), not 40,000 dumped."""
     for value in ({f"k{i}": [i] for i in range(40_000)}, [[i, str(i)] for i in range(40_000)]):
-        shown = bot.rules.changelog._show(value)
+        shown = bot.rules.changelog.errors._show(value)
         whole = yaml.safe_dump(value, default_flow_style=True, width=10**6, sort_keys=False).strip()
         assert 120 < len(shown) < 1000 and shown[:120] == whole[:120]

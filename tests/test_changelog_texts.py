@@ -1,13 +1,15 @@
 """The user-facing text of changelog errors: templates/_changelog_error.{en,zh}.j2, rendered from real errors.
 
-The errors come from running bot/rules/changelog.py over the case table of tests/test_changelog.py, plus a few
+The errors come from running bot/rules/changelog/ over the case table of tests/test_changelog.py, plus a few
 inputs of this file's own for codes and variants that table does not produce (the default-branch check, and
 sub-variants of a sentence). Each error renders as one Markdown line per language, with the same facts.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
+import pkgutil
 import re
 from collections import defaultdict
 from typing import Any
@@ -17,6 +19,9 @@ import jinja2
 import pytest
 
 import bot.rules.changelog
+import bot.rules.changelog.entries
+import bot.rules.changelog.errors
+import bot.rules.value_kinds
 from bot.rules.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
 from bot.core.templates import Templates, code_span
 from test_changelog import CASES, HISTORY, PR, PREFIX, _b, appended, entry
@@ -26,7 +31,9 @@ LANGUAGES = ("en", "zh")
 MACROS = {language: ENVIRONMENT.from_string(
     '{% import "_changelog_error.' + language + '.j2" as t %}{{ t.describe(e) }}') for language in LANGUAGES}
 CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
-SOURCE = inspect.getsource(bot.rules.changelog)
+# The package's source, every module of it: where the codes and variants the check can emit are written.
+SOURCE = "\n".join(inspect.getsource(importlib.import_module(f"bot.rules.changelog.{module.name}"))
+                   for module in pkgutil.iter_modules(bot.rules.changelog.__path__))
 
 
 def render(language: str, error: ChangelogError | dict[str, Any]) -> str:
@@ -50,11 +57,11 @@ def _limited_errors(head: str, **limits: int) -> list[ChangelogError]:
 
 def _failing_errors(exc: BaseException) -> list[ChangelogError]:
     """What the check says when `exc` is raised inside it (checking the appended entry at line 13)."""
-    with mock.patch.object(bot.rules.changelog._EntryChecker, "check", side_effect=exc):
+    with mock.patch.object(bot.rules.changelog.entries._EntryChecker, "check", side_effect=exc):
         return _appended_errors(appended(entry()))
 
 
-# Inputs for what the case table does not reach: name -> the errors bot/rules/changelog.py gives for them.
+# Inputs for what the case table does not reach: name -> the errors bot/rules/changelog/ gives for them.
 EXTRA = {
     "default branch: a placeholder link, a string entry, an entry without pr-link": _default_branch_errors(
         HISTORY.replace("1033", "XXX", 1) + "\n- just text\n\n- config-keys: [a]\n"),
@@ -78,7 +85,7 @@ EXTRA = {
     "YAML error without context": _appended_errors(appended(entry("XXX", "  evals-only: true: x"))),
     # A value with backticks and a line break that would start a line of its own with a bot command.
     "pr-link with backticks and a newline": _appended_errors(appended(entry('"`TBD`\\n/use 1"'))),
-    # The caps (bot/rules/changelog.py's ChangelogLimits), met with small limits.
+    # The caps (bot/rules/changelog/limits.py's ChangelogLimits), met with small limits.
     "a head above max_bytes": _limited_errors(appended(entry()), max_bytes=len(HISTORY) + 10),
     "a description nested 40 levels": _appended_errors(appended(entry("XXX").replace(
         '    - "Tune"', "    - " + "[" * 40 + "x" + "]" * 40))),
@@ -125,24 +132,21 @@ def _integers(text: str) -> set[int]:
     return {int(n) for n in re.findall(r"\d+", _spans(text)[1])}
 
 
-# --- coverage: every code and variant bot/rules/changelog.py can emit has been rendered from real params ----------
+# --- coverage: every code and variant bot/rules/changelog/ can emit has been rendered from real params ---------
 
 
 _ERR_WITH_CODE = re.compile(r'_err\(\s*[^,()]+(?:\([^()]*\))?[^,()]*,\s*"([a-z0-9-]+)"')
 
 
 def _source_codes() -> set[str]:
-    """The codes of every `_err(line, "code", ...)` call and of the character rules' table."""
-    codes = set(_ERR_WITH_CODE.findall(SOURCE))
-    codes |= set(re.findall(r'^    "([a-z0-9-]+)": \("', SOURCE[SOURCE.index("_CHARACTER_RULES = {"):], re.M))
-    return codes
+    """The codes of every `_err(line, "code", ...)` call and of the character rules."""
+    return set(_ERR_WITH_CODE.findall(SOURCE)) | set(bot.rules.changelog.errors._CHARACTER_CODES)
 
 
 def _source_variants() -> dict[str, set[str]]:
-    history = inspect.getsource(bot.rules.changelog._history_error)
     reasons = re.search(r"reason=(.*?)[,)]\n", SOURCE, re.S).group(1)
     return {
-        "change": set(re.findall(r'^\s+"([a-z]+)": f?"', history, re.M)),
+        "change": set(bot.rules.changelog.errors._HISTORY_CHANGES),
         "problem": set(re.findall(r'problem(?:, what)? = "([a-z-]+)"', SOURCE))
                    | set(re.findall(r'problem="([a-z-]+)"', SOURCE)),
         "reason": set(re.findall(r'"([a-z-]+)"', reasons)),
@@ -180,10 +184,14 @@ def test_every_variant_in_the_source_is_rendered_from_a_real_error():
         assert seen[key] == values, key
 
 
+# Every kind of value the check names (`actual`) for what YAML's safe loader builds: the templates word each.
+KINDS = set(bot.rules.value_kinds.KINDS) | {"date", "datetime", "set"}
+
+
 def test_every_wrong_type_expectation_and_kind_is_rendered():
     wrong = [error.params for _, error in ERRORS if error.code == "wrong-type"]
-    assert {p["expected"] for p in wrong} == set(bot.rules.changelog._EXPECTED)
-    assert {p["actual"] for p in wrong} == set(bot.rules.changelog._ARTICLE)
+    assert {p["expected"] for p in wrong} == set(bot.rules.changelog.entries._EXPECTED)
+    assert {p["actual"] for p in wrong} == KINDS
 
 
 def _variant(error: ChangelogError) -> Any:
@@ -199,7 +207,7 @@ def _variant(error: ChangelogError) -> Any:
         "unknown-field": lambda: "merge" if p["merge_key"] else p["suggestion"] is None,
         "yaml-syntax": lambda: p["needs_quotes"],
         "wrong-type": lambda: (p["expected"], p["actual"] == "null"),
-        "not-a-mapping": lambda: p["actual"] in bot.rules.changelog._ARTICLE,
+        "not-a-mapping": lambda: p["actual"] in KINDS,
         "too-complex": lambda: p["cause"],
     }.get(error.code, lambda: None)()
 
@@ -312,7 +320,7 @@ def test_file_values_are_never_outside_a_code_span():
 
 def test_a_long_value_is_shortened_inside_its_span():
     [error] = EXTRA["pr-link with backticks and a newline"]
-    long = ChangelogError(error.line, error.message, error.fix, error.code, {**error.params, "value": "y" * 500})
+    long = ChangelogError(error.line, error.code, {**error.params, "value": "y" * 500})
     for language in LANGUAGES:
         spans, _ = _spans(render(language, long))
         assert "y" * 117 + "..." in spans
@@ -329,6 +337,14 @@ def test_the_merge_key_sentence_is_rendered_from_a_real_error():
                                    "fields out in full.")
     english, chinese = (render(language, merge) for language in LANGUAGES)
     assert _spans(english)[0] == _spans(chinese)[0] == ["<<"] and _integers(english) == _integers(chinese)
+
+
+def test_an_unquoted_wildcard_is_told_to_take_quotes():
+    """`- *-mtp`: a config-keys wildcard reads as a YAML alias; the fix says to quote it."""
+    [error] = [e for name, e in ERRORS if name == "config-key starting with an unquoted *"]
+    assert render("en", error).endswith('Fix: put a value that starts with `*`, `&` or `!` in quotes, e.g. '
+                                        '`- "*-mtp"`.')
+    assert render("zh", error).endswith('修改方法：以 `*`、`&` 或 `!` 开头的值要加引号，例如 `- "*-mtp"`。')
 
 
 def test_an_alias_to_another_entry_is_named_with_its_anchor_line():

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from bot.core.resources import APP_PACKAGE, resource_file
+from bot.rules.value_kinds import kind_in_words
 
 APP_YAML = resource_file(APP_PACKAGE, "app.yaml")  # the top-level app.yaml, shipped as package data
 REPO_CONFIG_PATH = ".github/sweepbot.yml"
@@ -155,7 +156,7 @@ def _merge(default: Any, value: Any, where: str, errors: list[str]) -> Any:
     name = where or "the file"
     if isinstance(default, dict):
         if not isinstance(value, dict):
-            errors.append(f"{name}: expected a mapping, got {_kind(value)}")
+            errors.append(f"{name}: expected a mapping, got {kind_in_words(value)}")
             return copy.deepcopy(default)
         out = copy.deepcopy(default)
         for key, sub in value.items():
@@ -167,22 +168,22 @@ def _merge(default: Any, value: Any, where: str, errors: list[str]) -> Any:
         return out
     if isinstance(default, list):
         if not isinstance(value, list):
-            errors.append(f"{name}: expected a list, got {_kind(value)}")
+            errors.append(f"{name}: expected a list, got {kind_in_words(value)}")
             return copy.deepcopy(default)
         _check_items(default, value, where, errors)
         return copy.deepcopy(value)
     if isinstance(default, bool):
         if not isinstance(value, bool):
-            errors.append(f"{name}: expected true or false, got {_kind(value)}")
+            errors.append(f"{name}: expected true or false, got {kind_in_words(value)}")
         return value
     if isinstance(default, (int, float)) and not isinstance(value, bool) and isinstance(value, (int, float)):
         return value
     if isinstance(default, str):
         if not isinstance(value, str) or not value.strip():
-            errors.append(f"{name}: expected a non-empty string, got {_kind(value)}")
+            errors.append(f"{name}: expected a non-empty string, got {kind_in_words(value)}")
         return value
     if type(value) is not type(default):
-        errors.append(f"{name}: expected {_kind(default)}, got {_kind(value)}")
+        errors.append(f"{name}: expected {kind_in_words(default)}, got {kind_in_words(value)}")
     return value
 
 
@@ -197,7 +198,7 @@ def _check_items(default: list, value: list, where: str, errors: list[str]) -> N
             allowed = set().union(*(d.keys() for d in default))
             required = set.intersection(*(set(d) for d in default))
             if not isinstance(item, dict):
-                errors.append(f"{path}: expected a mapping, got {_kind(item)}")
+                errors.append(f"{path}: expected a mapping, got {kind_in_words(item)}")
                 continue
             for key in item:
                 if key not in allowed:
@@ -209,11 +210,6 @@ def _check_items(default: list, value: list, where: str, errors: list[str]) -> N
                 _merge(model, item[key], f"{path}.{key}", errors)
         else:
             _merge(sample, item, path, errors)
-
-
-def _kind(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number",
-            float: "a number", type(None): "nothing"}.get(type(value), type(value).__name__)
 
 
 def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from types import MappingProxyType
 from typing import Any
 
 from bot.rules.links import checked_link
+from bot.rules.value_kinds import kind_in_words
 
 # The `repository_dispatch` event types the results service sends, and the kind of callback each one is.
 EVENT_KINDS: Mapping[str, str] = MappingProxyType({
@@ -149,7 +150,7 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
     if kind is None:
         return Rejected(UNKNOWN_EVENT, None, f"event type {_shown(event_type)} is not a results callback")
     if not isinstance(client_payload, Mapping):
-        return Rejected(NOT_AN_OBJECT, None, f"client_payload is {type(client_payload).__name__}, not an object")
+        return Rejected(NOT_AN_OBJECT, None, f"client_payload is {kind_in_words(client_payload)}, not an object")
     try:
         return _parse(kind, client_payload, results_repository, tuple(link_hosts))
     except _Refusal as refusal:
@@ -305,7 +306,7 @@ def _counts_row(row: Any, path: str) -> Mapping[str, int]:
 def _check_table(value: Any, path: str, names: tuple[str, ...], what: str) -> None:
     """`value` is an object with exactly the keys `names`: strict, a missing key is refused like an extra one."""
     if not isinstance(value, Mapping):
-        raise _Refusal(BAD_COUNTS, path, f"{path} is {type(value).__name__}, not an object")
+        raise _Refusal(BAD_COUNTS, path, f"{path} is {kind_in_words(value)}, not an object")
     missing = [name for name in names if name not in value]
     if missing:
         raise _Refusal(BAD_COUNTS, f"{path}.{missing[0]}", f"{path} has no {what} {missing[0]!r}")
@@ -328,6 +329,6 @@ def _shown(value: Any) -> str:
     if isinstance(value, int) and value.bit_length() > 4 * SHOWN:  # repr would be long, or refuse (4300 digits)
         return f"<an integer of {value.bit_length()} bits>"
     if isinstance(value, (list, dict)):  # its repr would cost its whole size, or recurse as deep as it nests
-        return f"<{'a list' if isinstance(value, list) else 'an object'} of {len(value)} items>"
+        return f"<{kind_in_words(value)} of {len(value)} items>"
     text = repr(value[:SHOWN] if isinstance(value, str) else value)
     return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
