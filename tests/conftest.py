@@ -1,3 +1,6 @@
+import os
+from pathlib import Path
+
 import pytest
 import respx
 
@@ -71,3 +74,29 @@ async def make_harness(github, tmp_path, app_key):
 @pytest.fixture
 async def harness(make_harness):
     return await make_harness()
+
+
+# -- the real upstream files ------------------------------------------------------------------
+
+# Real InferenceX files kept beside the repository (sample data, not shipped with it) that the real-data tests read.
+REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "inferencex"
+REAL_DATA_FILES = ("CODEOWNERS", "PR_REVIEW_CHECKLIST.md", "PR_REVIEW_CHECKLIST_zh.md", "perf-changelog.tail.yaml")
+
+
+def require_real_data(folder: Path = REAL_DATA, files: tuple[str, ...] = REAL_DATA_FILES) -> Path:
+    """`folder`, when it holds every one of `files`. Otherwise the test skips on a developer's machine and fails
+    when the variable CI is set (`.ci/run` sets CI=1), so CI never passes without having run the real-data tests."""
+    missing = [name for name in files if not (folder / name).is_file()]
+    if not missing:
+        return folder
+    what = f"{folder} is absent" if not folder.is_dir() else f"{folder} lacks {', '.join(missing)}"
+    reason = f"{what}: the real upstream InferenceX files (sample data beside the repository) are not available"
+    if os.environ.get("CI"):
+        pytest.fail(f"CI is set, so the real-data tests must run, but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def real_data() -> Path:
+    """The folder of real upstream InferenceX files (see require_real_data: skips locally, fails in CI)."""
+    return require_real_data()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import inspect
 import json
+import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
 from aiohttp.test_utils import TestClient, TestServer
 
@@ -29,6 +32,22 @@ class Sleeps:
 
     async def __call__(self, seconds: float) -> None:
         self.calls.append(seconds)
+
+
+async def wait_until(condition: Callable[[], Any], what: str, *, seconds: float = 30.0, every: float = 0.01) -> Any:
+    """Ask `condition` (a function, or a coroutine function) until it returns something true, and return that;
+    fail the test saying `what` did not happen once `seconds` have passed. The bound only stops a wait that would
+    never end: it is no timing assertion, and a slow machine only waits longer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = condition()
+        if inspect.isawaitable(found):
+            found = await found
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds:g} s: {what}")
+        await asyncio.sleep(every)
 
 
 def fill(piece: str, prefix: str = "", suffix: str = "") -> str:

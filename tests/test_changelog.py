@@ -9,7 +9,6 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +23,6 @@ from bot.rules.changelog import (ChangelogError, ChangelogLimits, ChangelogResul
 
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
 PR = 1234
-DATA = Path(__file__).resolve().parents[2] / "shared/data/inferencex"
-TAIL = DATA / "perf-changelog.tail.yaml"
 
 # Two entries of history, 11 lines; what a PR appends starts at line 12 (the empty line), its entry at 13.
 HISTORY = f"""\
@@ -457,10 +454,8 @@ def test_default_branch_links():
 
 
 @pytest.fixture(scope="module")
-def tail() -> bytes:
-    if not TAIL.is_file():
-        pytest.skip(f"the real upstream changelog is absent: {TAIL} (sample data beside the repository)")
-    return TAIL.read_bytes()
+def tail(real_data) -> bytes:
+    return (real_data / "perf-changelog.tail.yaml").read_bytes()
 
 
 def _lines(data: bytes) -> int:

@@ -10,7 +10,6 @@ from hypothesis import given, settings, strategies as st
 
 from bot.rules.checklist import MAX_CANDIDATES, Item, Template, TemplateProblem, compare, normalise, template_items
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inferencex"
 REAL = [("PR_REVIEW_CHECKLIST.md", "## Template"), ("PR_REVIEW_CHECKLIST_zh.md", "## 模板")]
 
 SMALL = """# Checklist
@@ -166,18 +165,16 @@ def test_compare_table(body, signer, ok, missing, unticked, changed, signed_by):
     assert result.signed_ok is (signed_by is not None and signed_by.lower() == signer.lstrip("@").lower())
 
 
-def real_template(name: str, heading: str) -> tuple[Template, str]:
-    if not DATA.is_dir():
-        pytest.skip(f"{DATA} is absent: real checklists are not available")
-    markdown = (DATA / name).read_text(encoding="utf-8")
+def real_template(data: Path, name: str, heading: str) -> tuple[Template, str]:
+    markdown = (data / name).read_text(encoding="utf-8")
     parsed = template_items(markdown, heading)
     assert isinstance(parsed, Template), parsed
     return parsed, ticked(block_of(markdown, heading))
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_real_template_shape(name, heading):
-    template, _ = real_template(name, heading)
+def test_real_template_shape(real_data, name, heading):
+    template, _ = real_template(real_data, name, heading)
     assert len(template.items) == (15 if name == "PR_REVIEW_CHECKLIST.md" else 14)
     assert [i.depth for i in template.items].count(1) == 1
     assert template.fields[-1] == "Signed: `FILL_IN_GITHUB_USERNAME`"
@@ -185,8 +182,8 @@ def test_real_template_shape(name, heading):
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_real_all_ticked_passes(name, heading):
-    template, signoff = real_template(name, heading)
+def test_real_all_ticked_passes(real_data, name, heading):
+    template, signoff = real_template(real_data, name, heading)
     for body in (signoff, "```\r\n" + signoff.replace("\n", "\r\n") + "\r\n```"):
         result = compare(template, body, "alice")
         assert result.ok, result
@@ -194,8 +191,8 @@ def test_real_all_ticked_passes(name, heading):
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_real_reworded_item_is_changed(name, heading):
-    template, signoff = real_template(name, heading)
+def test_real_reworded_item_is_changed(real_data, name, heading):
+    template, signoff = real_template(real_data, name, heading)
     target = template.items[1]
     body = signoff.replace("does not make the code quality any worse.", "does not make the code quality worse.")
     result = compare(template, body, "alice")
@@ -206,8 +203,8 @@ def test_real_reworded_item_is_changed(name, heading):
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_real_unticked_and_missing(name, heading):
-    template, signoff = real_template(name, heading)
+def test_real_unticked_and_missing(real_data, name, heading):
+    template, signoff = real_template(real_data, name, heading)
     nested = next(i for i in template.items if i.depth == 1)
     lines = signoff.split("\n")
     lines = [line.replace("[x]", "[ ]") if nested.text in line else line for line in lines]
@@ -222,8 +219,8 @@ def test_real_unticked_and_missing(name, heading):
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_real_links_and_emphasis_do_not_matter(name, heading):
-    template, signoff = real_template(name, heading)
+def test_real_links_and_emphasis_do_not_matter(real_data, name, heading):
+    template, signoff = real_template(real_data, name, heading)
     body = (
         signoff.replace("[MODELS.md](https://github.com/SemiAnalysisAI/InferenceX/blob/main/MODELS.md)", "MODELS.md")
         .replace("Verified that the general", "**Verified** that the _general_")
@@ -235,8 +232,8 @@ def test_real_links_and_emphasis_do_not_matter(name, heading):
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_real_wrong_signer_fails(name, heading):
-    template, signoff = real_template(name, heading)
+def test_real_wrong_signer_fails(real_data, name, heading):
+    template, signoff = real_template(real_data, name, heading)
     result = compare(template, signoff, "bob")
     assert not result.ok and not result.signed_ok
     assert result.signed_by == "alice"
@@ -274,9 +271,9 @@ def test_normalise_gives_what_it_gave_before_on_ordinary_text(text):
     assert normalise(text) == old_normalise(text)
 
 
-def test_the_real_templates_normalise_as_before():
+def test_the_real_templates_normalise_as_before(real_data):
     for name, heading in REAL:
-        template, signoff = real_template(name, heading)
+        template, signoff = real_template(real_data, name, heading)
         for item in template.items:
             assert item.normalised == old_normalise(item.text)
         for line in signoff.split("\n"):
@@ -385,10 +382,10 @@ def test_compare_worst_cases_at_githubs_limit(body):
 
 
 @pytest.mark.parametrize(("name", "heading"), REAL)
-def test_compare_worst_real_sign_offs_at_githubs_limit(name, heading):
+def test_compare_worst_real_sign_offs_at_githubs_limit(real_data, name, heading):
     """Near-copies of every real item again and again (each close to one, none equal), shuffled copies, and one
     huge item: the answers stay right."""
-    template, signoff = real_template(name, heading)
+    template, signoff = real_template(real_data, name, heading)
     texts = [item.text for item in template.items]
     near = real_signoff_body([f"- [x] {text} {n}" for n in range(200) for text in texts])[:LIMIT]
     result = compare(template, near, "alice")

@@ -1,13 +1,9 @@
 """CODEOWNERS parsing, GitHub's matching rules, owned files, and the real InferenceX file."""
 
-from pathlib import Path
-
 import pathspec
 import pytest
 
 from bot.rules.codeowners import CodeOwners, Match, Problem, Rule, owned_files, parse
-
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "inferencex" / "CODEOWNERS"
 
 # (pattern, path, matches) — one rule at a time.
 MATCHING = [
@@ -184,10 +180,8 @@ REAL_OWNERS = [
 
 
 @pytest.fixture(scope="module")
-def real():
-    if not REAL.is_file():
-        pytest.skip(f"the real InferenceX CODEOWNERS is absent at {REAL}")
-    return parse(REAL.read_text())
+def real(real_data):
+    return parse((real_data / "CODEOWNERS").read_text())
 
 
 def test_real_file_parses_without_problems(real):

@@ -14,7 +14,7 @@ import pytest
 from gidgethub import routing
 
 from bot.effects.actions import Comment, DispatchWorkflow, React
-from harness import REPO, github_app
+from harness import REPO, github_app, wait_until
 
 COMMENT_ID = 7001
 AFTER_502, AFTER_TIMEOUT, BEFORE_502 = "502 after commit", "read timeout after commit", "502 before commit"
@@ -132,11 +132,12 @@ async def test_authentication_failures_show_in_healthz(make_harness):
     h = await make_harness()
     h.github.fail_next("POST", r"/app/installations/1/access_tokens$", 401, times=1000)
     await h.post("pull_request", h.github.pull_request_payload(REPO, 1, "opened"), delivery="a-1")
-    for _ in range(300):
+
+    async def refused() -> dict | None:
         health = await (await h.client.get("/healthz")).json()
-        if health["authentication"] != "ok":
-            break
-        await asyncio.sleep(0.01)
+        return health if health["authentication"] != "ok" else None
+
+    health = await wait_until(refused, "/healthz reports the refused installation token")
     assert health["ok"] is False and "installation token for 1" in health["authentication"]["1"]
     assert (await h.journal_row("a-1")).status in ("retrying", "running")  # kept, to run once GitHub takes it
 
@@ -160,11 +161,12 @@ async def test_github_down_then_back_ends_with_every_delivery_done_and_none_doub
     h.github.set_down(True)
     for n in range(1, 7):
         await h.post("pull_request", h.github.pull_request_payload(REPO, n, "opened"), delivery=f"o-{n}")
-    for _ in range(500):
+
+    async def tried_past_max_attempts() -> list | None:  # a bug would have failed at its third try
         rows = [await h.journal_row(f"o-{n}") for n in range(1, 7)]
-        if all(r.attempts >= 4 for r in rows):  # past max_attempts: a bug would have failed by now
-            break
-        await asyncio.sleep(0.01)
+        return rows if all(r.attempts >= 4 for r in rows) else None
+
+    rows = await wait_until(tried_past_max_attempts, "every delivery tried four times, one past max_attempts")
     assert {r.status for r in rows} <= {"retrying", "running"}
     h.github.set_down(False)
     await h.idle()

@@ -18,7 +18,7 @@ from bot.app.cli import sign
 from bot.github.client import GitHubApp
 from bot.telemetry.metrics import Metrics
 from bot.testing.server import FakeGitHubError, FakeGitHubProcess
-from harness import free_port, start_server_process
+from harness import free_port, process_health, start_server_process
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 SECRET = "fake-server-secret"
@@ -124,7 +124,8 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
                 assert wait_until(lambda: fake.count("GET", r"/issues/1/comments$") > before and
                                 (run == 2 or len(fake.comments(repo, 1)) == 2)), (tmp_path / f"log-{run}.jsonl"
                                                                                  ).read_text()[-3000:]
-                time.sleep(0.5)  # a duplicate would be written right after the read
+                # the delivery finished: every write it makes (a duplicate among them) has been made
+                assert wait_until(lambda: process_health(port)["backlog"] == 0), "the delivery never finished"
             finally:
                 bot.send_signal(signal.SIGKILL)
                 bot.wait(10)

@@ -257,7 +257,17 @@ async def test_use_asks_the_results_service_to_stage_the_run_with_the_replys_id(
     assert sent["client_payload"] == {"pr-number": "50", "run-id": str(run["id"]), "run-attempt": "1",
                                       "run-date": run["created_at"][:10], "requested-by": "maintainer",
                                       "comment-id": str(reply["id"])}
-    assert "stag" in english(reply["body"]).lower()
+    # the reply ends with its staging section, in each language: the service asked, and how, and what comes next
+    english_half, chinese_half = (half.strip().removesuffix("---").rstrip()
+                                  for half in reply["body"].split("\n## 中文\n"))
+    assert english_half.endswith(
+        "\n### Staging\n\n"
+        f"The bot asked the results service `{RESULTS}` to stage this run (a `stage-results` repository dispatch). "
+        "This comment is updated as the service reports back.")
+    assert chinese_half.endswith(
+        "\n### 暂存结果（staging）\n\n"
+        f"bot 已请求结果服务 `{RESULTS}` 暂存这个 run（通过 `stage-results` repository dispatch）。"
+        "结果服务回报进度时，bot 会更新这条评论。")
 
 
 async def test_use_without_a_primary_label_stages_nothing_and_says_so(repo, make_harness):

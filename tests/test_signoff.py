@@ -408,15 +408,10 @@ async def test_the_judge_is_dispatched_once_and_its_answer_lands_in_the_same_ver
 
 # -- the real InferenceX files -----------------------------------------------------------------------
 
-DATA = __import__("pathlib").Path(__file__).resolve().parents[1].parent / "shared" / "data" / "inferencex"
-
-
 @pytest.fixture
-def real(repo):
-    if not DATA.is_dir():
-        pytest.skip(f"{DATA} is absent: the real CODEOWNERS and checklist are not available")
-    repo.set_file(REPO, ".github/CODEOWNERS", (DATA / "CODEOWNERS").read_text(encoding="utf-8"), ref="main")
-    checklist = (DATA / "PR_REVIEW_CHECKLIST.md").read_text(encoding="utf-8")
+def real(repo, real_data):
+    repo.set_file(REPO, ".github/CODEOWNERS", (real_data / "CODEOWNERS").read_text(encoding="utf-8"), ref="main")
+    checklist = (real_data / "PR_REVIEW_CHECKLIST.md").read_text(encoding="utf-8")
     repo.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md", checklist, ref="main")
     lines = checklist.split("\n")
     start = lines.index("## Template") + 2

@@ -4,7 +4,6 @@ label set), superseded runs cancelled, fork approvals bound to a head SHA, one s
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -173,27 +172,46 @@ async def test_evals_only_without_a_primary_starts_nothing_and_says_why(repo, ma
 
 
 async def test_a_storm_of_five_label_events_ends_in_one_dispatch_for_the_final_set(repo, make_harness):
+    """Five label changes inside the settle: the first four each find a later label change waiting in the PR's
+    lane and leave the decision to it; the last decides on the final label set and dispatches once.
+
+    An intake-only bot (SWEEPBOT_WORKERS=0) takes the burst in and a bot started on the same journal runs it, so
+    all five wait in the lane before the first one runs, however slow the machine. Regression: with live workers
+    a 0.3 s settle raced the five POSTs, and a slow POST let the first delivery run alone and dispatch."""
     open_pull(repo, 8)
+    intake = await make_harness(workers=0, settle_seconds=0.3)
+    storm = [("labeled", FAIL_FAST), ("labeled", "all-evals"), ("labeled", "agentx-fast"),
+             ("labeled", "evals-only"), ("unlabeled", "evals-only")]
+    ids = [f"storm-{i}" for i in range(len(storm))]
+    for delivery, (action, name) in zip(ids, storm):
+        if action == "labeled":
+            repo.label_issue(REPO, 8, name, actor="maintainer")
+        else:
+            repo.unlabel_issue(REPO, 8, name, actor="maintainer")
+        await send_only(intake, 8, action, name, delivery=delivery)
+    for delivery in ids:
+        row = await intake.journal_row(delivery)
+        assert row.status == "queued" and row.not_before is not None, f"{delivery} is not held by the settle"
+    assert repo.writes == [] and repo.count("GET", r"/pulls/8$") == 0
+    await intake.bot.stop()
+
     h = await make_harness(settle_seconds=0.3)
-    names = [FAIL_FAST, "all-evals", "agentx-fast", "evals-only", ENABLED]
-    for name in names[:4]:
-        repo.label_issue(REPO, 8, name, actor="maintainer")
-        await send_only(h, 8, "labeled", name)
-    repo.unlabel_issue(REPO, 8, "evals-only", actor="maintainer")
-    await send_only(h, 8, "unlabeled", "evals-only")
     await h.idle()
+    assert [(r.status, r.attempts) for r in [await h.journal_row(d) for d in ids]] == [("done", 1)] * len(ids)
     (run,) = runs(repo)
     got = inputs(repo, run)
     assert (got["sweep-label"], got["all-evals"], got["agentx-fast"], got["evals-only"]) == (
         FAIL_FAST, "true", "true", "false")
     assert repo.count("POST", r"/dispatches$") == 1
     assert repo.count("GET", r"/pulls/8$") == 1, "four superseded deliveries did not even read the PR"
+    assert f"actions/runs/{run['id']}" in status(repo, 8)
+    assert check(repo, repo.pull(REPO, 8)["head"]["sha"])["conclusion"] == "success"
 
 
-async def send_only(h, number: int, action: str, name: str):
+async def send_only(h, number: int, action: str, name: str, *, delivery: str | None = None):
     """Post without waiting for the workers (a burst)."""
     payload = h.github.pull_request_payload(REPO, number, action, sender="maintainer", label=name)
-    resp = await h.post("pull_request", payload)
+    resp = await h.post("pull_request", payload, delivery=delivery)
     assert resp.status == 202
 
 
@@ -319,15 +337,28 @@ async def test_a_dispatch_failing_for_a_while_says_so_then_starts_once(repo, mak
     open_pull(repo, 18)
     repo.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})
     h = await make_harness()
-    await label(h, 18, FAIL_FAST, delivery="slow")
-    for _ in range(50):
-        if runs(repo):
-            break
-        await asyncio.sleep(0.05)
-        await h.idle()
+    await label(h, 18, FAIL_FAST, delivery="slow")  # returns once the workers are idle: their retries included
+    row = await h.journal_row("slow")
+    assert row.status == "done" and row.attempts > 1, "the workers tried the delivery again after the 429s"
     (run,) = runs(repo)
     body = status(repo, 18)
     assert f"actions/runs/{run['id']}" in body and "tries again" not in body
+
+
+@pytest.mark.xfail(strict=True, reason="known bug, not fixed here: the handler's `retrying` condition has no "
+                   "`retry_in`, which _gate_reason.{en,zh}.j2 need")
+async def test_a_dispatch_failing_for_a_while_tells_the_pr_it_tries_again(repo, make_harness):
+    """Known bug (issue 16, found while making the test above able to fail): when a dispatch fails transiently,
+    handlers/sweep_gate.py renders the status with a `retrying` condition whose params lack `retry_in`; the
+    template raises UndefinedError, so the PR is never told, and the delivery is retried as a bug (a few tries,
+    then failed) rather than as a transient failure (hours). Strict: once fixed this passes, and the mark goes."""
+    open_pull(repo, 19)
+    repo.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})
+    h = await make_harness()
+    await label(h, 19, FAIL_FAST, delivery="told")
+    said = [r.json["body"] for r in repo.writes
+            if "/issues/" in r.path and "/comments" in r.path and isinstance(r.json, dict) and "body" in r.json]
+    assert any("tries again" in english(body) for body in said), said
 
 
 # -- fork PRs ----------------------------------------------------------------------------------------
