@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Collection
 from typing import Any
 
 import gidgethub
@@ -11,7 +12,7 @@ from gidgethub import routing, sansio
 
 from bot.telemetry import logs
 
-from bot.rules import pins
+from bot.rules import pins, pull_request
 from bot.effects.actions import Action, Comment, React, RepositoryDispatch, Unreact
 from bot.rules.commands import Command, edit_is_new_command, parse
 from bot.effects.comments import PER_PAGE
@@ -23,7 +24,6 @@ from bot.github.client import get_or_none
 from handlers import sweep_gate
 from handlers.help_command import from_a_bot, reply_purpose
 
-PIN_KINDS = ("use", "reuse")
 STAGE_KIND = "stage"
 SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
 NOT_FOUND = "not-found"
@@ -42,7 +42,7 @@ def utcnow() -> dt.datetime:
 # -- rules -----------------------------------------------------------------------------------------
 
 
-def pin_command(event: dict[str, Any], names: dict[str, str], kinds: tuple[str, ...] = PIN_KINDS) -> Command | None:
+def pin_command(event: dict[str, Any], names: dict[str, str], kinds: Collection[str] = pins.PIN_KINDS) -> Command | None:
     """The pin (or stage) command this `issue_comment` delivery runs: a new or changed one, well formed; else None.
     An edit by someone other than the comment's author runs nothing: the author did not write it."""
     comment = event["comment"]
@@ -135,7 +135,7 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
 
 
 def is_fork(ctx: Context, pull: dict) -> bool:
-    return sweep_gate.is_fork_pr(pull, ctx.repo) if pull else False
+    return pull_request.is_fork(pull, ctx.repo) if pull else False
 
 
 async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecord) -> tuple[dict | None, pins.Verdict]:
@@ -147,7 +147,7 @@ async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecor
     verdict = pins.check_run(
         run, pinned=True, dispatched=dispatched, fork=is_fork(ctx, pull),
         artifacts=await run_artifacts(ctx, run_id) if dispatched else (),
-        labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
+        labels=pull_request.label_names(pull), policy=ctx.policy, now=utcnow())
     return run, verdict
 
 
@@ -157,7 +157,7 @@ async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
     if command.run_id is not None:
         run, verdict = await judge_pinned(ctx, command.run_id, pull, record)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
-    labels = [label["name"] for label in pull.get("labels") or []]
+    labels = pull_request.label_names(pull)
     runs = [run for run, _ in await candidate_runs(ctx, record)]
     artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
     chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs}, fork=is_fork(ctx, pull),
@@ -233,8 +233,7 @@ async def pin_comment_gone(event: sansio.Event, ctx: Context) -> list[Action]:
 
 
 def has_primary(ctx: Context, pull: dict) -> bool:
-    primaries, _ = sweep_gate.sweep_label_names(ctx.policy)
-    return any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
+    return pull_request.carries_primary(pull_request.label_names(pull), ctx.policy)
 
 
 async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester: str,

@@ -15,6 +15,7 @@ from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.rules.links import Slashed, repo_api, web
+from bot.rules.pull_request import label_names
 from bot.core.processing import Context
 from bot.rules.sweep_record import RunRecord, SweepRecord
 from bot.github.client import get_or_none
@@ -119,7 +120,7 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) 
     number = pull["number"]
     record, exists = await sweep_gate.load_record(ctx, number)
     commits = await reuse_command.pr_commits(ctx, number)
-    labels = [label["name"] for label in pull.get("labels") or []]
+    labels = label_names(pull)
     asked = sweep_gate.shows_status(ctx.policy["paths"]["changelog"] in files, labels, ctx.policy,
                                     exists or bool(record.runs))
     pinned, code = None, None

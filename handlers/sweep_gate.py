@@ -22,6 +22,9 @@ from bot.delivery.failures import TRANSIENT, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
 from bot.rules.links import Slashed, repo_api, web
+from bot.rules.pins import blocking_labels
+from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
+                                    primary_names, sweep_label_names)
 from bot.core.processing import Context
 from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord
 
@@ -44,21 +47,13 @@ _commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha)
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
 
 
-def sweep_label_names(policy: Mapping[str, Any]) -> tuple[set[str], set[str]]:
-    """(primary names, modifier names), casefolded."""
-    labels = policy["labels"]
-    return ({p["name"].casefold() for p in labels["primary"]},
-            {name.casefold() for name in labels["modifiers"].values()})
-
-
 def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool | None,
                     head_sha: str, at: str, policy: Mapping[str, Any]) -> tuple[str, Approval] | None:
     """What a label event changes in the record of fork approvals: ("approve" or "withdraw", Approval) or None.
     A writer's primary label approves the head SHA of that moment (`at`: the PR's `updated_at` in the
     delivery), and no later one; taking it off withdraws it. Anyone else's label event changes nothing (and a
     writer whose permission GitHub would not confirm counts as anyone else)."""
-    primaries, _ = sweep_label_names(policy)
-    if not is_fork or not label or label.casefold() not in primaries or writer is not True:
+    if not is_fork or not label or not is_primary(label, policy) or writer is not True:
         return None
     if action in ("labeled", "unlabeled"):
         return ("approve" if action == "labeled" else "withdraw"), Approval(label, sender, head_sha, at)
@@ -101,7 +96,7 @@ def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: 
 def shows_status(files_touch_changelog: bool, labels: list[str], policy: Mapping[str, Any], exists: bool) -> bool:
     """The status comment appears once the PR touches the changelog or carries a sweep label, then stays."""
     primaries, modifiers = sweep_label_names(policy)
-    return exists or files_touch_changelog or any(n.casefold() in primaries | modifiers for n in labels)
+    return exists or files_touch_changelog or any(label_key(n) in primaries | modifiers for n in labels)
 
 
 def headline(decision: Decision, run: RunRecord | None) -> str:
@@ -154,18 +149,12 @@ async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
     return SweepRecord(), False
 
 
-def is_fork_pr(pull: Mapping[str, Any], repo: str) -> bool:
-    head_repo = (pull.get("head") or {}).get("repo") or {}  # None when the fork was deleted: still not ours
-    return (head_repo.get("full_name") or "").casefold() != repo.casefold()
-
-
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
     """The PR as it is now (a queued payload may be old), waiting once for the merge commit of a fork that
     asks for a sweep while GitHub computes it (`mergeable` null: its `merge_commit_sha` may be an older head's)."""
     pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
-    primaries, _ = sweep_label_names(ctx.policy)
-    asks = any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
-    if asks and is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and pull.get("mergeable") is None:
+    asks = carries_primary(label_names(pull), ctx.policy)
+    if asks and is_fork(pull, ctx.repo) and pull.get("state") == "open" and pull.get("mergeable") is None:
         await asyncio.sleep(MERGE_SHA_WAIT)
         pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     return pull
@@ -200,22 +189,13 @@ def label_generation(events: list[dict[str, Any]], sweep_labels: set[str], trust
     logins): an untrusted labeller on a fork, or the bot taking their label off, changes nothing."""
     ids = [e["id"] for e in events
            if isinstance(e.get("id"), int) and e.get("event") in ("labeled", "unlabeled")
-           and ((e.get("label") or {}).get("name") or "").casefold() in sweep_labels
+           and _label_of(e) in sweep_labels
            and ((e.get("actor") or {}).get("login") or "").casefold() in trusted]
     return max(ids) if ids else None
 
 
-def last_applied(events: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
-    """The `labeled` event that applied `label` as it is now (oldest first in `events`), if it still is."""
-    found = None
-    for e in events:
-        if _label_of(e) == label.casefold():
-            found = e if e.get("event") == "labeled" else None
-    return found
-
-
 def _label_of(event: Mapping[str, Any]) -> str:
-    return ((event.get("label") or {}).get("name") or "").casefold()
+    return label_key((event.get("label") or {}).get("name") or "")
 
 
 def _actor_of(event: Mapping[str, Any]) -> str:
@@ -246,10 +226,10 @@ class Labelling:
 
     def counts(self, names: set[str]) -> bool:
         """Whether a label of `names` (casefolded) counts: on the PR and trusted, or held by a trusted labeller."""
-        return any(label.name.casefold() in names and label.writer is True for label in self.labels)
+        return any(label_key(label.name) in names and label.writer is True for label in self.labels)
 
 
-async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, record: SweepRecord) -> Labelling:
+async def applied_labels(ctx: Context, pull: Mapping[str, Any], fork: bool, record: SweepRecord) -> Labelling:
     """The PR's sweep labels with who applied them (on a fork: whether they may approve, and which head they
     approved), the label generation of the dispatch id, and when the primary was last applied.
 
@@ -258,19 +238,19 @@ async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, r
     counting, the labels others put on."""
     primaries, modifiers = sweep_label_names(ctx.policy)
     sweep = primaries | modifiers
-    names = [label["name"] for label in pull.get("labels") or [] if label["name"].casefold() in sweep]
-    if not names and not (is_fork and record.approvals):
+    names = [name for name in label_names(pull) if label_key(name) in sweep]
+    if not names and not (fork and record.approvals):
         return Labelling()
     events = await ctx.label_events(pull["number"])
     actors = {_actor_of(e) for e in events} - {"", ctx.bot_login}
-    standing = {a.casefold(): (True if not is_fork else await ctx.writer(a)) for a in actors}
+    standing = {a.casefold(): (True if not fork else await ctx.writer(a)) for a in actors}
     trusted = {a for a, writer in standing.items() if writer}
     generation = label_generation(events, sweep, trusted)
-    if not is_fork:
+    if not fork:
         out, applied_at = [], []
         for name in names:
             event = last_applied(events, name) or {}
-            if name.casefold() in primaries and event.get("created_at"):
+            if label_key(name) in primaries and event.get("created_at"):
                 applied_at.append(str(event["created_at"]))
             out.append(AppliedLabel(name, _actor_of(event), True))
         return Labelling(tuple(out), generation, max(applied_at, default=None))
@@ -282,7 +262,7 @@ async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, r
         head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
         out.append(AppliedLabel(name, by, True, head))
     for name in names:
-        if name.casefold() not in held:  # put on by someone else: counts for nothing (removed if a primary)
+        if label_key(name) not in held:  # put on by someone else: counts for nothing (removed if a primary)
             by = _actor_of(last_applied(events, name) or {})
             # not held, so no confirmed writer applied it: a non-writer (False), or someone GitHub would not say
             # of, or whose event the listing does not show yet (None: neither counted nor removed)
@@ -303,26 +283,19 @@ async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
 
 async def read_state(ctx: Context, number: int, record: SweepRecord, exists: bool) -> PRState:
     pull = await read_pull(ctx, number)
-    is_fork = is_fork_pr(pull, ctx.repo)
+    fork = is_fork(pull, ctx.repo)
     path = ctx.policy["paths"]["changelog"]
     touches = path in await ctx.pr_files(number)
     changelog = await check_changelog(ctx, pull, path) if touches else None
-    labelling = await applied_labels(ctx, pull, is_fork, record)
-    names = [label["name"] for label in pull.get("labels") or []]
-    primaries, _ = sweep_label_names(ctx.policy)
-    wants_sweep = any(n.casefold() in primaries for n in names) or labelling.counts(primaries)
+    labelling = await applied_labels(ctx, pull, fork, record)
+    names = label_names(pull)
+    primaries = primary_names(ctx.policy)
+    wants_sweep = carries_primary(names, ctx.policy) or labelling.counts(primaries)
     message = (await commit_facts(ctx, pull["head"]["sha"]))[0] if wants_sweep else ""
     merge_parents = None
-    if is_fork and labelling.counts(primaries) and pull.get("merge_commit_sha") and pull.get("mergeable") is not None:
+    if fork and labelling.counts(primaries) and pull.get("merge_commit_sha") and pull.get("mergeable") is not None:
         merge_parents = (await commit_facts(ctx, pull["merge_commit_sha"]))[1]
-    return PRState(pull, is_fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
-
-
-def reuse_blockers(names: list[str], policy: Mapping[str, Any]) -> tuple[str, ...]:
-    """The labels on the PR that block reuse of a pin while applied (SPEC §4: evals-only, agentx-fast)."""
-    modifiers = policy["labels"]["modifiers"]
-    blocking = {modifiers[key].casefold() for key in ("evals_only", "agentx_fast")}
-    return tuple(name for name in names if name.casefold() in blocking)
+    return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
 
 
 def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -> GateInput:
@@ -336,7 +309,7 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
         labels=state.labelling.labels, label_generation=state.labelling.generation,
         head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
         primary_readded_after_pin=readded_after(record.pin, state.labelling.primary_applied_at),
-        pin_blocked_by=reuse_blockers(state.label_names, policy) if record.pin else (),
+        pin_blocked_by=blocking_labels(state.label_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
 
@@ -490,7 +463,7 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     number = pull["number"]
     record, exists = await load_record(ctx, number)
     change = None
-    if action in ("labeled", "unlabeled") and is_fork_pr(pull, ctx.repo):
+    if action in ("labeled", "unlabeled") and is_fork(pull, ctx.repo):
         label = (data.get("label") or {}).get("name")
         sender = (data.get("sender") or {}).get("login") or ""
         writer = (await ctx.writer(sender)) if sender and sender != ctx.bot_login else False
