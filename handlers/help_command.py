@@ -10,13 +10,9 @@ from gidgethub import routing, sansio
 from bot.effects.actions import Action, Comment
 from bot.rules.commands import COMMANDS, Command, edit_is_new_command, parse
 from bot.core.processing import Context
+from handlers.pr_state import from_a_bot, reply_purpose
 
 router = routing.Router()
-
-
-def reply_purpose(comment_id: int) -> str:
-    """Each command comment gets its own reply, edited in place when the command is edited."""
-    return f"reply-{comment_id}"
 
 
 def needs_help(command: Command | None) -> bool:
@@ -35,10 +31,6 @@ def help_variables(policy: dict[str, Any], requester: str, command: Command) -> 
         problem = {"text": command.source.text, "key": command.problem}
     return {"requester": requester, "commands": help_entries(policy["commands"]), "docs_url": policy["docs_url"],
             "problem": problem}
-
-
-def from_a_bot(user: dict[str, Any], bot_login: str) -> bool:
-    return user.get("type") == "Bot" or user.get("login") == bot_login
 
 
 @router.register("issue_comment", action="created")

@@ -16,8 +16,7 @@ from bot.telemetry import logs
 from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, RemoveLabel
 from bot.core import offload
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
-from bot.rules.markers import is_bots, purpose_of
-from bot.rules.dispatched_runs import bot_run, not_the_bots
+from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
@@ -26,9 +25,10 @@ from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
                                     primary_names, sweep_label_names)
 from bot.core.processing import Context
-from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord
+from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord, shows_status
+from handlers import pr_state
 
-PURPOSE = "sweep-status"
+PURPOSE = pr_state.STATUS_PURPOSE
 FORK_LABEL_PURPOSE = "fork-label-removed"
 CHECK_NAME = "sweep-gate"
 PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
@@ -93,12 +93,6 @@ def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: 
     return tuple(r.run_id for r in record.runs if r.status in ACTIVE_STATUSES and r.run_id)
 
 
-def shows_status(files_touch_changelog: bool, labels: list[str], policy: Mapping[str, Any], exists: bool) -> bool:
-    """The status comment appears once the PR touches the changelog or carries a sweep label, then stays."""
-    primaries, modifiers = sweep_label_names(policy)
-    return exists or files_touch_changelog or any(label_key(n) in primaries | modifiers for n in labels)
-
-
 def headline(decision: Decision, run: RunRecord | None) -> str:
     """The status comment's first sentence, as a code the templates turn into words."""
     dispatch = decision.condition("dispatch")
@@ -109,16 +103,6 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
     if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
         return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
     return "blocked"
-
-
-def run_trust(ctx: Context) -> dict[str, Any]:
-    """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
-    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
-
-
-def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
-    """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs)."""
-    return bot_run(run, record, **run_trust(ctx))
 
 
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
@@ -140,13 +124,6 @@ class PRState:
     record: SweepRecord
     comment_exists: bool
     merge_parents: tuple[str, ...] | None = None  # of GitHub's merge commit, once it is computed (forks only)
-
-
-async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
-    for comment in await ctx.comments(number):
-        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == PURPOSE:
-            return SweepRecord.parse(comment.get("body")), True
-    return SweepRecord(), False
 
 
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
@@ -443,6 +420,12 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
     return actions
 
 
+async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
+    """Another feature changed the record (a pin set or withdrawn; handlers/pr_state.py `RecordChanged`): record
+    it and decide again; a sweep it calls for is started by the PR's next delivery, not by this one."""
+    return await evaluate(ctx, number, record, exists, may_start=False)
+
+
 async def _report(ctx: Context, comment: Comment) -> None:
     """Say on the PR that the dispatch failed; the failure itself is re-raised by the caller either way."""
     try:
@@ -461,7 +444,7 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
         return []  # a title or body edit changes nothing the gate looks at
     pull = data["pull_request"]
     number = pull["number"]
-    record, exists = await load_record(ctx, number)
+    record, exists = await pr_state.load_record(ctx, number)
     change = None
     if action in ("labeled", "unlabeled") and is_fork(pull, ctx.repo):
         label = (data.get("label") or {}).get("name")
@@ -483,11 +466,11 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     number = ctx.pr_number  # the lane its dispatch id named: only a hint until the record says it is ours
     if number is None:
         return []
-    record, exists = await load_record(ctx, number)
-    known = recorded_run(ctx, run, record)
+    record, exists = await pr_state.load_record(ctx, number)
+    known = pr_state.recorded_run(ctx, run, record)
     if known is None:
         logs.event("workflow run ignored: not a sweep the bot dispatched for this PR", run=run.get("id"), pr=number,
-                   reason=not_the_bots(run, **run_trust(ctx)) or "its dispatch id is not in the PR's record")
+                   reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not in the PR's record")
         return []
     record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
                             conclusion=run.get("conclusion"), html_url=run.get("html_url"))
