@@ -9,7 +9,7 @@ from datetime import date, datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
-from bot.rules.commands import Command, parse
+from bot.rules.commands import Command, parse, same_command
 
 # Artifact names that hold results. Matched by fnmatch.fnmatchcase against the whole name: case-sensitive (as
 # actions/download-artifact's `pattern:` is), `*` is any run of characters including none, `?` is one
@@ -278,9 +278,14 @@ def pin_withdrawn(old_body: str | None, new_body: str | None, names: Mapping[str
     as bot.rules.commands.edit_is_new_command compares; moving the same command to another line changes nothing.
     """
     old = parse(old_body, names)
-    if old is None or old.kind not in PIN_KINDS or old.problem is not None:
-        return False
-    new = parse(new_body, names)
-    if new is None:
-        return True
-    return (old.kind, old.run_id, old.problem) != (new.kind, new.run_id, new.problem)
+    return is_pin(old) and not same_command(old, parse(new_body, names))
+
+
+def withdraws_pin(old: Command | None, new: Command | None) -> bool:
+    """pin_withdrawn for commands already parsed: `old` the comment's command before, `new` after (None: gone)."""
+    return is_pin(old) and not same_command(old, new)
+
+
+def is_pin(command: Command | None) -> bool:
+    """Whether `command` is a well-formed `use`/`reuse` command (either configured name): one that pins a run."""
+    return command is not None and command.kind in PIN_KINDS and command.problem is None
