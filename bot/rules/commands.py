@@ -104,15 +104,10 @@ def parse(body: str | None, names: Mapping[str, str]) -> Command | None:
     return None if line is None else interpret(line, names)
 
 
-def edit_is_new_command(old_body: str | None, new_body: str | None, names: Mapping[str, str]) -> bool:
-    """Whether an edit from `old_body` to `new_body` adds or changes the effective command."""
-    new = parse(new_body, names)
-    return new is not None and is_new_command(parse(old_body, names), new)
-
-
 def is_new_command(old: Command | None, new: Command | None) -> bool:
-    """Whether `new` (the effective command after an edit) is another command than `old` (the one before): another
-    kind, run id or problem. Moving the same command to another line changes nothing."""
+    """Whether an edit adds or changes the effective command: `new` (parsed from the body after it) is another
+    command than `old` (from the body before): another kind, run id or problem. Moving the same command to
+    another line changes nothing."""
     return new is not None and not same_command(old, new)
 
 
