@@ -1,2 +1,3 @@
-"""Feature handlers, one module per feature (handlers/registry.py lists them and builds their routers); the
-modules the features share are handlers/pr_state.py and handlers/paths.py."""
+"""Feature handlers, one module per feature; handlers/registry.py lists them and builds their routers. No
+feature imports another: what they share is in handlers/pr_state.py (PR state), handlers/commands.py (the
+command dispatcher) and handlers/paths.py (path patterns)."""
