@@ -30,8 +30,8 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
-import handlers  # noqa: E402
-from handlers import PR_WORKFLOW, router_without, sweep_gate  # noqa: E402
+from handlers import registry, sweep_gate  # noqa: E402
+from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 FORK = "partner/InferenceX"
@@ -280,7 +280,7 @@ async def gate_stage(key: str, setup: Callable[[InMemoryGitHub], None]) -> Async
     by SHA) are emptied first: the fake's SHAs repeat from one scenario to the next, a real PR's do not."""
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
-    async with stage(key, setup=setup, features=handlers.router) as h:
+    async with stage(key, setup=setup, features=registry.router) as h:
         yield h
 
 

@@ -8,6 +8,7 @@ from gidgethub import routing, sansio
 
 from bot.effects.actions import Action, AddLabels, EnsureLabel, RemoveLabel
 from bot.core.processing import Context
+from bot.rules.pull_request import label_key, last_applied
 from handlers.paths import any_match
 
 ACTIONS = ("opened", "synchronize", "reopened")
@@ -18,25 +19,20 @@ router = routing.Router()
 def label_changes(files: Iterable[str], current: Iterable[str],
                   rules: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """(rules whose label is missing and should be added, rule labels present whose paths no longer match)."""
-    files, current = list(files), {name.casefold() for name in current}  # GitHub label names ignore case
+    files, current = list(files), {label_key(name) for name in current}
     add, stale = [], []
     for rule in rules:
         hit = any_match(files, rule["paths"])
-        if hit and rule["label"].casefold() not in current:
+        if hit and label_key(rule["label"]) not in current:
             add.append(rule)
-        elif not hit and rule["label"].casefold() in current:
+        elif not hit and label_key(rule["label"]) in current:
             stale.append(rule["label"])
     return add, stale
 
 
 def last_labeler(events: Iterable[dict[str, Any]], label: str) -> str | None:
-    """Who applied `label` most recently, from the issue's label events (oldest first)."""
-    who = None
-    for e in events:
-        if ((e.get("label") or {}).get("name") or "").casefold() != label.casefold():
-            continue
-        who = (e.get("actor") or {}).get("login") if e.get("event") == "labeled" else None
-    return who
+    """Who put `label` on as it is now, from the issue's label events (oldest first); None when it is off."""
+    return ((last_applied(events, label) or {}).get("actor") or {}).get("login")
 
 
 def plan(add: list[dict[str, Any]], removable: list[str], number: int) -> list[Action]:

@@ -5,22 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gidgethub import routing, sansio
-
 from bot.effects.actions import Action, Comment
-from bot.rules.commands import COMMANDS, Command, edit_is_new_command, parse
+from bot.rules.commands import COMMANDS, USAGE_ANSWER, Command, answering_kind
 from bot.core.processing import Context
-
-router = routing.Router()
-
-
-def reply_purpose(comment_id: int) -> str:
-    """Each command comment gets its own reply, edited in place when the command is edited."""
-    return f"reply-{comment_id}"
+from handlers.commands import CommandRoute, CommentCommand, Feature
+from handlers.pr_state import reply_purpose
 
 
 def needs_help(command: Command | None) -> bool:
-    return command is not None and (command.kind == "help" or command.problem is not None)
+    """Whether `command` gets the help reply: `/help` itself, or a command written with wrong arguments."""
+    return command is not None and answering_kind(command) == USAGE_ANSWER
 
 
 def help_entries(names: Mapping[str, str]) -> list[dict[str, str]]:
@@ -37,24 +31,10 @@ def help_variables(policy: dict[str, Any], requester: str, command: Command) -> 
             "problem": problem}
 
 
-def from_a_bot(user: dict[str, Any], bot_login: str) -> bool:
-    return user.get("type") == "Bot" or user.get("login") == bot_login
+async def help_reply(ctx: Context, call: CommentCommand) -> list[Action]:
+    """The help reply to `call`'s command (handlers/commands.py routes `/help` and every usage problem here)."""
+    body = ctx.render("help", **help_variables(ctx.policy, call.author, call.command))
+    return [Comment(call.number, reply_purpose(call.comment_id), body)]
 
 
-@router.register("issue_comment", action="created")
-@router.register("issue_comment", action="edited")
-async def help_reply(event: sansio.Event, ctx: Context) -> list[Action]:
-    issue, comment = event.data["issue"], event.data["comment"]
-    if "pull_request" not in issue or from_a_bot(comment.get("user") or {}, ctx.bot_login):
-        return []
-    names = ctx.policy["commands"]
-    if event.data["action"] == "edited":
-        before = ((event.data.get("changes") or {}).get("body") or {}).get("from")
-        if not edit_is_new_command(before, comment.get("body"), names):
-            return []
-    command = parse(comment.get("body"), names)
-    if not needs_help(command):
-        return []
-    requester = comment["user"]["login"]
-    body = ctx.render("help", **help_variables(ctx.policy, requester, command))
-    return [Comment(issue["number"], reply_purpose(comment["id"]), body)]
+feature = Feature(commands={"help": CommandRoute(help_reply)})

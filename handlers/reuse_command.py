@@ -1,8 +1,13 @@
-"""Pin a finished sweep run for reuse: `/use <run_id>` and `/reuse-sweep-run [<run_id>]` by a maintainer."""
+"""Pin a finished sweep run for reuse: `/use <run_id>` and `/reuse-sweep-run [<run_id>]` by a maintainer; stage
+it again with `/stage-results [<run_id>]`; at merge, say which run the merge reuses.
+
+The command dispatcher (handlers/commands.py) decides that a command runs and that its author may run it; the
+pin itself lives in the gate's record, which the gate writes when told (`RecordChanged`, wired by the
+registry)."""
 
 from __future__ import annotations
 
-import datetime as dt
+import functools
 import logging
 from typing import Any
 
@@ -11,99 +16,22 @@ from gidgethub import routing, sansio
 
 from bot.telemetry import logs
 
-from bot.rules import pins
-from bot.effects.actions import Action, Comment, React, RepositoryDispatch, Unreact
-from bot.rules.commands import Command, edit_is_new_command, parse
-from bot.effects.comments import PER_PAGE
-from bot.rules.markers import hidden_record, read_hidden_record
+from bot.rules import pins, pull_request
+from bot.effects.actions import Action, Comment, RepositoryDispatch
+from bot.rules.commands import Command
 from bot.rules.links import repo_api, web
 from bot.core.processing import Context
-from bot.rules.sweep_record import Pin, RunRecord, SweepRecord
-from bot.github.client import get_or_none
-from handlers import sweep_gate
-from handlers.help_command import from_a_bot, reply_purpose
+from bot.rules.sweep_record import Pin, SweepRecord
+from handlers import pr_state
+from handlers.commands import CommandRoute, CommentCommand, Feature, answered
 
-PIN_KINDS = ("use", "reuse")
-STAGE_KIND = "stage"
-SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"
-NOT_FOUND = "not-found"
 STAGE_EVENT = "stage-results"
-REPLY_RECORD = "reply"  # the reply's hidden line: <!-- sweepbot-reply {...} -->
 MERGE_PURPOSE = "merge-reuse"
 
 router = routing.Router()
 
 
-def utcnow() -> dt.datetime:
-    """The time artifacts' expiry is judged at (tests set it to the fake GitHub's clock)."""
-    return dt.datetime.now(dt.timezone.utc)
-
-
-# -- rules -----------------------------------------------------------------------------------------
-
-
-def pin_command(event: dict[str, Any], names: dict[str, str], kinds: tuple[str, ...] = PIN_KINDS) -> Command | None:
-    """The pin (or stage) command this `issue_comment` delivery runs: a new or changed one, well formed; else None.
-    An edit by someone other than the comment's author runs nothing: the author did not write it."""
-    comment = event["comment"]
-    if event["action"] == "edited":
-        before = ((event.get("changes") or {}).get("body") or {}).get("from")
-        if not edit_is_new_command(before, comment.get("body"), names):
-            return None
-        editor = (event.get("sender") or {}).get("login") or ""
-        if editor.casefold() != ((comment.get("user") or {}).get("login") or "").casefold():
-            logs.event("command edited in by someone else than its author: not run", comment=comment.get("id"),
-                       editor=editor)
-            return None
-    command = parse(comment.get("body"), names)
-    if command is None or command.kind not in kinds or command.problem is not None:
-        return None  # usage problems get the help reply (handlers/help_command.py)
-    return command
-
-
-# -- what the command reads ------------------------------------------------------------------------
-
-
-async def pr_commits(ctx: Context, number: int) -> list[str]:
-    return [c["sha"] async for c in ctx.gh.getiter(repo_api(ctx.repo, "pulls", number, "commits", per_page=PER_PAGE))]
-
-
-async def run_artifacts(ctx: Context, run_id: int) -> list[dict]:
-    url = repo_api(ctx.repo, "actions", "runs", run_id, "artifacts", per_page=PER_PAGE)
-    return [a async for a in ctx.gh.getiter(url, iterable_key="artifacts")]
-
-
-async def read_run(ctx: Context, run_id: int) -> dict | None:
-    return await get_or_none(ctx.gh, repo_api(ctx.repo, "actions", "runs", run_id))
-
-
-async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, RunRecord]]:
-    """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now, each with its record entry:
-    the sweeps the bot dispatched for the PR, which its record holds (no listing of a branch's runs: a fork's
-    own runs are among those)."""
-    found = []
-    for entry in record.runs:
-        run = await read_run(ctx, entry.run_id) if entry.run_id else None
-        known = sweep_gate.recorded_run(ctx, run, record) if run is not None else None
-        if known is not None:
-            found.append((run, known))
-    return found
-
-
-# -- the command -----------------------------------------------------------------------------------
-
-
-def reply_comment(ctx: Context, number: int, comment_id: int, variables: dict[str, Any]) -> Comment:
-    """The reply, with the variables it was rendered from (and which template) kept in it: a staging callback
-    re-renders it. `variables["template"]` names the kind; reuse_reply when absent."""
-    shown = {k: v for k, v in variables.items() if k != "template"}
-    body = hidden_record(REPLY_RECORD, variables) + "\n" + ctx.render(variables.get("template", "reuse_reply"), **shown)
-    return Comment(number, reply_purpose(comment_id), body)
-
-
-def reply_record(body: str | None) -> dict[str, Any] | None:
-    found = read_hidden_record(REPLY_RECORD, body)
-    return found if isinstance(found, dict) else None
+# -- the pin commands ------------------------------------------------------------------------------
 
 
 def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
@@ -111,12 +39,6 @@ def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) ->
     started = str(run.get("run_started_at") or run.get("created_at") or "")[:10]
     return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
             "run-date": started, "requested-by": requester, "comment-id": str(reply_id)}
-
-
-def staging_state(state: str, policy: dict, **extra: Any) -> dict[str, Any]:
-    return {"state": state, "repository": policy["results"]["repository"], "results_url": None,
-            "app_run_url": None, "error": None, "primary_labels": [p["name"] for p in policy["labels"]["primary"]],
-            **extra}
 
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
@@ -134,107 +56,71 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
             "stage_command": f"/{commands['stage']}"}
 
 
-def is_fork(ctx: Context, pull: dict) -> bool:
-    return sweep_gate.is_fork_pr(pull, ctx.repo) if pull else False
-
-
-async def judge_pinned(ctx: Context, run_id: int, pull: dict, record: SweepRecord) -> tuple[dict | None, pins.Verdict]:
-    """(the run, its verdict as a pinned id): `not-found` when the repository has no such run."""
-    run = await read_run(ctx, run_id)
-    if run is None:
-        return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
-    dispatched = sweep_gate.recorded_run(ctx, run, record) is not None
-    verdict = pins.check_run(
-        run, pinned=True, dispatched=dispatched, fork=is_fork(ctx, pull),
-        artifacts=await run_artifacts(ctx, run_id) if dispatched else (),
-        labels=[label["name"] for label in pull.get("labels") or []], policy=ctx.policy, now=utcnow())
-    return run, verdict
-
-
 async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
                  ) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
     """(outcome, run, verdict, others) for an authorized pin command."""
     if command.run_id is not None:
-        run, verdict = await judge_pinned(ctx, command.run_id, pull, record)
+        run, verdict = await pr_state.judge_pinned(ctx, command.run_id, pull, record)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
-    labels = [label["name"] for label in pull.get("labels") or []]
-    runs = [run for run, _ in await candidate_runs(ctx, record)]
-    artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
-    chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs}, fork=is_fork(ctx, pull),
-                                  artifacts_of=artifacts, labels=labels, policy=ctx.policy, now=utcnow())
+    labels = pull_request.label_names(pull)
+    runs = [run for run, _ in await pr_state.candidate_runs(ctx, record)]
+    artifacts = {run["id"]: await pr_state.run_artifacts(ctx, run["id"]) for run in runs}
+    chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs},
+                                  fork=pr_state.pull_is_fork(ctx, pull), artifacts_of=artifacts, labels=labels,
+                                  policy=ctx.policy, now=pr_state.utcnow())
     others = [{"id": run["id"], "code": verdict.code} for run, verdict in chosen.others]
     if chosen.run is None:
         return "no_eligible_run", None, None, others
     return "accepted", chosen.run, chosen.verdict, others
 
 
-def authority_outcome(allowed: bool | None) -> str | None:
-    """The outcome of a command its author may not run: None when the permission API confirmed write."""
-    return None if allowed else ("permission_unknown" if allowed is None else "unauthorized")
-
-
-def answered(comment_id: int, accepted: bool, *, edited: bool) -> list[Action]:
-    """👀 replaced by 👍 or 👎; after an edit the opposite one may stand from the comment's earlier command."""
-    shown, other = (ACCEPTED, REFUSED) if accepted else (REFUSED, ACCEPTED)
-    return [Unreact(comment_id, SEEN), React(comment_id, shown)] + ([Unreact(comment_id, other)] if edited else [])
-
-
-async def pin_requested(event: sansio.Event, ctx: Context) -> list[Action]:
-    data = event.data
-    issue, comment = data["issue"], data["comment"]
-    user = comment.get("user") or {}
-    if "pull_request" not in issue or from_a_bot(user, ctx.bot_login):
-        return []  # the bot obeys neither itself nor other bots
-    command = pin_command(data, ctx.policy["commands"])
-    if command is None:
-        return []
-    number, requester, edited = issue["number"], user.get("login") or "", data["action"] == "edited"
-    await ctx.apply(React(comment["id"], SEEN))  # before the slow checks: the maintainer sees it was heard
-    record, exists = await sweep_gate.load_record(ctx, number)
-    pull: dict = {}
-    outcome = authority_outcome(await ctx.writer(requester))  # the association is not trusted: always asked
-    run = verdict = None
-    others: list[dict] = []
-    if outcome is None:
-        pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
-        outcome, run, verdict, others = await choose(ctx, command, pull, record)
-    variables = reply_variables(ctx, command, requester, outcome, run, verdict, others, fork=is_fork(ctx, pull))
+async def pin_requested(record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand) -> list[Action]:
+    """A maintainer's `/use` or `/reuse-sweep-run` (the dispatcher checked both): judge the run, record the pin
+    (the gate's record holds it), stage it for `/use`, and reply."""
+    number, comment, command, requester = call.number, call.comment, call.command, call.author
+    record, exists = await pr_state.load_record(ctx, number)
+    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    outcome, run, verdict, others = await choose(ctx, command, pull, record)
+    variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
+                                fork=pr_state.pull_is_fork(ctx, pull))
     if outcome != "accepted":  # a refused command leaves an earlier pin as it was
-        return [reply_comment(ctx, number, comment["id"], variables), *answered(comment["id"], False, edited=edited)]
-    pin = Pin(run["id"], comment["id"], requester, str(comment.get("updated_at") if edited
-                                                       else comment.get("created_at") or ""),
+        return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
+                *answered(call.comment_id, False, edited=call.edited)]
+    pin = Pin(run["id"], call.comment_id, requester, str(comment.get("updated_at") if call.edited
+                                                          else comment.get("created_at") or ""),
               had_primary=has_primary(ctx, pull))
     if record.pin is None or record.pin.created_at <= pin.created_at:  # else a newer pin already won
         # The pin is recorded (the status comment holds it) before the reply says "pinned" and before staging
         # is asked for: if recording fails, neither happens.
-        for action in await sweep_gate.evaluate(ctx, number, record.pinned(pin), exists, may_start=False):
+        for action in await record_changed(ctx, number, record.pinned(pin), exists):
             await ctx.apply(action)
     if command.kind == "use":
-        await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
-    return [reply_comment(ctx, number, comment["id"], variables), *answered(comment["id"], True, edited=edited)]
+        await stage(ctx, number, call.comment_id, run, requester, variables, has_primary(ctx, pull))
+    return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
+            *answered(call.comment_id, True, edited=call.edited)]
 
 
-async def pin_comment_gone(event: sansio.Event, ctx: Context) -> list[Action]:
+def pin_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
+    """The reply's variables for a pin command its author may not run (the dispatcher's refusal)."""
+    return reply_variables(ctx, call.command, call.author, outcome, None, None, [])
+
+
+async def pin_comment_changed(record_changed: pr_state.RecordChanged, ctx: Context,
+                              call: CommentCommand) -> list[Action]:
     """The comment holding the pin was deleted, or edited so that its command is gone or changed."""
-    data = event.data
-    issue, comment = data["issue"], data["comment"]
-    if "pull_request" not in issue:
+    record, exists = await pr_state.load_record(ctx, call.number)
+    if record.pin is None or record.pin.comment_id != call.comment_id:
         return []
-    record, exists = await sweep_gate.load_record(ctx, issue["number"])
-    if record.pin is None or record.pin.comment_id != comment["id"]:
-        return []
-    if data["action"] == "edited":
-        before = ((data.get("changes") or {}).get("body") or {}).get("from")
-        if not pins.pin_withdrawn(before, comment.get("body"), ctx.policy["commands"]):
+    if call.edited:
+        if not pins.withdraws_pin(call.before, call.command):
             return []
-        if pin_command(data, ctx.policy["commands"]) is not None:
+        if call.is_new and call.by_author and pins.is_pin(call.command):
             return []  # changed into another pin command: pin_requested pins anew
-    return await sweep_gate.evaluate(ctx, issue["number"], record.pinned(None), exists, may_start=False)
+    return await record_changed(ctx, call.number, record.pinned(None), exists)
 
 
 def has_primary(ctx: Context, pull: dict) -> bool:
-    primaries, _ = sweep_gate.sweep_label_names(ctx.policy)
-    return any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
+    return pull_request.carries_primary(pull_request.label_names(pull), ctx.policy)
 
 
 async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester: str,
@@ -242,16 +128,16 @@ async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester
     """`/use <run_id>` asks the results service to stage the run; the reply says so, and is what the service
     updates (its id goes into the request). Sets `variables["staging"]`."""
     if not primary:
-        variables["staging"] = staging_state("needs_primary", ctx.policy)
+        variables["staging"] = pr_state.staging_state("needs_primary", ctx.policy)
         return
-    variables["staging"] = staging_state("requested", ctx.policy)
-    posted = await ctx.apply(reply_comment(ctx, number, comment_id, variables))
+    variables["staging"] = pr_state.staging_state("requested", ctx.policy)
+    posted = await ctx.apply(pr_state.reply_comment(ctx, number, comment_id, variables))
     try:
         await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], STAGE_EVENT,
                                            staging_payload(number, run, requester, int(posted.id or 0))))
     except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
         logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
-        variables["staging"] = staging_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
+        variables["staging"] = pr_state.staging_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
 
 
 def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:
@@ -267,12 +153,12 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
     if not pull.get("merged"):
         return []
     number = pull["number"]
-    record, exists = await sweep_gate.load_record(ctx, number)
+    record, exists = await pr_state.load_record(ctx, number)
     if not exists:
         return []  # the PR never asked for a sweep nor touched the changelog
     run = verdict = None
     if record.pin is not None:
-        run, verdict = await judge_pinned(ctx, record.pin.run_id, pull, record)
+        run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
     outcome = merge_outcome(record.pin, verdict)
     summary = pins.summarize(run) if run else None
     body = ctx.render("merge_reuse", outcome=outcome, pin=None if record.pin is None else {
@@ -284,47 +170,51 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
     return [Comment(number, MERGE_PURPOSE, body)]
 
 
-async def stage_requested(event: sansio.Event, ctx: Context) -> list[Action]:
-    """`/stage-results [<run_id>]`: ask the results service to stage a run again (the pinned one by default)."""
-    data = event.data
-    issue, comment = data["issue"], data["comment"]
-    user = comment.get("user") or {}
-    if "pull_request" not in issue or from_a_bot(user, ctx.bot_login):
-        return []
-    command = pin_command(data, ctx.policy["commands"], (STAGE_KIND,))
-    if command is None:
-        return []
-    number, requester = issue["number"], user.get("login") or ""
+# -- `/stage-results` ------------------------------------------------------------------------------
+
+
+def stage_variables(ctx: Context, call: CommentCommand) -> dict[str, Any]:
     commands = ctx.policy["commands"]
-    variables: dict[str, Any] = {"template": "stage_reply", "command": command.source.text, "requester": requester,
-                                 "stage_command": f"/{commands['stage']}", "use_command": f"/{commands['use']}",
-                                 "run": None, "verdict": None, "staging": None}
-    await ctx.apply(React(comment["id"], SEEN))
-    record, _ = await sweep_gate.load_record(ctx, number)
+    return {"template": "stage_reply", "command": call.command.source.text, "requester": call.author,
+            "stage_command": f"/{commands['stage']}", "use_command": f"/{commands['use']}",
+            "run": None, "verdict": None, "staging": None}
+
+
+def stage_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
+    """The reply's variables for a `/stage-results` its author may not run (the dispatcher's refusal)."""
+    return {**stage_variables(ctx, call), "outcome": outcome}
+
+
+async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
+    """A maintainer's `/stage-results [<run_id>]`: ask the results service to stage a run again (the pinned one
+    by default)."""
+    number, command = call.number, call.command
+    variables = stage_variables(ctx, call)
+    record, _ = await pr_state.load_record(ctx, number)
     run_id = command.run_id or (record.pin.run_id if record.pin else None)
-    refusal = authority_outcome(await ctx.writer(requester))
-    if refusal is not None:
-        variables["outcome"] = refusal
-    elif run_id is None:
+    if run_id is None:
         variables["outcome"] = "nothing_to_stage"
     else:
         pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
-        run, verdict = await judge_pinned(ctx, run_id, pull, record)
-        variables["run"] = {"id": run_id, "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id)}
+        run, verdict = await pr_state.judge_pinned(ctx, run_id, pull, record)
+        variables["run"] = {"id": run_id,
+                            "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id)}
         if not verdict.ok:
             variables.update(outcome="refused", verdict={"code": verdict.code})
         else:
             variables["outcome"] = "requested"
-            await stage(ctx, number, comment["id"], run, requester, variables, has_primary(ctx, pull))
+            await stage(ctx, number, call.comment_id, run, call.author, variables, has_primary(ctx, pull))
     staged = variables["outcome"] == "requested" and variables["staging"]["state"] == "requested"
-    return [reply_comment(ctx, number, comment["id"], variables),
-            *answered(comment["id"], staged, edited=data["action"] == "edited")]
+    return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
+            *answered(call.comment_id, staged, edited=call.edited)]
 
 
 router.add(merged, "pull_request", action="closed")
-router.add(stage_requested, "issue_comment", action="created")
-router.add(stage_requested, "issue_comment", action="edited")
-router.add(pin_requested, "issue_comment", action="created")
-router.add(pin_requested, "issue_comment", action="edited")
-router.add(pin_comment_gone, "issue_comment", action="edited")
-router.add(pin_comment_gone, "issue_comment", action="deleted")
+
+
+def feature(record_changed: pr_state.RecordChanged) -> Feature:
+    """The reuse feature, its pins kept by `record_changed` (the gate's; handlers/registry.py wires it)."""
+    pin = CommandRoute(functools.partial(pin_requested, record_changed), refusal=pin_refusal)
+    return Feature(router, commands={"use": pin, "reuse": pin,
+                                     "stage": CommandRoute(stage_requested, refusal=stage_refusal)},
+                   comment_changed=(functools.partial(pin_comment_changed, record_changed),))

@@ -16,11 +16,11 @@ from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.rules.links import Slashed, repo_api, web
+from bot.rules.pull_request import label_names
 from bot.core.processing import Context
-from bot.rules.sweep_record import RunRecord, SweepRecord
+from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
 from bot.github.client import get_or_none
-from handlers import reuse_command, sweep_gate
-from handlers.help_command import from_a_bot
+from handlers import pr_state
 
 CHECK_NAME = "signoff"
 RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
@@ -113,21 +113,20 @@ def sweep_run(ctx: Context, run: dict[str, Any], known: RunRecord) -> rules.Swee
 
 async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
     """The PR's sweeps: only those the bot dispatched for it (bot.rules.dispatched_runs), as GitHub shows them now."""
-    return [sweep_run(ctx, run, known) for run, known in await reuse_command.candidate_runs(ctx, record)]
+    return [sweep_run(ctx, run, known) for run, known in await pr_state.candidate_runs(ctx, record)]
 
 
 async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) -> tuple[rules.Check, rules.Check]:
     number = pull["number"]
-    record, exists = await sweep_gate.load_record(ctx, number)
-    commits = await reuse_command.pr_commits(ctx, number)
-    labels = [label["name"] for label in pull.get("labels") or []]
-    asked = sweep_gate.shows_status(ctx.policy["paths"]["changelog"] in files, labels, ctx.policy,
-                                    exists or bool(record.runs))
+    record, exists = await pr_state.load_record(ctx, number)
+    commits = await pr_state.pr_commits(ctx, number)
+    labels = label_names(pull)
+    asked = shows_status(ctx.policy["paths"]["changelog"] in files, labels, ctx.policy, exists or bool(record.runs))
     pinned, code = None, None
     if record.pin is not None:
-        run, verdict = await reuse_command.judge_pinned(ctx, record.pin.run_id, pull, record)
+        run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
         code = verdict.code
-        known = sweep_gate.recorded_run(ctx, run, record) if run is not None else None
+        known = pr_state.recorded_run(ctx, run, record) if run is not None else None
         if verdict.ok and known is not None:
             pinned = sweep_run(ctx, run, known)
     sweep = rules.sweep_check(await sweep_runs(ctx, record), commits, pinned=pinned, asked=asked)
@@ -280,7 +279,7 @@ def _body_changed(data: dict[str, Any]) -> bool:
 async def signoff_posted(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
     number = ctx.pr_number
-    if number is None or from_a_bot(_author(event), ctx.bot_login) or not _body_changed(data):
+    if number is None or pr_state.from_a_bot(_author(event), ctx.bot_login) or not _body_changed(data):
         return []
     editor = rules.edited_by_someone_else(event.event, data)
     if editor is not None:

@@ -37,12 +37,10 @@ from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_re
 from bot.core.processing import Context
 from bot.rules.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
 from bot.github.client import get_or_none
-from handlers import sweep_gate
-from handlers.reuse_command import reply_comment, reply_record, staging_state
+from handlers.pr_state import load_record, reply_comment, reply_record, staging_state
 
 INGEST_PURPOSE = "ingest-{run_id}"
 INGEST_RECORD = "ingest"  # the report's hidden line: <!-- sweepbot-ingest {"app_run_id": ...} -->
-REPLY_PREFIX = "reply-"
 _REPLY_PURPOSE = re.compile(r"reply-([1-9][0-9]{0,18})")
 
 # A reply that asked the results service to stage a run: its template, and the outcome it has when it did.
@@ -228,7 +226,7 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
         return ignore("no such pull request", callback)
     if "pull_request" not in issue:
         return ignore("an issue, not a pull request", callback)
-    record, _ = await sweep_gate.load_record(ctx, number)
+    record, _ = await load_record(ctx, number)
     pinned = record.pin is not None and record.pin.run_id == callback.run_id
     check = dict(bot_login=ctx.bot_login, repo=ctx.repo, number=number, run_id=callback.run_id)
     if not pinned and all(isinstance(staging_reply(c, **check), str) for c in await ctx.comments(number)):

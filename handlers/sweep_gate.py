@@ -16,16 +16,19 @@ from bot.telemetry import logs
 from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, DispatchWorkflow, RemoveLabel
 from bot.core import offload
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
-from bot.rules.markers import is_bots, purpose_of
-from bot.rules.dispatched_runs import bot_run, not_the_bots
+from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
 from bot.rules.links import Slashed, repo_api, web
+from bot.rules.pins import blocking_labels
+from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
+                                    primary_names, sweep_label_names)
 from bot.core.processing import Context
-from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord
+from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord, shows_status
+from handlers import pr_state
 
-PURPOSE = "sweep-status"
+PURPOSE = pr_state.STATUS_PURPOSE
 FORK_LABEL_PURPOSE = "fork-label-removed"
 CHECK_NAME = "sweep-gate"
 PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
@@ -44,21 +47,13 @@ _commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha)
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
 
 
-def sweep_label_names(policy: Mapping[str, Any]) -> tuple[set[str], set[str]]:
-    """(primary names, modifier names), casefolded."""
-    labels = policy["labels"]
-    return ({p["name"].casefold() for p in labels["primary"]},
-            {name.casefold() for name in labels["modifiers"].values()})
-
-
 def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool | None,
                     head_sha: str, at: str, policy: Mapping[str, Any]) -> tuple[str, Approval] | None:
     """What a label event changes in the record of fork approvals: ("approve" or "withdraw", Approval) or None.
     A writer's primary label approves the head SHA of that moment (`at`: the PR's `updated_at` in the
     delivery), and no later one; taking it off withdraws it. Anyone else's label event changes nothing (and a
     writer whose permission GitHub would not confirm counts as anyone else)."""
-    primaries, _ = sweep_label_names(policy)
-    if not is_fork or not label or label.casefold() not in primaries or writer is not True:
+    if not is_fork or not label or not is_primary(label, policy) or writer is not True:
         return None
     if action in ("labeled", "unlabeled"):
         return ("approve" if action == "labeled" else "withdraw"), Approval(label, sender, head_sha, at)
@@ -98,12 +93,6 @@ def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: 
     return tuple(r.run_id for r in record.runs if r.status in ACTIVE_STATUSES and r.run_id)
 
 
-def shows_status(files_touch_changelog: bool, labels: list[str], policy: Mapping[str, Any], exists: bool) -> bool:
-    """The status comment appears once the PR touches the changelog or carries a sweep label, then stays."""
-    primaries, modifiers = sweep_label_names(policy)
-    return exists or files_touch_changelog or any(n.casefold() in primaries | modifiers for n in labels)
-
-
 def headline(decision: Decision, run: RunRecord | None) -> str:
     """The status comment's first sentence, as a code the templates turn into words."""
     dispatch = decision.condition("dispatch")
@@ -114,16 +103,6 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
     if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
         return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
     return "blocked"
-
-
-def run_trust(ctx: Context) -> dict[str, Any]:
-    """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
-    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
-
-
-def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
-    """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs)."""
-    return bot_run(run, record, **run_trust(ctx))
 
 
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
@@ -147,25 +126,12 @@ class PRState:
     merge_parents: tuple[str, ...] | None = None  # of GitHub's merge commit, once it is computed (forks only)
 
 
-async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
-    for comment in await ctx.comments(number):
-        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == PURPOSE:
-            return SweepRecord.parse(comment.get("body")), True
-    return SweepRecord(), False
-
-
-def is_fork_pr(pull: Mapping[str, Any], repo: str) -> bool:
-    head_repo = (pull.get("head") or {}).get("repo") or {}  # None when the fork was deleted: still not ours
-    return (head_repo.get("full_name") or "").casefold() != repo.casefold()
-
-
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
     """The PR as it is now (a queued payload may be old), waiting once for the merge commit of a fork that
     asks for a sweep while GitHub computes it (`mergeable` null: its `merge_commit_sha` may be an older head's)."""
     pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
-    primaries, _ = sweep_label_names(ctx.policy)
-    asks = any(label["name"].casefold() in primaries for label in pull.get("labels") or [])
-    if asks and is_fork_pr(pull, ctx.repo) and pull.get("state") == "open" and pull.get("mergeable") is None:
+    asks = carries_primary(label_names(pull), ctx.policy)
+    if asks and is_fork(pull, ctx.repo) and pull.get("state") == "open" and pull.get("mergeable") is None:
         await asyncio.sleep(MERGE_SHA_WAIT)
         pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
     return pull
@@ -200,22 +166,13 @@ def label_generation(events: list[dict[str, Any]], sweep_labels: set[str], trust
     logins): an untrusted labeller on a fork, or the bot taking their label off, changes nothing."""
     ids = [e["id"] for e in events
            if isinstance(e.get("id"), int) and e.get("event") in ("labeled", "unlabeled")
-           and ((e.get("label") or {}).get("name") or "").casefold() in sweep_labels
+           and _label_of(e) in sweep_labels
            and ((e.get("actor") or {}).get("login") or "").casefold() in trusted]
     return max(ids) if ids else None
 
 
-def last_applied(events: list[dict[str, Any]], label: str) -> dict[str, Any] | None:
-    """The `labeled` event that applied `label` as it is now (oldest first in `events`), if it still is."""
-    found = None
-    for e in events:
-        if _label_of(e) == label.casefold():
-            found = e if e.get("event") == "labeled" else None
-    return found
-
-
 def _label_of(event: Mapping[str, Any]) -> str:
-    return ((event.get("label") or {}).get("name") or "").casefold()
+    return label_key((event.get("label") or {}).get("name") or "")
 
 
 def _actor_of(event: Mapping[str, Any]) -> str:
@@ -246,10 +203,10 @@ class Labelling:
 
     def counts(self, names: set[str]) -> bool:
         """Whether a label of `names` (casefolded) counts: on the PR and trusted, or held by a trusted labeller."""
-        return any(label.name.casefold() in names and label.writer is True for label in self.labels)
+        return any(label_key(label.name) in names and label.writer is True for label in self.labels)
 
 
-async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, record: SweepRecord) -> Labelling:
+async def applied_labels(ctx: Context, pull: Mapping[str, Any], fork: bool, record: SweepRecord) -> Labelling:
     """The PR's sweep labels with who applied them (on a fork: whether they may approve, and which head they
     approved), the label generation of the dispatch id, and when the primary was last applied.
 
@@ -258,19 +215,19 @@ async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, r
     counting, the labels others put on."""
     primaries, modifiers = sweep_label_names(ctx.policy)
     sweep = primaries | modifiers
-    names = [label["name"] for label in pull.get("labels") or [] if label["name"].casefold() in sweep]
-    if not names and not (is_fork and record.approvals):
+    names = [name for name in label_names(pull) if label_key(name) in sweep]
+    if not names and not (fork and record.approvals):
         return Labelling()
     events = await ctx.label_events(pull["number"])
     actors = {_actor_of(e) for e in events} - {"", ctx.bot_login}
-    standing = {a.casefold(): (True if not is_fork else await ctx.writer(a)) for a in actors}
+    standing = {a.casefold(): (True if not fork else await ctx.writer(a)) for a in actors}
     trusted = {a for a, writer in standing.items() if writer}
     generation = label_generation(events, sweep, trusted)
-    if not is_fork:
+    if not fork:
         out, applied_at = [], []
         for name in names:
             event = last_applied(events, name) or {}
-            if name.casefold() in primaries and event.get("created_at"):
+            if label_key(name) in primaries and event.get("created_at"):
                 applied_at.append(str(event["created_at"]))
             out.append(AppliedLabel(name, _actor_of(event), True))
         return Labelling(tuple(out), generation, max(applied_at, default=None))
@@ -282,7 +239,7 @@ async def applied_labels(ctx: Context, pull: Mapping[str, Any], is_fork: bool, r
         head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
         out.append(AppliedLabel(name, by, True, head))
     for name in names:
-        if name.casefold() not in held:  # put on by someone else: counts for nothing (removed if a primary)
+        if label_key(name) not in held:  # put on by someone else: counts for nothing (removed if a primary)
             by = _actor_of(last_applied(events, name) or {})
             # not held, so no confirmed writer applied it: a non-writer (False), or someone GitHub would not say
             # of, or whose event the listing does not show yet (None: neither counted nor removed)
@@ -303,26 +260,19 @@ async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
 
 async def read_state(ctx: Context, number: int, record: SweepRecord, exists: bool) -> PRState:
     pull = await read_pull(ctx, number)
-    is_fork = is_fork_pr(pull, ctx.repo)
+    fork = is_fork(pull, ctx.repo)
     path = ctx.policy["paths"]["changelog"]
     touches = path in await ctx.pr_files(number)
     changelog = await check_changelog(ctx, pull, path) if touches else None
-    labelling = await applied_labels(ctx, pull, is_fork, record)
-    names = [label["name"] for label in pull.get("labels") or []]
-    primaries, _ = sweep_label_names(ctx.policy)
-    wants_sweep = any(n.casefold() in primaries for n in names) or labelling.counts(primaries)
+    labelling = await applied_labels(ctx, pull, fork, record)
+    names = label_names(pull)
+    primaries = primary_names(ctx.policy)
+    wants_sweep = carries_primary(names, ctx.policy) or labelling.counts(primaries)
     message = (await commit_facts(ctx, pull["head"]["sha"]))[0] if wants_sweep else ""
     merge_parents = None
-    if is_fork and labelling.counts(primaries) and pull.get("merge_commit_sha") and pull.get("mergeable") is not None:
+    if fork and labelling.counts(primaries) and pull.get("merge_commit_sha") and pull.get("mergeable") is not None:
         merge_parents = (await commit_facts(ctx, pull["merge_commit_sha"]))[1]
-    return PRState(pull, is_fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
-
-
-def reuse_blockers(names: list[str], policy: Mapping[str, Any]) -> tuple[str, ...]:
-    """The labels on the PR that block reuse of a pin while applied (SPEC §4: evals-only, agentx-fast)."""
-    modifiers = policy["labels"]["modifiers"]
-    blocking = {modifiers[key].casefold() for key in ("evals_only", "agentx_fast")}
-    return tuple(name for name in names if name.casefold() in blocking)
+    return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
 
 
 def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -> GateInput:
@@ -336,7 +286,7 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
         labels=state.labelling.labels, label_generation=state.labelling.generation,
         head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
         primary_readded_after_pin=readded_after(record.pin, state.labelling.primary_applied_at),
-        pin_blocked_by=reuse_blockers(state.label_names, policy) if record.pin else (),
+        pin_blocked_by=blocking_labels(state.label_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
 
@@ -470,6 +420,12 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
     return actions
 
 
+async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
+    """Another feature changed the record (a pin set or withdrawn; handlers/pr_state.py `RecordChanged`): record
+    it and decide again; a sweep it calls for is started by the PR's next delivery, not by this one."""
+    return await evaluate(ctx, number, record, exists, may_start=False)
+
+
 async def _report(ctx: Context, comment: Comment) -> None:
     """Say on the PR that the dispatch failed; the failure itself is re-raised by the caller either way."""
     try:
@@ -488,9 +444,9 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
         return []  # a title or body edit changes nothing the gate looks at
     pull = data["pull_request"]
     number = pull["number"]
-    record, exists = await load_record(ctx, number)
+    record, exists = await pr_state.load_record(ctx, number)
     change = None
-    if action in ("labeled", "unlabeled") and is_fork_pr(pull, ctx.repo):
+    if action in ("labeled", "unlabeled") and is_fork(pull, ctx.repo):
         label = (data.get("label") or {}).get("name")
         sender = (data.get("sender") or {}).get("login") or ""
         writer = (await ctx.writer(sender)) if sender and sender != ctx.bot_login else False
@@ -510,11 +466,11 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     number = ctx.pr_number  # the lane its dispatch id named: only a hint until the record says it is ours
     if number is None:
         return []
-    record, exists = await load_record(ctx, number)
-    known = recorded_run(ctx, run, record)
+    record, exists = await pr_state.load_record(ctx, number)
+    known = pr_state.recorded_run(ctx, run, record)
     if known is None:
         logs.event("workflow run ignored: not a sweep the bot dispatched for this PR", run=run.get("id"), pr=number,
-                   reason=not_the_bots(run, **run_trust(ctx)) or "its dispatch id is not in the PR's record")
+                   reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not in the PR's record")
         return []
     record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
                             conclusion=run.get("conclusion"), html_url=run.get("html_url"))

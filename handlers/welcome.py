@@ -8,6 +8,7 @@ from gidgethub import routing, sansio
 
 from bot.effects.actions import Action, Comment
 from bot.core.processing import Context
+from bot.rules.pull_request import is_fork
 from handlers.paths import any_match
 
 PURPOSE = "welcome"
@@ -22,11 +23,10 @@ def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str
     paths = policy["paths"]
     blob = f"{repo['html_url']}/blob/{repo.get('default_branch') or 'main'}"
     commands = policy["commands"]
-    head_repo = (pr.get("head") or {}).get("repo") or {}
     return {
         "author": pr["user"]["login"],
         "repo": repo["full_name"],
-        "is_fork": head_repo.get("full_name") != repo["full_name"],
+        "is_fork": is_fork(pr, repo["full_name"]),
         "codeowners_url": f"{blob}/{paths['codeowners']}",
         "checklist_url": f"{blob}/{paths['checklist']}",
         "changelog_path": paths["changelog"],

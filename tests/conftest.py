@@ -30,7 +30,7 @@ def github():
 
 # -- the bot under test ------------------------------------------------------------------------
 
-from handlers import PR_WORKFLOW, router_without  # noqa: E402
+from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
 from harness import REPO, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -60,7 +60,7 @@ async def make_harness(github, tmp_path, app_key):
     async def make(**changes):
         if not github.has_repo(REPO):
             seed(github)
-        # the welcome and the autolabels, not the PR workflow (handlers.PR_WORKFLOW): see there
+        # the welcome and the autolabels, not the PR workflow (handlers.registry.PR_WORKFLOW): see there
         changes.setdefault("router", router_without(*PR_WORKFLOW))
         h = await start_harness(tmp_path, github, app_key, **changes)
         started.append(h)

@@ -13,9 +13,9 @@ from bot.rules.commands import (
     Command,
     CommandLine,
     command_name_errors,
-    edit_is_new_command,
     find_commands,
     interpret,
+    is_new_command,
     last_command,
     parse,
 )
@@ -527,9 +527,9 @@ EDIT_CASES = [
 
 
 @pytest.mark.parametrize(("bodies", "expected"), EDIT_CASES)
-def test_edit_is_new_command(bodies, expected):
+def test_is_new_command(bodies, expected):
     old, new = bodies
-    assert edit_is_new_command(old, new, NAMES) is expected
+    assert is_new_command(parse(old, NAMES), parse(new, NAMES)) is expected
 
 
 # --- the command registry -------------------------------------------------------------------------

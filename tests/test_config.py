@@ -35,7 +35,7 @@ def test_manifest_asks_only_for_what_the_bot_uses():
                                                "actions": "write", "checks": "write", "metadata": "read",
                                                "members": "read"}  # an organization permission: CODEOWNERS teams
     # every subscribed event has a handler, and every handled event is subscribed
-    from handlers import router
+    from handlers.registry import router
 
     handled = set(router._shallow_routes) | set(router._deep_routes)
     assert set(manifest["default_events"]) == handled

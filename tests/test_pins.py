@@ -1,4 +1,4 @@
-"""Table-driven tests of the reuse-pin rules (bot/rules/pins.py): eligibility, selection, summaries, winning commands."""
+"""Table-driven tests of the reuse-pin rules (bot/rules/pins.py): eligibility, selection, summaries, withdrawn pins."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from bot.rules.commands import Command, CommandLine, parse
+from bot.rules.commands import parse
 from bot.core.config import default_policy
 from bot.rules.pins import (
     AUTOMATIC_CONCLUSIONS,
@@ -20,15 +20,13 @@ from bot.rules.pins import (
     PINNED_CONCLUSIONS,
     RESULT_ARTIFACTS,
     WRONG_WORKFLOW,
-    Authorized,
     RunSummary,
     Verdict,
     check_run,
     is_result_artifact,
     newest_eligible,
-    pin_withdrawn,
+    withdraws_pin,
     summarize,
-    winning_command,
 )
 from bot.core.policy import Policy
 
@@ -335,54 +333,7 @@ def test_summary_text():
     assert SUMMARY.text == "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"
 
 
-# --- winning_command ------------------------------------------------------------------------------
-
-T0 = datetime(2025, 6, 1, tzinfo=timezone.utc)
-
-
-def given(comment_id, minutes, body, authorized=True, author="maintainer"):
-    command = parse(body, NAMES)
-    assert command is not None, body
-    return Authorized(comment_id, T0 + timedelta(minutes=minutes), author, command, authorized)
-
-
-WIN_CASES = [
-    # (id, commands, winning comment id or None)
-    ("none", [], None),
-    ("single-use", [given(1, 0, "/use 5")], 1),
-    ("newer-bare-reuse-replaces-pin", [given(1, 0, "/use 5"), given(2, 1, "/reuse-sweep-run")], 2),
-    ("newer-pin-replaces-bare", [given(1, 0, "/reuse-sweep-run"), given(2, 1, "/use 5")], 2),
-    ("legacy-with-id", [given(1, 0, "/use 5"), given(2, 1, "/reuse-sweep-run 6")], 2),
-    ("by-time-not-id", [given(9, 0, "/use 5"), given(3, 1, "/use 6")], 3),
-    ("order-given-irrelevant", [given(3, 1, "/use 6"), given(9, 0, "/use 5")], 3),
-    ("tie-bigger-comment-id", [given(8, 0, "/use 6"), given(7, 0, "/use 5")], 8),
-    ("unauthorized-newer-loses", [given(1, 0, "/use 5"), given(2, 1, "/use 6", authorized=False)], 1),
-    ("only-unauthorized", [given(1, 0, "/use 5", authorized=False)], None),
-    ("usage-problem-withdraws-nothing", [given(1, 0, "/use 5"), given(2, 1, "/use abc"), given(3, 2, "/use")], 1),
-    ("other-kinds-ignored", [given(1, 0, "/use 5"), given(2, 1, "/stage-results 6"), given(3, 2, "/help")], 1),
-]
-
-
-@pytest.mark.parametrize("commands, expected", [pytest.param(c, e, id=i) for i, c, e in WIN_CASES])
-def test_winning_command(commands, expected):
-    winner = winning_command(iter(commands))
-    assert (None if winner is None else winner.comment_id) == expected
-
-
-def test_winning_command_naive_time_is_utc():
-    source = CommandLine("use", ("5",), 1, "/use 5")
-    aware = Authorized(1, T0, "m", Command("use", 5, None, source), True)
-    naive = Authorized(2, T0.replace(tzinfo=None) + timedelta(seconds=1), "m", Command("use", 6, None, source), True)
-    assert winning_command([aware, naive]).comment_id == 2
-
-
-def test_authorized_is_frozen():
-    item = given(1, 0, "/use 5")
-    with pytest.raises(AttributeError):
-        item.authorized = False
-
-
-# --- pin_withdrawn -------------------------------------------------------------------------------
+# --- withdraws_pin -------------------------------------------------------------------------------
 
 WITHDRAW_CASES = [
     # (id, old body, new body, withdrawn)
@@ -409,5 +360,5 @@ WITHDRAW_CASES = [
 
 
 @pytest.mark.parametrize("old, new, expected", [pytest.param(o, n, e, id=i) for i, o, n, e in WITHDRAW_CASES])
-def test_pin_withdrawn(old, new, expected):
-    assert pin_withdrawn(old, new, NAMES) is expected
+def test_withdraws_pin(old, new, expected):
+    assert withdraws_pin(parse(old, NAMES), parse(new, NAMES)) is expected

@@ -9,7 +9,7 @@ import pytest
 
 from bot.rules.markers import marker
 from bot.rules.sweep_record import RunRecord, SweepRecord
-from handlers import reuse_command
+from handlers import pr_state
 from harness import REPO
 from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, push,  # noqa: F401
                              repo, runs, send, status, unlabel)
@@ -19,7 +19,7 @@ FAKE_NOW = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)  # the fake GitHub's 
 
 @pytest.fixture(autouse=True)
 def fake_clock(monkeypatch):
-    monkeypatch.setattr(reuse_command, "utcnow", lambda: FAKE_NOW)
+    monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW)
 
 
 def finished_run(github, number: int, *, conclusion: str = "success", artifact: str | None = "results_bmk_dsr1",
@@ -206,7 +206,7 @@ async def test_at_merge_a_pin_whose_artifacts_expired_since_is_said_loudly(repo,
     h = await make_harness()
     run = finished_run(repo, 47)
     await command(h, 47, f"/use {run['id']}")
-    monkeypatch.setattr(reuse_command, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))  # past 90 days
+    monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))  # past 90 days
     await merge(h, 47)
     text = merge_comment(repo, 47)
     assert text.startswith("**Merged, but") and "no-result-artifact" in text

@@ -4,14 +4,13 @@ label set), superseded runs cancelled, fork approvals bound to a head SHA, one s
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from bot.rules.markers import marker
 from bot.app.sandbox import add_sweep_workflows
 from bot.rules.sweep_record import SweepRecord
-import handlers
+from handlers import registry
 from handlers import sweep_gate
 from harness import REPO
 
@@ -31,7 +30,7 @@ def make_harness(make_harness):
     """Every feature, as `sweepbot serve` runs them."""
 
     async def make(**changes):
-        return await make_harness(**{"router": handlers.router, **changes})
+        return await make_harness(**{"router": registry.router, **changes})
 
     return make
 

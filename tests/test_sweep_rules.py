@@ -7,9 +7,10 @@ import pytest
 from bot.rules.changelog import check_append
 from bot.core.config import default_policy
 from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched, GateInput, decide, dispatch_id
-from bot.rules.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord
+from bot.rules.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord, shows_status
+from bot.rules.pull_request import last_applied
 from handlers.sweep_gate import (approval_change, changelog_outcome, check_conclusion, headline, label_generation,
-                                 last_applied, runs_to_cancel, shows_status, trusted_labels, viewer_links)
+                                 runs_to_cancel, trusted_labels, viewer_links)
 
 POLICY = default_policy()
 SHA = "a" * 40

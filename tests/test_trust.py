@@ -14,7 +14,7 @@ import pytest
 import respx
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import handlers
+from handlers import registry
 from bot.rules.markers import marker
 from bot.app.sandbox import add_sweep_workflows
 from bot.rules.sweep_record import SweepRecord
@@ -431,7 +431,7 @@ async def _inject_and_look(tmp_path, app_key, *, event, actor, fork, workflow, n
         github.set_file(REPO, ".github/CODEOWNERS", "* @amd-owner\n", ref="main")
         github.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md", "## Template\n```\n- [ ] ok\n\nSigned: `X`\n```\n",
                         ref="main")
-        h = await start_harness(tmp_path, github, app_key, router=handlers.router)
+        h = await start_harness(tmp_path, github, app_key, router=registry.router)
         try:
             open_pull(github, 70, fork=fork)
             await label(h, 70, FAIL_FAST)

@@ -6,7 +6,7 @@ import threading
 
 from gidgethub import routing
 
-from handlers import router_of
+from handlers.registry import router_of
 from harness import REPO
 
 

@@ -31,7 +31,7 @@ SWITCH_INTERVAL = 0.001
 
 
 def default_router() -> routing.Router:
-    from handlers import router
+    from handlers.registry import router
 
     return router
 

@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from bot.core.resources import APP_PACKAGE, resource_file
+from bot.rules.pull_request import label_key
 from bot.rules.value_kinds import kind_in_words
 
 APP_YAML = resource_file(APP_PACKAGE, "app.yaml")  # the top-level app.yaml, shipped as package data
@@ -271,10 +272,10 @@ LABEL_DESCRIPTION_LIMIT = 100
 
 
 def _sweep_labels(labels: dict[str, Any]) -> dict[str, str]:
-    """Every sweep label (primaries and modifiers), lower-cased, -> the key path that first names it."""
+    """Every sweep label (primaries and modifiers), compared as label_key, -> the key path that first names it."""
     named: dict[str, str] = {}
     for path, name in _sweep_label_names(labels):
-        named.setdefault(name.lower(), path)
+        named.setdefault(label_key(name), path)
     return named
 
 
@@ -293,30 +294,30 @@ def _sweep_label_errors(labels: dict[str, Any]) -> list[str]:
     seen: dict[str, tuple[str, str]] = {}
     for path, name in _sweep_label_names(labels):
         errors += _length_errors(path, name, LABEL_NAME_LIMIT)
-        if name.lower() in seen:
-            errors.append(_same_label(path, name, *seen[name.lower()]))
+        if label_key(name) in seen:
+            errors.append(_same_label(path, name, *seen[label_key(name)]))
         else:
-            seen[name.lower()] = (path, name)
+            seen[label_key(name)] = (path, name)
     return errors
 
 
 def _autolabel_errors(rules: list[dict[str, Any]], sweep_labels: dict[str, str]) -> list[str]:
     errors = []
-    given: dict[str, tuple[str, str]] = {}  # lower-cased label -> (the rule that gives it, its spelling there)
+    given: dict[str, tuple[str, str]] = {}  # label_key -> (the rule that gives the label, its spelling there)
     for i, rule in enumerate(rules):
         where, label = f"autolabels[{i}]", rule["label"]
         errors += _length_errors(f"{where}.label", label, LABEL_NAME_LIMIT)
-        if label.lower() in sweep_labels:
+        if label_key(label) in sweep_labels:
             # a path rule would approve every matching PR's sweep, forks included, with the bot's own permission
-            errors.append(f"{where}.label: {label!r} is a sweep label ({sweep_labels[label.lower()]}); "
+            errors.append(f"{where}.label: {label!r} is a sweep label ({sweep_labels[label_key(label)]}); "
                           "sweeps are approved by maintainers, not by path rules")
-        if label.lower() in given:
-            other, spelled = given[label.lower()]
+        if label_key(label) in given:
+            other, spelled = given[label_key(label)]
             # two rules for one label would add it and remove it on alternate pushes
             errors.append(f"{where}.label: {label!r} is also given by {other}{_ignoring_case(label, spelled)}; "
                           "one rule per label: put all its paths in one rule")
         else:
-            given[label.lower()] = (where, label)
+            given[label_key(label)] = (where, label)
         errors += _length_errors(f"{where}.description", rule["description"], LABEL_DESCRIPTION_LIMIT)
         color = str(rule.get("color", ""))
         if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):

@@ -48,6 +48,7 @@ TOO_MANY = "too-many-arguments"
 USAGE_PROBLEMS: frozenset[str] = frozenset({NEEDS_RUN_ID, NOT_NUMERIC, OUT_OF_RANGE, TOO_MANY})
 
 MAX_RUN_ID = 2**63 - 1  # GitHub ids are signed 64-bit
+USAGE_ANSWER = "help"  # the kind that answers a command written with wrong arguments (anyone may get it)
 
 
 @dataclass(frozen=True)
@@ -103,13 +104,22 @@ def parse(body: str | None, names: Mapping[str, str]) -> Command | None:
     return None if line is None else interpret(line, names)
 
 
-def edit_is_new_command(old_body: str | None, new_body: str | None, names: Mapping[str, str]) -> bool:
-    """Whether an edit from `old_body` to `new_body` adds or changes the effective command."""
-    new = parse(new_body, names)
-    if new is None:
-        return False
-    old = parse(old_body, names)
-    return old is None or (old.kind, old.run_id, old.problem) != (new.kind, new.run_id, new.problem)
+def is_new_command(old: Command | None, new: Command | None) -> bool:
+    """Whether an edit adds or changes the effective command: `new` (parsed from the body after it) is another
+    command than `old` (from the body before): another kind, run id or problem. Moving the same command to
+    another line changes nothing."""
+    return new is not None and not same_command(old, new)
+
+
+def same_command(old: Command | None, new: Command | None) -> bool:
+    if old is None or new is None:
+        return old is new
+    return (old.kind, old.run_id, old.problem) == (new.kind, new.run_id, new.problem)
+
+
+def answering_kind(command: Command) -> str:
+    """The kind whose function answers `command`: its own, or help's (a usage reply) when its arguments are wrong."""
+    return USAGE_ANSWER if command.problem is not None else command.kind
 
 
 def command_name_errors(names: Mapping[str, object]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Reuse pins (SPEC §4): whether a workflow run may be reused for a PR, which command pins it, and what it ran."""
+"""Reuse pins (SPEC §4): whether a workflow run may be reused for a PR, which commands pin one, and what it ran."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import date, datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
-from bot.rules.commands import Command, parse
+from bot.rules.commands import Command, same_command
 
 # Artifact names that hold results. Matched by fnmatch.fnmatchcase against the whole name: case-sensitive (as
 # actions/download-artifact's `pattern:` is), `*` is any run of characters including none, `?` is one
@@ -79,15 +79,6 @@ class RunSummary:
     def text(self) -> str:
         """`model · scenario · precision · hardware_framework · date`, as the reply shows it."""
         return SUMMARY_SEPARATOR.join(getattr(self, key) for key in SUMMARY_KEYS)
-
-
-@dataclass(frozen=True)
-class Authorized:
-    comment_id: int
-    created_at: datetime  # when the command was given (for an edit that counts as a new command: the edit)
-    author: str
-    command: Command
-    authorized: bool  # the author may pin (OWNER/MEMBER/COLLABORATOR, confirmed by permission)
 
 
 # -- eligibility ---------------------------------------------------------------------------------
@@ -259,28 +250,16 @@ def _is_date(value: str) -> bool:
 # -- which command pins --------------------------------------------------------------------------
 
 
-def winning_command(commands: Iterable[Authorized]) -> Authorized | None:
-    """The newest authorized, well-formed `use`/`reuse` command (by created_at, then comment id), or None.
-
-    Unauthorized commands and commands with a usage problem (`/use abc`) never win, so they withdraw nothing.
-    """
-    candidates = [c for c in commands
-                  if c.authorized and c.command.kind in PIN_KINDS and c.command.problem is None]
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: (_utc(c.created_at), c.comment_id))
-
-
-def pin_withdrawn(old_body: str | None, new_body: str | None, names: Mapping[str, str]) -> bool:
-    """Whether an edit (new_body None: a deletion) removed or changed the comment's pin command.
+def withdraws_pin(old: Command | None, new: Command | None) -> bool:
+    """Whether an edit (or a deletion: `new` None) removed or changed the comment's pin command; `old` and `new`
+    are the comment's effective commands before and after (bot.rules.commands.parse).
 
     Only a well-formed `use`/`reuse` command can be withdrawn. Changed means another kind, run id or problem,
-    as bot.rules.commands.edit_is_new_command compares; moving the same command to another line changes nothing.
+    as bot.rules.commands.is_new_command compares; moving the same command to another line changes nothing.
     """
-    old = parse(old_body, names)
-    if old is None or old.kind not in PIN_KINDS or old.problem is not None:
-        return False
-    new = parse(new_body, names)
-    if new is None:
-        return True
-    return (old.kind, old.run_id, old.problem) != (new.kind, new.run_id, new.problem)
+    return is_pin(old) and not same_command(old, new)
+
+
+def is_pin(command: Command | None) -> bool:
+    """Whether `command` is a well-formed `use`/`reuse` command (either configured name): one that pins a run."""
+    return command is not None and command.kind in PIN_KINDS and command.problem is None

@@ -9,9 +9,11 @@ Only the bot's own comment counts (the caller finds it by author and marker), so
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.rules.markers import hidden_record, read_hidden_record
+from bot.rules.pull_request import label_key, sweep_label_names
 
 VERSION = 1
 KEPT_FINISHED = 20  # finished runs kept besides the pinned one; a run still going is always kept (it may be cancelled)
@@ -146,3 +148,10 @@ class SweepRecord:
         if self.pin is not None:
             data["pin"] = self.pin.__dict__
         return hidden_record(RECORD, data)
+
+
+def shows_status(files_touch_changelog: bool, labels: Iterable[str], policy: Mapping[str, Any], exists: bool) -> bool:
+    """The status comment (the record's home) appears once the PR touches the changelog or carries a sweep label,
+    then stays. The sign-off reads the same as "the PR asked for a sweep"."""
+    primaries, modifiers = sweep_label_names(policy)
+    return exists or files_touch_changelog or any(label_key(n) in primaries | modifiers for n in labels)

@@ -1,0 +1,63 @@
+"""What a pull request says, each fact read one way: whether it comes from a fork, which of its labels are the
+policy's sweep labels (SPEC §2), and which label event put a label on it.
+
+GitHub treats `AMD` and `amd` as one label and `Acme/InferenceX` and `acme/inferencex` as one repository, so
+every comparison here casefolds; the config check, the gate, the pins and the autolabels all ask here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def label_key(name: str) -> str:
+    """The form in which label names are compared: GitHub ignores their case."""
+    return name.casefold()
+
+
+def primary_names(policy: Mapping[str, Any]) -> frozenset[str]:
+    """The policy's primary sweep labels (`labels.primary`), compared as label_key."""
+    return frozenset(label_key(p["name"]) for p in policy["labels"]["primary"])
+
+
+def modifier_names(policy: Mapping[str, Any]) -> frozenset[str]:
+    """The policy's modifier labels (`labels.modifiers`), compared as label_key."""
+    return frozenset(label_key(name) for name in policy["labels"]["modifiers"].values())
+
+
+def sweep_label_names(policy: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+    """(primary names, modifier names), compared as label_key."""
+    return primary_names(policy), modifier_names(policy)
+
+
+def is_primary(name: str, policy: Mapping[str, Any]) -> bool:
+    return label_key(name) in primary_names(policy)
+
+
+def carries_primary(names: Iterable[str], policy: Mapping[str, Any]) -> bool:
+    """Whether one of `names` (the labels on a PR) is a primary sweep label."""
+    primaries = primary_names(policy)
+    return any(label_key(name) in primaries for name in names)
+
+
+def label_names(pull: Mapping[str, Any]) -> list[str]:
+    """The names of the labels on a PR as its payload (or GitHub's answer) lists them."""
+    return [label["name"] for label in pull.get("labels") or []]
+
+
+def is_fork(pull: Mapping[str, Any], repo: str) -> bool:
+    """Whether the PR's head is in another repository than `repo` (owner/name). A head repository that was
+    deleted (GitHub sends None) is still not this one."""
+    head_repo = (pull.get("head") or {}).get("repo") or {}
+    return (head_repo.get("full_name") or "").casefold() != repo.casefold()
+
+
+def last_applied(events: Iterable[Mapping[str, Any]], label: str) -> Mapping[str, Any] | None:
+    """The `labeled` event that put `label` on as it is now (`events` oldest first); None when it is off."""
+    found = None
+    wanted = label_key(label)
+    for event in events:
+        if label_key((event.get("label") or {}).get("name") or "") == wanted:
+            found = event if event.get("event") == "labeled" else None
+    return found

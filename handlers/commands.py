@@ -1,0 +1,170 @@
+"""The one command dispatcher: a comment's command is parsed once, who may run it is checked once (the command
+registry's `CommandSpec.who`, the same data `/help` shows), and only then the feature's function runs it.
+
+For an `issue_comment` on a pull request (handlers/registry.py builds one dispatcher over the features it runs):
+1. a bot's comment runs nothing: the bot obeys neither itself nor other bots;
+2. its body is parsed once (an edit's earlier body too, once, when it is needed). Features that keep state on
+   a command comment (a pin) hear of its edit or deletion first (`Feature.comment_changed`);
+3. only a new command runs: a new comment's, or one an edit added or changed;
+4. a command written with wrong arguments is answered by help's usage reply, which anyone may get;
+5. a command only maintainers may run runs only for its author (an edit by someone else runs nothing: the
+   author did not write it); the comment gets 👀 at once, then the author's permission is asked through
+   `ctx.writer` (the permission API, never the association). Refused, or not confirmed by GitHub, the
+   command's reply says so, 👎 replaces 👀, and the feature's function is not called.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable, Mapping
+
+from gidgethub import routing, sansio
+
+from bot.core.processing import Context
+from bot.effects.actions import Action, React, Unreact
+from bot.rules.commands import ANYONE, MAINTAINERS, SPECS, Command, answering_kind, is_new_command, parse
+from bot.telemetry import logs
+from handlers.pr_state import from_a_bot, reply_comment
+
+SEEN, ACCEPTED, REFUSED = "eyes", "+1", "-1"  # the reactions that answer a maintainer's command
+UNAUTHORIZED, PERMISSION_UNKNOWN = "unauthorized", "permission_unknown"  # the refusal outcomes the replies show
+WHO = frozenset({ANYONE, MAINTAINERS})  # every `who` the dispatcher can check
+
+
+class CommentCommand:
+    """One `issue_comment` delivery on a PR as the dispatcher reads it; each body is parsed at most once."""
+
+    def __init__(self, data: Mapping[str, Any], names: Mapping[str, str]):
+        self.comment: Mapping[str, Any] = data["comment"]
+        self.number: int = data["issue"]["number"]
+        self.action: str = data["action"]  # created, edited or deleted
+        self.author: str = (self.comment.get("user") or {}).get("login") or ""
+        self.editor: str = (data.get("sender") or {}).get("login") or ""  # who made this change
+        self._before_body = ((data.get("changes") or {}).get("body") or {}).get("from")
+        self._names = names
+
+    @property
+    def comment_id(self) -> int:
+        return self.comment["id"]
+
+    @property
+    def edited(self) -> bool:
+        return self.action == "edited"
+
+    @functools.cached_property
+    def command(self) -> Command | None:
+        """The comment's effective command now (None when it holds none, or was deleted)."""
+        return None if self.action == "deleted" else parse(self.comment.get("body"), self._names)
+
+    @functools.cached_property
+    def before(self) -> Command | None:
+        """An edited comment's effective command before the edit (None for other deliveries)."""
+        return parse(self._before_body, self._names) if self.edited else None
+
+    @property
+    def is_new(self) -> bool:
+        """Whether this delivery gives its command: a new comment's, or one an edit added or changed."""
+        if self.action == "created":
+            return self.command is not None
+        return self.edited and is_new_command(self.before, self.command)
+
+    @property
+    def by_author(self) -> bool:
+        return self.action != "edited" or self.editor.casefold() == self.author.casefold()
+
+
+CommandFunction = Callable[[Context, CommentCommand], Awaitable[list[Action]]]
+# The reply's variables for a command its author may not run (outcome UNAUTHORIZED or PERMISSION_UNKNOWN).
+RefusalReply = Callable[[Context, CommentCommand, str], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CommandRoute:
+    """What runs one kind of command: `run` once the dispatcher let it through; `refusal` renders its reply when
+    the author may not run it (required unless anyone may)."""
+
+    run: CommandFunction
+    refusal: RefusalReply | None = None
+
+
+@dataclass(frozen=True)
+class Feature:
+    """What a feature gives the registry: the events it handles itself (`router`), the command kinds it runs
+    (bot/rules/commands.py kinds), and what it does when a command comment is edited or deleted."""
+
+    router: routing.Router = field(default_factory=routing.Router)
+    commands: Mapping[str, CommandRoute] = field(default_factory=dict)
+    comment_changed: tuple[CommandFunction, ...] = ()
+
+
+def authority_outcome(allowed: bool | None) -> str | None:
+    """The outcome of a command its author may not run: None when the permission API confirmed write."""
+    return None if allowed else (PERMISSION_UNKNOWN if allowed is None else UNAUTHORIZED)
+
+
+def answered(comment_id: int, accepted: bool, *, edited: bool) -> list[Action]:
+    """👀 replaced by 👍 or 👎; after an edit the opposite one may stand from the comment's earlier command."""
+    shown, other = (ACCEPTED, REFUSED) if accepted else (REFUSED, ACCEPTED)
+    return [Unreact(comment_id, SEEN), React(comment_id, shown)] + ([Unreact(comment_id, other)] if edited else [])
+
+
+class Dispatcher:
+    """The command functions and comment hooks of some features, behind one `issue_comment` handler (`router`)."""
+
+    def __init__(self, features: Iterable[Feature]):
+        self.routes: dict[str, CommandRoute] = {}
+        self.hooks: list[CommandFunction] = []
+        for feature in features:
+            for kind, route in feature.commands.items():
+                self._check(kind, route)
+                self.routes[kind] = route
+            self.hooks.extend(feature.comment_changed)
+        actions = ({"created", "edited"} if self.routes else set()) | ({"edited", "deleted"} if self.hooks else set())
+        self.router = routing.Router()
+        for action in sorted(actions):
+            self.router.add(self.dispatch, "issue_comment", action=action)
+
+    def _check(self, kind: str, route: CommandRoute) -> None:
+        if kind not in SPECS:
+            raise ValueError(f"no command {kind!r} in the command registry (bot/rules/commands.py)")
+        if kind in self.routes:
+            raise ValueError(f"two features run the command {kind!r}")
+        who = SPECS[kind].who
+        if who not in WHO:
+            raise ValueError(f"command {kind!r}: the dispatcher cannot check who {who!r}")
+        if who != ANYONE and route.refusal is None:
+            raise ValueError(f"command {kind!r}: not anyone may run it, so it needs a refusal reply")
+
+    async def dispatch(self, event: sansio.Event, ctx: Context) -> list[Action]:
+        data = event.data
+        if "pull_request" not in data["issue"] or from_a_bot(data["comment"].get("user") or {}, ctx.bot_login):
+            return []
+        call = CommentCommand(data, ctx.policy["commands"])
+        if call.action in ("edited", "deleted"):
+            for hook in self.hooks:
+                for action in await hook(ctx, call):
+                    await ctx.apply(action)
+        if not call.is_new:
+            return []
+        return await self.run(ctx, call)
+
+    async def run(self, ctx: Context, call: CommentCommand) -> list[Action]:
+        """Check who may run the new command `call` gives, then run it."""
+        kind = answering_kind(call.command)
+        route = self.routes.get(kind)
+        if route is None:
+            return []  # no feature here runs it
+        if SPECS[kind].who == ANYONE:
+            return await route.run(ctx, call)
+        if not call.by_author:
+            logs.event("command edited in by someone else than its author: not run", comment=call.comment_id,
+                       editor=call.editor)
+            return []
+        await ctx.apply(React(call.comment_id, SEEN))  # before the slow checks: the maintainer sees it was heard
+        refusal = authority_outcome(await ctx.writer(call.author))
+        if refusal is not None:
+            variables = route.refusal(ctx, call, refusal)
+            return [reply_comment(ctx, call.number, call.comment_id, variables),
+                    *answered(call.comment_id, False, edited=call.edited)]
+        return await route.run(ctx, call)

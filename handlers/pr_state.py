@@ -1,0 +1,149 @@
+"""The pull-request state that several features read, each read one way; no feature's own decisions.
+
+- the gate's record, kept in the bot's sweep status comment (bot/rules/sweep_record.py): the gate keeps it,
+  the reuse commands pin into it, the sign-off and the results callbacks read it;
+- who wrote a comment: the bot obeys neither itself nor other bots;
+- the one reply to each command comment, with the record it was rendered from: the command dispatcher and the
+  reuse commands write it, a staging callback re-renders it;
+- the bot's own sweeps of a PR and what a pinned run is worth now: the reuse commands and the sign-off judge
+  by them;
+- the hand-off by which another feature asks the gate to act on a record it changed (`RecordChanged`): the
+  registry wires the gate's into the reuse feature, so no feature imports another.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Mapping, Protocol
+
+from bot.core.processing import Context
+from bot.effects.actions import Action, Comment
+from bot.effects.comments import PER_PAGE
+from bot.github.client import get_or_none
+from bot.rules import pins
+from bot.rules.dispatched_runs import bot_run
+from bot.rules.links import repo_api
+from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.rules.pull_request import is_fork, label_names
+from bot.rules.sweep_record import RunRecord, SweepRecord
+
+STATUS_PURPOSE = "sweep-status"  # the gate's status comment, which holds its record
+REPLY_RECORD = "reply"  # a command reply's hidden line: <!-- sweepbot-reply {...} -->
+NOT_FOUND = "not-found"  # the verdict on a run id the repository does not have
+
+
+# -- who wrote it ----------------------------------------------------------------------------------
+
+
+def from_a_bot(user: Mapping[str, Any], bot_login: str) -> bool:
+    """Whether a comment's or review's author is a bot (this App or any other): the bot obeys neither."""
+    return user.get("type") == "Bot" or user.get("login") == bot_login
+
+
+# -- the gate's record -----------------------------------------------------------------------------
+
+
+async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
+    """(the record in the bot's status comment on PR `number`, whether that comment exists)."""
+    for comment in await ctx.comments(number):
+        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == STATUS_PURPOSE:
+            return SweepRecord.parse(comment.get("body")), True
+    return SweepRecord(), False
+
+
+class RecordChanged(Protocol):
+    """The gate, asked by another feature that changed its record (a pin set or withdrawn): it records it in its
+    status comment, decides again without starting a sweep, and returns what is left to write."""
+
+    async def __call__(self, ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]: ...
+
+
+# -- replies to commands ---------------------------------------------------------------------------
+
+
+def reply_purpose(comment_id: int) -> str:
+    """Each command comment gets its own reply, edited in place when the command is edited."""
+    return f"reply-{comment_id}"
+
+
+def reply_comment(ctx: Context, number: int, comment_id: int, variables: dict[str, Any]) -> Comment:
+    """The reply, with the variables it was rendered from (and which template) kept in it: a staging callback
+    re-renders it. `variables["template"]` names the kind; reuse_reply when absent."""
+    shown = {k: v for k, v in variables.items() if k != "template"}
+    body = hidden_record(REPLY_RECORD, variables) + "\n" + ctx.render(variables.get("template", "reuse_reply"), **shown)
+    return Comment(number, reply_purpose(comment_id), body)
+
+
+def reply_record(body: str | None) -> dict[str, Any] | None:
+    found = read_hidden_record(REPLY_RECORD, body)
+    return found if isinstance(found, dict) else None
+
+
+def staging_state(state: str, policy: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    """A reply's staging section (templates/_staging.*.j2)."""
+    return {"state": state, "repository": policy["results"]["repository"], "results_url": None,
+            "app_run_url": None, "error": None, "primary_labels": [p["name"] for p in policy["labels"]["primary"]],
+            **extra}
+
+
+# -- the bot's sweeps of a PR ----------------------------------------------------------------------
+
+
+def utcnow() -> dt.datetime:
+    """The time artifacts' expiry is judged at (tests set it to the fake GitHub's clock)."""
+    return dt.datetime.now(dt.timezone.utc)
+
+
+def run_trust(ctx: Context) -> dict[str, Any]:
+    """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
+    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
+
+
+def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
+    """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs)."""
+    return bot_run(run, record, **run_trust(ctx))
+
+
+async def pr_commits(ctx: Context, number: int) -> list[str]:
+    return [c["sha"] async for c in ctx.gh.getiter(repo_api(ctx.repo, "pulls", number, "commits", per_page=PER_PAGE))]
+
+
+async def run_artifacts(ctx: Context, run_id: int) -> list[dict]:
+    url = repo_api(ctx.repo, "actions", "runs", run_id, "artifacts", per_page=PER_PAGE)
+    return [a async for a in ctx.gh.getiter(url, iterable_key="artifacts")]
+
+
+async def read_run(ctx: Context, run_id: int) -> dict | None:
+    return await get_or_none(ctx.gh, repo_api(ctx.repo, "actions", "runs", run_id))
+
+
+async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, RunRecord]]:
+    """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now, each with its record entry:
+    the sweeps the bot dispatched for the PR, which its record holds (no listing of a branch's runs: a fork's
+    own runs are among those)."""
+    found = []
+    for entry in record.runs:
+        run = await read_run(ctx, entry.run_id) if entry.run_id else None
+        known = recorded_run(ctx, run, record) if run is not None else None
+        if known is not None:
+            found.append((run, known))
+    return found
+
+
+def pull_is_fork(ctx: Context, pull: Mapping[str, Any]) -> bool:
+    """Whether `pull` (GitHub's PR, or {} when it was not read) comes from a fork."""
+    return is_fork(pull, ctx.repo) if pull else False
+
+
+async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], record: SweepRecord
+                       ) -> tuple[dict | None, pins.Verdict]:
+    """(the run, its verdict as a pinned id): `not-found` when the repository has no such run."""
+    run = await read_run(ctx, run_id)
+    if run is None:
+        return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
+    dispatched = recorded_run(ctx, run, record) is not None
+    verdict = pins.check_run(
+        run, pinned=True, dispatched=dispatched, fork=pull_is_fork(ctx, pull),
+        artifacts=await run_artifacts(ctx, run_id) if dispatched else (),
+        labels=label_names(pull), policy=ctx.policy, now=utcnow())
+    return run, verdict

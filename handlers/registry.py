@@ -1,0 +1,39 @@
+"""The features the bot runs, by name, and their routers: `router` holds them all (what `sweepbot serve` runs).
+
+Each feature module handles its own events; the commands of the features chosen go through one command
+dispatcher (handlers/commands.py). No feature imports another: where one makes another act (a pin recorded
+by the gate), the hand-off is wired here.
+"""
+
+from gidgethub import routing
+
+from handlers import autolabel, config_refresh, help_command, reuse_command, signoff, staging, sweep_gate, welcome
+from handlers.commands import Dispatcher, Feature
+
+FEATURES: dict[str, Feature] = {
+    "welcome": Feature(welcome.router),
+    "autolabel": Feature(autolabel.router),
+    "help": help_command.feature,
+    "config_refresh": Feature(config_refresh.router),
+    "sweep_gate": Feature(sweep_gate.router),
+    "reuse": reuse_command.feature(record_changed=sweep_gate.record_changed),
+    "staging": Feature(staging.router),
+    "signoff": Feature(signoff.router),
+}
+
+# The pull-request workflow: the gate, reuse pins and sign-offs read each other's state. Framework tests and
+# benches leave them out (they count the welcome's and the autolabels' requests); their own tests ask for all.
+PR_WORKFLOW = ("sweep_gate", "reuse", "signoff")
+
+
+def router_of(*names: str) -> routing.Router:
+    """Only some features (tests and benchmarks that measure one feature's requests), their commands included."""
+    chosen = [FEATURES[name] for name in names]
+    return routing.Router(*(feature.router for feature in chosen), Dispatcher(chosen).router)
+
+
+def router_without(*names: str) -> routing.Router:
+    return router_of(*(name for name in FEATURES if name not in names))
+
+
+router = router_of(*FEATURES)
