@@ -344,20 +344,20 @@ async def test_a_dispatch_failing_for_a_while_says_so_then_starts_once(repo, mak
     assert f"actions/runs/{run['id']}" in body and "tries again" not in body
 
 
-@pytest.mark.xfail(strict=True, reason="known bug, not fixed here: the handler's `retrying` condition has no "
-                   "`retry_in`, which _gate_reason.{en,zh}.j2 need")
 async def test_a_dispatch_failing_for_a_while_tells_the_pr_it_tries_again(repo, make_harness):
-    """Known bug (issue 16, found while making the test above able to fail): when a dispatch fails transiently,
-    handlers/sweep_gate.py renders the status with a `retrying` condition whose params lack `retry_in`; the
-    template raises UndefinedError, so the PR is never told, and the delivery is retried as a bug (a few tries,
-    then failed) rather than as a transient failure (hours). Strict: once fixed this passes, and the mark goes."""
+    """Regression (found in issue 16 while making the test above able to fail): when a dispatch failed
+    transiently, handlers/sweep_gate.py rendered the status with a `retrying` condition without `retry_in` (the
+    workers, not the handler, pick the delay); the template raised UndefinedError, so the PR was never told and
+    the delivery was retried as a bug (3 tries, then failed) rather than as a transient failure (hours)."""
     open_pull(repo, 19)
     repo.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})
     h = await make_harness()
     await label(h, 19, FAIL_FAST, delivery="told")
     said = [r.json["body"] for r in repo.writes
             if "/issues/" in r.path and "/comments" in r.path and isinstance(r.json, dict) and "body" in r.json]
-    assert any("tries again" in english(body) for body in said), said
+    assert any("tries again soon" in english(body) for body in said), said
+    assert any("稍后重试" in body for body in said), said
+    assert (await h.journal_row("told")).status == "done"
 
 
 # -- fork PRs ----------------------------------------------------------------------------------------
