@@ -1,10 +1,16 @@
 import os
 from pathlib import Path
 
+import hypothesis
 import pytest
 import respx
 
 from bot.testing import InMemoryGitHub
+
+# No timing assertions in tests: Hypothesis's default 200 ms deadline per example is one, and it failed
+# test_results_callbacks once on a loaded 2-core machine. Speed is measured by bench/, not here.
+hypothesis.settings.register_profile("sweepbot", deadline=None)
+hypothesis.settings.load_profile("sweepbot")
 
 
 @pytest.fixture(autouse=True)
