@@ -16,8 +16,9 @@ import time
 
 import pytest
 
-from bot.delivery.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING, JournalBackend,
-                         NewDelivery, open_journal)
+from bot.delivery.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING,
+                                  JournalBackend, NewDelivery)
+from bot.delivery.journal_open import open_journal
 from harness import REPO
 from postgres import postgres_db, postgres_url  # noqa: F401
 

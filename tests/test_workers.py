@@ -9,7 +9,8 @@ import time
 
 import gidgethub
 
-from bot.delivery.journal import Journal, NewDelivery
+from bot.delivery.journal import NewDelivery
+from bot.delivery.journal_sqlite import SqliteJournal
 from bot.telemetry.metrics import Metrics
 from bot.delivery.workers import Workers
 
@@ -19,14 +20,14 @@ def new(i: int, repo: str = "o/r", number: int | None = 1) -> NewDelivery:
                        body=b"{}")
 
 
-async def record(journal: Journal, *items: NewDelivery):
+async def record(journal: SqliteJournal, *items: NewDelivery):
     for item in items:
         await journal.record(item)
     return await journal.unfinished()
 
 
 async def test_one_pr_in_arrival_order_and_prs_concurrently(tmp_path):
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     seen: list[str] = []
     running = 0
     most = 0
@@ -53,7 +54,7 @@ async def test_one_pr_in_arrival_order_and_prs_concurrently(tmp_path):
 
 
 async def test_failure_is_retried_then_recorded_and_the_lane_moves_on(tmp_path):
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     calls: list[str] = []
 
     async def process(d, *_):
@@ -77,7 +78,7 @@ async def test_failure_is_retried_then_recorded_and_the_lane_moves_on(tmp_path):
 async def test_a_delivery_interrupted_too_often_is_failed_not_crash_looped(tmp_path):
     """Regression guard: a delivery that kills the process on every try must not be retried forever at start."""
     path = str(tmp_path / "j.db")
-    journal = Journal(path)
+    journal = SqliteJournal(path)
     seq = await journal.record(new(0))
     for _ in range(3):  # started, then the process died; each restart counts the interruption
         await journal.begin(seq)
@@ -100,7 +101,7 @@ async def test_a_delivery_interrupted_too_often_is_failed_not_crash_looped(tmp_p
 
 async def test_drain_finishes_in_flight_work_and_leaves_the_rest_queued(tmp_path):
     path = str(tmp_path / "j.db")
-    journal = Journal(path)
+    journal = SqliteJournal(path)
     started = asyncio.Event()
     release = asyncio.Event()
 
@@ -122,7 +123,7 @@ async def test_drain_finishes_in_flight_work_and_leaves_the_rest_queued(tmp_path
 
 async def test_drain_timeout_leaves_a_stuck_delivery_for_the_next_start(tmp_path):
     path = str(tmp_path / "j.db")
-    journal = Journal(path)
+    journal = SqliteJournal(path)
 
     async def stuck(d, *_):
         await asyncio.sleep(60)
@@ -133,14 +134,14 @@ async def test_drain_timeout_leaves_a_stuck_delivery_for_the_next_start(tmp_path
     await asyncio.sleep(0.05)
     await workers.drain(0.1)
     journal.close()
-    reopened = Journal(path)
+    reopened = SqliteJournal(path)
     assert (await reopened.get("d0")).status == "running"
     assert [q.seq for q in await reopened.unfinished()] == [1]
     reopened.close()
 
 
 async def test_concurrent_records_commit_together_and_duplicates_are_refused(tmp_path):
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     results = await asyncio.gather(*(journal.record(new(i % 50)) for i in range(100)))
     assert sum(r is not None for r in results) == 50
     assert (await journal.counts()) == {"queued": 50}
@@ -150,7 +151,7 @@ async def test_concurrent_records_commit_together_and_duplicates_are_refused(tmp
 async def test_a_journal_failure_is_retried_in_place_and_order_holds(tmp_path):
     """Regression: a delivery whose journal update failed was skipped in its lane and replayed after a restart
     behind newer events, so a labeled/unlabeled pair could flip. Now the lane waits and tries again."""
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     await record(journal, new(0), new(1))
     real_begin = journal.begin
     failures = iter([sqlite3.OperationalError("database or disk is full")] * 2)
@@ -180,7 +181,7 @@ async def test_a_journal_failure_is_retried_in_place_and_order_holds(tmp_path):
 
 
 async def test_transient_failures_wait_in_the_journal_and_the_lane_waits_behind_them(tmp_path):
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     await record(journal, new(0), new(1), new(2, number=2))
     seen: list[str] = []
     outage = iter([True, True])
@@ -203,7 +204,7 @@ async def test_transient_failures_wait_in_the_journal_and_the_lane_waits_behind_
 
 async def test_a_permanent_failure_is_recorded_at_once(tmp_path):
     """Regression: a 404 (the PR is gone) was retried 3 times anyway."""
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     await record(journal, new(0), new(1))
     calls: list[str] = []
 
@@ -224,7 +225,7 @@ async def test_a_permanent_failure_is_recorded_at_once(tmp_path):
 
 async def test_a_scheduled_retry_survives_a_restart(tmp_path):
     path = str(tmp_path / "j.db")
-    journal = Journal(path)
+    journal = SqliteJournal(path)
     await record(journal, new(0))
 
     async def down(d, *_):
@@ -254,7 +255,7 @@ async def test_a_scheduled_retry_survives_a_restart(tmp_path):
 
 async def test_the_backlog_holds_no_payloads(tmp_path):
     """Regression: 10,000 queued deliveries held every payload in memory (297 MB); a restart loaded them all."""
-    journal = Journal(str(tmp_path / "j.db"))
+    journal = SqliteJournal(str(tmp_path / "j.db"))
     for i in range(50):
         await journal.record(NewDelivery(id=f"big{i}", event="pull_request", action="opened", repo="o/r", number=i,
                                          installation=1, body=b"x" * 20000))

@@ -19,7 +19,8 @@ from bot.core import offload
 from bot.core.config import Settings
 from bot.github.client import GitHubApp, SharedWritePacer
 from bot.effects.executor import JournalLedger
-from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, open_journal
+from bot.delivery.journal import Delivery, JournalBackend, NewDelivery
+from bot.delivery.journal_open import open_journal
 from bot.rules.links import repo_api
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
