@@ -354,6 +354,7 @@ async def test_counts_per_status(journal):
     await journal.finish(seqs[2], DONE)
     await journal.finish(seqs[3], FAILED, "x")
     assert await journal.counts() == {QUEUED: 2, RUNNING: 1, RETRYING: 1, DONE: 1, FAILED: 1, IGNORED: 1}
+    assert await journal.unfinished_count() == 4  # the backlog: queued, running and retrying
 
 
 async def test_oldest_pending_is_when_the_oldest_unfinished_delivery_arrived(journal):

@@ -9,6 +9,7 @@ import collections
 import time
 
 import psycopg
+import pytest
 
 from bot.github.client import SharedWritePacer
 from bot.delivery.journal import DONE, NewDelivery
@@ -17,6 +18,7 @@ from bot.delivery.replica_workers import ReplicaWorkers
 from harness import REPO, Sleeps
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
+from test_workers import backlog_of, holding_router
 
 
 def new(i: int, number: int, action: str = "labeled") -> NewDelivery:
@@ -160,3 +162,23 @@ async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_i
     assert health["database"]["leases_held"] == 0 and "password" not in health["database"]["target"]
     metrics = await (await bots[0].client.get("/metrics")).text()
     assert f'sweepbot_replica_lanes{{replica="{bots[0].bot.workers.holder}"}} 0.0' in metrics
+
+
+async def test_metrics_backlog_on_postgresql_counts_every_replicas_deliveries(postgres_db, make_harness,  # noqa: F811
+                                                                             github):
+    """Regression: /metrics read the in-memory count of the scheduler, which replicas never keep, so
+    sweepbot_backlog said 0 on PostgreSQL whatever waited. It is the shared journal's backlog now: queued or
+    running, recorded by any replica."""
+    started, release = asyncio.Event(), asyncio.Event()
+    bots = [await make_harness(db_path=postgres_db, router=holding_router(started, release)) for _ in range(2)]
+    github.add_pull(REPO, number=2, user="partner2")
+    for i, number in enumerate((1, 1, 1, 2)):
+        payload = github.pull_request_payload(REPO, number, "opened")
+        assert (await bots[i % 2].post("pull_request", payload, delivery=f"pg-b{i}")).status == 202
+    await started.wait()
+    for h in bots:
+        assert backlog_of(await (await h.client.get("/metrics")).text()) == 4
+    release.set()
+    for h in bots:
+        await h.idle()
+    assert backlog_of(await (await bots[0].client.get("/metrics")).text()) == 0

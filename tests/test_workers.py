@@ -8,11 +8,15 @@ import sqlite3
 import time
 
 import gidgethub
+import pytest
+
+from gidgethub import routing
 
 from bot.delivery.journal import NewDelivery
 from bot.delivery.journal_sqlite import SqliteJournal
 from bot.telemetry.metrics import Metrics
 from bot.delivery.workers import Workers
+from harness import REPO
 
 
 def new(i: int, repo: str = "o/r", number: int | None = 1) -> NewDelivery:
@@ -266,3 +270,37 @@ async def test_the_backlog_holds_no_payloads(tmp_path):
     assert len(held) == 50 and all(not hasattr(q, "body") for q in held)
     assert sum(len(repr(q)) for q in held) < 50 * 200
     journal.close()
+
+
+def backlog_of(metrics: str) -> float:
+    """The sweepbot_backlog gauge in a /metrics page."""
+    return float(next(line.split()[1] for line in metrics.splitlines() if line.startswith("sweepbot_backlog ")))
+
+
+def holding_router(started: asyncio.Event, release: asyncio.Event) -> routing.Router:
+    """A router whose one handler (pull_request opened) holds every delivery until `release` is set."""
+    router = routing.Router()
+
+    @router.register("pull_request", action="opened")
+    async def hold(event, ctx):
+        started.set()
+        await release.wait()
+        return []
+
+    return router
+
+
+@pytest.mark.timeout(60)
+async def test_metrics_backlog_counts_what_waits_and_runs(make_harness, github):
+    """/metrics' sweepbot_backlog is the deliveries queued or running (SQLite, the in-memory scheduler)."""
+    started, release = asyncio.Event(), asyncio.Event()
+    h = await make_harness(router=holding_router(started, release))
+    github.add_pull(REPO, number=2, user="partner2")
+    for i, number in enumerate((1, 1, 1, 2)):
+        assert (await h.post("pull_request", github.pull_request_payload(REPO, number, "opened"),
+                             delivery=f"b{i}")).status == 202
+    await started.wait()
+    assert backlog_of(await (await h.client.get("/metrics")).text()) == 4  # two running (PRs 1, 2), two behind
+    release.set()
+    await h.idle()
+    assert backlog_of(await (await h.client.get("/metrics")).text()) == 0
