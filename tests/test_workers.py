@@ -30,28 +30,38 @@ async def record(journal: SqliteJournal, *items: NewDelivery):
     return await journal.unfinished()
 
 
+@pytest.mark.timeout(60)
 async def test_one_pr_in_arrival_order_and_prs_concurrently(tmp_path):
+    """Three PRs run at once, never two deliveries of one PR. The first delivery of each lane waits (bounded)
+    until all three lanes are running, instead of sleeping and hoping they overlap: a scheduler that ran lanes one
+    after another fails here, and one that ran two of a PR at once shows in `overlaps`."""
     journal = SqliteJournal(str(tmp_path / "j.db"))
     seen: list[str] = []
-    running = 0
-    most = 0
+    running: set[int] = set()
+    overlaps = 0
+    three_at_once = asyncio.Event()
 
     async def process(d, *_):
-        nonlocal running, most
-        running += 1
-        most = max(most, running)
-        await asyncio.sleep(0.01)
+        nonlocal overlaps
+        if d.number in running:
+            overlaps += 1
+        running.add(d.number)
+        if len(running) == 3:
+            three_at_once.set()
+        try:
+            await asyncio.wait_for(three_at_once.wait(), 10)
+        finally:
+            running.discard(d.number)
         seen.append(d.id)
-        running -= 1
 
     await record(journal, *[new(i, number=i % 3) for i in range(12)])
     workers = Workers(journal, process, Metrics(), concurrency=4)
     await workers.start()
-    await workers.wait_idle(5)
+    await workers.wait_idle(30)
     for lane in range(3):
         mine = [d for d in seen if int(d[1:]) % 3 == lane]
         assert mine == sorted(mine, key=lambda d: int(d[1:]))
-    assert most == 3  # three PRs at once, never two deliveries of one PR
+    assert three_at_once.is_set() and overlaps == 0  # three PRs at once (4 workers), never two of one PR
     assert (await journal.counts()) == {"done": 12}
     await workers.drain(1)
     journal.close()
@@ -117,26 +127,29 @@ async def test_drain_finishes_in_flight_work_and_leaves_the_rest_queued(tmp_path
     workers = Workers(journal, process, Metrics(), concurrency=1)
     await workers.start()
     await started.wait()
-    asyncio.get_running_loop().call_later(0.05, release.set)
-    left = await workers.drain(2)
+    asyncio.get_running_loop().call_soon(release.set)  # runs at drain's first wait: d0 is in flight until then
+    left = await workers.drain(10)
     assert left == 2
     assert [(await journal.get(f"d{i}")).status for i in range(3)] == ["done", "queued", "queued"]
     assert [q.seq for q in await journal.unfinished()] == [2, 3]
     journal.close()
 
 
+@pytest.mark.timeout(30)
 async def test_drain_timeout_leaves_a_stuck_delivery_for_the_next_start(tmp_path):
     path = str(tmp_path / "j.db")
     journal = SqliteJournal(path)
+    started = asyncio.Event()
 
     async def stuck(d, *_):
-        await asyncio.sleep(60)
+        started.set()
+        await asyncio.Event().wait()  # never finishes
 
     await record(journal, new(0))
     workers = Workers(journal, stuck, Metrics(), concurrency=1)
     await workers.start()
-    await asyncio.sleep(0.05)
-    await workers.drain(0.1)
+    await started.wait()  # running (begun in the journal), not merely queued
+    assert await workers.drain(0.1) == 1
     journal.close()
     reopened = SqliteJournal(path)
     assert (await reopened.get("d0")).status == "running"
