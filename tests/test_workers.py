@@ -18,6 +18,8 @@ from bot.telemetry.metrics import Metrics
 from bot.delivery.workers import Workers
 from harness import REPO
 
+pytestmark = pytest.mark.timeout(60)  # every wait here is bounded: a hang fails the test instead
+
 
 def new(i: int, repo: str = "o/r", number: int | None = 1) -> NewDelivery:
     return NewDelivery(id=f"d{i}", event="pull_request", action="opened", repo=repo, number=number, installation=1,
@@ -30,7 +32,6 @@ async def record(journal: SqliteJournal, *items: NewDelivery):
     return await journal.unfinished()
 
 
-@pytest.mark.timeout(60)
 async def test_one_pr_in_arrival_order_and_prs_concurrently(tmp_path):
     """Three PRs run at once, never two deliveries of one PR. The first delivery of each lane waits (bounded)
     until all three lanes are running, instead of sleeping and hoping they overlap: a scheduler that ran lanes one
@@ -135,7 +136,6 @@ async def test_drain_finishes_in_flight_work_and_leaves_the_rest_queued(tmp_path
     journal.close()
 
 
-@pytest.mark.timeout(30)
 async def test_drain_timeout_leaves_a_stuck_delivery_for_the_next_start(tmp_path):
     path = str(tmp_path / "j.db")
     journal = SqliteJournal(path)
@@ -303,7 +303,6 @@ def holding_router(started: asyncio.Event, release: asyncio.Event) -> routing.Ro
     return router
 
 
-@pytest.mark.timeout(60)
 async def test_metrics_backlog_counts_what_waits_and_runs(make_harness, github):
     """/metrics' sweepbot_backlog is the deliveries queued or running (SQLite, the in-memory scheduler)."""
     started, release = asyncio.Event(), asyncio.Event()
