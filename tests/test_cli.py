@@ -9,7 +9,8 @@ import pytest
 
 from bot.app import cli
 from bot.core.config import Settings
-from bot.delivery.journal import FAILED, NewDelivery, open_journal
+from bot.delivery.journal import FAILED, NewDelivery
+from bot.delivery.journal_open import open_journal
 from postgres import postgres_db, postgres_url  # noqa: F401
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pull_request.opened.json"

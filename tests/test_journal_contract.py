@@ -16,8 +16,9 @@ import time
 
 import pytest
 
-from bot.delivery.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING, JournalBackend,
-                         NewDelivery, open_journal)
+from bot.delivery.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING,
+                                  JournalBackend, NewDelivery)
+from bot.delivery.journal_open import open_journal
 from harness import REPO
 from postgres import postgres_db, postgres_url  # noqa: F401
 
@@ -353,6 +354,7 @@ async def test_counts_per_status(journal):
     await journal.finish(seqs[2], DONE)
     await journal.finish(seqs[3], FAILED, "x")
     assert await journal.counts() == {QUEUED: 2, RUNNING: 1, RETRYING: 1, DONE: 1, FAILED: 1, IGNORED: 1}
+    assert await journal.unfinished_count() == 4  # the backlog: queued, running and retrying
 
 
 async def test_oldest_pending_is_when_the_oldest_unfinished_delivery_arrived(journal):

@@ -9,7 +9,9 @@ import pytest
 
 from bot.app import cli
 from bot.core.config import Settings
-from bot.delivery.journal import Journal, JournalUnavailable, open_journal, safe_target
+from bot.delivery.journal import JournalUnavailable, safe_target
+from bot.delivery.journal_open import open_journal
+from bot.delivery.journal_sqlite import SqliteJournal
 
 PASSWORD = "s3cr3t-pa55"
 
@@ -40,7 +42,7 @@ def test_a_target_is_shown_without_its_password(url, shown):
 async def test_a_path_opens_sqlite(tmp_path):
     journal = open_journal(str(tmp_path / "j.db"))
     try:
-        assert isinstance(journal, Journal) and journal.where == str(tmp_path / "j.db")
+        assert isinstance(journal, SqliteJournal) and journal.where == str(tmp_path / "j.db")
         assert await journal.counts() == {}
     finally:
         journal.close()

@@ -10,7 +10,8 @@ import psycopg
 import pytest
 
 import postgres
-from bot.delivery.journal import JournalUnavailable, NewDelivery, open_journal
+from bot.delivery.journal import JournalUnavailable, NewDelivery
+from bot.delivery.journal_open import open_journal
 from bot.delivery.journal_pg import MIGRATIONS, PgJournal
 from postgres import postgres_db, postgres_url  # noqa: F401
 

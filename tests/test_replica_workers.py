@@ -9,6 +9,7 @@ import collections
 import time
 
 import psycopg
+import pytest
 
 from bot.github.client import SharedWritePacer
 from bot.delivery.journal import DONE, NewDelivery
@@ -17,6 +18,23 @@ from bot.delivery.replica_workers import ReplicaWorkers
 from harness import REPO, Sleeps
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
+from test_workers import backlog_of, holding_router
+
+pytestmark = pytest.mark.timeout(120)  # every wait here is bounded: a hang fails the test instead
+
+
+async def until(condition, timeout: float = 20.0, every: float = 0.01) -> None:
+    """Poll `condition` (sync or async) until it holds; fail, saying so, after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = condition()
+        if asyncio.iscoroutine(found):
+            found = await found
+        if found:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still not so after {timeout} s")
+        await asyncio.sleep(every)
 
 
 def new(i: int, number: int, action: str = "labeled") -> NewDelivery:
@@ -77,8 +95,7 @@ async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it
 
     dead = ReplicaWorkers(replicas(), stuck, Metrics(), holder="dead", concurrency=1, lease=0.6, poll=0.02)
     await dead.start()
-    while not dead.held():
-        await asyncio.sleep(0.01)
+    await until(dead.held)
     dead._heartbeat.cancel()  # a SIGKILL: no more heartbeats, and nothing handed back
     recorder = Recorder()
     alive = ReplicaWorkers(replicas(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
@@ -106,8 +123,7 @@ async def test_sigterm_hands_every_lease_back_at_once(replicas):
     replica = ReplicaWorkers(replicas(), slow, Metrics(), holder="leaving", concurrency=3, poll=0.02)
     await replica.start()
     await started.wait()
-    while len(replica.held()) < 3:
-        await asyncio.sleep(0.01)
+    await until(lambda: len(replica.held()) == 3)
     assert set((await writer.leases()).values()) == {"leaving"}
     await replica.drain(0.05)  # the in-flight ones do not finish in time
     assert await writer.leases() == {}  # not 15 s later: at once
@@ -120,10 +136,21 @@ async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(replicas)
                                           not_before=time.time() + 3600))
     await writer.record(new(2, 5))
     recorder = Recorder()
-    replica = ReplicaWorkers(replicas(), recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
+    journal = replicas()
+    claimed = []  # what each of the replica's claims took: it looks for work every poll
+    real_claim = journal.claim
+
+    async def claim(*args, **kw):
+        got = await real_claim(*args, **kw)
+        claimed.append(got.delivery.id if got else None)
+        return got
+
+    journal.claim = claim
+    replica = ReplicaWorkers(journal, recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
     await replica.start()
-    await asyncio.sleep(0.3)
-    assert recorder.order == {}  # the second of PR 5 waits behind the first, which waits for its time
+    await until(lambda: len(claimed) >= 6)  # both workers looked three times or so, not a wait for a while
+    assert claimed[:6] == [None] * 6 and recorder.order == {}  # d2 waits behind its head, which waits for its time
+    assert await writer.claim("another replica") is None  # and no other replica may take either
     await writer.retry_later(seq, time.time(), "now")
     await replica.wait_idle(30)
     assert recorder.order == {5: ["late", "d2"]}
@@ -160,3 +187,23 @@ async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_i
     assert health["database"]["leases_held"] == 0 and "password" not in health["database"]["target"]
     metrics = await (await bots[0].client.get("/metrics")).text()
     assert f'sweepbot_replica_lanes{{replica="{bots[0].bot.workers.holder}"}} 0.0' in metrics
+
+
+async def test_metrics_backlog_on_postgresql_counts_every_replicas_deliveries(postgres_db, make_harness,  # noqa: F811
+                                                                             github):
+    """Regression: /metrics read the in-memory count of the scheduler, which replicas never keep, so
+    sweepbot_backlog said 0 on PostgreSQL whatever waited. It is the shared journal's backlog now: queued or
+    running, recorded by any replica."""
+    started, release = asyncio.Event(), asyncio.Event()
+    bots = [await make_harness(db_path=postgres_db, router=holding_router(started, release)) for _ in range(2)]
+    github.add_pull(REPO, number=2, user="partner2")
+    for i, number in enumerate((1, 1, 1, 2)):
+        payload = github.pull_request_payload(REPO, number, "opened")
+        assert (await bots[i % 2].post("pull_request", payload, delivery=f"pg-b{i}")).status == 202
+    await started.wait()
+    for h in bots:
+        assert backlog_of(await (await h.client.get("/metrics")).text()) == 4
+    release.set()
+    for h in bots:
+        await h.idle()
+    assert backlog_of(await (await bots[0].client.get("/metrics")).text()) == 0

@@ -1,10 +1,13 @@
 """Three `sweepbot serve` processes on one PostgreSQL (issue #10): 300 PRs opened, spread over them, one replica
-SIGKILLed mid-drain; then the database restarted mid-drain. GitHub is a separate fake process, so its state
-outlives any replica: every PR must be welcomed exactly once, and one PR's deliveries finish in arrival order."""
+SIGKILLed mid-drain while it runs a lane under lease, which another replica takes over; then the database restarted
+mid-drain. GitHub is a separate fake process, so its state outlives any replica: every PR must be welcomed exactly
+once, and one PR's deliveries finish in arrival order. Every wait is bounded (a hang fails, saying what it waited
+for)."""
 
 from __future__ import annotations
 
 import collections
+import json
 import signal
 import time
 import urllib.error
@@ -20,6 +23,9 @@ SECRET = "replica-secret"
 RECIPE = "inferencex-e2e/recipes/mi355x.yaml"  # a benchmark path (welcome), not the changelog (no gate comment)
 WELCOME = "<!-- sweepbot:welcome -->"
 DRAIN_TIMEOUT = 180.0
+TAKEN_OVER = "delivery taken over from a replica whose lease ran out"
+
+pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +68,57 @@ def wait_drained(db: str, timeout: float = DRAIN_TIMEOUT) -> None:
             pass  # the database is restarting
         time.sleep(0.2)
     raise AssertionError(f"{unfinished(db)} deliveries still unfinished after {timeout} s")
+
+
+def until(condition, what: str, timeout: float = 60.0, every: float = 0.05) -> None:
+    """Poll `condition` until it holds; fail, naming `what`, after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: still not so after {timeout} s")
+        time.sleep(every)
+
+
+def log_lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+def holder_of(log) -> str:
+    """The lease holder a replica calls itself (its "replica started" line)."""
+    return next(line["holder"] for line in log_lines(log) if line["msg"] == "replica started")
+
+
+def stopped(proc) -> bool:
+    with open(f"/proc/{proc.pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def running_lanes(db: str, holder: str) -> dict[str, tuple[int, str]]:
+    """The lanes `holder` has a live lease on whose head is running: lane -> (seq, delivery id)."""
+    with psycopg.connect(db) as conn:
+        rows = conn.execute("SELECT l.lane, d.seq, d.id FROM lanes l JOIN deliveries d ON d.lane = l.lane"
+                            " WHERE l.holder = %s AND l.expires_at > clock_timestamp() AND d.status = 'running'",
+                            (holder,)).fetchall()
+    return {lane: (seq, delivery) for lane, seq, delivery in rows}
+
+
+def freeze_while_running_a_lane(proc, db: str, holder: str, tries: int = 100) -> dict[str, tuple[int, str]]:
+    """SIGSTOP `proc` at a moment it holds a lease on a lane and runs that lane's head; returns those lanes,
+    read once the process is stopped and two reads 0.1 s apart agree (what it sent before it stopped has
+    landed; its leases last 3 s), so they are what it holds when it dies."""
+    for _ in range(tries):
+        proc.send_signal(signal.SIGSTOP)
+        until(lambda: stopped(proc), "the replica stopped", timeout=10, every=0.01)
+        reads = [running_lanes(db, holder)]
+        while len(reads) < 2 or reads[-1] != reads[-2]:
+            assert len(reads) < 20, "the lanes of a stopped replica kept changing"
+            time.sleep(0.1)
+            reads.append(running_lanes(db, holder))
+        if reads[-1]:
+            return reads[-1]
+        proc.send_signal(signal.SIGCONT)  # between two lanes: let it take the next one
+        until(lambda: not stopped(proc), "the replica running again", timeout=10, every=0.01)
+    raise AssertionError(f"the replica never ran a lane under lease in {tries} tries")
 
 
 def welcomes(fake, repo: str, prs: int) -> collections.Counter:
@@ -110,13 +167,24 @@ def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tm
                 deliveries.append(("pull_request", f"label-{n}-{step}", payload))
         statuses = post_all(ports, deliveries)
         assert statuses == [202] * len(deliveries)  # every one acknowledged: committed before the answer
-        while fake.count("POST", r"/issues/\d+/comments$") < 60:
-            time.sleep(0.05)
+        until(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 60, "60 welcomes posted")
+        dead = holder_of(tmp_path / "log-0.jsonl")
+        held = freeze_while_running_a_lane(procs[0], postgres_db, dead)
         procs[0].send_signal(signal.SIGKILL)  # mid-drain, with lanes under lease and writes under way
         procs[0].wait(10)
         wait_drained(postgres_db)
         assert welcomes(fake, repo, prs) == collections.Counter({n: 1 for n in range(1, prs + 1)})
         assert lane_order_violations(postgres_db) == []
+        # Each lane it ran when it died: another replica took it over (its log says so), and the head it was
+        # running was done once more, counted as interrupted once. (A head left running for good would have
+        # kept wait_drained from returning.)
+        taken = {(line["lane"], line["delivery"]) for index in (1, 2)
+                 for line in log_lines(tmp_path / f"log-{index}.jsonl") if line["msg"] == TAKEN_OVER}
+        assert {(lane, delivery) for lane, (_, delivery) in held.items()} <= taken
+        with psycopg.connect(postgres_db) as conn:
+            rows = conn.execute("SELECT seq, status, interrupted FROM deliveries WHERE seq = ANY(%s) ORDER BY seq",
+                                ([seq for seq, _ in held.values()],)).fetchall()
+        assert rows == [(seq, "done", 1) for seq, _ in sorted(held.values())]
         health = process_health(ports[1])
         assert health["database"]["reachable"] and health["database"]["oldest_pending_seconds"] is None
     finally:
@@ -139,8 +207,7 @@ def test_the_database_restarted_mid_drain_loses_nothing_that_was_acknowledged(tm
     try:
         statuses = post_all(ports, [("pull_request", f"r-open-{n}", opened(fake, repo, n)) for n in range(1, prs + 1)])
         assert statuses == [202] * prs
-        while fake.count("POST", r"/issues/\d+/comments$") < 20:
-            time.sleep(0.05)
+        until(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 20, "20 welcomes posted")
         refused = []
 
         def while_down() -> None:  # intake answers 503 while the database is away

@@ -21,7 +21,8 @@ from bot.telemetry import logs
 from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.effects.executor import JournalLedger
 from bot.github.client import GitHubApp, http_timeout, WritePacer
-from bot.delivery.journal import DONE, FAILED, JournalUnavailable, open_journal
+from bot.delivery.journal import DONE, FAILED, JournalUnavailable
+from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, log_secrets
 from bot.app.server import make_app

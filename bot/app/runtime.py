@@ -19,10 +19,12 @@ from bot.core import offload
 from bot.core.config import Settings
 from bot.github.client import GitHubApp, SharedWritePacer
 from bot.effects.executor import JournalLedger
-from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, open_journal
+from bot.delivery.journal import Delivery, JournalBackend, NewDelivery
+from bot.delivery.journal_open import open_journal
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
+from bot.delivery.runner import Scheduler
 from bot.delivery.workers import Workers
 
 HEALTH_PROBE_TIMEOUT = 2.0
@@ -47,7 +49,7 @@ class Bot:
         self.configs = configs or RepoConfigs()
         self.journal = journal or open_journal(settings.db_path)  # SQLite file or postgresql:// URL
         self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
-        self.workers: Workers | None = None
+        self.workers: Scheduler | None = None
         self._loop: WorkerLoop | None = None
         self._stopped = False
 

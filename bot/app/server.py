@@ -216,7 +216,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def metrics(request: web.Request) -> web.Response:
     bot: Bot = request.app[BOT_KEY]
-    bot.metrics.backlog.set(bot.workers.pending if bot.workers else 0)
+    bot.metrics.backlog.set(await bot.workers.backlog() if bot.workers else 0)  # on PostgreSQL: every replica's
     if bot.workers is not None and hasattr(bot.workers, "holder"):
         bot.metrics.replica_lanes.labels(bot.workers.holder).set(len(bot.workers.held()))
     return web.Response(body=bot.metrics.render(), headers={"Content-Type": CONTENT_TYPE})

@@ -1,1 +1,2 @@
-"""Deliveries from intake to done: the journal (SQLite, PostgreSQL), the schedulers, failures."""
+"""Deliveries from intake to done: the journal (a base and two backends, SQLite and PostgreSQL), the two
+schedulers (in memory, and lanes under lease for replicas) over one runner, and which failures heal."""

@@ -1,8 +1,16 @@
 """The delivery journal: every accepted webhook is committed before it is acknowledged.
 
-Two backends behind one interface (`JournalBackend`): SQLite (WAL, this module, the default) for one process,
-and PostgreSQL (`bot.delivery.journal_pg`) for replicas that share one database. `open_journal` picks by the target:
-a `postgresql://` URL or a file path.
+This module is what both backends share: the records (`NewDelivery`, `Delivery`, `Queued`, `Effect`), the
+states, the interface (`JournalBackend`), and `Journal`, the base that holds the operations' SQL and the writer
+they go through. Two thin backends fill in the rest: SQLite (`bot.delivery.journal_sqlite`, WAL, the default) for
+one process, and PostgreSQL (`bot.delivery.journal_pg`) for replicas that share one database, with its lanes under
+lease. `bot.delivery.journal_open.open_journal` picks one by the target: a `postgresql://` URL or a file path.
+
+One writer thread per journal owns its connection: every operation goes through one queue, and the operations
+waiting together are committed in one transaction (group commit). An operation is a function of the
+connection, run on that thread; the shared SQL uses `?` placeholders (sqlite3's; the PostgreSQL backend
+translates them). What the engines do differently is a backend's few methods: inserting a delivery, giving up
+on the deliveries interrupted too often, the probe, and how a batch is committed when one operation fails.
 """
 
 from __future__ import annotations
@@ -10,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -20,51 +27,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from bot.telemetry import logs
 from bot.rules.lanes import kind, lane
 
-# Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
-MIGRATIONS = (
-    """
-    CREATE TABLE IF NOT EXISTS deliveries (
-        seq          INTEGER PRIMARY KEY AUTOINCREMENT,
-        id           TEXT NOT NULL UNIQUE,
-        event        TEXT NOT NULL,
-        action       TEXT,
-        repo         TEXT,
-        number       INTEGER,
-        installation INTEGER,
-        lane         TEXT NOT NULL,
-        received_at  REAL NOT NULL,
-        body         BLOB NOT NULL,
-        status       TEXT NOT NULL,
-        attempts     INTEGER NOT NULL DEFAULT 0,
-        error        TEXT,
-        finished_at  REAL
-    );
-    CREATE INDEX IF NOT EXISTS deliveries_unfinished ON deliveries(status) WHERE status IN ('queued', 'running');
-    """,
-    # 2: retries on a schedule that survives restarts, crash counts apart from attempts, the ledger of effects
-    """
-    ALTER TABLE deliveries ADD COLUMN not_before REAL;
-    ALTER TABLE deliveries ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;
-    DROP INDEX IF EXISTS deliveries_unfinished;
-    CREATE INDEX deliveries_unfinished ON deliveries(status) WHERE status IN ('queued', 'running', 'retrying');
-    CREATE TABLE effects (
-        seq         INTEGER NOT NULL,
-        key         TEXT NOT NULL,
-        state       TEXT NOT NULL,
-        result      TEXT,
-        intended_at REAL,
-        done_at     REAL,
-        PRIMARY KEY (seq, key)
-    );
-    """,
-)
-
 QUEUED, RUNNING, RETRYING, DONE, FAILED, IGNORED = "queued", "running", "retrying", "done", "failed", "ignored"
 UNFINISHED = (QUEUED, RUNNING, RETRYING)
 INTENDED, EFFECT_DONE = "intended", "done"
 COLUMNS = ("seq, id, event, action, repo, number, installation, lane, received_at, status, attempts, error,"
            " finished_at, not_before, interrupted")
 BATCH_MAX = 256
+
+# The shared SQL, in both engines' dialect. Times are seconds since the epoch in both (REAL, DOUBLE PRECISION).
+INSERT_DELIVERY = ("INSERT INTO deliveries (id, event, action, repo, number, installation, lane, received_at, body,"
+                   " status, not_before) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING")
+GIVE_UP_ERROR = "interrupted by a crash more than {} times"
 
 
 @dataclass(frozen=True)
@@ -158,6 +131,7 @@ class JournalBackend(Protocol):
     async def get(self, delivery_id: str) -> Delivery | None: ...
     async def listing(self, *, status: str | None = None, limit: int = 50) -> list[Delivery]: ...
     async def oldest_pending(self) -> float | None: ...
+    async def unfinished_count(self) -> int: ...
     async def counts(self) -> dict[str, int]: ...
     async def prune(self, older_than_days: float = 30.0) -> int: ...
     async def probe(self) -> None: ...
@@ -188,44 +162,67 @@ def safe_target(target: str) -> str:
             + (f"#{parts.fragment}" if parts.fragment else ""))
 
 
-def open_journal(target: str) -> JournalBackend:
-    """The journal at `target` (SWEEPBOT_DB): PostgreSQL for a postgresql:// URL, else an SQLite file there.
-    Connected and migrated on return; JournalUnavailable, naming the target without its password, otherwise."""
-    if is_postgres(target):
-        from bot.delivery.journal_pg import PgJournal
+class Statements(Protocol):
+    """A connection as the operations see it: `execute(sql, params)` with `?` placeholders, a DB-API cursor back."""
 
-        return PgJournal(target)
-    try:
-        return Journal(target)
-    except sqlite3.Error as exc:
-        raise JournalUnavailable(f"cannot open the journal at {target}: {type(exc).__name__}: {exc}") from None
+    def execute(self, sql: str, params: Any = ..., /) -> Any: ...
+
+
+Op = Callable[[Statements], Any]
 
 
 class Journal:
-    """SQLite journal with one writer thread; concurrent writes are committed together (group commit)."""
+    """What both backends share: the operations (their SQL and what they return) and the writer thread.
 
-    def __init__(self, path: str):
-        self.path = path
-        self.where = path
-        self._ops: "queue.Queue[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future | None] | None]" = queue.Queue()
-        self._conn = self._connect()
-        self._thread = threading.Thread(target=self._run, name="journal-writer", daemon=True)
-        self._closed = False
+    A backend opens its connection, starts the writer (`_start_writer`) and says how its engine commits a batch
+    (`_commit`), inserts a delivery (`_insert`), gives up on deliveries interrupted too often (`_give_up`),
+    probes (`probe`) and closes its connection (`_disconnect`). `interrupted_where` is the condition under
+    which a running row was interrupted (PostgreSQL: unless another replica holds its lane).
+    """
+
+    CLOSE_TIMEOUT = 10.0  # how long close() waits for the writer to commit what is queued
+    interrupted_where = "status=?"
+
+    def __init__(self, where: str, thread_name: str):
+        self.where = where
         self.last_error: str | None = None
+        self._closed = False
+        self._ops: "queue.Queue[tuple[Op, asyncio.Future | None] | None]" = queue.Queue()
+        self._thread = threading.Thread(target=self._write, name=thread_name, daemon=True)
+
+    # -- what a backend fills in ---------------------------------------------------------------
+
+    def _commit(self, batch: list[tuple[Op, asyncio.Future | None]]) -> list[tuple[asyncio.Future | None, Any,
+                                                                                BaseException | None]]:
+        """Run a batch in one transaction; each operation's (future, value, error). Only the failing ones fail."""
+        raise NotImplementedError
+
+    def _insert(self, db: Statements, params: tuple) -> int | None:
+        """INSERT_DELIVERY: the new row's seq, or None when its id is in the journal already."""
+        raise NotImplementedError
+
+    def _give_up(self, db: Statements, max_interrupted: int, error: str) -> list[str]:
+        """Fail the queued deliveries interrupted more than `max_interrupted` times, with `error`; their ids,
+        in seq order."""
+        raise NotImplementedError
+
+    def _closing_ops(self) -> list[Op]:
+        """Written last, at close, nobody waiting for them."""
+        return []
+
+    def _disconnect(self) -> None:
+        raise NotImplementedError
+
+    async def probe(self) -> None:
+        """A write that reaches the disk or the database: raises if the journal cannot be written."""
+        raise NotImplementedError
+
+    # -- the writer thread ---------------------------------------------------------------------
+
+    def _start_writer(self) -> None:
         self._thread.start()
 
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # FULL: the WAL is synced at every commit, so an acknowledged delivery survives a power cut too.
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA busy_timeout=5000")
-        migrate(conn)
-        return conn
-
-    # -- writer thread -------------------------------------------------------------------------
-
-    def _run(self) -> None:
+    def _write(self) -> None:
         while True:
             first = self._ops.get()
             if first is None:
@@ -240,43 +237,23 @@ class Journal:
                     self._ops.put(None)
                     break
                 batch.append(nxt)
-            self._commit(batch)
-        self._conn.close()
-
-    def _commit(self, batch: list) -> None:
-        results: list[tuple[asyncio.Future | None, Any, BaseException | None]] = []
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-            for fn, fut in batch:
-                self._conn.execute("SAVEPOINT op")
+            for fut, value, exc in self._commit(batch):
+                if fut is None:  # queued by close(): nobody waits for it
+                    continue
                 try:
-                    results.append((fut, fn(self._conn), None))
-                    self._conn.execute("RELEASE op")
-                except Exception as exc:  # this operation alone fails (a bug too): the writer goes on
-                    self._conn.execute("ROLLBACK TO op")
-                    self._conn.execute("RELEASE op")
-                    results.append((fut, None, exc))
-            self._conn.execute("COMMIT")
-            self.last_error = None
-        except sqlite3.Error as exc:  # the disk is full or gone: every caller in the batch hears of it
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            try:
-                self._conn.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass
-            results = [(fut, None, exc) for _, fut in batch]
-        for fut, value, exc in results:
-            if fut is not None:
-                fut.get_loop().call_soon_threadsafe(_settle, fut, value, exc)
+                    fut.get_loop().call_soon_threadsafe(_settle, fut, value, exc)
+                except RuntimeError:  # the caller's loop is gone; nobody is waiting
+                    pass
+        self._disconnect()
 
-    async def _submit(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    async def _submit(self, fn: Op) -> Any:
         if self._closed:
             raise RuntimeError("journal is closed")
         fut = asyncio.get_running_loop().create_future()
         self._ops.put((fn, fut))
         return await fut
 
-    def _post(self, fn: Callable[[sqlite3.Connection], Any]) -> asyncio.Future:
+    def _post(self, fn: Op) -> asyncio.Future:
         """Queue a write without waiting for it; a failure is logged, and the future holds it for whoever asks."""
         if self._closed:
             raise RuntimeError("journal is closed")
@@ -286,83 +263,68 @@ class Journal:
         return fut
 
     def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._ops.put(None)
-            self._thread.join(timeout=10)
+        if self._closed:
+            return
+        self._closed = True
+        for fn in self._closing_ops():
+            self._ops.put((fn, None))
+        self._ops.put(None)
+        if self._thread.is_alive():
+            self._thread.join(timeout=self.CLOSE_TIMEOUT)
 
     # -- operations ----------------------------------------------------------------------------
 
     async def record(self, d: NewDelivery) -> int | None:
-        """Commit a delivery and return its sequence number; None when its id was seen before (GitHub reuses ids)."""
-
-        def op(conn: sqlite3.Connection) -> int | None:
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO deliveries (id, event, action, repo, number, installation, lane,"
-                " received_at, body, status, not_before) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (d.id, d.event, d.action, d.repo, d.number, d.installation, d.lane, time.time(), d.body, d.status,
-                 d.not_before),
-            )
-            return cur.lastrowid if cur.rowcount == 1 else None
-
-        return await self._submit(op)
+        """Commit a delivery and return its sequence number; None when its id was seen before (GitHub reuses ids),
+        by any replica."""
+        return await self._submit(lambda db: self._insert(db, (
+            d.id, d.event, d.action, d.repo, d.number, d.installation, d.lane, time.time(), d.body, d.status,
+            d.not_before)))
 
     async def begin(self, seq: int) -> tuple[Delivery, int, dict[str, Effect]] | None:
-        """One round trip when a worker takes a delivery: count the attempt, mark it running, read its row
+        """One transaction when a worker takes a delivery: count the attempt, mark it running, read its row
         (payload included) and its ledger. None when it is no longer unfinished."""
 
-        def op(conn: sqlite3.Connection) -> tuple[Delivery, int, dict[str, Effect]] | None:
-            cur = conn.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL"
-                               " WHERE seq=? AND status IN (?, ?, ?)", (RUNNING, seq, *UNFINISHED))
+        def op(db: Statements) -> tuple[Delivery, int, dict[str, Effect]] | None:
+            cur = db.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL"
+                             " WHERE seq=? AND status IN (?, ?, ?)", (RUNNING, seq, *UNFINISHED))
             if cur.rowcount != 1:
                 return None
-            row = _fetch_one(conn, "WHERE seq=?", (seq,), with_body=True)
-            return row, row.attempts, _effects(conn, seq)
+            row = fetch_one(db, "WHERE seq=?", (seq,), with_body=True)
+            return row, row.attempts, read_effects(db, seq)
 
         return await self._submit(op)
 
     async def load(self, seq: int) -> Delivery | None:
         """The whole row with its payload, by sequence number (the backlog in memory holds only that)."""
-        return await self._submit(lambda conn: _fetch_one(conn, "WHERE seq=?", (seq,), with_body=True))
+        return await self._submit(lambda db: fetch_one(db, "WHERE seq=?", (seq,), with_body=True))
 
     async def finish(self, seq: int, status: str, error: str | None = None) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE deliveries SET status=?, error=?, finished_at=?, not_before=NULL WHERE seq=?",
-                (status, error, time.time(), seq),
-            )
-
-        await self._submit(op)
+        await self._submit(statement("UPDATE deliveries SET status=?, error=?, finished_at=?, not_before=NULL"
+                                     " WHERE seq=?", (status, error, time.time(), seq)))
 
     async def retry_later(self, seq: int, not_before: float, error: str) -> None:
         """A transient failure: the delivery waits in the journal until `not_before`, across restarts too."""
-
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE deliveries SET status=?, error=?, not_before=? WHERE seq=?",
-                         (RETRYING, error, not_before, seq))
-
-        await self._submit(op)
+        await self._submit(statement("UPDATE deliveries SET status=?, error=?, not_before=? WHERE seq=?",
+                                     (RETRYING, error, not_before, seq)))
 
     async def requeue(self, delivery_id: str) -> Delivery | None:
-        def op(conn: sqlite3.Connection) -> Delivery | None:
-            conn.execute(
-                "UPDATE deliveries SET status=?, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
-                " WHERE id=?", (QUEUED, delivery_id)
-            )
-            return _fetch_one(conn, "WHERE id=?", (delivery_id,), with_body=True)
+        def op(db: Statements) -> Delivery | None:
+            db.execute("UPDATE deliveries SET status=?, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
+                       " WHERE id=?", (QUEUED, delivery_id))
+            return fetch_one(db, "WHERE id=?", (delivery_id,), with_body=True)
 
         return await self._submit(op)
 
     async def relane(self, seq: int, number: int) -> str:
         """A delivery found to belong to PR `number`: it moves to that PR's lane; returns the lane."""
 
-        def op(conn: sqlite3.Connection) -> str:
-            found = conn.execute("SELECT repo FROM deliveries WHERE seq=?", (seq,)).fetchone()
+        def op(db: Statements) -> str:
+            found = db.execute("SELECT repo FROM deliveries WHERE seq=?", (seq,)).fetchone()
             if found is None:
                 raise LookupError(f"no delivery with seq {seq}")
-            repo = found[0]
-            name = lane(repo, number, None, "")
-            conn.execute("UPDATE deliveries SET number=?, lane=? WHERE seq=?", (number, name, seq))
+            name = lane(found[0], number, None, "")
+            db.execute("UPDATE deliveries SET number=?, lane=? WHERE seq=?", (number, name, seq))
             return name
 
         return await self._submit(op)
@@ -370,24 +332,19 @@ class Journal:
     async def recover(self, max_interrupted: int) -> list[str]:
         """At start: deliveries left running were interrupted; fail those interrupted too often (ids returned)."""
 
-        def op(conn: sqlite3.Connection) -> list[str]:
-            conn.execute("UPDATE deliveries SET interrupted=interrupted+1, status=? WHERE status=?", (QUEUED, RUNNING))
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM deliveries WHERE status=? AND interrupted>?", (QUEUED, max_interrupted))]
-            conn.execute(
-                "UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>?",
-                (FAILED, time.time(), f"interrupted by a crash more than {max_interrupted} times",
-                 QUEUED, max_interrupted))
-            return ids
+        def op(db: Statements) -> list[str]:
+            db.execute(f"UPDATE deliveries SET interrupted=interrupted+1, status=? WHERE {self.interrupted_where}",
+                       (QUEUED, RUNNING))
+            return self._give_up(db, max_interrupted, GIVE_UP_ERROR.format(max_interrupted))
 
         return await self._submit(op)
 
     async def unfinished(self) -> list[Queued]:
         """Queued, retrying and interrupted deliveries, oldest first, without payloads: resumed at start."""
 
-        def op(conn: sqlite3.Connection) -> list[Queued]:
-            rows = conn.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
-                                " WHERE status IN (?, ?, ?) ORDER BY seq", UNFINISHED)
+        def op(db: Statements) -> list[Queued]:
+            rows = db.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
+                              " WHERE status IN (?, ?, ?) ORDER BY seq", UNFINISHED).fetchall()
             return [Queued(seq, name, not_before, kind(event, action)) for seq, name, not_before, event, action in rows]
 
         return await self._submit(op)
@@ -395,87 +352,92 @@ class Journal:
     # -- the ledger of effects -----------------------------------------------------------------
 
     async def effects(self, seq: int) -> dict[str, Effect]:
-        return await self._submit(lambda conn: _effects(conn, seq))
+        return await self._submit(lambda db: read_effects(db, seq))
 
     async def intend(self, seq: int, key: str) -> None:
         """Written (and synced) just before a create is sent: a resumed delivery knows it may have happened."""
-
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO effects (seq, key, state, intended_at) VALUES (?,?,?,?)"
-                         " ON CONFLICT(seq, key) DO UPDATE SET intended_at=excluded.intended_at",
-                         (seq, key, INTENDED, time.time()))
-
-        await self._submit(op)
+        await self._submit(statement("INSERT INTO effects (seq, key, state, intended_at) VALUES (?,?,?,?)"
+                                     " ON CONFLICT (seq, key) DO UPDATE SET intended_at=excluded.intended_at",
+                                     (seq, key, INTENDED, time.time())))
 
     async def withdraw(self, seq: int, key: str) -> None:
         """An intent whose send GitHub answered with a refusal: it surely did not happen."""
-        await self._submit(lambda conn: conn.execute(
-            "DELETE FROM effects WHERE seq=? AND key=? AND state=?", (seq, key, INTENDED)))
+        await self._submit(statement("DELETE FROM effects WHERE seq=? AND key=? AND state=?", (seq, key, INTENDED)))
 
     def complete(self, seq: int, key: str, result: Any) -> asyncio.Future:
         """Queued, not waited for: the intent already guards the effect, so losing this row in a crash costs
         only a reconciliation, and it is committed before anything the same worker writes after it."""
-
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute("INSERT INTO effects (seq, key, state, result, done_at) VALUES (?,?,?,?,?)"
-                         " ON CONFLICT(seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
-                         " done_at=excluded.done_at", (seq, key, EFFECT_DONE, json.dumps(result), time.time()))
+        # JSON text in both: SQLite keeps it as TEXT, PostgreSQL casts it into its JSONB column.
+        def op(db: Statements) -> None:
+            db.execute("INSERT INTO effects (seq, key, state, result, done_at) VALUES (?,?,?,?,?)"
+                       " ON CONFLICT (seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
+                       " done_at=excluded.done_at", (seq, key, EFFECT_DONE, json.dumps(result), time.time()))
 
         return self._post(op)
 
     async def get(self, delivery_id: str) -> Delivery | None:
-        return await self._submit(lambda conn: _fetch_one(conn, "WHERE id=?", (delivery_id,), with_body=True))
+        return await self._submit(lambda db: fetch_one(db, "WHERE id=?", (delivery_id,), with_body=True))
 
     async def listing(self, *, status: str | None = None, limit: int = 50) -> list[Delivery]:
         if status:
-            return await self._submit(
-                lambda conn: _fetch(conn, "WHERE status=? ORDER BY seq DESC LIMIT ?", (status, limit))
-            )
-        return await self._submit(lambda conn: _fetch(conn, "ORDER BY seq DESC LIMIT ?", (limit,)))
+            return await self._submit(lambda db: fetch(db, "WHERE status=? ORDER BY seq DESC LIMIT ?",
+                                                       (status, limit)))
+        return await self._submit(lambda db: fetch(db, "ORDER BY seq DESC LIMIT ?", (limit,)))
 
     async def oldest_pending(self) -> float | None:
         """When the oldest unfinished delivery arrived (its age is the backlog's lag)."""
-        return await self._submit(lambda conn: conn.execute(
+        return await self._submit(lambda db: db.execute(
             "SELECT MIN(received_at) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0])
 
+    async def unfinished_count(self) -> int:
+        """How many deliveries wait or run (queued, running, retrying): the backlog, on every replica."""
+        return await self._submit(lambda db: int(db.execute(
+            "SELECT COUNT(*) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0]))
+
     async def counts(self) -> dict[str, int]:
-        return await self._submit(
-            lambda conn: dict(conn.execute("SELECT status, COUNT(*) FROM deliveries GROUP BY status").fetchall())
-        )
+        def op(db: Statements) -> dict[str, int]:
+            rows = db.execute("SELECT status, COUNT(*) FROM deliveries GROUP BY status").fetchall()
+            return {status: int(n) for status, n in rows}
+
+        return await self._submit(op)
 
     async def prune(self, older_than_days: float = 30.0) -> int:
         """Forget finished deliveries older than the cut-off; failed ones stay until handled."""
         cutoff = time.time() - older_than_days * 86400
 
-        def op(conn: sqlite3.Connection) -> int:
-            conn.execute("DELETE FROM effects WHERE seq IN (SELECT seq FROM deliveries WHERE status IN (?, ?)"
-                         " AND received_at < ?)", (DONE, IGNORED, cutoff))
-            return conn.execute(
-                "DELETE FROM deliveries WHERE status IN (?, ?) AND received_at < ?", (DONE, IGNORED, cutoff)
-            ).rowcount
+        def op(db: Statements) -> int:
+            db.execute("DELETE FROM effects WHERE seq IN (SELECT seq FROM deliveries WHERE status IN (?, ?)"
+                       " AND received_at < ?)", (DONE, IGNORED, cutoff))
+            return db.execute("DELETE FROM deliveries WHERE status IN (?, ?) AND received_at < ?",
+                              (DONE, IGNORED, cutoff)).rowcount
 
         return await self._submit(op)
 
-    async def probe(self) -> None:
-        """A write that touches the disk: raises if the journal cannot be written."""
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute("CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at REAL)")
-            conn.execute("INSERT OR REPLACE INTO probe (id, at) VALUES (1, ?)", (time.time(),))
 
-        await self._submit(op)
+def statement(sql: str, params: tuple) -> Op:
+    """An operation that runs one statement and returns nothing (its cursor stays on the writer thread)."""
 
+    def op(db: Statements) -> None:
+        db.execute(sql, params)
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply the migrations this file has not had yet; returns the schema version."""
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-        conn.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version={number}; COMMIT;")
-    return len(MIGRATIONS)
+    return op
 
 
-def _effects(conn: sqlite3.Connection, seq: int) -> dict[str, Effect]:
-    rows = conn.execute("SELECT key, state, result, intended_at FROM effects WHERE seq=?", (seq,))
+def read_effects(db: Statements, seq: int) -> dict[str, Effect]:
+    """A delivery's ledger rows by key; results are JSON in both engines (text here, whatever the column)."""
+    rows = db.execute("SELECT key, state, CAST(result AS TEXT), intended_at FROM effects WHERE seq=?",
+                      (seq,)).fetchall()
     return {k: Effect(k, state, json.loads(result) if result else None, at) for k, state, result, at in rows}
+
+
+def fetch(db: Statements, where: str, params: tuple, *, with_body: bool = False) -> list[Delivery]:
+    cols = COLUMNS + (", body" if with_body else "")
+    return [Delivery(*row) for row in db.execute(f"SELECT {cols} FROM deliveries {where}", params).fetchall()]
+
+
+def fetch_one(db: Statements, where: str, params: tuple, *, with_body: bool = False) -> Delivery | None:
+    rows = fetch(db, where, params, with_body=with_body)
+    return rows[0] if rows else None
 
 
 def _log_failure(fut: asyncio.Future) -> None:
@@ -491,13 +453,3 @@ def _settle(fut: asyncio.Future, value: Any, exc: BaseException | None) -> None:
         fut.set_exception(exc)
     else:
         fut.set_result(value)
-
-
-def _fetch(conn: sqlite3.Connection, where: str, params: tuple, *, with_body: bool = False) -> list[Delivery]:
-    cols = COLUMNS + (", body" if with_body else "")
-    return [Delivery(*row) for row in conn.execute(f"SELECT {cols} FROM deliveries {where}", params)]
-
-
-def _fetch_one(conn: sqlite3.Connection, where: str, params: tuple, *, with_body: bool = False) -> Delivery | None:
-    rows = _fetch(conn, where, params, with_body=with_body)
-    return rows[0] if rows else None

@@ -1,11 +1,11 @@
 """The delivery journal on PostgreSQL (`SWEEPBOT_DB=postgresql://…`), for replicas that share one database.
 
-The same interface and the same behaviour as the SQLite journal (`bot.delivery.journal`; tests/test_journal_contract.py
-runs on both). The driver is psycopg 3, asynchronous. Its connection belongs to one event loop, while the
-journal is used from two (intake's and the workers'), so the journal runs a loop of its own on a thread, as
-the SQLite journal runs its writer thread: every operation goes through one queue to one connection, and the
-operations waiting together are committed in one transaction (group commit). An operation that fails alone
-fails only its caller: the batch is then run again one operation per transaction.
+The operations and their SQL are the base's (`bot.delivery.journal.Journal`, tests/test_journal_contract.py
+runs on both backends); this is how PostgreSQL connects, migrates, inserts, commits a batch, and what only
+replicas have: lanes under lease (`claim`, `renew`, `release`) and one write budget (`pace`). The driver is
+psycopg 3; its connection belongs to the journal's writer thread, as SQLite's does. The operations waiting
+together are committed in one transaction (group commit); an operation that fails alone fails only its
+caller: the batch is then run again one operation per transaction.
 
 A connection that breaks (the server restarted, the network cut) fails the operations it held; the next
 operation connects again, so the journal recovers by itself once the database is back.
@@ -14,19 +14,18 @@ operation connects again, so the journal recovers by itself once the database is
 from __future__ import annotations
 
 import asyncio
-import threading
+import functools
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from bot.telemetry import logs
-from bot.delivery.journal import (BATCH_MAX, COLUMNS, DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING,
-                         RUNNING, UNFINISHED, Delivery, Effect, JournalUnavailable, NewDelivery, Queued,
-                         _log_failure, _settle, safe_target)
-from bot.rules.lanes import kind, lane
+from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, RUNNING, UNFINISHED, COLUMNS, Delivery, Effect,
+                                  Journal, JournalUnavailable, Op, Statements, read_effects, safe_target,
+                                  statement)
+from bot.rules.lanes import kind
 
 CONNECT_TIMEOUT = 10  # seconds, unless the URL says (connect_timeout=)
 # Two replicas starting together must not both migrate: the migration holds this advisory lock.
@@ -124,64 +123,68 @@ class Claim:
     def lane(self) -> str:
         return self.delivery.lane
 
-Op = Callable[[psycopg.AsyncConnection], Awaitable[Any]]
+
+class PgStatements:
+    """A psycopg connection as the shared operations see it: `?` placeholders, as sqlite3 takes them (psycopg's
+    named `%(name)s` pass through: CANDIDATE, TAKE_LEASE)."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+
+    def execute(self, sql: str, params: Any = None) -> psycopg.Cursor:
+        return self.conn.execute(placeholders(sql), params)
 
 
-class PgJournal:
-    """PostgreSQL journal: one connection on a thread and loop of its own; concurrent writes committed together."""
+@functools.lru_cache(maxsize=512)
+def placeholders(sql: str) -> str:
+    """SQL in psycopg's paramstyle: each `?` becomes `%s` (no statement here has a `?` of another kind, such as
+    JSONB's operator, nor a literal `%`)."""
+    return sql.replace("?", "%s")
+
+
+class PgJournal(Journal):
+    """PostgreSQL journal: one connection on the writer thread; concurrent writes committed together."""
+
+    CLOSE_TIMEOUT = 30.0
+    # A running row is interrupted only where no replica holds its lane: another replica's delivery is not.
+    interrupted_where = ("status=? AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = deliveries.lane"
+                         " AND l.expires_at > clock_timestamp())")
 
     def __init__(self, url: str, *, connect_timeout: float = CONNECT_TIMEOUT, lease_seconds: float = LEASE_SECONDS):
-        self.where = safe_target(url)
+        super().__init__(safe_target(url), "journal-pg")
         self.lease_seconds = lease_seconds
         self._holders: set[str] = set()  # whose leases this process took: handed back at close
         self._url = url
         self._connect_timeout = connect_timeout
-        self.last_error: str | None = None
         self.schema_version = 0
-        self._closed = False
-        self._conn: psycopg.AsyncConnection | None = None
-        self._queue: asyncio.Queue | None = None
+        self._conn: psycopg.Connection | None = None
         self._conninfo = _conninfo(url)
         password = self._conninfo.get("password")
         self._password = str(password) if password else None
         logs.register_secret(self._password)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run_loop, name="journal-pg", daemon=True)
-        self._thread.start()
         try:
-            self.schema_version = asyncio.run_coroutine_threadsafe(self._open(), self._loop).result()
+            self.schema_version = migrate(self._connection())
         except Exception as exc:
-            self._stop_loop()
+            self._disconnect()
             raise JournalUnavailable(f"cannot open the journal at {self.where}: {self._describe(exc)}") from None
-        self._writer = asyncio.run_coroutine_threadsafe(self._write(), self._loop)
+        self._start_writer()
 
-    # -- the journal's own loop ----------------------------------------------------------------
-
-    def _run_loop(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
-        self._loop.close()
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=10)
-
-    async def _open(self) -> int:
-        self._queue = asyncio.Queue()
-        conn = await self._connection()
-        return await migrate(conn)
-
-    async def _connection(self) -> psycopg.AsyncConnection:
+    def _connection(self) -> psycopg.Connection:
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
-        if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+        self._disconnect()
         params: dict[str, Any] = {"autocommit": True, "application_name": "sweepbot"}
         if "connect_timeout" not in self._conninfo:
             params["connect_timeout"] = max(1, round(self._connect_timeout))
-        self._conn = await psycopg.AsyncConnection.connect(self._url, **params)
+        self._conn = psycopg.connect(self._url, **params)
         return self._conn
+
+    def _disconnect(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def _describe(self, exc: BaseException) -> str:
         text = f"{type(exc).__name__}: {' '.join(str(exc).split())}"  # libpq's several lines as one
@@ -189,39 +192,23 @@ class PgJournal:
             text = text.replace(self._password, "***")
         return text
 
-    async def _write(self) -> None:
-        assert self._queue is not None
-        stop = False
-        while not stop:
-            first = await self._queue.get()
-            if first is None:
-                break
-            batch = [first]
-            while len(batch) < BATCH_MAX and not self._queue.empty():
-                nxt = self._queue.get_nowait()
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            await self._commit(batch)
-        if self._conn is not None:
-            await self._conn.close()
-
-    async def _commit(self, batch: list[tuple[Op, asyncio.Future]]) -> None:
-        outcomes: list[tuple[asyncio.Future, Any, BaseException | None]] = []
+    def _commit(self, batch: list[tuple[Op, asyncio.Future | None]]) -> list[tuple[asyncio.Future | None, Any,
+                                                                                BaseException | None]]:
+        outcomes: list[tuple[asyncio.Future | None, Any, BaseException | None]] = []
         try:
-            conn = await self._connection()
+            conn = self._connection()
+            db = PgStatements(conn)
             try:
-                async with conn.transaction():
-                    values = [await fn(conn) for fn, _ in batch]
+                with conn.transaction():
+                    values = [fn(db) for fn, _ in batch]
                 outcomes = [(fut, value, None) for (_, fut), value in zip(batch, values)]
             except psycopg.OperationalError:
                 raise
             except Exception:  # one operation failed (a constraint, a bug): each alone, so that only it fails
                 for fn, fut in batch:
                     try:
-                        async with conn.transaction():
-                            outcomes.append((fut, await fn(conn), None))
+                        with conn.transaction():
+                            outcomes.append((fut, fn(db), None))
                     except psycopg.OperationalError:
                         raise
                     except Exception as exc:
@@ -231,216 +218,26 @@ class PgJournal:
             self.last_error = self._describe(exc)
             settled = {id(fut) for fut, _, _ in outcomes}
             outcomes += [(fut, None, exc) for _, fut in batch if id(fut) not in settled]
-        for fut, value, exc in outcomes:
-            if fut is None:  # queued by close(): nobody waits for it
-                continue
-            try:
-                fut.get_loop().call_soon_threadsafe(_settle, fut, value, exc)
-            except RuntimeError:  # the caller's loop is gone; nobody is waiting
-                pass
+        return outcomes
 
-    def _enqueue(self, fn: Op) -> asyncio.Future:
-        if self._closed:
-            raise RuntimeError("journal is closed")
-        fut = asyncio.get_running_loop().create_future()
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, (fn, fut))
-        return fut
+    def _closing_ops(self) -> list[Op]:
+        """SIGTERM: the lanes go back at once, not when their leases run out."""
+        return [_release_op(holder, None) for holder in sorted(self._holders)]
 
-    async def _submit(self, fn: Op) -> Any:
-        return await self._enqueue(fn)
+    def _insert(self, db: Statements, params: tuple) -> int | None:
+        row = db.execute(INSERT_DELIVERY + " RETURNING seq", params).fetchone()
+        return row[0] if row else None
 
-    def _post(self, fn: Op) -> asyncio.Future:
-        """Queue a write without waiting for it; a failure is logged, and the future holds it for whoever asks."""
-        fut = self._enqueue(fn)
-        fut.add_done_callback(_log_failure)
-        return fut
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        for holder in sorted(self._holders):  # SIGTERM: the lanes go back at once, not when their leases run out
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, (_release_op(holder, None), None))
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
-        try:
-            self._writer.result(timeout=30)
-        except Exception:
-            pass
-        self._stop_loop()
-
-    # -- operations ----------------------------------------------------------------------------
-
-    async def record(self, d: NewDelivery) -> int | None:
-        """Commit a delivery and return its sequence number; None when its id was seen before, by any replica."""
-
-        async def op(conn: psycopg.AsyncConnection) -> int | None:
-            cur = await conn.execute(
-                "INSERT INTO deliveries (id, event, action, repo, number, installation, lane, received_at, body,"
-                " status, not_before) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (id) DO NOTHING"
-                " RETURNING seq",
-                (d.id, d.event, d.action, d.repo, d.number, d.installation, d.lane, time.time(), d.body, d.status,
-                 d.not_before))
-            row = await cur.fetchone()
-            return row[0] if row else None
-
-        return await self._submit(op)
-
-    async def begin(self, seq: int) -> tuple[Delivery, int, dict[str, Effect]] | None:
-        """Count the attempt, mark it running, read its row (payload included) and its ledger; None when it is
-        no longer unfinished."""
-
-        async def op(conn: psycopg.AsyncConnection) -> tuple[Delivery, int, dict[str, Effect]] | None:
-            cur = await conn.execute(
-                f"UPDATE deliveries SET status=%s, attempts=attempts+1, not_before=NULL"
-                f" WHERE seq=%s AND status IN (%s, %s, %s) RETURNING {COLUMNS}, body", (RUNNING, seq, *UNFINISHED))
-            row = await cur.fetchone()
-            if row is None:
-                return None
-            d = _delivery(row)
-            return d, d.attempts, await _effects(conn, seq)
-
-        return await self._submit(op)
-
-    async def load(self, seq: int) -> Delivery | None:
-        return await self._submit(lambda conn: _fetch_one(conn, "WHERE seq=%s", (seq,), with_body=True))
-
-    async def finish(self, seq: int, status: str, error: str | None = None) -> None:
-        async def op(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute("UPDATE deliveries SET status=%s, error=%s, finished_at=%s, not_before=NULL"
-                               " WHERE seq=%s", (status, error, time.time(), seq))
-
-        await self._submit(op)
-
-    async def retry_later(self, seq: int, not_before: float, error: str) -> None:
-        async def op(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute("UPDATE deliveries SET status=%s, error=%s, not_before=%s WHERE seq=%s",
-                               (RETRYING, error, not_before, seq))
-
-        await self._submit(op)
-
-    async def requeue(self, delivery_id: str) -> Delivery | None:
-        async def op(conn: psycopg.AsyncConnection) -> Delivery | None:
-            cur = await conn.execute(
-                "UPDATE deliveries SET status=%s, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
-                f" WHERE id=%s RETURNING {COLUMNS}, body", (QUEUED, delivery_id))
-            row = await cur.fetchone()
-            return _delivery(row) if row else None
-
-        return await self._submit(op)
-
-    async def relane(self, seq: int, number: int) -> str:
-        async def op(conn: psycopg.AsyncConnection) -> str:
-            cur = await conn.execute("SELECT repo FROM deliveries WHERE seq=%s", (seq,))
-            row = await cur.fetchone()
-            if row is None:
-                raise LookupError(f"no delivery with seq {seq}")
-            name = lane(row[0], number, None, "")
-            await conn.execute("UPDATE deliveries SET number=%s, lane=%s WHERE seq=%s", (number, name, seq))
-            return name
-
-        return await self._submit(op)
-
-    async def recover(self, max_interrupted: int) -> list[str]:
-        """At start: deliveries left running were interrupted; fail those interrupted too often (ids returned)."""
-
-        async def op(conn: psycopg.AsyncConnection) -> list[str]:
-            # Only where no replica holds the lane: another replica's running delivery is not interrupted.
-            await conn.execute("UPDATE deliveries d SET interrupted=interrupted+1, status=%s WHERE status=%s"
-                               " AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = d.lane"
-                               " AND l.expires_at > clock_timestamp())", (QUEUED, RUNNING))
-            cur = await conn.execute(
-                "UPDATE deliveries SET status=%s, finished_at=%s, error=%s WHERE status=%s AND interrupted>%s"
-                " RETURNING seq, id",
-                (FAILED, time.time(), f"interrupted by a crash more than {max_interrupted} times", QUEUED,
-                 max_interrupted))
-            return [delivery_id for _, delivery_id in sorted(await cur.fetchall())]
-
-        return await self._submit(op)
-
-    async def unfinished(self) -> list[Queued]:
-        async def op(conn: psycopg.AsyncConnection) -> list[Queued]:
-            cur = await conn.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
-                                     " WHERE status IN (%s, %s, %s) ORDER BY seq", UNFINISHED)
-            return [Queued(seq, name, not_before, kind(event, action))
-                    for seq, name, not_before, event, action in await cur.fetchall()]
-
-        return await self._submit(op)
-
-    # -- the ledger of effects -----------------------------------------------------------------
-
-    async def effects(self, seq: int) -> dict[str, Effect]:
-        return await self._submit(lambda conn: _effects(conn, seq))
-
-    async def intend(self, seq: int, key: str) -> None:
-        async def op(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute("INSERT INTO effects (seq, key, state, intended_at) VALUES (%s,%s,%s,%s)"
-                               " ON CONFLICT (seq, key) DO UPDATE SET intended_at=excluded.intended_at",
-                               (seq, key, INTENDED, time.time()))
-
-        await self._submit(op)
-
-    async def withdraw(self, seq: int, key: str) -> None:
-        async def op(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute("DELETE FROM effects WHERE seq=%s AND key=%s AND state=%s", (seq, key, INTENDED))
-
-        await self._submit(op)
-
-    def complete(self, seq: int, key: str, result: Any) -> asyncio.Future:
-        """Queued, not waited for: committed before anything the same worker writes after it."""
-
-        async def op(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute("INSERT INTO effects (seq, key, state, result, done_at) VALUES (%s,%s,%s,%s,%s)"
-                               " ON CONFLICT (seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
-                               " done_at=excluded.done_at", (seq, key, EFFECT_DONE, Jsonb(result), time.time()))
-
-        return self._post(op)
-
-    async def get(self, delivery_id: str) -> Delivery | None:
-        return await self._submit(lambda conn: _fetch_one(conn, "WHERE id=%s", (delivery_id,), with_body=True))
-
-    async def listing(self, *, status: str | None = None, limit: int = 50) -> list[Delivery]:
-        if status:
-            return await self._submit(
-                lambda conn: _fetch(conn, "WHERE status=%s ORDER BY seq DESC LIMIT %s", (status, limit)))
-        return await self._submit(lambda conn: _fetch(conn, "ORDER BY seq DESC LIMIT %s", (limit,)))
-
-    async def oldest_pending(self) -> float | None:
-        async def op(conn: psycopg.AsyncConnection) -> float | None:
-            cur = await conn.execute("SELECT MIN(received_at) FROM deliveries WHERE status IN (%s, %s, %s)",
-                                     UNFINISHED)
-            return (await cur.fetchone())[0]
-
-        return await self._submit(op)
-
-    async def counts(self) -> dict[str, int]:
-        async def op(conn: psycopg.AsyncConnection) -> dict[str, int]:
-            cur = await conn.execute("SELECT status, COUNT(*) FROM deliveries GROUP BY status")
-            return {status: int(n) for status, n in await cur.fetchall()}
-
-        return await self._submit(op)
-
-    async def prune(self, older_than_days: float = 30.0) -> int:
-        """Forget finished deliveries older than the cut-off; failed ones stay until handled."""
-        cutoff = time.time() - older_than_days * 86400
-
-        async def op(conn: psycopg.AsyncConnection) -> int:
-            await conn.execute("DELETE FROM effects e USING deliveries d WHERE e.seq = d.seq"
-                               " AND d.status IN (%s, %s) AND d.received_at < %s", (DONE, IGNORED, cutoff))
-            cur = await conn.execute("DELETE FROM deliveries WHERE status IN (%s, %s) AND received_at < %s",
-                                     (DONE, IGNORED, cutoff))
-            return cur.rowcount
-
-        return await self._submit(op)
+    def _give_up(self, db: Statements, max_interrupted: int, error: str) -> list[str]:
+        # One statement: a row another replica changes meanwhile is either failed here and named, or not at all.
+        rows = db.execute("UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>?"
+                          " RETURNING seq, id", (FAILED, time.time(), error, QUEUED, max_interrupted)).fetchall()
+        return [delivery_id for _, delivery_id in sorted(rows)]
 
     async def probe(self) -> None:
         """A write that reaches the database: raises if the journal cannot be written."""
-
-        async def op(conn: psycopg.AsyncConnection) -> None:
-            await conn.execute("INSERT INTO probe (id, at) VALUES (1, %s) ON CONFLICT (id) DO UPDATE"
-                               " SET at=excluded.at", (time.time(),))
-
-        await self._submit(op)
-
+        await self._submit(statement("INSERT INTO probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE"
+                                     " SET at=excluded.at", (time.time(),)))
 
     # -- what several replicas share: lanes under lease, one write budget --------------------------------
 
@@ -453,23 +250,23 @@ class PgJournal:
         seconds = self.lease_seconds if lease is None else lease
         self._holders.add(holder)
 
-        async def op(conn: psycopg.AsyncConnection) -> Claim | None:
+        def op(db: Statements) -> Claim | None:
             at = time.time() if now is None else now
             for _ in range(CLAIM_TRIES):
-                cur = await conn.execute(CANDIDATE, {"now": at})
-                found = await cur.fetchone()
+                cur = db.execute(CANDIDATE, {"now": at})
+                found = cur.fetchone()
                 if found is None:
                     return None
                 seq, name, status = found
-                cur = await conn.execute(TAKE_LEASE, {"lane": name, "holder": holder, "lease": seconds})
-                if await cur.fetchone() is None:
+                cur = db.execute(TAKE_LEASE, {"lane": name, "holder": holder, "lease": seconds})
+                if cur.fetchone() is None:
                     continue  # another replica took this lane meanwhile: look again
-                cur = await conn.execute(
-                    "UPDATE deliveries SET status=%s, attempts=attempts+1, not_before=NULL,"
-                    " interrupted=interrupted + CASE WHEN status=%s THEN 1 ELSE 0 END"
-                    f" WHERE seq=%s RETURNING {COLUMNS}, body", (RUNNING, RUNNING, seq))
-                d = _delivery(await cur.fetchone())
-                return Claim(d, d.attempts, await _effects(conn, seq), taken_over=status == RUNNING)
+                cur = db.execute(
+                    "UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL,"
+                    " interrupted=interrupted + CASE WHEN status=? THEN 1 ELSE 0 END"
+                    f" WHERE seq=? RETURNING {COLUMNS}, body", (RUNNING, RUNNING, seq))
+                d = Delivery(*cur.fetchone())
+                return Claim(d, d.attempts, read_effects(db, seq), taken_over=status == RUNNING)
             return None
 
         return await self._submit(op)
@@ -479,11 +276,11 @@ class PgJournal:
         missing from the answer was lost (its lease ran out and another replica took it): stop working on it."""
         seconds = self.lease_seconds if lease is None else lease
 
-        async def op(conn: psycopg.AsyncConnection) -> list[str]:
-            cur = await conn.execute(
-                "UPDATE lanes SET expires_at = clock_timestamp() + make_interval(secs => %s),"
-                " renewed_at = clock_timestamp() WHERE holder=%s RETURNING lane", (seconds, holder))
-            return sorted(name for (name,) in await cur.fetchall())
+        def op(db: Statements) -> list[str]:
+            cur = db.execute(
+                "UPDATE lanes SET expires_at = clock_timestamp() + make_interval(secs => ?),"
+                " renewed_at = clock_timestamp() WHERE holder=? RETURNING lane", (seconds, holder))
+            return sorted(name for (name,) in cur.fetchall())
 
         return await self._submit(op)
 
@@ -495,20 +292,20 @@ class PgJournal:
         """The (event, action) of each unfinished delivery of `lane` after `seq`, in order: what a handler
         running `seq` may leave to a later delivery (the label settle)."""
 
-        async def op(conn: psycopg.AsyncConnection) -> list[tuple[str, str | None]]:
-            cur = await conn.execute("SELECT event, action FROM deliveries WHERE lane=%s AND seq>%s"
-                                     " AND status IN (%s, %s, %s) ORDER BY seq", (lane, seq, *UNFINISHED))
-            return [kind(event, action) for event, action in await cur.fetchall()]
+        def op(db: Statements) -> list[tuple[str, str | None]]:
+            cur = db.execute("SELECT event, action FROM deliveries WHERE lane=? AND seq>?"
+                         " AND status IN (?, ?, ?) ORDER BY seq", (lane, seq, *UNFINISHED))
+            return [kind(event, action) for event, action in cur.fetchall()]
 
         return await self._submit(op)
 
     async def leases(self) -> dict[str, str]:
         """The lanes held now, and by whom."""
 
-        async def op(conn: psycopg.AsyncConnection) -> dict[str, str]:
-            cur = await conn.execute("SELECT lane, holder FROM lanes WHERE expires_at > clock_timestamp()"
-                                     " ORDER BY lane")
-            return dict(await cur.fetchall())
+        def op(db: Statements) -> dict[str, str]:
+            cur = db.execute("SELECT lane, holder FROM lanes WHERE expires_at > clock_timestamp()"
+                         " ORDER BY lane")
+            return dict(cur.fetchall())
 
         return await self._submit(op)
 
@@ -520,45 +317,43 @@ class PgJournal:
         if limit <= 0:
             return 0.0
 
-        async def op(conn: psycopg.AsyncConnection) -> float:
-            await conn.execute("INSERT INTO write_pacing (key, sent) VALUES (%s, '{}') ON CONFLICT DO NOTHING",
-                               (key,))
-            cur = await conn.execute("SELECT sent, extract(epoch FROM clock_timestamp())::float8 FROM write_pacing"
-                                     " WHERE key=%s FOR UPDATE", (key,))
-            sent, clock = await cur.fetchone()
+        def op(db: Statements) -> float:
+            db.execute("INSERT INTO write_pacing (key, sent) VALUES (?, '{}') ON CONFLICT DO NOTHING", (key,))
+            cur = db.execute("SELECT sent, extract(epoch FROM clock_timestamp())::float8 FROM write_pacing"
+                             " WHERE key=? FOR UPDATE", (key,))
+            sent, clock = cur.fetchone()
             at = clock if now is None else now
             kept = sorted(t for t in sent if t > at - window)  # reservations still inside a window from now
             slot = at if len(kept) < limit else max(at, kept[-limit] + window)
             kept = sorted([*kept, slot])[-limit:]  # only the last `limit` can hold a later one back
-            await conn.execute("UPDATE write_pacing SET sent=%s WHERE key=%s", (kept, key))
+            db.execute("UPDATE write_pacing SET sent=? WHERE key=?", (kept, key))
             return slot - at
 
         return await self._submit(op)
 
 
 def _release_op(holder: str, lane: str | None) -> Op:
-    async def op(conn: psycopg.AsyncConnection) -> list[str]:
+    def op(db: Statements) -> list[str]:
         if lane is None:
-            cur = await conn.execute("DELETE FROM lanes WHERE holder=%s RETURNING lane", (holder,))
+            cur = db.execute("DELETE FROM lanes WHERE holder=? RETURNING lane", (holder,))
         else:
-            cur = await conn.execute("DELETE FROM lanes WHERE holder=%s AND lane=%s RETURNING lane", (holder, lane))
-        return sorted(name for (name,) in await cur.fetchall())
+            cur = db.execute("DELETE FROM lanes WHERE holder=? AND lane=? RETURNING lane", (holder, lane))
+        return sorted(name for (name,) in cur.fetchall())
 
     return op
 
 
-async def migrate(conn: psycopg.AsyncConnection) -> int:
+def migrate(conn: psycopg.Connection) -> int:
     """Apply the migrations this database has not had yet, in one transaction; returns the schema version."""
-    async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (one BOOLEAN PRIMARY KEY DEFAULT TRUE"
-                           " CHECK (one), version INTEGER NOT NULL)")
-        await conn.execute("INSERT INTO schema_version (version) VALUES (0) ON CONFLICT DO NOTHING")
-        cur = await conn.execute("SELECT version FROM schema_version")
-        version = (await cur.fetchone())[0]
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (one BOOLEAN PRIMARY KEY DEFAULT TRUE"
+                     " CHECK (one), version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version (version) VALUES (0) ON CONFLICT DO NOTHING")
+        version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
         for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-            await conn.execute(script)
-            await conn.execute("UPDATE schema_version SET version=%s", (number,))
+            conn.execute(script)
+            conn.execute("UPDATE schema_version SET version=%s", (number,))
     return max(version, len(MIGRATIONS))
 
 
@@ -568,27 +363,3 @@ def _conninfo(url: str) -> dict[str, Any]:
         return psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.Error:
         return {}
-
-
-def _delivery(row: tuple) -> Delivery:
-    *fields, body = row
-    return Delivery(*fields, body=bytes(body))
-
-
-async def _effects(conn: psycopg.AsyncConnection, seq: int) -> dict[str, Effect]:
-    cur = await conn.execute("SELECT key, state, result, intended_at FROM effects WHERE seq=%s", (seq,))
-    return {k: Effect(k, state, result, at) for k, state, result, at in await cur.fetchall()}
-
-
-async def _fetch(conn: psycopg.AsyncConnection, where: str, params: tuple, *,
-                 with_body: bool = False) -> list[Delivery]:
-    cols = COLUMNS + (", body" if with_body else "")
-    cur = await conn.execute(f"SELECT {cols} FROM deliveries {where}", params)
-    rows = await cur.fetchall()
-    return [_delivery(row) if with_body else Delivery(*row) for row in rows]
-
-
-async def _fetch_one(conn: psycopg.AsyncConnection, where: str, params: tuple, *,
-                     with_body: bool = False) -> Delivery | None:
-    rows = await _fetch(conn, where, params, with_body=with_body)
-    return rows[0] if rows else None

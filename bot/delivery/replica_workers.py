@@ -1,5 +1,6 @@
-"""Workers that share one PostgreSQL journal with other replicas: lanes under lease, per-PR order, any replica.
+"""The lease scheduler: replicas that share one PostgreSQL journal; lanes under lease, per-PR order, any replica.
 
+It decides what runs and when; the shared `bot.delivery.runner.Runner` runs it, as for the in-memory scheduler.
 Nothing is held in memory between deliveries: each worker claims the next runnable delivery of a lane no
 replica holds (`PgJournal.claim`, `FOR UPDATE SKIP LOCKED` and a lease row per lane), runs it, and hands the
 lane back. A heartbeat renews the leases this replica holds; a replica that stops renewing (SIGKILL, a cut
@@ -18,14 +19,14 @@ import time
 import uuid
 
 from bot.telemetry import logs
-from bot.delivery.journal import FAILED, Delivery
+from bot.delivery.journal import Delivery
 from bot.delivery.journal_pg import Claim, PgJournal
-from bot.rules.lanes import unresolved_sha
+from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner
 from bot.telemetry.metrics import Metrics
-from bot.delivery.workers import Process, Resolve, Workers
 
 POLL = 0.25  # how often an idle worker looks for work another replica recorded (its own wakes it at once)
 HEARTBEATS_PER_LEASE = 3  # renewals in one lease time: two can be missed before the lease runs out
+BACKLOG_TIMEOUT = 2.0  # how long /metrics waits for the shared backlog before showing the last one it read
 
 
 def replica_name() -> str:
@@ -33,19 +34,27 @@ def replica_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class ReplicaWorkers(Workers):
+class ReplicaWorkers:
     def __init__(self, journal: PgJournal, process: Process, metrics: Metrics, *, holder: str | None = None,
-                 lease: float | None = None, poll: float = POLL, resolve: Resolve | None = None,
-                 **options: float) -> None:
-        super().__init__(journal, process, metrics, resolve=resolve, **options)
-        self.journal: PgJournal = journal
+                 lease: float | None = None, poll: float = POLL, concurrency: int = 8, max_attempts: int = 3,
+                 retry_delay: float = 2.0, retry_for: float = RETRY_FOR, max_retry_delay: float = MAX_RETRY_DELAY,
+                 resolve: Resolve | None = None) -> None:
+        self.journal = journal
+        self.metrics = metrics
+        self.concurrency = concurrency
+        self.runner = Runner(journal, process, metrics, max_attempts=max_attempts, retry_delay=retry_delay,
+                             retry_for=retry_for, max_retry_delay=max_retry_delay, resolve=resolve)
         self.holder = holder or replica_name()
         self.lease = journal.lease_seconds if lease is None else lease
         self.poll = poll
         self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+        self._busy: set[asyncio.Task] = set()
+        self._stopping = False
         self._lanes: dict[str, asyncio.Task] = {}  # lane -> the worker running its head here
         self._waiting: dict[str, list[tuple[str, str | None]]] = {}
         self._heartbeat: asyncio.Task | None = None
+        self._backlog = 0  # the shared backlog as last read
 
     async def start(self) -> int:
         """Start the workers and the heartbeat; nothing to resume here: unfinished rows are claimed."""
@@ -58,15 +67,31 @@ class ReplicaWorkers(Workers):
         """This replica recorded a delivery: look for work now rather than at the next poll."""
         self._wake.set()
 
+    @property
+    def journal_error(self) -> str | None:
+        return self.runner.journal_error
+
+    def last_try(self, d: Delivery) -> bool:
+        return self.runner.last_try(d)
+
     def waiting(self, lane: str) -> list[tuple[str, str | None]]:
         return list(self._waiting.get(lane, ()))
 
     def held(self) -> list[str]:
         return sorted(self._lanes)
 
+    async def backlog(self) -> int:
+        """Deliveries waiting or running on any replica: the work is shared, so the backlog is the database's.
+        When it cannot be read in time (the database is away), the last one read."""
+        try:
+            self._backlog = await asyncio.wait_for(self.journal.unfinished_count(), BACKLOG_TIMEOUT)
+        except Exception as exc:
+            logs.event("could not read the shared backlog", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+        return self._backlog
+
     async def _work(self) -> None:
         while not self._stopping:
-            claim = await self._journal(lambda: self.journal.claim(self.holder, lease=self.lease))
+            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease))
             if claim is None:
                 self._wake.clear()
                 try:
@@ -75,7 +100,7 @@ class ReplicaWorkers(Workers):
                     pass
                 continue
             lane = claim.lane
-            run = asyncio.create_task(self._run_claim(claim), name=f"run-{claim.delivery.id}")
+            run = asyncio.create_task(self._run(claim), name=f"run-{claim.delivery.id}")
             self._lanes[lane] = run
             self._busy.add(run)
             try:
@@ -88,26 +113,22 @@ class ReplicaWorkers(Workers):
                 self._busy.discard(run)
                 self._lanes.pop(lane, None)
                 self._waiting.pop(lane, None)
-            await self._journal(lambda: self.journal.release(self.holder, lane))
+            await self.runner.write(lambda: self.journal.release(self.holder, lane))
 
-    async def _run_claim(self, claim: Claim) -> None:
+    async def _run(self, claim: Claim) -> None:
         d = claim.delivery
         if claim.taken_over:
             logs.event("delivery taken over from a replica whose lease ran out", delivery=d.id, lane=d.lane,
                        interrupted=d.interrupted)
-            if d.interrupted >= self.max_attempts:
-                await self._journal(lambda: self.journal.finish(d.seq, FAILED, "interrupted again and again"))
-                logs.event("delivery failed: interrupted again and again", logging.ERROR, delivery=d.id)
-                self.metrics.deliveries.labels(d.event, "failed").inc()
+            if d.interrupted >= self.runner.max_attempts:
+                await self.runner.give_up(d, "interrupted again and again")
                 return
-        if self.resolve is not None and unresolved_sha(d.lane) and await self._moved_to_its_pr(d):
+        if await self.runner.moved(d) is not None:
+            # In the database, for whichever replica takes the PR's lane next (nothing is held in memory here).
+            await self.runner.write(lambda: self.journal.retry_later(d.seq, time.time(), "moved to its PR's lane"))
             return
-        self._waiting[d.lane] = await self._journal(lambda: self.journal.behind(d.seq, d.lane))
-        await self._execute(d, claim.attempt, claim.effects)
-
-    async def _requeue(self, d: Delivery, lane: str) -> None:
-        """In the database, for whichever replica takes the PR's lane next (nothing is held in memory here)."""
-        await self._journal(lambda: self.journal.retry_later(d.seq, time.time(), "moved to its PR's lane"))
+        self._waiting[d.lane] = await self.runner.write(lambda: self.journal.behind(d.seq, d.lane))
+        await self.runner.run(d, claim.attempt, claim.effects)  # a retry is a row: its time is in the journal
 
     async def _beat(self) -> None:
         """Renew this replica's leases; a lane missing from the answer was lost: stop working on it."""

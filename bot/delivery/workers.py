@@ -1,8 +1,9 @@
-"""Workers over the journal: one PR's deliveries in arrival order, different PRs concurrently.
+"""The in-memory scheduler (one process): one PR's deliveries in arrival order, different PRs concurrently.
 
-The backlog in memory is sequence numbers and lanes; payloads stay in the journal until a worker runs them.
-A delivery that fails transiently waits in the journal (`not_before`) while its lane waits behind it, so order
-holds across retries and restarts; a journal that cannot be written is retried in place until it can.
+It decides what runs and when; the shared `bot.delivery.runner.Runner` runs it (the processor, the outcome,
+retries, moving SHA-only deliveries). The backlog in memory is sequence numbers and lanes; payloads stay in the
+journal until a worker runs them. A delivery that fails transiently waits in the journal (`not_before`) while its
+lane waits behind it, so order holds across retries and restarts.
 """
 
 from __future__ import annotations
@@ -12,37 +13,24 @@ import collections
 import dataclasses
 import logging
 import time
-import traceback
-from typing import Awaitable, Callable, TypeVar
 
 from bot.telemetry import logs
-from bot.delivery.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
-from bot.delivery.journal import DONE, FAILED, UNFINISHED, Delivery, Journal, Queued
-from bot.rules.lanes import kind, unresolved_sha
+from bot.delivery.failures import BUG, PERMANENT, TRANSIENT
+from bot.delivery.journal import UNFINISHED, Delivery, JournalBackend, Queued
+from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner
+from bot.rules.lanes import kind
 from bot.telemetry.metrics import Metrics
-
-Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows
-Resolve = Callable[[Delivery], Awaitable["int | None"]]
-T = TypeVar("T")
-
-RETRY_FOR = 6 * 3600.0  # transient failures are retried this long after the delivery arrived
-MAX_RETRY_DELAY = 600.0
-JOURNAL_RETRY_MAX = 30.0  # longest pause between tries of a journal write that keeps failing
 
 
 class Workers:
-    def __init__(self, journal: Journal, process: Process, metrics: Metrics, *, concurrency: int = 8,
+    def __init__(self, journal: JournalBackend, process: Process, metrics: Metrics, *, concurrency: int = 8,
                  max_attempts: int = 3, retry_delay: float = 2.0, retry_for: float = RETRY_FOR,
                  max_retry_delay: float = MAX_RETRY_DELAY, resolve: Resolve | None = None):
         self.journal = journal
-        self.resolve = resolve
-        self.process = process
         self.metrics = metrics
         self.concurrency = concurrency
-        self.max_attempts = max_attempts
-        self.retry_delay = retry_delay
-        self.retry_for = retry_for
-        self.max_retry_delay = max_retry_delay
+        self.runner = Runner(journal, process, metrics, max_attempts=max_attempts, retry_delay=retry_delay,
+                             retry_for=retry_for, max_retry_delay=max_retry_delay, resolve=resolve)
         # A lane is its head; only a lane with more than one delivery has a deque (most PRs have one at a time).
         self._heads: dict[str, Queued] = {}
         self._behind: dict[str, collections.deque[Queued]] = {}
@@ -53,12 +41,11 @@ class Workers:
         self._idle = asyncio.Event()
         self._idle.set()
         self._stopping = False
-        self.pending = 0
-        self.journal_error: str | None = None
+        self.pending = 0  # deliveries submitted and not yet finished: the backlog
 
     async def start(self) -> int:
         """Resume what the journal holds unfinished, then start the workers; returns how many were resumed."""
-        given_up = await self.journal.recover(self.max_attempts)
+        given_up = await self.journal.recover(self.runner.max_attempts)
         for delivery_id in given_up:
             logs.event("delivery failed: interrupted again and again", logging.ERROR, delivery=delivery_id)
             self.metrics.deliveries.labels("unknown", "failed").inc()
@@ -80,11 +67,16 @@ class Workers:
         self._heads[queued.lane] = queued
         self._schedule(queued.lane)
 
+    @property
+    def journal_error(self) -> str | None:
+        return self.runner.journal_error
+
     def last_try(self, d: Delivery) -> bool:
-        """Whether a transient failure of this attempt would be the last: the next try would fall past the
-        retry window (so a handler can say "failed", not "retrying")."""
-        soonest = min(self.max_retry_delay, self.retry_delay * 2 ** max(d.attempts - 1, 0)) * 0.8
-        return time.time() + soonest - d.received_at > self.retry_for
+        return self.runner.last_try(d)
+
+    async def backlog(self) -> int:
+        """Deliveries waiting or running here (this process is the only one on its journal)."""
+        return self.pending
 
     def waiting(self, lane: str) -> list[tuple[str, str | None]]:
         """The (event, action) of each delivery queued behind the head of `lane`, in order."""
@@ -134,88 +126,19 @@ class Workers:
             if self.pending == 0:
                 self._idle.set()
 
-    async def _journal(self, op: Callable[[], Awaitable[T]]) -> T:
-        """A journal operation, tried until it succeeds: the delivery is never skipped for a full disk."""
-        pause = 0.1
-        while True:
-            try:
-                result = await op()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                error = f"{type(exc).__name__}: {exc}"
-                if self.journal_error != error:
-                    logs.event("journal write failed; trying again", logging.ERROR, error=error)
-                self.journal_error = error
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, JOURNAL_RETRY_MAX)
-                continue
-            if self.journal_error is not None:
-                logs.event("journal writable again")
-                self.journal_error = None
-            return result
-
     async def _run(self, queued: Queued) -> float | None:
-        """Run one delivery; returns when to try it again, or None once it is finished either way."""
-        if self.resolve is not None and unresolved_sha(queued.lane):
-            d = await self._journal(lambda: self.journal.load(queued.seq))
-            if d is not None and d.status in UNFINISHED and await self._moved_to_its_pr(d):
-                return None
-        begun = await self._journal(lambda: self.journal.begin(queued.seq))
+        """Run the head of a lane; returns when to try it again, or None once it is done with here."""
+        if self.runner.may_move(queued.lane):
+            d = await self.runner.write(lambda: self.journal.load(queued.seq))
+            if d is not None and d.status in UNFINISHED:
+                lane = await self.runner.moved(d)
+                if lane is not None:  # it waits in its PR's lane, behind what that lane holds
+                    self.submit(Queued(d.seq, lane, kind=kind(d.event, d.action)))
+                    return None
+        begun = await self.runner.write(lambda: self.journal.begin(queued.seq))
         if begun is None:
             return None  # finished meanwhile (e.g. `sweepbot redeliver` from another process)
-        return await self._execute(*begun)
-
-    async def _execute(self, d: Delivery, attempt: int, effects: dict) -> float | None:
-        """Process a delivery this worker has begun; finish it, or schedule its retry (returned)."""
-        with logs.context(delivery=d.id, event=d.event, action=d.action, repo=d.repo, pr=d.number):
-            try:
-                await self.process(d, effects)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                return await self._failed(d, attempt, exc)
-            await self._journal(lambda: self.journal.finish(d.seq, DONE))
-            self.metrics.deliveries.labels(d.event, "done").inc()
-            logs.event("delivery done", attempt=attempt)
-            return None
-
-    async def _moved_to_its_pr(self, d: Delivery) -> bool:
-        """Find the PR of a SHA-only delivery and move it to the end of that PR's lane."""
-        try:
-            number = await self.resolve(d)
-        except Exception as exc:  # GitHub cannot say now: run it where it is rather than hold it
-            logs.event("could not find the PR of a head SHA", logging.WARNING, delivery=d.id,
-                       error=f"{type(exc).__name__}: {exc}")
-            return False
-        if number is None:
-            return False
-        name = await self._journal(lambda: self.journal.relane(d.seq, number))
-        logs.event("delivery moved to its PR's lane", delivery=d.id, lane=name)
-        await self._requeue(d, name)
-        return True
-
-    async def _requeue(self, d: Delivery, lane: str) -> None:
-        """A delivery moved to `lane` waits there again, behind what the lane holds."""
-        self.submit(Queued(d.seq, lane, kind=kind(d.event, d.action)))
-
-    async def _failed(self, d: Delivery, attempt: int, exc: Exception) -> float | None:
-        kind = classify(exc)
-        error = f"{type(exc).__name__}: {exc}"
-        trace = traceback.format_exc(limit=8)
-        too_old = time.time() - d.received_at > self.retry_for
-        if kind == PERMANENT or (kind == BUG and attempt >= self.max_attempts) or (kind == TRANSIENT and too_old):
-            await self._journal(lambda: self.journal.finish(d.seq, FAILED, error))
-            self.metrics.deliveries.labels(d.event, "failed").inc()
-            logs.event("delivery failed", logging.ERROR, error=error, kind=kind, attempt=attempt, trace=trace)
-            return None
-        delay = retry_delay(kind, attempt, base=self.retry_delay, cap=self.max_retry_delay)
-        not_before = time.time() + delay
-        await self._journal(lambda: self.journal.retry_later(d.seq, not_before, error))
-        self.metrics.deliveries.labels(d.event, "retrying").inc()
-        logs.event("delivery failed, will retry", logging.WARNING, attempt=attempt, error=error, kind=kind,
-                   retry_in=round(delay, 2), trace=trace if kind == BUG else None)
-        return not_before
+        return await self.runner.run(*begun)
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self._idle.wait(), timeout)
