@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Awaitable
 
-from gidgethub import routing, sansio
+from gidgethub import routing
 
-from bot.rules import lanes
 
 from bot.telemetry import logs
 
 from bot.core import offload
 from bot.core.config import Settings
 from bot.github.client import GitHubApp, SharedWritePacer
-from bot.effects.executor import JournalLedger
 from bot.delivery.journal import Delivery, JournalBackend, NewDelivery
 from bot.delivery.journal_open import open_journal
 from bot.core.processing import Processor
@@ -60,17 +57,17 @@ class Bot:
                 self._loop = WorkerLoop()
             options = dict(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
                            retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
-                           resolve=self.pr_of_sha)
+                           resolve=self.processor.pr_of_delivery)
             if self.shared:  # replicas share the work, the timers and the write budget through the database
                 from bot.delivery.replica_workers import ReplicaWorkers
 
-                self.workers = ReplicaWorkers(self.journal, self.handle, self.metrics,
+                self.workers = ReplicaWorkers(self.journal, self._process, self.metrics,
                                               lease=self.settings.lease_seconds, **options)
                 limit = self.settings.writes_per_minute
                 self.app.shared_pacer = lambda installation: SharedWritePacer(
                     self.journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
             else:
-                self.workers = Workers(self.journal, self.handle, self.metrics, **options)
+                self.workers = Workers(self.journal, self._process, self.metrics, **options)
             await self._on_workers(self.workers.start())
 
     @property
@@ -96,22 +93,9 @@ class Bot:
         if self.workers is not None:
             await self._on_workers(self.workers.wait_idle(timeout))
 
-    async def pr_of_sha(self, d: Delivery) -> int | None:
-        """The open PR whose head is this SHA (a fork's run names no PR), from GitHub."""
-        found = lanes.unresolved_sha(d.lane)
-        if found is None or d.installation is None:
-            return None
-        repo, sha = found
-        return await self.processor.pr_of_sha(d.installation, repo, sha)
-
-    async def handle(self, d: Delivery, effects: dict) -> None:
-        """One delivery as a worker took it, with its ledger rows read in the same journal round trip."""
-        event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
-        ledger = JournalLedger(self.journal, d.seq, effects)
-        workers = self.workers
-        await self.processor.process(event, ledger=ledger,
-                                     waiting=(lambda: workers.waiting(d.lane)) if workers is not None else None,
-                                     last_try=workers is not None and workers.last_try(d))
+    def _process(self, d: Delivery, effects: dict) -> Awaitable[None]:
+        """The scheduler's one call into the processor: the delivery, its ledger rows, this journal and scheduler."""
+        return self.processor.process_delivery(d, effects, self.journal, self.workers)
 
     async def _database_health(self) -> dict[str, Any]:
         """The shared database: reachable, how long the oldest pending delivery has waited, the leases held."""

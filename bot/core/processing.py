@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, MutableMapping
@@ -14,7 +15,9 @@ from bot.rules import lanes
 from bot.telemetry import logs
 from bot.effects.comments import PER_PAGE, CommentStore
 from bot.rules.links import repo_api
-from bot.effects.executor import DryRun, Executor, Ledger, MemoryLedger
+from bot.delivery.journal import Delivery, Journal
+from bot.delivery.runner import Scheduler
+from bot.effects.executor import DryRun, Executor, JournalLedger, Ledger, MemoryLedger
 from bot.github.client import GitHubApp, GitHubClient
 from bot.telemetry.metrics import Metrics
 from bot.core.permissions import PERMISSION_TTL, Permissions
@@ -150,6 +153,23 @@ class Processor:
         self.known_labels: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.known_checks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.permissions: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL)
+
+    async def process_delivery(self, d: Delivery, effects: dict, journal: Journal, scheduler: Scheduler | None
+                               ) -> None:
+        """One delivery as a scheduler took it, with its ledger rows read in the same journal round trip: the one
+        way bot/delivery reaches the processor (with `pr_of_delivery`)."""
+        event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
+        await self.process(event, ledger=JournalLedger(journal, d.seq, effects),
+                           waiting=(lambda: scheduler.waiting(d.lane)) if scheduler is not None else None,
+                           last_try=scheduler is not None and scheduler.last_try(d))
+
+    async def pr_of_delivery(self, d: Delivery) -> int | None:
+        """The PR of a delivery waiting in a SHA lane (a fork's run names only its head SHA); None when none."""
+        found = lanes.unresolved_sha(d.lane)
+        if found is None or d.installation is None:
+            return None
+        repo, sha = found
+        return await self.pr_of_sha(d.installation, repo, sha)
 
     async def pr_of_sha(self, installation: int, repo: str, sha: str) -> int | None:
         """The open PR of `repo` whose head is `sha` (a fork's run names no PR), as GitHub says."""
