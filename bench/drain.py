@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from bot.app.sandbox import _generate_key  # noqa: E402
-from bot.github.webhook_signature import sign  # noqa: E402
+from bot.app.webhook_signature import sign  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
 from harness import free_port, start_server_process  # noqa: E402
 from harness import process_health as health  # noqa: E402

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from harness import free_port, start_server_process  # noqa: E402  (shared with the crash test)
-from bot.github.webhook_signature import sign  # noqa: E402
+from bot.app.webhook_signature import sign  # noqa: E402
 SECRET = "bench-secret"
 PAYLOAD_BYTES = 20 * 1024
 LEVELS = (1, 4, 16, 64)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import cachetools
 from gidgethub import routing, sansio
 
-from bot.rules import lanes
+from bot.delivery import lanes
 
 from bot.telemetry import logs
 from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, DispatchWorkflow, RemoveLabel

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from bot.app.server import MAX_BODY
-from bot.github.webhook_signature import sign, signature_ok
+from bot.app.webhook_signature import sign, signature_ok
 from harness import REPO, SECRET
 
 BODY = b'{"zen": "Keep it logically awesome."}'

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from gidgethub import routing
 
-from bot.rules.lanes import head_sha, lane, pr_number, unresolved_sha
+from bot.delivery.lanes import head_sha, lane, pr_number, unresolved_sha
 from harness import REPO
 
 SHA = "a" * 40

@@ -26,7 +26,7 @@ from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, log_secrets
 from bot.app.server import make_app
-from bot.github.webhook_signature import sign
+from bot.app.webhook_signature import sign
 
 
 def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[GitHubApp, Any]:

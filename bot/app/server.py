@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from gidgethub import sansio
 
-from bot.rules import lanes
+from bot.delivery import lanes
 
 from bot.telemetry import logs
 from bot.delivery.journal import IGNORED, QUEUED, NewDelivery
 from bot.telemetry.metrics import CONTENT_TYPE
-from bot.github.webhook_signature import signature_ok
+from bot.app.webhook_signature import signature_ok
 
 if TYPE_CHECKING:
     from bot.app.runtime import Bot

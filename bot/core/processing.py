@@ -11,7 +11,7 @@ import cachetools
 from gidgethub import routing, sansio
 
 from bot.effects import actions as act
-from bot.rules import lanes
+from bot.delivery import lanes
 from bot.telemetry import logs
 from bot.effects.comments import PER_PAGE, CommentStore
 from bot.rules.links import repo_api

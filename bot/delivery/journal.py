@@ -25,7 +25,7 @@ from typing import Any, Callable, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from bot.telemetry import logs
-from bot.rules.lanes import kind, lane
+from bot.delivery.lanes import kind, lane
 
 QUEUED, RUNNING, RETRYING, DONE, FAILED, IGNORED = "queued", "running", "retrying", "done", "failed", "ignored"
 UNFINISHED = (QUEUED, RUNNING, RETRYING)

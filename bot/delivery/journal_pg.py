@@ -25,7 +25,7 @@ from bot.telemetry import logs
 from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, RUNNING, UNFINISHED, COLUMNS, Delivery, Effect,
                                   Journal, JournalUnavailable, Op, Statements, read_effects, safe_target,
                                   statement)
-from bot.rules.lanes import kind
+from bot.delivery.lanes import kind
 
 CONNECT_TIMEOUT = 10  # seconds, unless the URL says (connect_timeout=)
 # Two replicas starting together must not both migrate: the migration holds this advisory lock.

@@ -19,7 +19,7 @@ from typing import Awaitable, Callable, Protocol, TypeVar
 from bot.telemetry import logs
 from bot.delivery.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
 from bot.delivery.journal import DONE, FAILED, Delivery, JournalBackend, Queued
-from bot.rules.lanes import unresolved_sha
+from bot.delivery.lanes import unresolved_sha
 from bot.telemetry.metrics import Metrics
 
 Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows

@@ -18,7 +18,7 @@ from bot.telemetry import logs
 from bot.delivery.failures import BUG, PERMANENT, TRANSIENT
 from bot.delivery.journal import UNFINISHED, Delivery, JournalBackend, Queued
 from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner
-from bot.rules.lanes import kind
+from bot.delivery.lanes import kind
 from bot.telemetry.metrics import Metrics
 
 
