@@ -21,7 +21,7 @@ from bot.telemetry import logs
 from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.effects.executor import JournalLedger
 from bot.github.client import GitHubApp, http_timeout, WritePacer
-from bot.delivery.journal import DONE, FAILED, JournalUnavailable
+from bot.delivery.journal import DONE, FAILED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, log_secrets
@@ -195,12 +195,19 @@ class _NoJournal:
         pass
 
 
-async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def _journal_or_say_why(settings: Settings) -> JournalBackend | None:
+    """The configured journal; None, with the reason on stderr (without a password), when it cannot be opened."""
     try:
-        journal = open_journal(settings.db_path)
+        return open_journal(settings.db_path)
     except JournalUnavailable as exc:
         print(f"sweepbot: {exc}", file=sys.stderr)
+        return None
+
+
+async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    journal = _journal_or_say_why(settings)
+    if journal is None:
         return 2
     try:
         found = await journal.get(delivery_id)
@@ -225,10 +232,8 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
 
 async def deliveries(settings: Settings, failed_only: bool, limit: int, out: TextIO | None = None) -> int:
     out = out or sys.stdout
-    try:
-        journal = open_journal(settings.db_path)
-    except JournalUnavailable as exc:
-        print(f"sweepbot: {exc}", file=sys.stderr)
+    journal = _journal_or_say_why(settings)
+    if journal is None:
         return 2
     try:
         rows = await journal.listing(status=FAILED if failed_only else None, limit=limit)
