@@ -21,7 +21,7 @@ import uuid
 from bot.telemetry import logs
 from bot.delivery.journal import Delivery
 from bot.delivery.journal_pg import Claim, PgJournal
-from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner
+from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
 from bot.telemetry.metrics import Metrics
 
 POLL = 0.25  # how often an idle worker looks for work another replica recorded (its own wakes it at once)
@@ -159,13 +159,7 @@ class ReplicaWorkers:
         self._wake.set()
         if self._heartbeat is not None:
             self._heartbeat.cancel()
-        busy = list(self._busy)
-        if busy:
-            logs.event("draining in-flight deliveries", count=len(busy), timeout=timeout)
-            await asyncio.wait(busy, timeout=timeout)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, *([self._heartbeat] if self._heartbeat else []), return_exceptions=True)
+        await finish_in_flight(list(self._busy), self._tasks, timeout, *([self._heartbeat] if self._heartbeat else []))
         try:
             released = await self.journal.release(self.holder)
         except Exception as exc:  # the database is away: the leases run out on their own

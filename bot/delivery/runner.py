@@ -48,6 +48,17 @@ class Scheduler(Protocol):
     async def drain(self, timeout: float) -> int: ...
 
 
+async def finish_in_flight(busy: list[asyncio.Task], tasks: list[asyncio.Task], timeout: float,
+                           *others: asyncio.Task) -> None:
+    """A scheduler's drain: let the `busy` tasks finish up to `timeout`, then cancel every task and wait for all."""
+    if busy:
+        logs.event("draining in-flight deliveries", count=len(busy), timeout=timeout)
+        await asyncio.wait(busy, timeout=timeout)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, *others, return_exceptions=True)
+
+
 class Runner:
     def __init__(self, journal: JournalBackend, process: Process, metrics: Metrics, *, max_attempts: int = 3,
                  retry_delay: float = 2.0, retry_for: float = RETRY_FOR, max_retry_delay: float = MAX_RETRY_DELAY,

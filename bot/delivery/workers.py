@@ -17,7 +17,7 @@ import time
 from bot.telemetry import logs
 from bot.delivery.failures import BUG, PERMANENT, TRANSIENT
 from bot.delivery.journal import UNFINISHED, Delivery, JournalBackend, Queued
-from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner
+from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
 from bot.delivery.lanes import kind
 from bot.telemetry.metrics import Metrics
 
@@ -152,13 +152,7 @@ class Workers:
         idle = [t for t in self._tasks if t not in self._busy]
         for task in idle:
             task.cancel()
-        busy = list(self._busy)
-        if busy:
-            logs.event("draining in-flight deliveries", count=len(busy), timeout=timeout)
-            await asyncio.wait(busy, timeout=timeout)
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await finish_in_flight(list(self._busy), self._tasks, timeout)
         left = self.pending
         if left:
             logs.event("left for the next start", count=left)
