@@ -34,6 +34,17 @@ class Sleeps:
         self.calls.append(seconds)
 
 
+def wait_until_blocking(condition: Callable[[], Any], what: str, *, seconds: float = 60.0, every: float = 0.05) -> Any:
+    """`wait_until` for a test that is not a coroutine (one that drives server processes): the same bound, the
+    same failure naming `what`, sleeping the thread between asks."""
+    deadline = time.monotonic() + seconds
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds:g} s: {what}")
+        time.sleep(every)
+    return found
+
+
 async def wait_until(condition: Callable[[], Any], what: str, *, seconds: float = 30.0, every: float = 0.01) -> Any:
     """Ask `condition` (a function, or a coroutine function) until it returns something true, and return that;
     fail the test saying `what` did not happen once `seconds` have passed. The bound only stops a wait that would

@@ -18,7 +18,7 @@ from bot.app.cli import sign
 from bot.github.client import GitHubApp
 from bot.telemetry.metrics import Metrics
 from bot.testing.server import FakeGitHubError, FakeGitHubProcess
-from harness import free_port, process_health, start_server_process
+from harness import free_port, process_health, start_server_process, wait_until_blocking
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 SECRET = "fake-server-secret"
@@ -50,15 +50,6 @@ def seeded(fake: FakeGitHubProcess) -> str:
     fake.add_pull(repo, number=1, user="partner", head_repo=f"partner-{repo.split('/')[1]}/fork", files=[CHANGELOG])
     fake.add_token("maintainer-token", "maintainer")
     return repo
-
-
-def wait_until(predicate, seconds: float = 20.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def client(fake: FakeGitHubProcess, timeout: float = 5.0) -> httpx.Client:
@@ -121,11 +112,14 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
             try:
                 before = fake.count("GET", r"/issues/1/comments$")
                 assert deliver() == 202
-                assert wait_until(lambda: fake.count("GET", r"/issues/1/comments$") > before and
-                                (run == 2 or len(fake.comments(repo, 1)) == 2)), (tmp_path / f"log-{run}.jsonl"
-                                                                                 ).read_text()[-3000:]
+                try:
+                    wait_until_blocking(lambda: fake.count("GET", r"/issues/1/comments$") > before and
+                                        (run == 2 or len(fake.comments(repo, 1)) == 2),
+                                        "the bot read the comments (and, first run, wrote its two)", seconds=20)
+                except AssertionError as exc:
+                    raise AssertionError(f"{exc}\n" + (tmp_path / f"log-{run}.jsonl").read_text()[-3000:]) from None
                 # the delivery finished: every write it makes (a duplicate among them) has been made
-                assert wait_until(lambda: process_health(port)["backlog"] == 0), "the delivery never finished"
+                wait_until_blocking(lambda: process_health(port)["backlog"] == 0, "the delivery finished", seconds=20)
             finally:
                 bot.send_signal(signal.SIGKILL)
                 bot.wait(10)
@@ -156,12 +150,12 @@ def test_latency_commit_at_end_acts_only_after_the_delay(fake):
         with pytest.raises(httpx.ReadTimeout):
             http.post(f"/repos/{repo}/issues/1/labels", json={"labels": ["late"]})
         assert fake.issue_labels(repo, 1) == []
-        assert wait_until(lambda: fake.issue_labels(repo, 1) == ["late"])  # GitHub acts once the delay is over
+        wait_until_blocking(lambda: fake.issue_labels(repo, 1) == ["late"], "the delayed label applied", seconds=20)  # GitHub acts once the delay is over
         with pytest.raises(httpx.ReadTimeout):  # the rule holds until cleared
             http.get(f"/repos/{repo}/issues/1/labels")
         fake.clear_latency()
         assert [label["name"] for label in http.get(f"/repos/{repo}/issues/1/labels").json()] == ["late"]
-    assert wait_until(lambda: fake.count("GET", r"/labels$") == 2)  # the delayed GET is answered too, in this test
+    wait_until_blocking(lambda: fake.count("GET", r"/labels$") == 2, "the delayed GET answered", seconds=20)  # the delayed GET is answered too, in this test
     with pytest.raises(FakeGitHubError, match="commit must be"):
         fake.set_latency("GET", ".", 1.0, commit="middle")
 

@@ -15,26 +15,12 @@ from bot.github.client import SharedWritePacer
 from bot.delivery.journal import DONE, NewDelivery
 from bot.telemetry.metrics import Metrics
 from bot.delivery.replica_workers import ReplicaWorkers
-from harness import REPO, Sleeps
+from harness import REPO, Sleeps, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
 from test_workers import backlog_of, holding_router
 
 pytestmark = pytest.mark.timeout(120)  # every wait here is bounded: a hang fails the test instead
-
-
-async def until(condition, timeout: float = 20.0, every: float = 0.01) -> None:
-    """Poll `condition` (sync or async) until it holds; fail, saying so, after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = condition()
-        if asyncio.iscoroutine(found):
-            found = await found
-        if found:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still not so after {timeout} s")
-        await asyncio.sleep(every)
 
 
 def new(i: int, number: int, action: str = "labeled") -> NewDelivery:
@@ -95,7 +81,7 @@ async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it
 
     dead = ReplicaWorkers(replicas(), stuck, Metrics(), holder="dead", concurrency=1, lease=0.6, poll=0.02)
     await dead.start()
-    await until(dead.held)
+    await wait_until(dead.held, "the dead replica holds a lane")
     dead._heartbeat.cancel()  # a SIGKILL: no more heartbeats, and nothing handed back
     recorder = Recorder()
     alive = ReplicaWorkers(replicas(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
@@ -123,7 +109,7 @@ async def test_sigterm_hands_every_lease_back_at_once(replicas):
     replica = ReplicaWorkers(replicas(), slow, Metrics(), holder="leaving", concurrency=3, poll=0.02)
     await replica.start()
     await started.wait()
-    await until(lambda: len(replica.held()) == 3)
+    await wait_until(lambda: len(replica.held()) == 3, "the replica holds three lanes")
     assert set((await writer.leases()).values()) == {"leaving"}
     await replica.drain(0.05)  # the in-flight ones do not finish in time
     assert await writer.leases() == {}  # not 15 s later: at once
@@ -148,7 +134,7 @@ async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(replicas)
     journal.claim = claim
     replica = ReplicaWorkers(journal, recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
     await replica.start()
-    await until(lambda: len(claimed) >= 6)  # both workers looked three times or so, not a wait for a while
+    await wait_until(lambda: len(claimed) >= 6, "six claims made")  # both workers looked three times or so, not a wait for a while
     assert claimed[:6] == [None] * 6 and recorder.order == {}  # d2 waits behind its head, which waits for its time
     assert await writer.claim("another replica") is None  # and no other replica may take either
     await writer.retry_later(seq, time.time(), "now")

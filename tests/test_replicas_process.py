@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from bot.testing.server import FakeGitHubProcess
-from harness import free_port, post_webhook, process_health, start_server_process
+from harness import free_port, post_webhook, process_health, start_server_process, wait_until_blocking
 from postgres import postgres_db, postgres_url, restart_server  # noqa: F401
 
 SECRET = "replica-secret"
@@ -70,15 +70,6 @@ def wait_drained(db: str, timeout: float = DRAIN_TIMEOUT) -> None:
     raise AssertionError(f"{unfinished(db)} deliveries still unfinished after {timeout} s")
 
 
-def until(condition, what: str, timeout: float = 60.0, every: float = 0.05) -> None:
-    """Poll `condition` until it holds; fail, naming `what`, after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: still not so after {timeout} s")
-        time.sleep(every)
-
-
 def log_lines(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
 
@@ -108,7 +99,7 @@ def freeze_while_running_a_lane(proc, db: str, holder: str, tries: int = 100) ->
     landed; its leases last 3 s), so they are what it holds when it dies."""
     for _ in range(tries):
         proc.send_signal(signal.SIGSTOP)
-        until(lambda: stopped(proc), "the replica stopped", timeout=10, every=0.01)
+        wait_until_blocking(lambda: stopped(proc), "the replica stopped", seconds=10, every=0.01)
         reads = [running_lanes(db, holder)]
         while len(reads) < 2 or reads[-1] != reads[-2]:
             assert len(reads) < 20, "the lanes of a stopped replica kept changing"
@@ -117,7 +108,7 @@ def freeze_while_running_a_lane(proc, db: str, holder: str, tries: int = 100) ->
         if reads[-1]:
             return reads[-1]
         proc.send_signal(signal.SIGCONT)  # between two lanes: let it take the next one
-        until(lambda: not stopped(proc), "the replica running again", timeout=10, every=0.01)
+        wait_until_blocking(lambda: not stopped(proc), "the replica running again", seconds=10, every=0.01)
     raise AssertionError(f"the replica never ran a lane under lease in {tries} tries")
 
 
@@ -167,7 +158,7 @@ def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tm
                 deliveries.append(("pull_request", f"label-{n}-{step}", payload))
         statuses = post_all(ports, deliveries)
         assert statuses == [202] * len(deliveries)  # every one acknowledged: committed before the answer
-        until(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 60, "60 welcomes posted")
+        wait_until_blocking(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 60, "60 welcomes posted")
         dead = holder_of(tmp_path / "log-0.jsonl")
         held = freeze_while_running_a_lane(procs[0], postgres_db, dead)
         procs[0].send_signal(signal.SIGKILL)  # mid-drain, with lanes under lease and writes under way
@@ -207,7 +198,7 @@ def test_the_database_restarted_mid_drain_loses_nothing_that_was_acknowledged(tm
     try:
         statuses = post_all(ports, [("pull_request", f"r-open-{n}", opened(fake, repo, n)) for n in range(1, prs + 1)])
         assert statuses == [202] * prs
-        until(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 20, "20 welcomes posted")
+        wait_until_blocking(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 20, "20 welcomes posted")
         refused = []
 
         def while_down() -> None:  # intake answers 503 while the database is away
