@@ -24,6 +24,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from bot.rules.fingerprint import digest
+from bot.rules.pull_request import label_key
 
 # The order the status comment shows them in.
 CONDITIONS = ("changelog", "labels", "pull_request", "fork_approval", "merge_commit", "skip_marker", "reuse_pin",
@@ -198,12 +199,12 @@ class _Labels:
 
     @classmethod
     def read(cls, pr: GateInput, policy: Mapping[str, Any]) -> "_Labels":
-        primary_by_name = {p["name"].casefold(): (rank, p) for rank, p in enumerate(policy["labels"]["primary"])}
-        modifier_by_name = {name.casefold(): (rank, key, name)
+        primary_by_name = {label_key(p["name"]): (rank, p) for rank, p in enumerate(policy["labels"]["primary"])}
+        modifier_by_name = {label_key(name): (rank, key, name)
                             for rank, (key, name) in enumerate(policy["labels"]["modifiers"].items())}
         primaries, modifiers, untrusted, untrusted_primaries, unconfirmed = [], [], [], [], []
         for label in pr.labels:
-            folded = label.name.casefold()
+            folded = label_key(label.name)
             if folded not in primary_by_name and folded not in modifier_by_name:
                 continue  # not a sweep label
             if pr.is_fork and label.writer is None:
