@@ -179,7 +179,7 @@ def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: i
     taking a modifier off again, or removing the primary and adding it back, asks for a new run even for a
     commit and label set that ran before (whose run was cancelled, or failed), while a redelivered event,
     which changes no label, asks for none."""
-    names = sorted({name.casefold() for name in labels})
+    names = sorted({label_key(name) for name in labels})
     parts: tuple = (int(number), head_sha, names) if generation is None else (int(number), head_sha, names, generation)
     return f"sw-{int(number)}-{digest(*parts)[:12]}"
 
