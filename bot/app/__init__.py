@@ -1,1 +1,1 @@
-"""The process: command line, runtime wiring, webhook server, sandbox."""
+"""The process: command line, runtime wiring, the webhook server and its signature check, the sandbox."""

@@ -1,1 +1,1 @@
-"""Talking to GitHub: the HTTP client, App auth and installation tokens, pacing, errors."""
+"""Talking to GitHub's API: the HTTP client, App auth and installation tokens, retries, pacing, errors."""
