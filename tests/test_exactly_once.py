@@ -138,7 +138,8 @@ async def test_authentication_failures_show_in_healthz(make_harness):
         return health if health["authentication"] != "ok" else None
 
     health = await wait_until(refused, "/healthz reports the refused installation token")
-    assert health["ok"] is False and "installation token for 1" in health["authentication"]["1"]
+    assert "installation token for 1" in health["authentication"]["1"]
+    assert health["ok"] is True  # one installation's token is a warning, never the whole process out of rotation
     assert (await h.journal_row("a-1")).status in ("retrying", "running")  # kept, to run once GitHub takes it
 
 
@@ -220,7 +221,8 @@ async def test_a_dispatch_that_cannot_be_reconciled_is_not_sent_again_and_is_vis
     row = await h.journal_row("w-2")
     assert row.status == "failed" and "Unreconciled" in row.error
     health = await (await h.client.get("/healthz")).json()
-    assert health["ok"] is False and "d-1-zzz" in health["unreconciled_effects"][0]["effect"]
+    assert "d-1-zzz" in health["unreconciled_effects"][0]["effect"]
+    assert health["ok"] is True and health["warnings"][0]["name"] == "unreconciled_effect"  # a warning only
     (said,) = [c for c in h.github.comments(REPO, 2) if c["user"]["login"] == h.github.bot_login]
     assert said["body"].startswith("<!-- sweepbot:dispatch-unknown-d-1-zzz -->")
     assert "`d-1-zzz`" in said["body"] and "has **not** started it again" in said["body"]

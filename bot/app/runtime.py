@@ -24,7 +24,8 @@ from bot.core.templates import Templates
 from bot.delivery.runner import Scheduler
 from bot.delivery.workers import Workers
 
-HEALTH_PROBE_TIMEOUT = 2.0
+HEALTH_PROBE_TIMEOUT = 2.0  # each journal or database probe of /readyz and /healthz
+LOOP_ANSWER_TIMEOUT = 1.0  # /livez: the workers' loop must run a no-op within this long
 # How long a thread may hold the GIL while another waits (CPython's default is 5 ms): intake waits less.
 SWITCH_INTERVAL = 0.001
 
@@ -121,15 +122,62 @@ class Bot:
         if self._loop is not None:
             self._loop.stop()
 
-    async def health(self) -> dict[str, Any]:
+    async def liveness(self) -> dict[str, Any]:
+        """/livez: the server's loop answers (this runs on it) and so does the workers' loop; never GitHub
+        or the database. Not live means only a restart helps."""
+        report: dict[str, Any] = {"ok": True, "server_loop": "answering"}
+        if self._loop is not None:
+            try:
+                await asyncio.wait_for(self._loop.run(_answer()), LOOP_ANSWER_TIMEOUT)
+                report["workers_loop"] = "answering"
+            except Exception as exc:  # a stopped or stuck loop: the wait runs out
+                report["ok"] = False
+                report["workers_loop"] = (f"not answering within {LOOP_ANSWER_TIMEOUT:g} s"
+                                          if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}")
+        return report
+
+    def _workers_state(self) -> str:
+        """'running', 'none configured', or why the workers are not running."""
+        if self.settings.workers <= 0:
+            return "none configured"
+        if self.workers is None:
+            return "not started"
+        if self._loop is not None and not self._loop.thread.is_alive():
+            return "stopped: the workers' thread has ended"
+        tasks = getattr(self.workers, "_tasks", None)  # both schedulers keep their worker tasks there
+        if tasks is not None and tasks and all(task.done() for task in tasks):
+            return "stopped: every worker task has ended"
+        return "running"
+
+    async def readiness(self) -> dict[str, Any]:
+        """/readyz: this process can take deliveries: the journal (or database) answers a probe within
+        HEALTH_PROBE_TIMEOUT and the workers, when configured, are running. One installation or one effect
+        never makes it not ready."""
         report: dict[str, Any] = {"ok": True}
         try:
             await asyncio.wait_for(self.journal.probe(), HEALTH_PROBE_TIMEOUT)
-            counts = await asyncio.wait_for(self.journal.counts(), HEALTH_PROBE_TIMEOUT)
             report["journal"] = "writable"
         except Exception as exc:
             report["ok"] = False
             report["journal"] = f"not writable: {type(exc).__name__}: {exc}"
+        if self.workers is not None and self.workers.journal_error:
+            report["ok"] = False
+            report["journal"] = f"workers cannot write: {self.workers.journal_error}"
+        report["workers_state"] = self._workers_state()
+        if report["workers_state"] not in ("running", "none configured"):
+            report["ok"] = False
+        return report
+
+    async def health(self) -> dict[str, Any]:
+        """/healthz: the details. `ok` is live and ready (what /livez and /readyz answer together); what is
+        wrong for one installation, one effect or one repository is a named warning that never makes it false."""
+        live = await self.liveness()
+        report: dict[str, Any] = await self.readiness()
+        report["ok"] = report["ok"] and live["ok"]
+        report["live"] = live
+        try:
+            counts = await asyncio.wait_for(self.journal.counts(), HEALTH_PROBE_TIMEOUT)
+        except Exception:  # already said under "journal" when the journal is away
             counts = {}
         report["backlog"] = counts.get("queued", 0) + counts.get("running", 0) + counts.get("retrying", 0)
         report["retrying"] = counts.get("retrying", 0)
@@ -138,20 +186,31 @@ class Bot:
         if self.shared:
             report["database"] = await self._database_health()
             report["ok"] = report["ok"] and report["database"]["reachable"]
-        if self.workers is not None and self.workers.journal_error:
-            report["ok"] = False
-            report["journal"] = f"workers cannot write: {self.workers.journal_error}"
         report["last_github_error"] = self.metrics.last_github_error
-        report["authentication"] = dict(self.app.auth_problems) or "ok"
-        if self.app.auth_problems:
-            report["ok"] = False  # deliveries cannot be processed until the App can authenticate again
+        problems = self.app.auth_problems
+        report["authentication"] = {str(i): reason for i, reason in problems.items()} or "ok"
+        report["installations"] = {str(i): state for i, state in self.app.installations().items()}
         report["unreconciled_effects"] = list(self.metrics.unreconciled)
-        if self.metrics.unreconciled:
-            report["ok"] = False
         report["config_errors"] = {
             repo: list(problem.errors) for repo, problem in self.configs.problems.items()
         }
+        report["warnings"] = self._warnings(problems, report["unreconciled_effects"], report["config_errors"])
         return report
+
+    @staticmethod
+    def _warnings(auth: dict[int, str], unreconciled: list[dict], config_errors: dict[str, list[str]]) -> list[dict]:
+        """What someone should look at, each named; none of them fails readiness."""
+        warnings: list[dict[str, Any]] = [
+            {"name": "installation_cannot_authenticate", "installation": i, "reason": reason}
+            for i, reason in sorted(auth.items())]
+        warnings += [{"name": "unreconciled_effect", **effect} for effect in unreconciled]
+        warnings += [{"name": "repository_config_invalid", "repo": repo, "errors": errors}
+                     for repo, errors in sorted(config_errors.items())]
+        return warnings
+
+
+async def _answer() -> None:
+    """A no-op run on the workers' loop: that it returns at all says the loop is turning."""
 
 
 class WorkerLoop:

@@ -1,4 +1,4 @@
-"""The webhook server: verify, journal, acknowledge; plus /healthz and /metrics."""
+"""The webhook server: verify, journal, acknowledge; plus /livez, /readyz, /healthz and /metrics."""
 
 from __future__ import annotations
 
@@ -208,10 +208,26 @@ async def webhook(request: web.Request) -> web.Response:
     return web.json_response({"status": "queued"}, status=202)
 
 
-async def healthz(request: web.Request) -> web.Response:
-    bot: Bot = request.app[BOT_KEY]
-    report = await bot.health()
+def _health_response(report: dict[str, Any]) -> web.Response:
     return web.json_response(report, status=200 if report["ok"] else 503)
+
+
+async def livez(request: web.Request) -> web.Response:
+    """Liveness: the server's loop and the workers' loop answer (never GitHub, never the database)."""
+    bot: Bot = request.app[BOT_KEY]
+    return _health_response(await bot.liveness())
+
+
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness: the journal or database answers and the workers run; 503 takes this process out of rotation."""
+    bot: Bot = request.app[BOT_KEY]
+    return _health_response(await bot.readiness())
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """The details as JSON; 503 exactly when /livez or /readyz would be, never for a warning."""
+    bot: Bot = request.app[BOT_KEY]
+    return _health_response(await bot.health())
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -226,6 +242,8 @@ def make_app(bot: "Bot") -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[BOT_KEY] = bot
     app.router.add_post("/webhook", webhook)
+    app.router.add_get("/livez", livez)
+    app.router.add_get("/readyz", readyz)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
     return app

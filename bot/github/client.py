@@ -138,12 +138,29 @@ class SharedWritePacer:
 
 @dataclass
 class InstallationState:
-    """What every client of one installation shares: its ETag cache, write pacer and last rate limit seen."""
+    """What every client of one installation shares: its ETag cache, write pacer and last rate limit seen,
+    and whether it can authenticate (the times of the last success and failure, the failure's reason; never
+    a token), for /healthz. A success after a failure clears `failing`: no restart is needed."""
 
     installation_id: int
     pacer: WritePacer | SharedWritePacer
     etags: cachetools.LRUCache = field(default_factory=lambda: cachetools.LRUCache(ETAG_CACHE_SIZE))
     rate_limit: sansio.RateLimit | None = None
+    failing: bool = False  # the last authentication (token fetch, or a request with a fresh token) failed
+    last_success: float | None = None  # epoch seconds
+    last_failure: float | None = None
+    last_failure_reason: str | None = None
+
+    def authenticated(self) -> None:
+        self.failing, self.last_success = False, time.time()
+
+    def refused(self, reason: str) -> None:
+        self.failing, self.last_failure, self.last_failure_reason = True, time.time(), reason
+
+    def authentication(self) -> dict[str, Any]:
+        """This installation's authentication state as /healthz shows it."""
+        return {"authenticated": not self.failing, "last_success": self.last_success,
+                "last_failure": self.last_failure, "last_failure_reason": self.last_failure_reason}
 
 
 @dataclass(frozen=True)
@@ -321,10 +338,10 @@ class TokenSource:
         self._app.invalidate_token(self._id)
 
     def failed(self, reason: str) -> None:
-        self._app.auth_problems[self._id] = reason
+        self._app.auth_failed(self._id, reason)
 
     def succeeded(self) -> None:
-        self._app.auth_problems.pop(self._id, None)
+        self._app.auth_succeeded(self._id)
 
 
 class GitHubApp:
@@ -351,7 +368,22 @@ class GitHubApp:
         self._states: dict[int, InstallationState] = {}
         self._bot_login: asyncio.Future | None = None
         self.last_error: str | None = None
-        self.auth_problems: dict[int, str] = {}  # installation -> why it cannot authenticate now (for /healthz)
+
+    @property
+    def auth_problems(self) -> dict[int, str]:
+        """Installation -> why it cannot authenticate now (for /healthz); empty when every one can."""
+        return {i: state.last_failure_reason or "" for i, state in dict(self._states).items() if state.failing}
+
+    def installations(self) -> dict[int, dict[str, Any]]:
+        """Every installation seen so far and its authentication state (InstallationState.authentication)."""
+        states = dict(self._states)  # a copy: /healthz reads it while the workers' loop may add installations
+        return {i: state.authentication() for i, state in sorted(states.items())}
+
+    def auth_failed(self, installation_id: int, reason: str) -> None:
+        self._state(installation_id).refused(reason)
+
+    def auth_succeeded(self, installation_id: int) -> None:
+        self._state(installation_id).authenticated()
 
     @property
     def request_window(self) -> float:
@@ -394,8 +426,9 @@ class GitHubApp:
             )
         except (gidgethub.GitHubException, httpx.HTTPError) as exc:
             self.last_error = f"installation token for {installation_id}: {_describe(exc)}"
-            self.auth_problems[installation_id] = self.last_error
+            self.auth_failed(installation_id, self.last_error)
             raise
+        self.auth_succeeded(installation_id)  # a later fetch that works clears an earlier failure
         expires = datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00")).timestamp()
         token = Token(data["token"], expires)
         logs.register_secret(token.token)
