@@ -144,8 +144,7 @@ class Bot:
             return "not started"
         if self._loop is not None and not self._loop.thread.is_alive():
             return "stopped: the workers' thread has ended"
-        tasks = getattr(self.workers, "_tasks", None)  # both schedulers keep their worker tasks there
-        if tasks is not None and tasks and all(task.done() for task in tasks):
+        if not self.workers.tasks_alive():
             return "stopped: every worker task has ended"
         return "running"
 

@@ -80,6 +80,10 @@ class ReplicaWorkers:
     def held(self) -> list[str]:
         return sorted(self._lanes)
 
+    def tasks_alive(self) -> bool:
+        """False once every worker task has ended (a crash in the loop); True before they start."""
+        return not self._tasks or any(not task.done() for task in self._tasks)
+
     async def backlog(self) -> int:
         """Deliveries waiting or running on any replica: the work is shared, so the backlog is the database's.
         When it cannot be read in time (the database is away), the last one read."""

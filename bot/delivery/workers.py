@@ -74,6 +74,10 @@ class Workers:
     def last_try(self, d: Delivery) -> bool:
         return self.runner.last_try(d)
 
+    def tasks_alive(self) -> bool:
+        """False once every worker task has ended (a crash in the loop); True before they start."""
+        return not self._tasks or any(not task.done() for task in self._tasks)
+
     async def backlog(self) -> int:
         """Deliveries waiting or running here (this process is the only one on its journal)."""
         return self.pending
