@@ -45,10 +45,18 @@ async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys)
     assert "not a JSON object" in capsys.readouterr().err
 
 
+def backend_settings(backend, tmp_path, request) -> Settings:
+    return (sandbox_settings(tmp_path) if backend == "sqlite"
+            else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False))
+
+
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-async def test_deliveries_lists_failures_and_redeliver_runs_one_again(backend, tmp_path, capsys, request):
-    settings = (sandbox_settings(tmp_path) if backend == "sqlite"
-                else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False))
+async def test_deliveries_lists_failures_and_redeliver_queues_one_for_the_workers(backend, tmp_path, capsys,
+                                                                                  request):
+    """Regression (issue 18): `redeliver` ran the delivery in the CLI's own process (`journal.begin`) beside the
+    running workers, so on PostgreSQL a replica could run the same row, or a newer one of its PR, at the same
+    time, and both sent. It now only queues the row again; here no worker runs, so it stays queued."""
+    settings = backend_settings(backend, tmp_path, request)
     journal = open_journal(settings.db_path)
     payload = json.loads(EXAMPLE.read_text())
     seq = await journal.record(NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1,
@@ -62,16 +70,58 @@ async def test_deliveries_lists_failures_and_redeliver_runs_one_again(backend, t
     assert "abc-1" in listing and "error: GitHubBroken: 502" in listing and "failed 1" in listing
 
     assert await cli.redeliver(settings, "abc-1") == 0
-    assert "delivery abc-1 done (attempt 2)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "delivery abc-1 queued again (it was failed, 1 attempt(s))" in out and "GitHub write" not in out
+    assert "sweepbot redeliver --wait SECONDS abc-1" in out
     journal = open_journal(settings.db_path)
     row = await journal.get("abc-1")
     journal.close()
-    assert (row.status, row.attempts, row.error) == ("done", 2, None)
+    assert (row.seq, row.status, row.attempts, row.error) == (seq, "queued", 1, None)  # nothing ran it here
+
+    assert await cli.redeliver(settings, "abc-1", wait=0.0) == 1  # queued already, and no worker takes it
+    out = capsys.readouterr().out
+    assert "delivery abc-1 is queued already" in out and "still queued after 0 s" in out
 
     assert await cli.redeliver(settings, "nope") == 2
     assert f"no delivery 'nope' in {settings.db_path}" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_redeliver_wait_sees_the_running_workers_run_it_again(backend, make_harness, tmp_path, capsys,
+                                                                     request):
+    """The running server's workers (SQLite) or replicas (PostgreSQL, under the lane's lease) take the requeued
+    row, and `--wait` reports their outcome: the second attempt, done."""
+    from harness import REPO
+
+    settings = backend_settings(backend, tmp_path, request)
+    h = await make_harness(db_path=settings.db_path)
+    await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "opened"), delivery="again-1")
+    assert ((await h.journal_row("again-1")).status, (await h.journal_row("again-1")).attempts) == ("done", 1)
+
+    assert await cli.redeliver(settings, "again-1", wait=30.0, poll=0.05) == 0
+    out = capsys.readouterr().out
+    assert "delivery again-1 queued again (it was done, 1 attempt(s))" in out
+    assert "delivery again-1 done (attempt 2)" in out
+    await h.idle()
+
+
 async def test_redeliver_unknown_id_says_so(tmp_path, capsys):
     assert await cli.redeliver(sandbox_settings(tmp_path), "nope") == 2
     assert "no delivery 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+async def test_redeliver_leaves_a_running_delivery_alone(backend, tmp_path, capsys, request):
+    """A row a worker runs now is not queued a second time (which would let a second worker take it)."""
+    settings = backend_settings(backend, tmp_path, request)
+    journal = open_journal(settings.db_path)
+    seq = await journal.record(NewDelivery("run-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1, b"{}"))
+    await journal.begin(seq)
+    journal.close()
+    assert await cli.redeliver(settings, "run-1") == 0
+    assert "delivery run-1 is running already" in capsys.readouterr().out
+    journal = open_journal(settings.db_path)
+    assert await journal.requeue("run-1") is not None  # the journal refuses too, whoever asks
+    row = await journal.get("run-1")
+    journal.close()
+    assert (row.status, row.attempts) == ("running", 1)

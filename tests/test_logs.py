@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from bot.telemetry import logs
-from harness import REPO, SECRET
+from harness import REPO, SECRET, github_app
 
 
 @pytest.fixture
@@ -54,3 +54,39 @@ def test_registered_literal_secrets_are_cut(log_lines):
     logs.register_secret("hunter2-rotated")
     logs.event("config", value="secret is hunter2-rotated")
     assert log_lines()[0]["value"] == "secret is [redacted]"
+
+
+@pytest.fixture
+def installation(github):
+    github.add_repo(REPO, installation_id=1)
+    return github
+
+
+async def test_a_renewed_installation_token_is_cut_by_its_shape_never_registered(installation, app_key, log_lines):
+    """Regression (issue 18): each renewed installation token was appended to the literal secret list, never
+    pruned, and every log line ran one `str.replace` per entry; tokens are now cut by their `ghs_` shape."""
+    app = github_app(app_key)
+    before = list(logs._extra_secrets)
+    token = await app.token(1)
+    assert token not in logs._extra_secrets and logs._extra_secrets == before
+    logs.event("oops", detail=f"sent with {token} inside")
+    (line,) = [line for line in log_lines() if line["msg"] == "oops"]
+    assert token not in json.dumps(line) and line["detail"] == "sent with [redacted] inside"
+
+
+async def test_the_secret_list_stays_the_same_size_after_a_thousand_renewals(installation, app_key):
+    """Regression (issue 18): memory and per-line cost of scrubbing grew with uptime x installations."""
+    app = github_app(app_key)
+    await app.token(1)
+    size = len(logs._extra_secrets)
+    for _ in range(1000):
+        app.invalidate_token(1)
+        await app.token(1)
+    assert installation.tokens_issued == 1001
+    assert len(logs._extra_secrets) == size
+
+
+def test_the_fake_github_issues_tokens_of_githubs_shape(installation):
+    """The tests above hold only if the fake's tokens look like GitHub's (`ghs_` and 36 characters)."""
+    status, body = installation._route_post_access_token(None, 1)
+    assert status == 201 and logs.is_github_token(body["token"]) and not logs.is_github_token("not-a-token-at-all")

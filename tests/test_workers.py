@@ -316,3 +316,43 @@ async def test_metrics_backlog_counts_what_waits_and_runs(make_harness, github):
     release.set()
     await h.idle()
     assert backlog_of(await (await h.client.get("/metrics")).text()) == 0
+
+
+async def test_a_delivery_requeued_from_another_process_waits_behind_its_lane_and_runs_here(tmp_path):
+    """Issue 18: `sweepbot redeliver` only queues the row again (another process, another connection); the
+    running workers take it in, behind the delivery of its PR that runs now, never beside it."""
+    journal = SqliteJournal(str(tmp_path / "j.db"))
+    calls: list[str] = []
+    release = asyncio.Event()
+    d1_running = asyncio.Event()
+
+    async def process(d, *_):
+        calls.append(d.id)
+        if d.id == "d1":
+            d1_running.set()
+            await asyncio.wait_for(release.wait(), 10)
+
+    await record(journal, new(0), new(1))  # one PR: d0, then d1
+    workers = Workers(journal, process, Metrics(), concurrency=4, adopt_every=0.01)
+    await workers.start()
+    await asyncio.wait_for(d1_running.wait(), 10)
+    assert (await journal.get("d0")).status == "done"
+
+    cli_side = SqliteJournal(str(tmp_path / "j.db"))
+    requeued = await cli_side.requeue("d0")
+    cli_side.close()
+    seq0 = requeued.seq
+    for _ in range(1000):  # bounded: until the workers hold it
+        if seq0 in {q.seq for q in workers.queued()}:
+            break
+        await asyncio.sleep(0.01)
+    assert seq0 in {q.seq for q in workers.queued()}
+    await asyncio.sleep(0.05)  # several adoption rounds: it is held once and has not run beside d1
+    assert calls == ["d0", "d1"] and [q.seq for q in workers.queued()].count(seq0) == 1
+    release.set()
+    await workers.wait_idle(10)
+    assert calls == ["d0", "d1", "d0"]
+    row = await journal.get("d0")
+    assert (row.status, row.attempts) == ("done", 2)
+    await workers.drain(1)
+    journal.close()

@@ -19,9 +19,8 @@ from gidgethub import sansio
 
 from bot.telemetry import logs
 from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
-from bot.effects.executor import JournalLedger
 from bot.github.client import GitHubApp, http_timeout, WritePacer
-from bot.delivery.journal import DONE, FAILED, JournalBackend, JournalUnavailable
+from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, log_secrets
@@ -159,7 +158,7 @@ async def receive(settings: Settings, event_name: str, payload_path: str, dry_ru
 
 
 async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
-                    out: TextIO, ledger: Any = None) -> int:
+                    out: TextIO) -> int:
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
     if fake is not None:
@@ -173,7 +172,7 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
         if not bot.processor.wants(event):
             print(f"no handler wants {event_name}.{payload.get('action')}", file=out)
             return 0
-        outcome = await bot.processor.process(event, ledger=ledger, dry_run=dry_run,
+        outcome = await bot.processor.process(event, dry_run=dry_run,
                                               report=lambda line: print(line, file=out))
         print(f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
               f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}", file=out)
@@ -204,7 +203,15 @@ def _journal_or_say_why(settings: Settings) -> JournalBackend | None:
         return None
 
 
-async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None) -> int:
+REDELIVER_POLL = 0.5  # how often `redeliver --wait` reads the row
+
+
+async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None, *, wait: float | None = None,
+                    poll: float = REDELIVER_POLL) -> int:
+    """Hand a journal entry back to the running workers: queued again (seq, attempts and ledger kept), it runs in
+    its PR's lane order on whichever worker or replica takes the lane, never here beside them. With `wait`
+    (seconds), read the row until it finishes: 0 done or ignored, 1 failed again or still unfinished; 2 when
+    there is no such delivery or no journal."""
     out = out or sys.stdout
     journal = _journal_or_say_why(settings)
     if journal is None:
@@ -214,20 +221,44 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
         if found is None:
             print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
             return 2
-        requeued = await journal.requeue(delivery_id)
-        row, attempt, effects = await journal.begin(requeued.seq)  # as a worker takes it: attempt and ledger
-        ledger = JournalLedger(journal, row.seq, effects)  # effects done before are not done again
-        try:
-            code = await _run_once(settings, row.event, json.loads(row.body), row.id, False, out, ledger)
-        except Exception as exc:
-            await journal.finish(row.seq, FAILED, f"{type(exc).__name__}: {exc}")
-            print(f"delivery {delivery_id} failed again (attempt {attempt}): {exc}", file=out)
-            return 1
-        await journal.finish(row.seq, DONE)
-        print(f"delivery {delivery_id} done (attempt {attempt})", file=out)
-        return code
+        row = found if found.status in UNFINISHED else await journal.requeue(delivery_id)
+        if row is None:  # pruned meanwhile
+            print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
+            return 2
+        if found.status in UNFINISHED:
+            print(f"delivery {delivery_id} is {found.status} already: the workers take it in its lane's turn",
+                  file=out)
+        else:
+            print(f"delivery {delivery_id} queued again (it was {found.status}, {found.attempts} attempt(s)):"
+                  f" the running workers take it in its lane's turn", file=out)
+        if wait is None:
+            print(f"  see its outcome with `sweepbot deliveries`, or wait for it with"
+                  f" `sweepbot redeliver --wait SECONDS {delivery_id}`", file=out)
+            return 0
+        return await _wait_for(journal, delivery_id, wait, poll, out)
     finally:
         journal.close()
+
+
+async def _wait_for(journal: JournalBackend, delivery_id: str, wait: float, poll: float, out: TextIO) -> int:
+    """Read the row until it is finished or `wait` seconds have passed; say which."""
+    deadline = time.monotonic() + wait
+    while True:
+        row = await journal.get(delivery_id)
+        if row is None:
+            print(f"sweepbot: delivery {delivery_id!r} is gone from {journal.where} (pruned)", file=sys.stderr)
+            return 2
+        if row.status == DONE or row.status == IGNORED:
+            print(f"delivery {delivery_id} {row.status} (attempt {row.attempts})", file=out)
+            return 0
+        if row.status == FAILED:
+            print(f"delivery {delivery_id} failed again (attempt {row.attempts}): {row.error}", file=out)
+            return 1
+        if time.monotonic() >= deadline:
+            print(f"delivery {delivery_id} still {row.status} after {wait:g} s (is a server running on"
+                  f" {journal.where}?); see `sweepbot deliveries`", file=out)
+            return 1
+        await asyncio.sleep(min(poll, max(deadline - time.monotonic(), 0.0)))
 
 
 async def deliveries(settings: Settings, failed_only: bool, limit: int, out: TextIO | None = None) -> int:
@@ -296,8 +327,10 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("deliveries", help="list journal entries, newest first")
     d.add_argument("--failed", action="store_true", help="only failed deliveries")
     d.add_argument("-n", "--limit", type=int, default=50)
-    rd = sub.add_parser("redeliver", help="process a journal entry again, now")
+    rd = sub.add_parser("redeliver", help="queue a journal entry again for the running workers")
     rd.add_argument("id", help="the delivery id (X-GitHub-Delivery)")
+    rd.add_argument("--wait", type=float, metavar="SECONDS",
+                    help="then wait up to SECONDS for its outcome (exit 0 done, 1 failed or not finished)")
     m = sub.add_parser("manifest", help="print the GitHub App manifest JSON")
     m.add_argument("--webhook-url", help="where GitHub sends webhooks, e.g. https://bot.example.com/webhook")
     c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
@@ -326,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "deliveries":
         return asyncio.run(deliveries(settings, args.failed, args.limit))
     if args.command == "redeliver":
-        return asyncio.run(redeliver(settings, args.id))
+        return asyncio.run(redeliver(settings, args.id, wait=args.wait))
     return 2
 
 

@@ -121,6 +121,7 @@ class JournalBackend(Protocol):
     async def finish(self, seq: int, status: str, error: str | None = None) -> None: ...
     async def retry_later(self, seq: int, not_before: float, error: str) -> None: ...
     async def requeue(self, delivery_id: str) -> Delivery | None: ...
+    async def requeued(self) -> list[Queued]: ...
     async def relane(self, seq: int, number: int) -> str: ...
     async def recover(self, max_interrupted: int) -> list[str]: ...
     async def unfinished(self) -> list[Queued]: ...
@@ -309,10 +310,25 @@ class Journal:
                                      (RETRYING, error, not_before, seq)))
 
     async def requeue(self, delivery_id: str) -> Delivery | None:
+        """A finished delivery queued again, keeping its seq, attempts and ledger: the workers take it in its
+        lane's order, as any queued row. An unfinished one (queued, running, retrying) is left as it is. The row
+        as it is now; None when there is no such delivery."""
+
         def op(db: Statements) -> Delivery | None:
             db.execute("UPDATE deliveries SET status=?, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
-                       " WHERE id=?", (QUEUED, delivery_id))
+                       " WHERE id=? AND status NOT IN (?, ?, ?)", (QUEUED, delivery_id, *UNFINISHED))
             return fetch_one(db, "WHERE id=?", (delivery_id,), with_body=True)
+
+        return await self._submit(op)
+
+    async def requeued(self) -> list[Queued]:
+        """Queued rows that ran before (attempts > 0), oldest first: what `requeue` handed back from another
+        process, for the in-memory workers to take in (a delivery just recorded has no attempt yet)."""
+
+        def op(db: Statements) -> list[Queued]:
+            rows = db.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
+                              " WHERE status=? AND attempts>0 ORDER BY seq", (QUEUED,)).fetchall()
+            return [Queued(seq, name, not_before, kind(event, action)) for seq, name, not_before, event, action in rows]
 
         return await self._submit(op)
 

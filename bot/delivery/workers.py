@@ -21,12 +21,16 @@ from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Ru
 from bot.delivery.lanes import kind
 from bot.telemetry.metrics import Metrics
 
+ADOPT_EVERY = 1.0  # how often the journal is read for deliveries `sweepbot redeliver` queued from another process
+
 
 class Workers:
     def __init__(self, journal: JournalBackend, process: Process, metrics: Metrics, *, concurrency: int = 8,
                  max_attempts: int = 3, retry_delay: float = 2.0, retry_for: float = RETRY_FOR,
-                 max_retry_delay: float = MAX_RETRY_DELAY, resolve: Resolve | None = None):
+                 max_retry_delay: float = MAX_RETRY_DELAY, resolve: Resolve | None = None,
+                 adopt_every: float = ADOPT_EVERY):
         self.journal = journal
+        self.adopt_every = adopt_every
         self.metrics = metrics
         self.concurrency = concurrency
         self.runner = Runner(journal, process, metrics, max_attempts=max_attempts, retry_delay=retry_delay,
@@ -53,6 +57,7 @@ class Workers:
         for queued in resumed:
             self.submit(queued)
         self._tasks = [asyncio.create_task(self._work(), name=f"worker-{i}") for i in range(self.concurrency)]
+        self._tasks.append(asyncio.create_task(self._adopt(), name="adopt-requeued"))
         if resumed:
             logs.event("resuming unfinished deliveries", count=len(resumed))
         return len(resumed)
@@ -129,6 +134,22 @@ class Workers:
                 del self._heads[name]
             if self.pending == 0:
                 self._idle.set()
+
+    async def _adopt(self) -> None:
+        """Take in the deliveries `sweepbot redeliver` queued again in the journal: each joins its lane's
+        order here (behind what the lane holds in memory), never running beside a delivery of its lane."""
+        while not self._stopping:
+            await asyncio.sleep(self.adopt_every)
+            try:
+                found = await self.journal.requeued()
+            except Exception as exc:  # the journal is away: the workers report it; look again later
+                logs.event("could not read requeued deliveries", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+                continue
+            held = {q.seq for q in self.queued()}
+            for queued in found:
+                if queued.seq not in held and not self._stopping:
+                    logs.event("requeued delivery taken in", seq=queued.seq, lane=queued.lane)
+                    self.submit(queued)
 
     async def _run(self, queued: Queued) -> float | None:
         """Run the head of a lane; returns when to try it again, or None once it is done with here."""

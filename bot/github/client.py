@@ -353,6 +353,7 @@ class GitHubApp:
         self.app_id = str(app_id)
         self._private_key = private_key
         logs.register_secret(private_key)
+        self._warned_token_shape = False
         self.api_url = api_url
         self.metrics = metrics
         self.timeout = timeout or HTTP_TIMEOUT
@@ -431,7 +432,11 @@ class GitHubApp:
         self.auth_succeeded(installation_id)  # a later fetch that works clears an earlier failure
         expires = datetime.fromisoformat(data["expires_at"].replace("Z", "+00:00")).timestamp()
         token = Token(data["token"], expires)
-        logs.register_secret(token.token)
+        if not logs.is_github_token(token.token):  # the scrubber cuts tokens by shape; say so once if it cannot
+            if not self._warned_token_shape:
+                self._warned_token_shape = True
+                logs.event("installation token has an unexpected shape: log lines cannot cut it by pattern",
+                           logging.WARNING, installation=installation_id)
         self._tokens[installation_id] = token
         logs.event("installation token renewed", installation=installation_id,
                    expires_in=round(expires - time.time()))

@@ -14,28 +14,43 @@ from typing import Any, Iterator
 CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("sweepbot_log_context", default={})
 
 # Defence in depth: nothing should pass a secret to a log call, but if one slips through it is cut here.
-SECRET_PATTERNS = [
+# GitHub's tokens (installation `ghs_`, OAuth `gho_`, user `ghu_`, personal `ghp_`/`github_pat_`, ...) are cut
+# by their shape alone: a renewed installation token is never registered, so nothing grows with uptime.
+GITHUB_TOKEN_PATTERNS = [
     re.compile(r"gh[opsuvr]_[A-Za-z0-9_]{16,}"),
     re.compile(r"github_pat_[A-Za-z0-9_]{16,}"),
+]
+SECRET_PATTERNS = [
+    *GITHUB_TOKEN_PATTERNS,
     re.compile(r"(?i)(bearer|token)\s+[A-Za-z0-9._\-]{16,}"),
     re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]+"),
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S),
     re.compile(r"sha256=[0-9a-f]{64}"),
 ]
+# The App's own secrets, registered once at start (webhook secrets, private key, database password): a few.
 _extra_secrets: list[str] = []
+_extra_pattern: re.Pattern[str] | None = None  # all of them in one alternation, longest first
 
 log = logging.getLogger("sweepbot")
 
 
 def register_secret(value: str | None) -> None:
-    """Literal values (webhook secrets, keys) that must never reach a log line."""
+    """Literal values of the App's own (webhook secrets, private key, database password) that must never reach
+    a log line; registered once at start. Installation tokens are not for this list: `is_github_token`."""
+    global _extra_pattern
     if value and len(value) >= 4 and value not in _extra_secrets:
         _extra_secrets.append(value)
+        _extra_pattern = re.compile("|".join(re.escape(s) for s in sorted(_extra_secrets, key=len, reverse=True)))
+
+
+def is_github_token(value: str) -> bool:
+    """Whether the scrubber cuts `value` by its shape alone (as it does GitHub's tokens)."""
+    return any(pattern.fullmatch(value) for pattern in GITHUB_TOKEN_PATTERNS)
 
 
 def scrub(text: str) -> str:
-    for secret in _extra_secrets:
-        text = text.replace(secret, "[redacted]")
+    if _extra_pattern is not None:
+        text = _extra_pattern.sub("[redacted]", text)
     for pattern in SECRET_PATTERNS:
         text = pattern.sub("[redacted]", text)
     return text
