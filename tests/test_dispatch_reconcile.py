@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from gidgethub import routing
 
+from bot.app.sandbox import add_sweep_workflows
 from bot.delivery.journal import Queued
 from bot.effects.actions import DispatchWorkflow
 from bot.effects.executor import DISPATCH_LOOKS
+from handlers import registry
 from harness import REPO
+from test_sweep_gate import FAIL_FAST, english, label, open_pull, runs, status
 
 WORKFLOW = "run-sweep.yml"
 DISPATCHES = rf"/actions/workflows/{WORKFLOW}/dispatches$"
@@ -160,3 +163,24 @@ async def test_a_refused_dispatch_still_withdraws_its_intent_so_a_corrected_retr
     assert seen["run"].id == run["id"]
     assert h.github.count("POST", DISPATCHES) == 2
     assert unknown_dispatch_comments(h.github) == []
+
+
+async def test_the_sweep_gate_never_says_a_dispatch_it_started_failed_while_its_run_is_not_listed(github, make_harness):
+    """Regression (issue 18, found with the fix above): the gate took the transient "not listed yet" for a failed
+    start and wrote "GitHub failed to start the workflow" on the PR, though GitHub had started the run. It now
+    says nothing until the retry finds the run, then shows it running."""
+    github.add_repo(REPO, default_branch="main", installation_id=1)
+    github.set_permission(REPO, "maintainer", "write")
+    add_sweep_workflows(github, REPO)
+    open_pull(github, 41)
+    answer_without_run_details(github)
+    runs_not_listed(github, FIRST_ATTEMPT_LISTS)
+    h = await make_harness(router=registry.router)
+    await label(h, 41, FAIL_FAST, delivery="n-5")
+    assert (await h.journal_row("n-5")).status == "done"
+    (run,) = runs(github)
+    assert github.count("POST", DISPATCHES) == 1
+    said = [english(r.json["body"]) for r in github.writes
+            if "/issues/41/comments" in r.path and isinstance(r.json, dict) and "body" in r.json]
+    assert said and not any("failed to start" in body or "did not start" in body for body in said), said
+    assert f"actions/runs/{run['id']}" in status(github, 41)
