@@ -17,7 +17,7 @@ from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment
 from bot.core import offload
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
 from bot.rules.dispatched_runs import not_the_bots
-from bot.delivery.failures import TRANSIENT, classify
+from bot.delivery.failures import TRANSIENT, NotListedYet, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
 from bot.rules.links import Slashed, repo_api, web
@@ -397,6 +397,8 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
         start = DispatchWorkflow(**vars(decision.start))
         try:
             result = await ctx.apply(start)
+        except NotListedYet:
+            raise  # GitHub started it: saying it failed to start would be false; the retry finds the run and shows it
         except Exception as exc:
             code = "retrying" if classify(exc) == TRANSIENT and not ctx.last_try else "failed"
             failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])

@@ -22,10 +22,17 @@ class NeedsAPerson(Exception):
     recorded at once, for a person to look at. Raised by the rooms above, classified here."""
 
 
+class NotListedYet(Exception):
+    """GitHub took a write but does not list what it made yet (a workflow dispatch answered 204 without its run):
+    the effect is never sent again; a later attempt finds it. Raised by the rooms above, classified here."""
+
+
 def classify(exc: BaseException) -> str:
     """TRANSIENT: retried on a growing schedule for hours. PERMANENT: recorded at once. BUG: a few tries."""
     if isinstance(exc, NeedsAPerson):
         return PERMANENT  # a person must look: the bot will not guess whether a sweep started
+    if isinstance(exc, NotListedYet):
+        return TRANSIENT  # GitHub's lists trail its writes by seconds: the next attempt looks again
     if isinstance(exc, jinja2.TemplateError):
         return BUG  # a missing template is an OSError to Jinja, but no wait brings it back
     if isinstance(exc, (AmbiguousWrite, AuthenticationFailed, httpx.HTTPError, sqlite3.Error, OSError,

@@ -15,8 +15,8 @@ from bot.effects.actions import Result
 from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
 from bot.rules.markers import fit, is_bots
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
-from bot.github.client import AmbiguousWrite
-from bot.delivery.failures import NeedsAPerson
+from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed
+from bot.delivery.failures import NeedsAPerson, NotListedYet
 from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
 from bot.rules.links import repo_api
 from bot.github.client import get_or_none
@@ -51,6 +51,8 @@ class Target(Protocol):
     def pr_number(self) -> int | None: ...
     @property
     def html_url(self) -> str: ...
+    @property
+    def last_try(self) -> bool: ...  # a transient failure now is not retried
     def render(self, kind: str, **variables: Any) -> str: ...
     def forget(self, key: tuple) -> None: ...
     async def comments(self, number: int) -> list[dict]: ...
@@ -159,6 +161,15 @@ class Executor:
                 raise await self._unreconciled(action, "an earlier attempt may have sent it; GitHub does not show it")
         try:
             result = await self._send(action, kind)
+        except NotListedYet as exc:
+            # GitHub took it and answered without saying what it made: found by its key, or by a later attempt
+            logs.event("write taken, its result not listed yet; looking for it", key=key, error=str(exc))
+            found = await self._look_again(action, kind)
+            if found is None:
+                if self.ctx.last_try:
+                    raise await self._unreconciled(action, str(exc)) from exc
+                raise  # the intent stays: the next attempt finds it, or says it cannot
+            result = found
         except AmbiguousWrite as exc:
             logs.event("write answer lost, reconciling", key=key, error=str(exc))
             found = await self._look_again(action, kind)
@@ -182,12 +193,12 @@ class Executor:
         self.gh = self.ctx.gh.announcing_writes(intend)
         try:
             return await kind.perform(self, action)
-        except AmbiguousWrite:
-            raise  # GitHub may have acted: the intent stays, and a later attempt looks before sending again
-        except Exception:
-            # GitHub answered and refused (a 4xx, a rate limit after its retries) or the send never left: the
-            # effect did not happen. Without this a retried dispatch would be refused as possibly done.
-            if intended and not kind.partial:
+        except Exception as exc:
+            # Only when GitHub answered and refused (a 4xx, a rate limit after its retries) or the send never left
+            # did the effect not happen: then the intent goes, else a retried dispatch would be refused as possibly
+            # done. Otherwise (a lost answer, an answer without the run, a bug after the write) GitHub may have
+            # acted: the intent stays, and a later attempt looks before sending again.
+            if intended and not kind.partial and refused(exc):
                 await self.ledger.withdraw(key)
             raise
         finally:
@@ -349,10 +360,7 @@ class Executor:
             "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
         run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
         if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
-            found = await self._look_again(action, KINDS[act.DispatchWorkflow])
-            if found is None:
-                raise await self._unreconciled(action, "dispatched, but its run is not listed yet")
-            return found
+            raise NotListedYet(f"{action.describe()}: dispatched, but its run is not listed yet")
         return Result("dispatched", int(run_id), {"html_url": answer.get("html_url")})
 
     async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
@@ -442,6 +450,14 @@ class Executor:
             return None
         return await self.check_run(action)  # found: brought up to date in place
 
+
+
+def refused(exc: BaseException) -> bool:
+    """Whether a send that failed with `exc` surely did not happen: GitHub answered and refused it (a 4xx, a
+    rate limit after its retries, credentials refused even fresh) or the request never left."""
+    if isinstance(exc, gidgethub.HTTPException):
+        return int(exc.status_code) < 500  # a 5xx of a write is an AmbiguousWrite; of an idempotent one, unknown
+    return isinstance(exc, (AuthenticationFailed, *NOT_SENT_ERRORS))
 
 
 def _annotations(batch: tuple[act.Annotation, ...]) -> list[dict[str, Any]]:
