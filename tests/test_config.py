@@ -310,3 +310,92 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(tmp_path, monkeypatch):
 def test_manifest_takes_the_webhook_url(capsys):
     assert cli.main(["manifest", "--webhook-url", "https://bot.example.com/webhook"]) == 0
     assert json.loads(capsys.readouterr().out)["hook_attributes"]["url"] == "https://bot.example.com/webhook"
+
+
+# ---- settings from the environment: each bad value is one line naming the variable, exit 2, no traceback -----
+
+SECONDS_ABOVE_0 = "a number of seconds above 0 and below 3600"
+BAD_SETTINGS = [
+    ("PORT", "abc", "a TCP port, a whole number from 1 to 65535"),
+    ("PORT", "0", "a TCP port, a whole number from 1 to 65535"),
+    ("PORT", "70000", "a TCP port, a whole number from 1 to 65535"),
+    ("PORT", "80.5", "a TCP port, a whole number from 1 to 65535"),
+    ("SWEEPBOT_WORKERS", "x", "a whole number of workers, 0 or more (0: journal only)"),
+    ("SWEEPBOT_WORKERS", "-1", "a whole number of workers, 0 or more (0: journal only)"),
+    ("SWEEPBOT_WRITES_PER_MINUTE", "lots", "a whole number of writes, 0 or more (0: unpaced)"),
+    ("SWEEPBOT_HTTP_TIMEOUT", "10s", SECONDS_ABOVE_0),
+    ("SWEEPBOT_HTTP_TIMEOUT", "0", SECONDS_ABOVE_0),
+    ("SWEEPBOT_HTTP_TIMEOUT", "nan", SECONDS_ABOVE_0),
+    ("SWEEPBOT_LEASE_SECONDS", "3600", SECONDS_ABOVE_0),
+    ("SWEEPBOT_SETTLE_SECONDS", "-1", "a number of seconds 0 or more and below 3600"),
+    ("LOG_LEVEL", "verbose", "one of DEBUG, INFO, WARNING, ERROR (any case)"),
+    ("GITHUB_API_URL", "api.github.com", "an http:// or https:// URL of GitHub's REST API, e.g."
+     " https://api.github.com or https://HOST/api/v3 for GitHub Enterprise Server"),
+    ("GITHUB_API_URL", "ftp://ghe.example/api/v3", "an http:// or https:// URL of GitHub's REST API, e.g."
+     " https://api.github.com or https://HOST/api/v3 for GitHub Enterprise Server"),
+]
+SETTINGS_VARIABLES = sorted({variable for variable, _, _ in BAD_SETTINGS} | {
+    "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "SWEEPBOT_DB", "HOST"})
+
+
+@pytest.fixture
+def clean_env(tmp_path, monkeypatch):
+    """No .env in the working directory and none of the bot's variables set."""
+    monkeypatch.chdir(tmp_path)
+    for name in SETTINGS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SWEEPBOT_DB", str(tmp_path / "j.db"))
+    return monkeypatch
+
+
+@pytest.mark.parametrize("variable, raw, accepted", BAD_SETTINGS,
+                         ids=[f"{v}={r}" for v, r, _ in BAD_SETTINGS])
+def test_serve_refuses_a_bad_setting_in_one_line(variable, raw, accepted, clean_env, capsys):
+    """Regression (issue 18): `PORT=abc` or `SWEEPBOT_WORKERS=x` ended `sweepbot serve` in a ValueError traceback."""
+    clean_env.setenv(variable, raw)
+    assert cli.main(["serve"]) == 2
+    assert capsys.readouterr().err == f"sweepbot: {variable} must be {accepted}, got {raw!r}\n"
+
+
+def test_every_bad_setting_is_named_at_once(clean_env, capsys):
+    clean_env.setenv("PORT", "abc")
+    clean_env.setenv("SWEEPBOT_WORKERS", "x")
+    assert cli.main(["serve"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "sweepbot: PORT must be a TCP port, a whole number from 1 to 65535, got 'abc'",
+        "sweepbot: SWEEPBOT_WORKERS must be a whole number of workers, 0 or more (0: journal only), got 'x'"]
+
+
+def test_an_unreadable_private_key_path_is_one_line(clean_env, tmp_path, capsys):
+    """Regression (issue 18): a PRIVATE_KEY_PATH that does not exist ended in a FileNotFoundError traceback."""
+    clean_env.setenv("APP_ID", "1")
+    clean_env.setenv("PRIVATE_KEY_PATH", str(tmp_path / "missing.pem"))
+    assert cli.main(["serve"]) == 2
+    assert capsys.readouterr().err == (f"sweepbot: PRIVATE_KEY_PATH must be a readable PEM file, got"
+                                       f" {str(tmp_path / 'missing.pem')!r} (No such file or directory)\n")
+
+
+@pytest.mark.parametrize("env, field, expected", [
+    ({"PORT": " 8080 "}, "port", 8080), ({"PORT": ""}, "port", 3000), ({"SWEEPBOT_WORKERS": "0"}, "workers", 0),
+    ({"SWEEPBOT_HTTP_TIMEOUT": "2.5"}, "http_timeout", 2.5), ({"SWEEPBOT_SETTLE_SECONDS": "0"}, "settle_seconds", 0),
+    ({"LOG_LEVEL": "warning"}, "log_level", "WARNING"), ({}, "log_level", None),
+    ({"GITHUB_API_URL": "http://127.0.0.1:9/"}, "api_url", "http://127.0.0.1:9"),
+], ids=["port-padded", "port-blank", "no-workers", "timeout-fraction", "settle-zero", "level-any-case", "level-unset",
+        "api-loopback"])
+def test_good_settings_are_read(env, field, expected):
+    assert getattr(Settings.from_env(env, dotenv=False), field) == expected
+
+
+@pytest.mark.parametrize("env, level", [({}, "WARNING"), ({"APP_ID": "1"}, "INFO"), ({"LOG_LEVEL": "error"}, "ERROR")])
+def test_the_log_level_defaults_by_mode(env, level):
+    assert Settings.from_env(env, dotenv=False).logging_level() == level
+
+
+def test_the_sweepbot_command_exits_2_on_a_bad_setting(tmp_path):
+    """`sweepbot serve` run as a process: exit 2 and one line on stderr, no traceback."""
+    script = Path(sys.executable).with_name("sweepbot")
+    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    done = subprocess.run([str(script), "serve"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**env, "PORT": "abc", "SWEEPBOT_DB": str(tmp_path / "j.db")})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "sweepbot: PORT must be a TCP port, a whole number from 1 to 65535, got 'abc'\n"

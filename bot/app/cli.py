@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import os
 import signal
 import sys
 import time
@@ -317,8 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         for error in exc.errors:
             print(f"sweepbot: {error}", file=sys.stderr)
         return 2
-    default_level = "INFO" if wants_live(settings) else "WARNING"
-    logs.setup(settings.log_level if "LOG_LEVEL" in os.environ else default_level)
+    logs.setup(settings.logging_level())
     if args.command == "serve":
         return asyncio.run(serve(settings))
     if args.command == "receive":

@@ -7,7 +7,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -38,7 +39,7 @@ class Settings:
     webhook_secrets: tuple[str, ...] = field(default=(), repr=False)
     host: str = "127.0.0.1"
     port: int = 3000
-    log_level: str = "INFO"
+    log_level: str | None = None  # None: INFO live, WARNING in the sandbox (logging_level)
     api_url: str = DEFAULT_API_URL
     db_path: str = DEFAULT_DB
     workers: int = 8
@@ -67,6 +68,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, *, dotenv: bool = True) -> "Settings":
+        """Every setting read once; each bad variable is one line of the ConfigError (name, value, what is accepted)."""
         if env is None:
             if dotenv:
                 from dotenv import load_dotenv
@@ -74,39 +76,37 @@ class Settings:
                 # an explicit path: with none, python-dotenv searches from this module's folder, not the cwd
                 load_dotenv(Path.cwd() / ".env", override=False)
             env = dict(os.environ)
+        errors: list[str] = []
+        values: dict[str, Any] = {}
+        for variable, name, read in ENV_SETTINGS:
+            raw = env.get(variable)
+            if raw is None or not raw.strip():
+                continue  # unset or blank: the default
+            try:
+                values[name] = read(raw)
+            except _NotAccepted as bad:
+                errors.append(f"{variable} must be {bad.accepted}, got {raw!r}")
         key = env.get("PRIVATE_KEY") or None
         if key is None and env.get("PRIVATE_KEY_PATH"):
-            key = Path(env["PRIVATE_KEY_PATH"]).read_text()
+            try:
+                key = Path(env["PRIVATE_KEY_PATH"]).read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+                errors.append(f"PRIVATE_KEY_PATH must be a readable PEM file, got {env['PRIVATE_KEY_PATH']!r}"
+                              f" ({reason})")
+        if errors:
+            raise ConfigError(errors)
         if key is not None and "\\n" in key and "\n" not in key:
             key = key.replace("\\n", "\n")  # keys pasted into one-line env files
         secrets = tuple(s.strip() for s in env.get("WEBHOOK_SECRET", "").split(",") if s.strip())
-        return cls(
-            app_id=env.get("APP_ID") or None,
-            private_key=key,
-            webhook_secrets=secrets,
-            host=env.get("HOST", cls.host),
-            port=int(env.get("PORT", cls.port)),
-            log_level=env.get("LOG_LEVEL", cls.log_level).upper(),
-            api_url=env.get("GITHUB_API_URL", cls.api_url).rstrip("/"),
-            db_path=env.get("SWEEPBOT_DB", cls.db_path),
-            workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
-            writes_per_minute=cls._writes_per_minute(env.get("SWEEPBOT_WRITES_PER_MINUTE")),
-            http_timeout=_positive("SWEEPBOT_HTTP_TIMEOUT", env.get("SWEEPBOT_HTTP_TIMEOUT"), cls.http_timeout),
-            settle_seconds=_positive("SWEEPBOT_SETTLE_SECONDS", env.get("SWEEPBOT_SETTLE_SECONDS"),
-                                     cls.settle_seconds, zero=True),
-            lease_seconds=_positive("SWEEPBOT_LEASE_SECONDS", env.get("SWEEPBOT_LEASE_SECONDS"), cls.lease_seconds),
-        )
+        return cls(app_id=env.get("APP_ID") or None, private_key=key, webhook_secrets=secrets,
+                   host=env.get("HOST") or cls.host, db_path=env.get("SWEEPBOT_DB") or cls.db_path, **values)
 
-    @classmethod
-    def _writes_per_minute(cls, raw: str | None) -> int:
-        """SWEEPBOT_WRITES_PER_MINUTE: a whole number, 0 or more; unset or blank is the default."""
-        if raw is None or not raw.strip():
-            return cls.writes_per_minute
-        text = raw.strip()
-        if not text.isascii() or not text.isdigit():
-            raise ConfigError([f"SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more"
-                               f" (0: unpaced), got {raw!r}"])
-        return int(text)
+    def logging_level(self) -> str:
+        """LOG_LEVEL when it is set; else INFO live and WARNING in the sandbox."""
+        if self.log_level is not None:
+            return self.log_level
+        return "INFO" if self.app_id or self.private_key else "WARNING"
 
     def live_problems(self) -> list[str]:
         """Why live mode cannot start, if it was asked for."""
@@ -120,17 +120,67 @@ class Settings:
         return problems
 
 
-def _positive(name: str, raw: str | None, default: float, *, zero: bool = False) -> float:
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (0 <= value if zero else 0 < value) or not value < 3600:
-        raise ConfigError([f"{name} must be a number of seconds {'0 or more' if zero else 'above 0'} and below"
-                           f" 3600, got {raw!r}"])
-    return value
+class _NotAccepted(ValueError):
+    """A setting's value that its reader refuses; `accepted` says what it takes."""
+
+    def __init__(self, accepted: str):
+        super().__init__(accepted)
+        self.accepted = accepted
+
+
+def _whole(low: int, high: int | None, accepted: str) -> Callable[[str], int]:
+    def read(raw: str) -> int:
+        text = raw.strip()
+        if not text.isascii() or not text.isdigit() or int(text) < low or (high is not None and int(text) > high):
+            raise _NotAccepted(accepted)
+        return int(text)
+    return read
+
+
+def _seconds(*, zero: bool) -> Callable[[str], float]:
+    accepted = f"a number of seconds {'0 or more' if zero else 'above 0'} and below 3600"
+
+    def read(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise _NotAccepted(accepted) from None
+        if not (0 <= value if zero else 0 < value) or not value < 3600:  # NaN fails both
+            raise _NotAccepted(accepted)
+        return value
+    return read
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(raw: str) -> str:
+    if raw.strip().upper() not in LOG_LEVELS:
+        raise _NotAccepted(f"one of {', '.join(LOG_LEVELS)} (any case)")
+    return raw.strip().upper()
+
+
+def _api_url(raw: str) -> str:
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise _NotAccepted("an http:// or https:// URL of GitHub's REST API, e.g. https://api.github.com or"
+                           " https://HOST/api/v3 for GitHub Enterprise Server")
+    return raw.strip().rstrip("/")
+
+
+# (variable, Settings field, reader): the settings that take a number, a level or a URL. A reader returns the
+# value or raises _NotAccepted; unset or blank keeps the field's default.
+ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
+    ("PORT", "port", _whole(1, 65535, "a TCP port, a whole number from 1 to 65535")),
+    ("LOG_LEVEL", "log_level", _log_level),
+    ("GITHUB_API_URL", "api_url", _api_url),
+    ("SWEEPBOT_WORKERS", "workers", _whole(0, None, "a whole number of workers, 0 or more (0: journal only)")),
+    ("SWEEPBOT_WRITES_PER_MINUTE", "writes_per_minute",
+     _whole(0, None, "a whole number of writes, 0 or more (0: unpaced)")),
+    ("SWEEPBOT_HTTP_TIMEOUT", "http_timeout", _seconds(zero=False)),
+    ("SWEEPBOT_SETTLE_SECONDS", "settle_seconds", _seconds(zero=True)),
+    ("SWEEPBOT_LEASE_SECONDS", "lease_seconds", _seconds(zero=False)),
+)
 
 
 def load_app_yaml(path: Path = APP_YAML) -> dict[str, Any]:
