@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -69,6 +70,11 @@ def test_overrides_merge_over_defaults(text, check):
     assert check(parse_repo_config(text))
 
 
+def messages(errors: list[str]) -> list[str]:
+    """The errors without their ` (line N)` (the lines have tests of their own: test_errors_name_their_line)."""
+    return [re.sub(r" \(line \d+\)$", "", error) for error in errors]
+
+
 NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case ASCII letters, digits or dashes"
 
 
@@ -104,13 +110,69 @@ def test_invalid_overrides_are_rejected_with_a_clear_error(text, errors):
     primary-label cases also lacked `recommended` and passed with a second, unlisted error)."""
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(text)
-    assert raised.value.errors == errors
+    assert messages(raised.value.errors) == errors
+
+
+@pytest.mark.parametrize("text, errors", [
+    ("paths:\n  changelog: a\n  changelog: b\n", ["paths.changelog: duplicate key at line 3 (first at line 2)"]),
+    ("paths:\n  changelog: a\npaths:\n  codeowners: b\n", ["paths: duplicate key at line 3 (first at line 1)"]),
+    ("autolabels:\n  - {label: x, label: y, paths: [a], color: ffffff, description: d}\n",
+     ["autolabels[0].label: duplicate key at line 2 (first at line 2)"]),
+    ("commands:\n  use: pin\n\n  use: pin\n", ["commands.use: duplicate key at line 4 (first at line 2)"]),
+], ids=["scalar", "mapping", "flow-mapping", "same-value"])
+def test_a_duplicate_key_is_an_error_at_its_line(text, errors):
+    """Regression (issue 18): a key given twice was accepted silently, YAML keeping the last one."""
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    assert raised.value.errors == errors and [e.hint for e in raised.value.errors] == ["duplicate-key"]
+
+
+@pytest.mark.parametrize("text, line", [
+    ("paths:\n  benchmark: [a]\n\n  changelgo: x\n", 4),  # the key itself
+    ("autolabels:\n  - label: x\n    paths: []\n    color: ffffff\n    description: d\n", 3),  # a list item's key
+    ("labels:\n  primary:\n    - {name: a, canary: true, fail_fast: true, recommended: true}\n"
+     "    - {name: b, fail_fast: true, recommended: false}\n", 4),  # a missing key: the item's line
+    ("commands:\n  use: help\n", 1),  # commands.help is the default's: the nearest key the file has
+    ("- a\n", None),  # the file itself
+])
+def test_errors_name_their_line(text, line):
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    [error] = raised.value.errors
+    assert error.line == line and error.endswith(f" (line {line})" if line else "got a list")
+
+
+@pytest.mark.parametrize("text, hint, params", [
+    ("policy:\n  paths:\n    changelog: x\n", "app-yaml-policy", {}),
+    ("manifest:\n  name: x\n", "app-yaml-manifest", {}),
+    ("paths:\n  changelgo: x\n", "unknown-key",
+     {"suggestion": "changelog", "allowed": ["changelog", "codeowners", "checklist", "benchmark"]}),
+    ("limits:\n  comments: 3\n", "unknown-key", {"suggestion": None, "allowed": ["changelog_bytes", "changelog_errors"]}),
+    ("signoff:\n  judge:\n    sender: [x]\n", "unknown-key",
+     {"suggestion": "senders", "allowed": ["enabled", "workflow", "senders"]}),
+], ids=["copied-policy-root", "copied-manifest", "typo", "no-such-key", "nested"])
+def test_unknown_keys_come_with_a_hint(text, hint, params):
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    [error] = raised.value.errors
+    assert (error.hint, error.hint_params) == (hint, params)
+
+
+def test_check_config_says_to_drop_a_copied_policy_level(tmp_path, capsys):
+    """Regression (issue 18): a file copied from app.yaml's `policy:` root got only "policy: unknown key"."""
+    copied = tmp_path / "sweepbot.yml"
+    copied.write_text("policy:\n  paths:\n    changelog: perf.yaml\n")
+    assert cli.main(["check-config", str(copied)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{copied}: invalid", "  - policy: unknown key (line 1)",
+        "    hint: This file holds only what goes under app.yaml's `policy:`: drop the `policy:` line and move the"
+        " keys under it one level left."]
 
 
 def test_every_problem_is_reported_not_just_the_first():
     with pytest.raises(ConfigError) as raised:
         parse_repo_config("pathz: 1\nworkflows:\n  sweep: ''\n  nightly: x\n")
-    assert raised.value.errors == ["pathz: unknown key", "workflows.sweep: expected a non-empty string, got a string",
+    assert messages(raised.value.errors) == ["pathz: unknown key", "workflows.sweep: expected a non-empty string, got a string",
                                    "workflows.nightly: unknown key"]
 
 
@@ -204,7 +266,7 @@ def test_rules_across_keys(text, errors):
         return
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(text)
-    assert raised.value.errors == errors
+    assert messages(raised.value.errors) == errors
 
 
 BAD_FILE = """\
@@ -237,7 +299,7 @@ BAD_FILE_ERRORS = [
 def test_every_rule_across_keys_is_reported_at_once():
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(BAD_FILE)
-    assert raised.value.errors == BAD_FILE_ERRORS
+    assert messages(raised.value.errors) == BAD_FILE_ERRORS
 
 
 def test_settings_from_env_with_probot_names(tmp_path):
@@ -276,7 +338,9 @@ def test_check_config_command(tmp_path, capsys):
     assert cli.main(["check-config", str(good)]) == 0
     assert capsys.readouterr().out == f"{good}: valid\n"
     assert cli.main(["check-config", str(bad)]) == 1
-    assert capsys.readouterr().out == f"{bad}: invalid\n  - paths.changelgo: unknown key\n"
+    assert capsys.readouterr().out == (f"{bad}: invalid\n  - paths.changelgo: unknown key (line 2)\n"
+                                       "    hint: Did you mean `changelog`? The keys allowed here: `changelog`,"
+                                       " `codeowners`, `checklist`, `benchmark`.\n")
 
 
 def test_the_sweepbot_command_lists_every_error_of_a_bad_file(tmp_path):
@@ -287,7 +351,10 @@ def test_the_sweepbot_command_lists_every_error_of_a_bad_file(tmp_path):
     done = subprocess.run([str(script), "check-config", str(bad)], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.splitlines() == [f"{bad}: invalid", *(f"  - {error}" for error in BAD_FILE_ERRORS)]
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(BAD_FILE)
+    assert messages(raised.value.errors) == BAD_FILE_ERRORS
+    assert done.stdout.splitlines() == [f"{bad}: invalid", *(f"  - {error}" for error in raised.value.errors)]
 
 
 def test_manifest_command_prints_json(capsys):

@@ -18,6 +18,7 @@ from gidgethub import sansio
 
 from bot.telemetry import logs
 from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.core.templates import Templates
 from bot.effects.executor import JournalLedger
 from bot.github.client import GitHubApp, http_timeout, WritePacer
 from bot.delivery.journal import DONE, FAILED, JournalBackend, JournalUnavailable
@@ -266,6 +267,9 @@ def manifest(webhook_url: str | None = None, out: TextIO | None = None) -> int:
     return 0
 
 
+CONFIG_HINTS = "_config_hint.en.j2"  # check-config speaks English, as the rest of the CLI
+
+
 def check_config(path: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
@@ -277,8 +281,11 @@ def check_config(path: str, out: TextIO | None = None) -> int:
         parse_repo_config(text)
     except ConfigError as exc:
         print(f"{path}: invalid", file=out)
+        hints = Templates().environment.get_template(CONFIG_HINTS).module
         for error in exc.errors:
             print(f"  - {error}", file=out)
+            if getattr(error, "hint", None):
+                print(f"    hint: {hints.hint(error)}", file=out)
         return 1
     print(f"{path}: valid", file=out)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -263,20 +264,114 @@ def _check_items(default: list, value: list, where: str, errors: list[str]) -> N
             _merge(sample, item, path, errors)
 
 
+class ConfigIssue(str):
+    """One problem of a `.github/sweepbot.yml`: its English text (ending in `(line N)` when the file has the key), and
+    for the templates the line and a hint (`hint` names a macro of templates/_config_hint.*.j2, `hint_params`
+    its values). A str, so every list of errors stays a list of sentences."""
+
+    line: int | None
+    hint: str | None
+    hint_params: dict[str, Any]
+
+    def __new__(cls, text: str, line: int | None = None, hint: str | None = None,
+                hint_params: dict[str, Any] | None = None, *, names_its_line: bool = False) -> "ConfigIssue":
+        issue = super().__new__(cls, f"{text} (line {line})" if line is not None and not names_its_line else text)
+        issue.line, issue.hint, issue.hint_params = line, hint, dict(hint_params or {})
+        return issue
+
+
+# Keys of app.yaml that are not the policy: a repository file copied from app.yaml whole or from its `policy:`.
+APP_YAML_ROOTS = ("policy", "manifest")
+
+
 def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError."""
+    """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError, whose errors
+    are ConfigIssues: every key path the file has is given its line, duplicate keys are errors."""
     defaults = default_policy() if defaults is None else defaults
+    loader = yaml.SafeLoader(text)
     try:
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"]) from None
+        raise ConfigError([ConfigIssue(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}",
+                                       hint=None)]) from None
+    finally:
+        loader.dispose()
     if data is None:
         return copy.deepcopy(defaults)
-    merged = merge_policy(defaults, data)
-    _check_semantics(merged)
+    lines: dict[str, int] = {}
+    errors: list[str] = []
+    if node is not None:
+        _walk_keys(node, "", lines, errors)
+    try:
+        merged = merge_policy(defaults, data)
+        _check_semantics(merged)
+    except ConfigError as exc:
+        errors += [_with_line_and_hint(error, lines, defaults) for error in exc.errors]
+    if errors:
+        raise ConfigError(errors)
     return merged
+
+
+def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[str]) -> None:
+    """Record the line of every key path in the file; a key given twice in one mapping is an error."""
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            path = f"{where}.{key_node.value}" if where else key_node.value
+            line = key_node.start_mark.line + 1
+            if key_node.value in first:
+                errors.append(ConfigIssue(f"{path}: duplicate key at line {line} (first at line {first[key_node.value]})",
+                                          line, "duplicate-key", names_its_line=True))
+            else:
+                first[key_node.value] = line
+                lines[path] = line
+            _walk_keys(value_node, path, lines, errors)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[f"{where}[{i}]"] = item.start_mark.line + 1
+            _walk_keys(item, f"{where}[{i}]", lines, errors)
+
+
+_LAST_STEP = re.compile(r"(?:\.[^.\[]+|\[\d+\])$")
+
+
+def _with_line_and_hint(error: str, lines: dict[str, int], defaults: dict[str, Any]) -> ConfigIssue:
+    """The error with the line of its key path (or of the nearest key above it the file has), and its hint."""
+    path, _, message = error.partition(": ")
+    line, at = None, path
+    while at:
+        if at in lines:
+            line = lines[at]
+            break
+        shorter = _LAST_STEP.sub("", at)
+        at = "" if shorter == at else shorter
+    hint, params = None, {}
+    if message == "unknown key":
+        if path in APP_YAML_ROOTS:
+            hint = f"app-yaml-{path}"
+        else:
+            last = _LAST_STEP.search(path)
+            parent, key = (path[:last.start()], last.group()[1:]) if last else ("", path)
+            allowed = _keys_at(defaults, parent)
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint, params = "unknown-key", {"allowed": allowed, "suggestion": close[0] if close else None}
+    return ConfigIssue(error, line, hint, params)
+
+
+def _keys_at(defaults: dict[str, Any], path: str) -> list[str]:
+    """The keys a mapping at `path` (a key path of the errors: `a.b[0].c`) may hold, in app.yaml's order."""
+    level: Any = defaults
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        if index:
+            level = {k: v for item in level if isinstance(item, dict) for k, v in item.items()}
+        elif isinstance(level, dict):
+            level = level.get(name, {})
+    return list(level) if isinstance(level, dict) else []
 
 
 def _check_semantics(policy: dict[str, Any]) -> None:
