@@ -466,3 +466,29 @@ def test_the_sweepbot_command_exits_2_on_a_bad_setting(tmp_path):
                           env={**env, "PORT": "abc", "SWEEPBOT_DB": str(tmp_path / "j.db")})
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "sweepbot: PORT must be a TCP port, a whole number from 1 to 65535, got 'abc'\n"
+
+
+# ---- examples/sweepbot.yml: every key a repository may set, with its default ------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sweepbot.yml"
+
+
+def key_paths(value: object, where: str = "") -> set[str]:
+    """The mapping keys of `value`, as dotted paths (lists are values: they replace whole)."""
+    if not isinstance(value, dict):
+        return set()
+    return set().union(*({f"{where}{key}"} | key_paths(sub, f"{where}{key}.") for key, sub in value.items()))
+
+
+def test_the_example_config_is_accepted_by_check_config(capsys):
+    assert cli.main(["check-config", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().out == f"{EXAMPLE}: valid\n"
+
+
+def test_the_example_config_sets_every_key_to_its_default():
+    """examples/sweepbot.yml names every key a repository may set, so a new key in app.yaml needs its line there."""
+    import yaml
+
+    example = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    assert key_paths(example) == key_paths(default_policy())
+    assert parse_repo_config(EXAMPLE.read_bytes()) == default_policy()
