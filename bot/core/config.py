@@ -315,8 +315,14 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
     return merged
 
 
-def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[str]) -> None:
-    """Record the line of every key path in the file; a key given twice in one mapping is an error."""
+def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[str],
+               walked: set[int] | None = None) -> None:
+    """Record the line of every key path in the file; a key given twice in one mapping is an error. Each node is
+    walked once: an alias is the node it names, so nested aliases would otherwise be walked exponentially often."""
+    walked = set() if walked is None else walked
+    if id(node) in walked:
+        return
+    walked.add(id(node))
     if isinstance(node, yaml.MappingNode):
         first: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -330,11 +336,11 @@ def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[
             else:
                 first[key_node.value] = line
                 lines[path] = line
-            _walk_keys(value_node, path, lines, errors)
+            _walk_keys(value_node, path, lines, errors, walked)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[f"{where}[{i}]"] = item.start_mark.line + 1
-            _walk_keys(item, f"{where}[{i}]", lines, errors)
+            _walk_keys(item, f"{where}[{i}]", lines, errors, walked)
 
 
 _LAST_STEP = re.compile(r"(?:\.[^.\[]+|\[\d+\])$")
