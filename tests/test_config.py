@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import cli
-from bot.core.config import ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
+from bot.core.config import DEFAULT_DB, ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
 
 SPEC_NAMES = [
     "inferencex-e2e/perf-changelog.yaml", ".github/CODEOWNERS", "docs/PR_REVIEW_CHECKLIST.md", "run-sweep.yml",
@@ -395,6 +395,7 @@ BAD_SETTINGS = [
     ("SWEEPBOT_HTTP_TIMEOUT", "nan", SECONDS_ABOVE_0),
     ("SWEEPBOT_LEASE_SECONDS", "3600", SECONDS_ABOVE_0),
     ("SWEEPBOT_SETTLE_SECONDS", "-1", "a number of seconds 0 or more and below 3600"),
+    ("SWEEPBOT_DB", "mysql://u:pw@db/x", "a file path (SQLite) or a postgresql:// or postgres:// URL"),
     ("LOG_LEVEL", "verbose", "one of DEBUG, INFO, WARNING, ERROR (any case)"),
     ("GITHUB_API_URL", "api.github.com", "an http:// or https:// URL of GitHub's REST API, e.g."
      " https://api.github.com or https://HOST/api/v3 for GitHub Enterprise Server"),
@@ -421,7 +422,8 @@ def test_serve_refuses_a_bad_setting_in_one_line(variable, raw, accepted, clean_
     """Regression (issue 18): `PORT=abc` or `SWEEPBOT_WORKERS=x` ended `sweepbot serve` in a ValueError traceback."""
     clean_env.setenv(variable, raw)
     assert cli.main(["serve"]) == 2
-    assert capsys.readouterr().err == f"sweepbot: {variable} must be {accepted}, got {raw!r}\n"
+    shown = "a mysql:// URL" if variable == "SWEEPBOT_DB" else repr(raw)  # a URL's password is never shown
+    assert capsys.readouterr().err == f"sweepbot: {variable} must be {accepted}, got {shown}\n"
 
 
 def test_every_bad_setting_is_named_at_once(clean_env, capsys):
@@ -447,8 +449,9 @@ def test_an_unreadable_private_key_path_is_one_line(clean_env, tmp_path, capsys)
     ({"SWEEPBOT_HTTP_TIMEOUT": "2.5"}, "http_timeout", 2.5), ({"SWEEPBOT_SETTLE_SECONDS": "0"}, "settle_seconds", 0),
     ({"LOG_LEVEL": "warning"}, "log_level", "WARNING"), ({}, "log_level", None),
     ({"GITHUB_API_URL": "http://127.0.0.1:9/"}, "api_url", "http://127.0.0.1:9"),
+    ({"SWEEPBOT_DB": "postgres://u@db/x"}, "db_path", "postgres://u@db/x"), ({"SWEEPBOT_DB": ""}, "db_path", DEFAULT_DB),
 ], ids=["port-padded", "port-blank", "no-workers", "timeout-fraction", "settle-zero", "level-any-case", "level-unset",
-        "api-loopback"])
+        "api-loopback", "postgres-url", "db-blank"])
 def test_good_settings_are_read(env, field, expected):
     assert getattr(Settings.from_env(env, dotenv=False), field) == expected
 

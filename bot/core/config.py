@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from bot.core.resources import APP_PACKAGE, resource_file
+from bot.delivery.journal import is_postgres
 from bot.rules.pull_request import label_key
 from bot.rules.value_kinds import kind_in_words
 
@@ -86,7 +87,7 @@ class Settings:
             try:
                 values[name] = read(raw)
             except _NotAccepted as bad:
-                errors.append(f"{variable} must be {bad.accepted}, got {raw!r}")
+                errors.append(f"{variable} must be {bad.accepted}, got {bad.shown or repr(raw)}")
         key = env.get("PRIVATE_KEY") or None
         if key is None and env.get("PRIVATE_KEY_PATH"):
             try:
@@ -101,7 +102,7 @@ class Settings:
             key = key.replace("\\n", "\n")  # keys pasted into one-line env files
         secrets = tuple(s.strip() for s in env.get("WEBHOOK_SECRET", "").split(",") if s.strip())
         return cls(app_id=env.get("APP_ID") or None, private_key=key, webhook_secrets=secrets,
-                   host=env.get("HOST") or cls.host, db_path=env.get("SWEEPBOT_DB") or cls.db_path, **values)
+                   host=env.get("HOST") or cls.host, **values)
 
     def logging_level(self) -> str:
         """LOG_LEVEL when it is set; else INFO live and WARNING in the sandbox."""
@@ -124,9 +125,10 @@ class Settings:
 class _NotAccepted(ValueError):
     """A setting's value that its reader refuses; `accepted` says what it takes."""
 
-    def __init__(self, accepted: str):
+    def __init__(self, accepted: str, shown: str | None = None):
         super().__init__(accepted)
         self.accepted = accepted
+        self.shown = shown  # what the message shows of the value, when not the value itself (it may hold a password)
 
 
 def _whole(low: int, high: int | None, accepted: str) -> Callable[[str], int]:
@@ -169,12 +171,25 @@ def _api_url(raw: str) -> str:
     return raw.strip().rstrip("/")
 
 
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _journal_target(raw: str) -> str:
+    """SWEEPBOT_DB: a file path, or a PostgreSQL URL; any other URL would be taken for an odd SQLite file name."""
+    scheme = _URL_SCHEME.match(raw.strip())
+    if scheme and not is_postgres(raw.strip()):
+        raise _NotAccepted("a file path (SQLite) or a postgresql:// or postgres:// URL",
+                           shown=f"a {scheme.group(1)}:// URL")  # not the URL: it may hold a password
+    return raw.strip()
+
+
 # (variable, Settings field, reader): the settings that take a number, a level or a URL. A reader returns the
 # value or raises _NotAccepted; unset or blank keeps the field's default.
 ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("PORT", "port", _whole(1, 65535, "a TCP port, a whole number from 1 to 65535")),
     ("LOG_LEVEL", "log_level", _log_level),
     ("GITHUB_API_URL", "api_url", _api_url),
+    ("SWEEPBOT_DB", "db_path", _journal_target),
     ("SWEEPBOT_WORKERS", "workers", _whole(0, None, "a whole number of workers, 0 or more (0: journal only)")),
     ("SWEEPBOT_WRITES_PER_MINUTE", "writes_per_minute",
      _whole(0, None, "a whole number of writes, 0 or more (0: unpaced)")),
