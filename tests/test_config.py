@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import cli
-from bot.core.config import ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
+from bot.core.config import DEFAULT_DB, ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
 
 SPEC_NAMES = [
     "inferencex-e2e/perf-changelog.yaml", ".github/CODEOWNERS", "docs/PR_REVIEW_CHECKLIST.md", "run-sweep.yml",
@@ -69,6 +70,11 @@ def test_overrides_merge_over_defaults(text, check):
     assert check(parse_repo_config(text))
 
 
+def messages(errors: list[str]) -> list[str]:
+    """The errors without their ` (line N)` (the lines have tests of their own: test_errors_name_their_line)."""
+    return [re.sub(r" \(line \d+\)$", "", error) for error in errors]
+
+
 NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case ASCII letters, digits or dashes"
 
 
@@ -104,13 +110,69 @@ def test_invalid_overrides_are_rejected_with_a_clear_error(text, errors):
     primary-label cases also lacked `recommended` and passed with a second, unlisted error)."""
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(text)
-    assert raised.value.errors == errors
+    assert messages(raised.value.errors) == errors
+
+
+@pytest.mark.parametrize("text, errors", [
+    ("paths:\n  changelog: a\n  changelog: b\n", ["paths.changelog: duplicate key at line 3 (first at line 2)"]),
+    ("paths:\n  changelog: a\npaths:\n  codeowners: b\n", ["paths: duplicate key at line 3 (first at line 1)"]),
+    ("autolabels:\n  - {label: x, label: y, paths: [a], color: ffffff, description: d}\n",
+     ["autolabels[0].label: duplicate key at line 2 (first at line 2)"]),
+    ("commands:\n  use: pin\n\n  use: pin\n", ["commands.use: duplicate key at line 4 (first at line 2)"]),
+], ids=["scalar", "mapping", "flow-mapping", "same-value"])
+def test_a_duplicate_key_is_an_error_at_its_line(text, errors):
+    """Regression (issue 18): a key given twice was accepted silently, YAML keeping the last one."""
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    assert raised.value.errors == errors and [e.hint for e in raised.value.errors] == ["duplicate-key"]
+
+
+@pytest.mark.parametrize("text, line", [
+    ("paths:\n  benchmark: [a]\n\n  changelgo: x\n", 4),  # the key itself
+    ("autolabels:\n  - label: x\n    paths: []\n    color: ffffff\n    description: d\n", 3),  # a list item's key
+    ("labels:\n  primary:\n    - {name: a, canary: true, fail_fast: true, recommended: true}\n"
+     "    - {name: b, fail_fast: true, recommended: false}\n", 4),  # a missing key: the item's line
+    ("commands:\n  use: help\n", 1),  # commands.help is the default's: the nearest key the file has
+    ("- a\n", None),  # the file itself
+])
+def test_errors_name_their_line(text, line):
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    [error] = raised.value.errors
+    assert error.line == line and error.endswith(f" (line {line})" if line else "got a list")
+
+
+@pytest.mark.parametrize("text, hint, params", [
+    ("policy:\n  paths:\n    changelog: x\n", "app-yaml-policy", {}),
+    ("manifest:\n  name: x\n", "app-yaml-manifest", {}),
+    ("paths:\n  changelgo: x\n", "unknown-key",
+     {"suggestion": "changelog", "allowed": ["changelog", "codeowners", "checklist", "benchmark"]}),
+    ("limits:\n  comments: 3\n", "unknown-key", {"suggestion": None, "allowed": ["changelog_bytes", "changelog_errors"]}),
+    ("signoff:\n  judge:\n    sender: [x]\n", "unknown-key",
+     {"suggestion": "senders", "allowed": ["enabled", "workflow", "senders"]}),
+], ids=["copied-policy-root", "copied-manifest", "typo", "no-such-key", "nested"])
+def test_unknown_keys_come_with_a_hint(text, hint, params):
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    [error] = raised.value.errors
+    assert (error.hint, error.hint_params) == (hint, params)
+
+
+def test_check_config_says_to_drop_a_copied_policy_level(tmp_path, capsys):
+    """Regression (issue 18): a file copied from app.yaml's `policy:` root got only "policy: unknown key"."""
+    copied = tmp_path / "sweepbot.yml"
+    copied.write_text("policy:\n  paths:\n    changelog: perf.yaml\n")
+    assert cli.main(["check-config", str(copied)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{copied}: invalid", "  - policy: unknown key (line 1)",
+        "    hint: This file holds only what goes under app.yaml's `policy:`: drop the `policy:` line and move the"
+        " keys under it one level left."]
 
 
 def test_every_problem_is_reported_not_just_the_first():
     with pytest.raises(ConfigError) as raised:
         parse_repo_config("pathz: 1\nworkflows:\n  sweep: ''\n  nightly: x\n")
-    assert raised.value.errors == ["pathz: unknown key", "workflows.sweep: expected a non-empty string, got a string",
+    assert messages(raised.value.errors) == ["pathz: unknown key", "workflows.sweep: expected a non-empty string, got a string",
                                    "workflows.nightly: unknown key"]
 
 
@@ -204,7 +266,7 @@ def test_rules_across_keys(text, errors):
         return
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(text)
-    assert raised.value.errors == errors
+    assert messages(raised.value.errors) == errors
 
 
 BAD_FILE = """\
@@ -237,7 +299,7 @@ BAD_FILE_ERRORS = [
 def test_every_rule_across_keys_is_reported_at_once():
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(BAD_FILE)
-    assert raised.value.errors == BAD_FILE_ERRORS
+    assert messages(raised.value.errors) == BAD_FILE_ERRORS
 
 
 def test_settings_from_env_with_probot_names(tmp_path):
@@ -276,7 +338,9 @@ def test_check_config_command(tmp_path, capsys):
     assert cli.main(["check-config", str(good)]) == 0
     assert capsys.readouterr().out == f"{good}: valid\n"
     assert cli.main(["check-config", str(bad)]) == 1
-    assert capsys.readouterr().out == f"{bad}: invalid\n  - paths.changelgo: unknown key\n"
+    assert capsys.readouterr().out == (f"{bad}: invalid\n  - paths.changelgo: unknown key (line 2)\n"
+                                       "    hint: Did you mean `changelog`? The keys allowed here: `changelog`,"
+                                       " `codeowners`, `checklist`, `benchmark`.\n")
 
 
 def test_the_sweepbot_command_lists_every_error_of_a_bad_file(tmp_path):
@@ -287,7 +351,10 @@ def test_the_sweepbot_command_lists_every_error_of_a_bad_file(tmp_path):
     done = subprocess.run([str(script), "check-config", str(bad)], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.splitlines() == [f"{bad}: invalid", *(f"  - {error}" for error in BAD_FILE_ERRORS)]
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(BAD_FILE)
+    assert messages(raised.value.errors) == BAD_FILE_ERRORS
+    assert done.stdout.splitlines() == [f"{bad}: invalid", *(f"  - {error}" for error in raised.value.errors)]
 
 
 def test_manifest_command_prints_json(capsys):
@@ -310,3 +377,130 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(tmp_path, monkeypatch):
 def test_manifest_takes_the_webhook_url(capsys):
     assert cli.main(["manifest", "--webhook-url", "https://bot.example.com/webhook"]) == 0
     assert json.loads(capsys.readouterr().out)["hook_attributes"]["url"] == "https://bot.example.com/webhook"
+
+
+# ---- settings from the environment: each bad value is one line naming the variable, exit 2, no traceback -----
+
+SECONDS_ABOVE_0 = "a number of seconds above 0 and below 3600"
+BAD_SETTINGS = [
+    ("PORT", "abc", "a TCP port, a whole number from 1 to 65535"),
+    ("PORT", "0", "a TCP port, a whole number from 1 to 65535"),
+    ("PORT", "70000", "a TCP port, a whole number from 1 to 65535"),
+    ("PORT", "80.5", "a TCP port, a whole number from 1 to 65535"),
+    ("SWEEPBOT_WORKERS", "x", "a whole number of workers, 0 or more (0: journal only)"),
+    ("SWEEPBOT_WORKERS", "-1", "a whole number of workers, 0 or more (0: journal only)"),
+    ("SWEEPBOT_WRITES_PER_MINUTE", "lots", "a whole number of writes, 0 or more (0: unpaced)"),
+    ("SWEEPBOT_HTTP_TIMEOUT", "10s", SECONDS_ABOVE_0),
+    ("SWEEPBOT_HTTP_TIMEOUT", "0", SECONDS_ABOVE_0),
+    ("SWEEPBOT_HTTP_TIMEOUT", "nan", SECONDS_ABOVE_0),
+    ("SWEEPBOT_LEASE_SECONDS", "3600", SECONDS_ABOVE_0),
+    ("SWEEPBOT_SETTLE_SECONDS", "-1", "a number of seconds 0 or more and below 3600"),
+    ("SWEEPBOT_DB", "mysql://u:pw@db/x", "a file path (SQLite) or a postgresql:// or postgres:// URL"),
+    ("LOG_LEVEL", "verbose", "one of DEBUG, INFO, WARNING, ERROR (any case)"),
+    ("GITHUB_API_URL", "api.github.com", "an http:// or https:// URL of GitHub's REST API, e.g."
+     " https://api.github.com or https://HOST/api/v3 for GitHub Enterprise Server"),
+    ("GITHUB_API_URL", "ftp://ghe.example/api/v3", "an http:// or https:// URL of GitHub's REST API, e.g."
+     " https://api.github.com or https://HOST/api/v3 for GitHub Enterprise Server"),
+]
+SETTINGS_VARIABLES = sorted({variable for variable, _, _ in BAD_SETTINGS} | {
+    "APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "SWEEPBOT_DB", "HOST"})
+
+
+@pytest.fixture
+def clean_env(tmp_path, monkeypatch):
+    """No .env in the working directory and none of the bot's variables set."""
+    monkeypatch.chdir(tmp_path)
+    for name in SETTINGS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SWEEPBOT_DB", str(tmp_path / "j.db"))
+    return monkeypatch
+
+
+@pytest.mark.parametrize("variable, raw, accepted", BAD_SETTINGS,
+                         ids=[f"{v}={r}" for v, r, _ in BAD_SETTINGS])
+def test_serve_refuses_a_bad_setting_in_one_line(variable, raw, accepted, clean_env, capsys):
+    """Regression (issue 18): `PORT=abc` or `SWEEPBOT_WORKERS=x` ended `sweepbot serve` in a ValueError traceback."""
+    clean_env.setenv(variable, raw)
+    assert cli.main(["serve"]) == 2
+    shown = "a mysql:// URL" if variable == "SWEEPBOT_DB" else repr(raw)  # a URL's password is never shown
+    assert capsys.readouterr().err == f"sweepbot: {variable} must be {accepted}, got {shown}\n"
+
+
+def test_every_bad_setting_is_named_at_once(clean_env, capsys):
+    clean_env.setenv("PORT", "abc")
+    clean_env.setenv("SWEEPBOT_WORKERS", "x")
+    assert cli.main(["serve"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "sweepbot: PORT must be a TCP port, a whole number from 1 to 65535, got 'abc'",
+        "sweepbot: SWEEPBOT_WORKERS must be a whole number of workers, 0 or more (0: journal only), got 'x'"]
+
+
+def test_an_unreadable_private_key_path_is_one_line(clean_env, tmp_path, capsys):
+    """Regression (issue 18): a PRIVATE_KEY_PATH that does not exist ended in a FileNotFoundError traceback."""
+    clean_env.setenv("APP_ID", "1")
+    clean_env.setenv("PRIVATE_KEY_PATH", str(tmp_path / "missing.pem"))
+    assert cli.main(["serve"]) == 2
+    assert capsys.readouterr().err == (f"sweepbot: PRIVATE_KEY_PATH must be a readable PEM file, got"
+                                       f" {str(tmp_path / 'missing.pem')!r} (No such file or directory)\n")
+
+
+@pytest.mark.parametrize("env, field, expected", [
+    ({"PORT": " 8080 "}, "port", 8080), ({"PORT": ""}, "port", 3000), ({"SWEEPBOT_WORKERS": "0"}, "workers", 0),
+    ({"SWEEPBOT_HTTP_TIMEOUT": "2.5"}, "http_timeout", 2.5), ({"SWEEPBOT_SETTLE_SECONDS": "0"}, "settle_seconds", 0),
+    ({"LOG_LEVEL": "warning"}, "log_level", "WARNING"), ({}, "log_level", None),
+    ({"GITHUB_API_URL": "http://127.0.0.1:9/"}, "api_url", "http://127.0.0.1:9"),
+    ({"SWEEPBOT_DB": "postgres://u@db/x"}, "db_path", "postgres://u@db/x"), ({"SWEEPBOT_DB": ""}, "db_path", DEFAULT_DB),
+], ids=["port-padded", "port-blank", "no-workers", "timeout-fraction", "settle-zero", "level-any-case", "level-unset",
+        "api-loopback", "postgres-url", "db-blank"])
+def test_good_settings_are_read(env, field, expected):
+    assert getattr(Settings.from_env(env, dotenv=False), field) == expected
+
+
+@pytest.mark.parametrize("env, level", [({}, "WARNING"), ({"APP_ID": "1"}, "INFO"), ({"LOG_LEVEL": "error"}, "ERROR")])
+def test_the_log_level_defaults_by_mode(env, level):
+    assert Settings.from_env(env, dotenv=False).logging_level() == level
+
+
+def test_the_sweepbot_command_exits_2_on_a_bad_setting(tmp_path):
+    """`sweepbot serve` run as a process: exit 2 and one line on stderr, no traceback."""
+    script = Path(sys.executable).with_name("sweepbot")
+    env = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    done = subprocess.run([str(script), "serve"], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**env, "PORT": "abc", "SWEEPBOT_DB": str(tmp_path / "j.db")})
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "sweepbot: PORT must be a TCP port, a whole number from 1 to 65535, got 'abc'\n"
+
+
+# ---- examples/sweepbot.yml: every key a repository may set, with its default ------------------------------
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sweepbot.yml"
+
+
+def key_paths(value: object, where: str = "") -> set[str]:
+    """The mapping keys of `value`, as dotted paths (lists are values: they replace whole)."""
+    if not isinstance(value, dict):
+        return set()
+    return set().union(*({f"{where}{key}"} | key_paths(sub, f"{where}{key}.") for key, sub in value.items()))
+
+
+def test_the_example_config_is_accepted_by_check_config(capsys):
+    assert cli.main(["check-config", str(EXAMPLE)]) == 0
+    assert capsys.readouterr().out == f"{EXAMPLE}: valid\n"
+
+
+def test_the_example_config_sets_every_key_to_its_default():
+    """examples/sweepbot.yml names every key a repository may set, so a new key in app.yaml needs its line there."""
+    import yaml
+
+    example = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    assert key_paths(example) == key_paths(default_policy())
+    assert parse_repo_config(EXAMPLE.read_bytes()) == default_policy()
+
+
+def test_nested_aliases_are_walked_once():
+    """Regression (introduced and fixed with the line numbers): the walk that finds each key's line followed every
+    alias, so twelve levels of ten aliases each (a few hundred bytes) meant 10**12 visits."""
+    levels = ["a0: &a0 {k: v}"] + [f"a{i}: &a{i} [{', '.join(['*a%d' % (i - 1)] * 10)}]" for i in range(1, 12)]
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config("\n".join(levels) + "\n")
+    assert messages(raised.value.errors)[:2] == ["a0: unknown key", "a1: unknown key"]

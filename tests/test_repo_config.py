@@ -7,6 +7,7 @@ import pytest
 
 from bot.core.config import REPO_CONFIG_PATH
 from bot.core.repo_config import RepoConfigs
+from bot.core.templates import Templates
 from harness import REPO, github_app
 
 
@@ -51,7 +52,7 @@ async def test_an_invalid_file_keeps_the_last_good_one_and_records_why(github, g
     policy = await configs.policy(gh, REPO, "trunk")
     assert policy["paths"]["changelog"] == "good.yaml"
     problem = configs.problems[REPO]
-    assert problem.errors == ("paths.changelgo: unknown key",) and problem.last_good is not None
+    assert problem.errors == ("paths.changelgo: unknown key (line 2)",) and problem.last_good is not None
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelog: fixed.yaml\n", ref="trunk")
     configs.invalidate(REPO)
     assert (await configs.policy(gh, REPO, "trunk"))["paths"]["changelog"] == "fixed.yaml"
@@ -80,3 +81,33 @@ async def test_the_policy_handed_out_is_read_only(github, gh):
     with pytest.raises(AttributeError):
         policy["autolabels"].append({})
     assert policy["paths"]["changelog"] == "inferencex-e2e/perf-changelog.yaml"
+
+
+COPIED_POLICY_ROOT = "policy:\n  paths:\n    changelog: perf.yaml\n"
+
+
+async def test_the_config_invalid_issue_carries_each_line_and_hint(github, gh):
+    """Regression (issue 18): a file copied from app.yaml's `policy:` root told maintainers only "policy: unknown
+    key", and a key given twice was taken silently (YAML keeps the last)."""
+    github.set_file(REPO, REPO_CONFIG_PATH, COPIED_POLICY_ROOT + "paths:\n  changelog: a\n  changelog: b\n",
+                    ref="trunk")
+    configs = RepoConfigs()
+    await configs.policy(gh, REPO, "trunk")
+    errors = list(configs.problems[REPO].errors)
+    assert errors == ["paths.changelog: duplicate key at line 6 (first at line 5)", "policy: unknown key (line 1)"]
+    english, chinese = halves(Templates().render("config_invalid", path=REPO_CONFIG_PATH, commit_sha="0f1e2d3c4b5a",
+                                                 commit_url="https://example.invalid/c", errors=errors,
+                                                 last_good=None))
+    assert ("\n- policy: unknown key (line 1) Hint: This file holds only what goes under app.yaml's `policy:`: drop"
+            " the `policy:` line and move the keys under it one level left.\n") in english
+    assert ("\n- paths.changelog: duplicate key at line 6 (first at line 5) Hint: YAML would keep only the last of"
+            " them, silently: keep one.\n") in english
+    assert ("\n- policy: unknown key (line 1) 提示：这个文件只写 app.yaml 中 `policy:` 之下的内容：删除 `policy:`"
+            " 这一行，并把它下面的键向左移一级缩进。\n") in chinese
+    assert "\n- paths.changelog: duplicate key at line 6 (first at line 5) 提示：YAML 只会默默保留其中最后一个" in chinese
+
+
+def halves(text: str) -> tuple[str, str]:
+    before, heading, after = text.partition("\n## 中文\n")
+    assert heading
+    return before, after

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import os
 import signal
 import sys
 import time
@@ -19,6 +18,7 @@ from gidgethub import sansio
 
 from bot.telemetry import logs
 from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.core.templates import Templates
 from bot.github.client import GitHubApp, http_timeout, WritePacer
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
@@ -298,6 +298,9 @@ def manifest(webhook_url: str | None = None, out: TextIO | None = None) -> int:
     return 0
 
 
+CONFIG_HINTS = "_config_hint.en.j2"  # check-config speaks English, as the rest of the CLI
+
+
 def check_config(path: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
@@ -309,8 +312,11 @@ def check_config(path: str, out: TextIO | None = None) -> int:
         parse_repo_config(text)
     except ConfigError as exc:
         print(f"{path}: invalid", file=out)
+        hints = Templates().environment.get_template(CONFIG_HINTS).module
         for error in exc.errors:
             print(f"  - {error}", file=out)
+            if getattr(error, "hint", None):
+                print(f"    hint: {hints.hint(error)}", file=out)
         return 1
     print(f"{path}: valid", file=out)
     return 0
@@ -350,8 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         for error in exc.errors:
             print(f"sweepbot: {error}", file=sys.stderr)
         return 2
-    default_level = "INFO" if wants_live(settings) else "WARNING"
-    logs.setup(settings.log_level if "LOG_LEVEL" in os.environ else default_level)
+    logs.setup(settings.logging_level())
     if args.command == "serve":
         return asyncio.run(serve(settings))
     if args.command == "receive":

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import copy
+import difflib
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import yaml
 
 from bot.core.resources import APP_PACKAGE, resource_file
+from bot.delivery.journal import is_postgres
 from bot.rules.pull_request import label_key
 from bot.rules.value_kinds import kind_in_words
 
@@ -38,7 +41,7 @@ class Settings:
     webhook_secrets: tuple[str, ...] = field(default=(), repr=False)
     host: str = "127.0.0.1"
     port: int = 3000
-    log_level: str = "INFO"
+    log_level: str | None = None  # None: INFO live, WARNING in the sandbox (logging_level)
     api_url: str = DEFAULT_API_URL
     db_path: str = DEFAULT_DB
     workers: int = 8
@@ -67,6 +70,7 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, *, dotenv: bool = True) -> "Settings":
+        """Every setting read once; each bad variable is one line of the ConfigError (name, value, what is accepted)."""
         if env is None:
             if dotenv:
                 from dotenv import load_dotenv
@@ -74,39 +78,37 @@ class Settings:
                 # an explicit path: with none, python-dotenv searches from this module's folder, not the cwd
                 load_dotenv(Path.cwd() / ".env", override=False)
             env = dict(os.environ)
+        errors: list[str] = []
+        values: dict[str, Any] = {}
+        for variable, name, read in ENV_SETTINGS:
+            raw = env.get(variable)
+            if raw is None or not raw.strip():
+                continue  # unset or blank: the default
+            try:
+                values[name] = read(raw)
+            except _NotAccepted as bad:
+                errors.append(f"{variable} must be {bad.accepted}, got {bad.shown or repr(raw)}")
         key = env.get("PRIVATE_KEY") or None
         if key is None and env.get("PRIVATE_KEY_PATH"):
-            key = Path(env["PRIVATE_KEY_PATH"]).read_text()
+            try:
+                key = Path(env["PRIVATE_KEY_PATH"]).read_text()
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+                errors.append(f"PRIVATE_KEY_PATH must be a readable PEM file, got {env['PRIVATE_KEY_PATH']!r}"
+                              f" ({reason})")
+        if errors:
+            raise ConfigError(errors)
         if key is not None and "\\n" in key and "\n" not in key:
             key = key.replace("\\n", "\n")  # keys pasted into one-line env files
         secrets = tuple(s.strip() for s in env.get("WEBHOOK_SECRET", "").split(",") if s.strip())
-        return cls(
-            app_id=env.get("APP_ID") or None,
-            private_key=key,
-            webhook_secrets=secrets,
-            host=env.get("HOST", cls.host),
-            port=int(env.get("PORT", cls.port)),
-            log_level=env.get("LOG_LEVEL", cls.log_level).upper(),
-            api_url=env.get("GITHUB_API_URL", cls.api_url).rstrip("/"),
-            db_path=env.get("SWEEPBOT_DB", cls.db_path),
-            workers=int(env.get("SWEEPBOT_WORKERS", cls.workers)),
-            writes_per_minute=cls._writes_per_minute(env.get("SWEEPBOT_WRITES_PER_MINUTE")),
-            http_timeout=_positive("SWEEPBOT_HTTP_TIMEOUT", env.get("SWEEPBOT_HTTP_TIMEOUT"), cls.http_timeout),
-            settle_seconds=_positive("SWEEPBOT_SETTLE_SECONDS", env.get("SWEEPBOT_SETTLE_SECONDS"),
-                                     cls.settle_seconds, zero=True),
-            lease_seconds=_positive("SWEEPBOT_LEASE_SECONDS", env.get("SWEEPBOT_LEASE_SECONDS"), cls.lease_seconds),
-        )
+        return cls(app_id=env.get("APP_ID") or None, private_key=key, webhook_secrets=secrets,
+                   host=env.get("HOST") or cls.host, **values)
 
-    @classmethod
-    def _writes_per_minute(cls, raw: str | None) -> int:
-        """SWEEPBOT_WRITES_PER_MINUTE: a whole number, 0 or more; unset or blank is the default."""
-        if raw is None or not raw.strip():
-            return cls.writes_per_minute
-        text = raw.strip()
-        if not text.isascii() or not text.isdigit():
-            raise ConfigError([f"SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more"
-                               f" (0: unpaced), got {raw!r}"])
-        return int(text)
+    def logging_level(self) -> str:
+        """LOG_LEVEL when it is set; else INFO live and WARNING in the sandbox."""
+        if self.log_level is not None:
+            return self.log_level
+        return "INFO" if self.app_id or self.private_key else "WARNING"
 
     def live_problems(self) -> list[str]:
         """Why live mode cannot start, if it was asked for."""
@@ -120,17 +122,81 @@ class Settings:
         return problems
 
 
-def _positive(name: str, raw: str | None, default: float, *, zero: bool = False) -> float:
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (0 <= value if zero else 0 < value) or not value < 3600:
-        raise ConfigError([f"{name} must be a number of seconds {'0 or more' if zero else 'above 0'} and below"
-                           f" 3600, got {raw!r}"])
-    return value
+class _NotAccepted(ValueError):
+    """A setting's value that its reader refuses; `accepted` says what it takes."""
+
+    def __init__(self, accepted: str, shown: str | None = None):
+        super().__init__(accepted)
+        self.accepted = accepted
+        self.shown = shown  # what the message shows of the value, when not the value itself (it may hold a password)
+
+
+def _whole(low: int, high: int | None, accepted: str) -> Callable[[str], int]:
+    def read(raw: str) -> int:
+        text = raw.strip()
+        if not text.isascii() or not text.isdigit() or int(text) < low or (high is not None and int(text) > high):
+            raise _NotAccepted(accepted)
+        return int(text)
+    return read
+
+
+def _seconds(*, zero: bool) -> Callable[[str], float]:
+    accepted = f"a number of seconds {'0 or more' if zero else 'above 0'} and below 3600"
+
+    def read(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise _NotAccepted(accepted) from None
+        if not (0 <= value if zero else 0 < value) or not value < 3600:  # NaN fails both
+            raise _NotAccepted(accepted)
+        return value
+    return read
+
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(raw: str) -> str:
+    if raw.strip().upper() not in LOG_LEVELS:
+        raise _NotAccepted(f"one of {', '.join(LOG_LEVELS)} (any case)")
+    return raw.strip().upper()
+
+
+def _api_url(raw: str) -> str:
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise _NotAccepted("an http:// or https:// URL of GitHub's REST API, e.g. https://api.github.com or"
+                           " https://HOST/api/v3 for GitHub Enterprise Server")
+    return raw.strip().rstrip("/")
+
+
+_URL_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
+
+
+def _journal_target(raw: str) -> str:
+    """SWEEPBOT_DB: a file path, or a PostgreSQL URL; any other URL would be taken for an odd SQLite file name."""
+    scheme = _URL_SCHEME.match(raw.strip())
+    if scheme and not is_postgres(raw.strip()):
+        raise _NotAccepted("a file path (SQLite) or a postgresql:// or postgres:// URL",
+                           shown=f"a {scheme.group(1)}:// URL")  # not the URL: it may hold a password
+    return raw.strip()
+
+
+# (variable, Settings field, reader): the settings that take a number, a level or a URL. A reader returns the
+# value or raises _NotAccepted; unset or blank keeps the field's default.
+ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
+    ("PORT", "port", _whole(1, 65535, "a TCP port, a whole number from 1 to 65535")),
+    ("LOG_LEVEL", "log_level", _log_level),
+    ("GITHUB_API_URL", "api_url", _api_url),
+    ("SWEEPBOT_DB", "db_path", _journal_target),
+    ("SWEEPBOT_WORKERS", "workers", _whole(0, None, "a whole number of workers, 0 or more (0: journal only)")),
+    ("SWEEPBOT_WRITES_PER_MINUTE", "writes_per_minute",
+     _whole(0, None, "a whole number of writes, 0 or more (0: unpaced)")),
+    ("SWEEPBOT_HTTP_TIMEOUT", "http_timeout", _seconds(zero=False)),
+    ("SWEEPBOT_SETTLE_SECONDS", "settle_seconds", _seconds(zero=True)),
+    ("SWEEPBOT_LEASE_SECONDS", "lease_seconds", _seconds(zero=False)),
+)
 
 
 def load_app_yaml(path: Path = APP_YAML) -> dict[str, Any]:
@@ -213,20 +279,120 @@ def _check_items(default: list, value: list, where: str, errors: list[str]) -> N
             _merge(sample, item, path, errors)
 
 
+class ConfigIssue(str):
+    """One problem of a `.github/sweepbot.yml`: its English text (ending in `(line N)` when the file has the key), and
+    for the templates the line and a hint (`hint` names a macro of templates/_config_hint.*.j2, `hint_params`
+    its values). A str, so every list of errors stays a list of sentences."""
+
+    line: int | None
+    hint: str | None
+    hint_params: dict[str, Any]
+
+    def __new__(cls, text: str, line: int | None = None, hint: str | None = None,
+                hint_params: dict[str, Any] | None = None, *, names_its_line: bool = False) -> "ConfigIssue":
+        issue = super().__new__(cls, f"{text} (line {line})" if line is not None and not names_its_line else text)
+        issue.line, issue.hint, issue.hint_params = line, hint, dict(hint_params or {})
+        return issue
+
+
+# Keys of app.yaml that are not the policy: a repository file copied from app.yaml whole or from its `policy:`.
+APP_YAML_ROOTS = ("policy", "manifest")
+
+
 def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError."""
+    """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError, whose errors
+    are ConfigIssues: every key path the file has is given its line, duplicate keys are errors."""
     defaults = default_policy() if defaults is None else defaults
+    loader = yaml.SafeLoader(text)
     try:
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError([f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"]) from None
+        raise ConfigError([ConfigIssue(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}",
+                                       hint=None)]) from None
+    finally:
+        loader.dispose()
     if data is None:
         return copy.deepcopy(defaults)
-    merged = merge_policy(defaults, data)
-    _check_semantics(merged)
+    lines: dict[str, int] = {}
+    errors: list[str] = []
+    if node is not None:
+        _walk_keys(node, "", lines, errors)
+    try:
+        merged = merge_policy(defaults, data)
+        _check_semantics(merged)
+    except ConfigError as exc:
+        errors += [_with_line_and_hint(error, lines, defaults) for error in exc.errors]
+    if errors:
+        raise ConfigError(errors)
     return merged
+
+
+def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[str],
+               walked: set[int] | None = None) -> None:
+    """Record the line of every key path in the file; a key given twice in one mapping is an error. Each node is
+    walked once: an alias is the node it names, so nested aliases would otherwise be walked exponentially often."""
+    walked = set() if walked is None else walked
+    if id(node) in walked:
+        return
+    walked.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            path = f"{where}.{key_node.value}" if where else key_node.value
+            line = key_node.start_mark.line + 1
+            if key_node.value in first:
+                errors.append(ConfigIssue(f"{path}: duplicate key at line {line} (first at line {first[key_node.value]})",
+                                          line, "duplicate-key", names_its_line=True))
+            else:
+                first[key_node.value] = line
+                lines[path] = line
+            _walk_keys(value_node, path, lines, errors, walked)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[f"{where}[{i}]"] = item.start_mark.line + 1
+            _walk_keys(item, f"{where}[{i}]", lines, errors, walked)
+
+
+_LAST_STEP = re.compile(r"(?:\.[^.\[]+|\[\d+\])$")
+
+
+def _with_line_and_hint(error: str, lines: dict[str, int], defaults: dict[str, Any]) -> ConfigIssue:
+    """The error with the line of its key path (or of the nearest key above it the file has), and its hint."""
+    path, _, message = error.partition(": ")
+    line, at = None, path
+    while at:
+        if at in lines:
+            line = lines[at]
+            break
+        shorter = _LAST_STEP.sub("", at)
+        at = "" if shorter == at else shorter
+    hint, params = None, {}
+    if message == "unknown key":
+        if path in APP_YAML_ROOTS:
+            hint = f"app-yaml-{path}"
+        else:
+            last = _LAST_STEP.search(path)
+            parent, key = (path[:last.start()], last.group()[1:]) if last else ("", path)
+            allowed = _keys_at(defaults, parent)
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint, params = "unknown-key", {"allowed": allowed, "suggestion": close[0] if close else None}
+    return ConfigIssue(error, line, hint, params)
+
+
+def _keys_at(defaults: dict[str, Any], path: str) -> list[str]:
+    """The keys a mapping at `path` (a key path of the errors: `a.b[0].c`) may hold, in app.yaml's order."""
+    level: Any = defaults
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        if index:
+            level = {k: v for item in level if isinstance(item, dict) for k, v in item.items()}
+        elif isinstance(level, dict):
+            level = level.get(name, {})
+    return list(level) if isinstance(level, dict) else []
 
 
 def _check_semantics(policy: dict[str, Any]) -> None:
