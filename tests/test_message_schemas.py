@@ -69,10 +69,16 @@ def test_what_the_bot_sends_is_valid_against_the_request_schema():
     assert list(validator("stage-results.request").iter_errors({**sent, "extra": "x"})) != []
 
 
-@pytest.mark.parametrize("name, event, changes, expected", CASES, ids=[case[0] for case in CASES])
+# The table's cases with a known event type (the type chooses the schema; an unknown type has none).
+TYPED = [case for case in CASES if case[1] in EVENT_KINDS and isinstance(case[2], dict)]
+
+
+def test_the_typed_cases_are_nearly_all_of_the_table():
+    assert len(CASES) - len(TYPED) == 3, [case[0] for case in CASES if case not in TYPED]
+
+
+@pytest.mark.parametrize("name, event, changes, expected", TYPED, ids=[case[0] for case in TYPED])
 def test_the_schemas_and_the_parser_agree_on_the_callback_table(name, event, changes, expected):
-    if event not in EVENT_KINDS or not isinstance(changes, dict):
-        pytest.skip("not a callback of a known type with an object payload: the schema is chosen by the type")
     body = payload(event, changes)
     parsed = parse_callback(event, body, results_repository=RESULTS, link_hosts=HOSTS)
     try:
