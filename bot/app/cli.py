@@ -218,16 +218,12 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
         return 2
     try:
         found = await journal.get(delivery_id)
-        if found is None:
-            print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
-            return 2
-        row = found if found.status in UNFINISHED else await journal.requeue(delivery_id)
-        if row is None:  # pruned meanwhile
-            print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
-            return 2
-        if found.status in UNFINISHED:
+        if found is not None and found.status in UNFINISHED:
             print(f"delivery {delivery_id} is {found.status} already: the workers take it in its lane's turn",
                   file=out)
+        elif found is None or await journal.requeue(delivery_id) is None:  # None from requeue: pruned meanwhile
+            print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
+            return 2
         else:
             print(f"delivery {delivery_id} queued again (it was {found.status}, {found.attempts} attempt(s)):"
                   f" the running workers take it in its lane's turn", file=out)

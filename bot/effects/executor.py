@@ -15,11 +15,10 @@ from bot.effects.actions import Result
 from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
 from bot.rules.markers import fit, is_bots
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
-from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed
+from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, get_or_none
 from bot.delivery.failures import NeedsAPerson, NotListedYet
 from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
 from bot.rules.links import repo_api
-from bot.github.client import get_or_none
 
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
 DISPATCH_LOOKS = 4  # a dispatched run takes a few seconds to be listed: look this many times before giving up
