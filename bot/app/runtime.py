@@ -58,7 +58,7 @@ class Bot:
                 self._loop = WorkerLoop()
             options = dict(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
                            retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
-                           resolve=self.processor.pr_of_delivery)
+                           resolve=self.processor.pr_of_sha)
             if self.shared:  # replicas share the work, the timers and the write budget through the database
                 from bot.delivery.replica_workers import ReplicaWorkers
 

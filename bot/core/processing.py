@@ -157,19 +157,11 @@ class Processor:
     async def process_delivery(self, d: Delivery, effects: dict, journal: Journal, scheduler: Scheduler | None
                                ) -> None:
         """One delivery as a scheduler took it, with its ledger rows read in the same journal round trip: the one
-        way bot/delivery reaches the processor (with `pr_of_delivery`)."""
+        way bot/delivery reaches the processor (with `pr_of_sha`, for a delivery in a SHA lane)."""
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
         await self.process(event, ledger=JournalLedger(journal, d.seq, effects),
                            waiting=(lambda: scheduler.waiting(d.lane)) if scheduler is not None else None,
                            last_try=scheduler is not None and scheduler.last_try(d))
-
-    async def pr_of_delivery(self, d: Delivery) -> int | None:
-        """The PR of a delivery waiting in a SHA lane (a fork's run names only its head SHA); None when none."""
-        found = lanes.unresolved_sha(d.lane)
-        if found is None or d.installation is None:
-            return None
-        repo, sha = found
-        return await self.pr_of_sha(d.installation, repo, sha)
 
     async def pr_of_sha(self, installation: int, repo: str, sha: str) -> int | None:
         """The open PR of `repo` whose head is `sha` (a fork's run names no PR), as GitHub says."""

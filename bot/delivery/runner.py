@@ -23,7 +23,7 @@ from bot.delivery.lanes import unresolved_sha
 from bot.telemetry.metrics import Metrics
 
 Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows
-Resolve = Callable[[Delivery], Awaitable["int | None"]]
+Resolve = Callable[[int, str, str], Awaitable["int | None"]]  # (installation, repo, head SHA) -> its open PR
 T = TypeVar("T")
 
 RETRY_FOR = 6 * 3600.0  # transient failures are retried this long after the delivery arrived
@@ -108,10 +108,11 @@ class Runner:
     async def moved(self, d: Delivery) -> str | None:
         """A SHA-only delivery (a fork's run names no PR) whose PR GitHub now names: moved to that PR's lane in
         the journal; returns the lane, for the scheduler to queue it there. None when it stays where it is."""
-        if not self.may_move(d.lane):
+        found = unresolved_sha(d.lane) if self.resolve is not None else None
+        if found is None or d.installation is None:
             return None
         try:
-            number = await self.resolve(d)
+            number = await self.resolve(d.installation, *found)
         except Exception as exc:  # GitHub cannot say now: run it where it is rather than hold it
             logs.event("could not find the PR of a head SHA", logging.WARNING, delivery=d.id,
                        error=f"{type(exc).__name__}: {exc}")
