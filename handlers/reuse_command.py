@@ -20,6 +20,7 @@ from bot.rules import pins, pull_request
 from bot.effects.actions import Action, Comment, RepositoryDispatch
 from bot.rules.commands import Command
 from bot.rules.links import repo_api, web
+from bot.rules.run_summary import summarize
 from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, SweepRecord
 from handlers import pr_state
@@ -43,7 +44,7 @@ def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) ->
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
                     verdict: pins.Verdict | None, others: list[dict], *, fork: bool = False) -> dict[str, Any]:
-    summary = pins.summarize(run) if run else None
+    summary = summarize(run) if run else None
     shown = None if run is None else {
         "id": run["id"], "url": run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
         "head_sha": run.get("head_sha") or "", "conclusion": run.get("conclusion") or "",
@@ -160,7 +161,7 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
     if record.pin is not None:
         run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
     outcome = merge_outcome(record.pin, verdict)
-    summary = pins.summarize(run) if run else None
+    summary = summarize(run) if run else None
     body = ctx.render("merge_reuse", outcome=outcome, pin=None if record.pin is None else {
         "run_id": record.pin.run_id, "by": record.pin.by,
         "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", record.pin.run_id),

@@ -24,6 +24,7 @@ from bot.rules.links import Slashed, repo_api, web
 from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
                                     primary_names, sweep_label_names)
+from bot.rules.run_summary import summary_tokens
 from bot.core.processing import Context
 from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord, shows_status
 from handlers import pr_state
@@ -72,7 +73,7 @@ def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
         return ChangelogOutcome(Changelog.ABSENT)
     if not result.ok:
         return ChangelogOutcome(Changelog.INVALID)
-    return ChangelogOutcome(Changelog.VALID, append_only=result.append_only)
+    return ChangelogOutcome(Changelog.VALID, append_only=result.append_only, summary=summary_tokens(result.entries))
 
 
 def check_conclusion(decision: Decision) -> str:

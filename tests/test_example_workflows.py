@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 from bot.rules.dispatched_runs import dispatch_id_of
-from bot.rules.gate import decide
+from bot.rules.gate import Changelog, ChangelogOutcome, decide
 from bot.rules.pins import is_result_artifact
+from bot.rules.run_summary import summarize
 from test_gate_decision import POLICY, fork_pr, make_pr
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +48,15 @@ def test_the_run_name_carries_the_dispatch_id_the_bot_finds_the_run_by(name):
     start = decide(CASES[name](), POLICY).start
     title = rendered(workflow(name)["run-name"], dict(start.inputs))
     assert dispatch_id_of({"display_title": title, "name": workflow(name)["name"]}) == start.dispatch_id
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_run_name_carries_the_summary_tokens_the_reply_shows(name):
+    tokens = "model=dsr1 scenario=fixed-seq-len precision=fp4 hardware_framework=mi355x_sglang"
+    start = decide(CASES[name](changelog=ChangelogOutcome(Changelog.VALID, summary=tokens)), POLICY).start
+    title = rendered(workflow(name)["run-name"], dict(start.inputs))
+    summary = summarize({"display_title": title, "run_started_at": "2026-12-01T10:00:00Z"})
+    assert summary is not None and summary.text == "dsr1 · fixed-seq-len · fp4 · mi355x_sglang · 2026-12-01"
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -214,12 +214,21 @@ def test_same_repo_dispatch_runs_the_sweep_workflow_on_the_head_branch_with_exac
     assert dict(decision.start.inputs) == {
         "pr-number": "42", "head-sha": HEAD, "base-sha": BASE, "sweep-label": "full-sweep-enabled",
         "canary": "true", "fail-fast": "false", "all-evals": "true", "evals-only": "false", "agentx-fast": "false",
-        "dispatch-id": key,
+        "dispatch-id": key, "summary": "",
     }
     assert decision.start.dispatch_id == decision.dispatch_id == key
     assert tuple(decision.start.inputs) == DISPATCH_INPUTS  # what the fakes' sweep workflows accept
     assert decision.start.head_sha == HEAD
     assert decision.cancel == () and decision.remove_labels == ()
+
+
+def test_the_changelog_summary_goes_to_the_run_name_input_and_not_into_the_dispatch_id():
+    tokens = "model=dsr1 scenario=fixed-seq-len precision=fp4 hardware_framework=mi355x_sglang"
+    plain = decide(make_pr(labels=(writer(ENABLED),)), POLICY)
+    summarised = decide(make_pr(labels=(writer(ENABLED),), changelog=ChangelogOutcome(Changelog.VALID, summary=tokens)),
+                        POLICY)
+    assert summarised.start.inputs["summary"] == tokens
+    assert summarised.dispatch_id == plain.dispatch_id
 
 
 def test_fork_dispatch_runs_the_trusted_workflow_on_the_default_branch_with_approved_sha_and_merge_sha():
@@ -230,7 +239,7 @@ def test_fork_dispatch_runs_the_trusted_workflow_on_the_default_branch_with_appr
     assert dict(decision.start.inputs) == {
         "pr-number": "42", "head-sha": HEAD, "base-sha": BASE, "sweep-label": "non-canary-full-sweep-enabled",
         "canary": "false", "fail-fast": "false", "all-evals": "false", "evals-only": "true", "agentx-fast": "true",
-        "dispatch-id": dispatch_id(42, HEAD, [NON_CANARY, EVALS_ONLY, AGENTX_FAST]), "merge-sha": MERGE,
+        "dispatch-id": dispatch_id(42, HEAD, [NON_CANARY, EVALS_ONLY, AGENTX_FAST]), "summary": "", "merge-sha": MERGE,
     }
     assert tuple(decision.start.inputs) == FORK_INPUTS
     assert reasons(decision)["fork_approval"] == (True, "approved")

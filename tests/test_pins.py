@@ -20,13 +20,11 @@ from bot.rules.pins import (
     PINNED_CONCLUSIONS,
     RESULT_ARTIFACTS,
     WRONG_WORKFLOW,
-    RunSummary,
     Verdict,
     check_run,
     is_result_artifact,
     newest_eligible,
     withdraws_pin,
-    summarize,
 )
 from bot.core.policy import Policy
 
@@ -286,51 +284,6 @@ def test_newest_eligible_takes_only_the_bots_dispatches():
                      dispatched={1})
     assert selection.run["id"] == 1
     assert [(r["id"], v.code) for r, v in selection.others] == [(2, NOT_DISPATCHED)]
-
-
-# --- summarize -----------------------------------------------------------------------------------
-
-FULL = "model=DeepSeek-R1 scenario=1k1k precision=fp8 hardware_framework=mi355x_sglang date=2025-06-30"
-SUMMARY = RunSummary("DeepSeek-R1", "1k1k", "fp8", "mi355x_sglang", "2025-06-30")
-
-SUMMARY_CASES = [
-    ("after-dispatch-id", {"display_title": f"Sweep sw-7-0123456789ab {FULL}"}, SUMMARY),
-    ("any-order", {"display_title": "date=2025-06-30 precision=fp8 model=DeepSeek-R1 hardware_framework=mi355x_sglang "
-                                    "scenario=1k1k"}, SUMMARY),
-    ("keys-any-case", {"display_title": FULL.replace("model=", "Model=").replace("date=", "DATE=")}, SUMMARY),
-    ("punctuated", {"display_title": "Sweep (model=DeepSeek-R1, scenario=1k1k; precision=fp8 | "
-                                     "hardware_framework=mi355x_sglang · date=2025-06-30)"}, SUMMARY),
-    ("name-fallback", {"display_title": "Sweep sw-7-0123456789ab", "name": FULL}, SUMMARY),
-    ("title-garbled-name-ok", {"display_title": FULL.replace("fp8", "fp<8"), "name": FULL}, SUMMARY),
-    ("slash-and-dots", {"display_title": FULL.replace("DeepSeek-R1", "deepseek-ai/DeepSeek-R1-0528.v2")},
-     RunSummary("deepseek-ai/DeepSeek-R1-0528.v2", "1k1k", "fp8", "mi355x_sglang", "2025-06-30")),
-    ("same-key-twice-same-value", {"display_title": FULL + " precision=fp8"}, SUMMARY),
-    ("absent", {"display_title": "Sweep sw-7-0123456789ab", "name": "Run Sweep"}, None),
-    ("no-titles", {}, None),
-    ("not-strings", {"display_title": 5, "name": ["model=x"]}, None),
-    ("one-key-missing", {"display_title": FULL.replace(" date=2025-06-30", "")}, None),
-    ("empty-value", {"display_title": FULL.replace("model=DeepSeek-R1", "model=")}, None),
-    ("bad-characters", {"display_title": FULL.replace("DeepSeek-R1", "<b>DeepSeek</b>")}, None),
-    ("backtick", {"display_title": FULL.replace("fp8", "`fp8`")}, None),
-    ("non-ascii-value", {"display_title": FULL.replace("fp8", "fp８")}, None),
-    ("too-long", {"display_title": FULL.replace("DeepSeek-R1", "x" * 65)}, None),
-    ("conflicting-key", {"display_title": FULL + " precision=fp4"}, None),
-    ("impossible-date", {"display_title": FULL.replace("2025-06-30", "2025-02-30")}, None),
-    ("date-wrong-shape", {"display_title": FULL.replace("2025-06-30", "30/06/2025")}, None),
-    ("key-inside-word", {"display_title": FULL.replace("model=", "xmodel=")}, None),
-    ("stray-word-after-value", {"display_title": FULL.replace("fp8", "fp 8")},
-     RunSummary("DeepSeek-R1", "1k1k", "fp", "mi355x_sglang", "2025-06-30")),
-    ("spaced-equals", {"display_title": FULL.replace("model=", "model = ")}, None),
-]
-
-
-@pytest.mark.parametrize("r, expected", [pytest.param(r, e, id=i) for i, r, e in SUMMARY_CASES])
-def test_summarize(r, expected):
-    assert summarize(r) == expected
-
-
-def test_summary_text():
-    assert SUMMARY.text == "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"
 
 
 # --- withdraws_pin -------------------------------------------------------------------------------

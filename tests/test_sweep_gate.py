@@ -130,7 +130,8 @@ async def test_synchronize_with_one_primary_and_a_valid_append_dispatches_once(r
     got = inputs(repo, run)
     assert got == {"pr-number": "5", "head-sha": pr["head"]["sha"], "base-sha": pr["base"]["sha"],
                    "sweep-label": FAIL_FAST, "canary": "true", "fail-fast": "true", "all-evals": "false",
-                   "evals-only": "false", "agentx-fast": "false", "dispatch-id": got["dispatch-id"]}
+                   "evals-only": "false", "agentx-fast": "false", "dispatch-id": got["dispatch-id"],
+                   "summary": "model=dsr1 scenario=fixed-seq-len precision=fp8 hardware_framework=mi355x_sglang"}
     assert got["dispatch-id"] in run["name"]
     body = status(repo, 5)
     assert f"actions/runs/{run['id']}" in body

@@ -49,9 +49,10 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
 SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({"dispatch": frozenset({"failed", "retrying"})})
 
 # The inputs of the sweep workflows (every value a string, booleans "true"/"false"); the fork's trusted workflow
-# also takes GitHub's merge commit. `_request` fills exactly these.
+# also takes GitHub's merge commit. `_request` fills exactly these. `summary` (possibly "") is for the run-name
+# only: the reuse reply reads what the run ran from it (bot.rules.run_summary).
 DISPATCH_INPUTS = ("pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals",
-                   "evals-only", "agentx-fast", "dispatch-id")
+                   "evals-only", "agentx-fast", "dispatch-id", "summary")
 FORK_INPUTS = DISPATCH_INPUTS + ("merge-sha",)
 
 # Workflow run statuses of a run that has not finished: a superseded one is cancelled.
@@ -76,6 +77,7 @@ class Changelog(str, Enum):
 class ChangelogOutcome:
     state: Changelog
     append_only: bool = False  # a valid append has `append-only: true` on at least one entry
+    summary: str = ""  # what the appended entries name, as run-name tokens (bot.rules.run_summary); "" if unclear
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "state", Changelog(self.state))
@@ -346,6 +348,7 @@ def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str
         "evals-only": _bool("evals_only" in flags),
         "agentx-fast": _bool("agentx_fast" in flags),
         "dispatch-id": key,
+        "summary": pr.changelog.summary,
     }
     if pr.is_fork:
         inputs["merge-sha"] = pr.merge_commit_sha

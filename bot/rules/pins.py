@@ -1,11 +1,10 @@
-"""Reuse pins (SPEC §4): whether a workflow run may be reused for a PR, which commands pin one, and what it ran."""
+"""Reuse pins (SPEC §4): whether a workflow run may be reused for a PR, and which commands pin one."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
@@ -40,20 +39,6 @@ CODES: tuple[str, ...] = (WRONG_WORKFLOW, NOT_DISPATCHED, NOT_COMPLETED, CONCLUS
 # The command kinds that pin a run (bot.rules.commands kinds, either configured name).
 PIN_KINDS = frozenset({"use", "reuse"})
 
-# Run summary convention: `key=value` tokens anywhere in the run's display_title (then its name), e.g. a
-# run-name `Sweep sw-12-0123abcd4567 model=DeepSeek-R1 scenario=1k1k precision=fp8
-# hardware_framework=mi355x_sglang date=2025-06-30`. Keys are case-insensitive, in any order, separated from
-# their neighbours by whitespace or `,;|()[]·`. A value is 1-64 of `A-Z a-z 0-9 . _ + : / @ -`; `date` is a
-# real YYYY-MM-DD. All five keys are needed; a missing or malformed one, or a key given twice with different
-# values, means no summary (None), never an error.
-SUMMARY_KEYS: tuple[str, ...] = ("model", "scenario", "precision", "hardware_framework", "date")
-SUMMARY_SEPARATOR = " · "
-_SUMMARY_TOKEN = re.compile(r"(?<![^\s,;|()\[\]·])(" + "|".join(SUMMARY_KEYS) + r")=([^\s,;|()\[\]·]*)",
-                            re.IGNORECASE)
-_SUMMARY_VALUE = re.compile(r"[A-Za-z0-9._+:/@-]{1,64}")
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
 @dataclass(frozen=True)
 class Verdict:
     ok: bool  # True only for ELIGIBLE
@@ -65,20 +50,6 @@ class Selection(NamedTuple):
     run: Mapping | None  # the newest eligible run, or None
     verdict: Verdict | None  # its verdict (ELIGIBLE), or None
     others: tuple[tuple[Mapping, Verdict], ...]  # every other run, newest first, with its verdict
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    model: str
-    scenario: str
-    precision: str
-    hardware_framework: str
-    date: str  # YYYY-MM-DD
-
-    @property
-    def text(self) -> str:
-        """`model · scenario · precision · hardware_framework · date`, as the reply shows it."""
-        return SUMMARY_SEPARATOR.join(getattr(self, key) for key in SUMMARY_KEYS)
 
 
 # -- eligibility ---------------------------------------------------------------------------------
@@ -208,43 +179,6 @@ def _parse_time(value: Any) -> datetime | None:
 def _utc(when: datetime) -> datetime:
     """A naive time is UTC (GitHub's times are)."""
     return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
-
-
-# -- what a run ran ------------------------------------------------------------------------------
-
-
-def summarize(run: Mapping) -> RunSummary | None:
-    """The run's summary from its display_title, else its name (SUMMARY_KEYS convention), or None."""
-    for title in (run.get("display_title"), run.get("name")):
-        summary = _summary_of(title)
-        if summary is not None:
-            return summary
-    return None
-
-
-def _summary_of(title: Any) -> RunSummary | None:
-    if not isinstance(title, str):
-        return None
-    fields: dict[str, str] = {}
-    for match in _SUMMARY_TOKEN.finditer(title):
-        key, value = match.group(1).lower(), match.group(2)
-        if not _SUMMARY_VALUE.fullmatch(value):
-            return None
-        if fields.setdefault(key, value) != value:
-            return None
-    if len(fields) != len(SUMMARY_KEYS) or not _is_date(fields["date"]):
-        return None
-    return RunSummary(**fields)
-
-
-def _is_date(value: str) -> bool:
-    if not _DATE.fullmatch(value):
-        return False
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
 
 
 # -- which command pins --------------------------------------------------------------------------
