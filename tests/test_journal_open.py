@@ -4,6 +4,7 @@ error that names it without its password (the CLI and `serve` exit 2 with it).""
 from __future__ import annotations
 
 import socket
+import sqlite3
 
 import pytest
 
@@ -11,6 +12,7 @@ from bot.app import cli
 from bot.core.config import Settings
 from bot.delivery.journal import JournalUnavailable, safe_target
 from bot.delivery.journal_open import open_journal
+from bot.delivery.journal_sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 from bot.delivery.journal_sqlite import SqliteJournal
 
 PASSWORD = "s3cr3t-pa55"
@@ -53,6 +55,17 @@ def test_an_sqlite_file_that_cannot_be_opened_is_a_clear_error(tmp_path):
     with pytest.raises(JournalUnavailable, match="cannot open the journal") as caught:
         open_journal(target)
     assert target in str(caught.value)
+
+
+def test_an_older_sweepbot_refuses_an_sqlite_journal_a_newer_one_migrated(tmp_path):
+    """A rollback onto a journal at a newer schema version stops at start, naming both versions and the file
+    (migrate used to return quietly when user_version was past its own migrations)."""
+    path = tmp_path / "sweepbot.db"
+    open_journal(str(path)).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version={len(SQLITE_MIGRATIONS) + 1}")
+    with pytest.raises(JournalUnavailable, match=f"{path}.*schema version {len(SQLITE_MIGRATIONS) + 1}, newer"):
+        open_journal(str(path))
 
 
 def test_an_unreachable_postgresql_names_the_url_without_its_password():

@@ -73,6 +73,17 @@ async def test_migrations_run_at_start_once(postgres_db):  # noqa: F811
     assert version(postgres_db) == len(MIGRATIONS)
 
 
+def test_an_older_sweepbot_refuses_a_database_a_newer_one_migrated(postgres_db):  # noqa: F811
+    """A rollback onto a database at a newer schema version stops at start instead of running on rows it does not
+    know (migrate used to return quietly when the version was past its own migrations)."""
+    open_journal(postgres_db).close()
+    with psycopg.connect(postgres_db) as conn:
+        conn.execute("UPDATE schema_version SET version=%s", (len(MIGRATIONS) + 1,))
+    with pytest.raises(JournalUnavailable, match=f"schema version {len(MIGRATIONS) + 1}, newer than this sweepbot's"
+                                                 f" {len(MIGRATIONS)}"):
+        open_journal(postgres_db)
+
+
 def test_replicas_starting_together_migrate_once(postgres_db):  # noqa: F811
     opened, errors = [], []
 

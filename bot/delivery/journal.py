@@ -106,6 +106,16 @@ class JournalUnavailable(RuntimeError):
     """The journal cannot be opened at start; the message names where, never a password."""
 
 
+def refuse_newer_schema(found: int, known: int, where: str) -> None:
+    """A journal migrated by a newer sweepbot is not run by an older one (a rollback): its rows may mean what
+    this version does not know. Raises JournalUnavailable naming both versions."""
+    if found > known:
+        raise JournalUnavailable(
+            f"the journal at {where} is at schema version {found}, newer than this sweepbot's {known}: a newer"
+            " sweepbot migrated it. Run that version, or start this one on a new journal (README, 'Upgrade and"
+            " roll back')")
+
+
 class JournalBackend(Protocol):
     """What the server, the workers, the ledger and the CLI use; both backends pass tests/test_journal_contract.py.
 

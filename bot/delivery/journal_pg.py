@@ -23,8 +23,8 @@ import psycopg
 
 from bot.telemetry import logs
 from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, RUNNING, UNFINISHED, COLUMNS, Delivery, Effect,
-                                  Journal, JournalUnavailable, Op, Statements, read_effects, safe_target,
-                                  statement)
+                                  Journal, JournalUnavailable, Op, Statements, read_effects, refuse_newer_schema,
+                                  safe_target, statement)
 from bot.delivery.lanes import kind
 
 CONNECT_TIMEOUT = 10  # seconds, unless the URL says (connect_timeout=)
@@ -165,7 +165,10 @@ class PgJournal(Journal):
         self._password = str(password) if password else None
         logs.register_secret(self._password)
         try:
-            self.schema_version = migrate(self._connection())
+            self.schema_version = migrate(self._connection(), self.where)
+        except JournalUnavailable:
+            self._disconnect()
+            raise
         except Exception as exc:
             self._disconnect()
             raise JournalUnavailable(f"cannot open the journal at {self.where}: {self._describe(exc)}") from None
@@ -343,7 +346,7 @@ def _release_op(holder: str, lane: str | None) -> Op:
     return op
 
 
-def migrate(conn: psycopg.Connection) -> int:
+def migrate(conn: psycopg.Connection, where: str = "") -> int:
     """Apply the migrations this database has not had yet, in one transaction; returns the schema version."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
@@ -351,6 +354,7 @@ def migrate(conn: psycopg.Connection) -> int:
                      " CHECK (one), version INTEGER NOT NULL)")
         conn.execute("INSERT INTO schema_version (version) VALUES (0) ON CONFLICT DO NOTHING")
         version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
+        refuse_newer_schema(version, len(MIGRATIONS), where)
         for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
             conn.execute(script)
             conn.execute("UPDATE schema_version SET version=%s", (number,))

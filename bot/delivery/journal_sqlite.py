@@ -11,7 +11,8 @@ import sqlite3
 import time
 from typing import Any
 
-from bot.delivery.journal import FAILED, INSERT_DELIVERY, QUEUED, Journal, JournalUnavailable, Op, Statements
+from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, Journal, JournalUnavailable, Op, Statements,
+                                  refuse_newer_schema)
 
 # Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
 MIGRATIONS = (
@@ -71,7 +72,7 @@ class SqliteJournal(Journal):
         # FULL: the WAL is synced at every commit, so an acknowledged delivery survives a power cut too.
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA busy_timeout=5000")
-        migrate(conn)
+        migrate(conn, self.path)
         return conn
 
     def _disconnect(self) -> None:
@@ -125,9 +126,10 @@ class SqliteJournal(Journal):
         await self._submit(op)
 
 
-def migrate(conn: sqlite3.Connection) -> int:
+def migrate(conn: sqlite3.Connection, where: str = "") -> int:
     """Apply the migrations this file has not had yet; returns the schema version."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
+    refuse_newer_schema(version, len(MIGRATIONS), where)
     for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
         conn.executescript(f"BEGIN IMMEDIATE; {script}; PRAGMA user_version={number}; COMMIT;")
     return len(MIGRATIONS)
