@@ -17,7 +17,7 @@ from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment
 from bot.core import offload
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
 from bot.rules.dispatched_runs import not_the_bots
-from bot.delivery.failures import TRANSIENT, NotListedYet, classify
+from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
 from bot.rules.links import Slashed, repo_api, web
@@ -97,7 +97,7 @@ def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: 
 def headline(decision: Decision, run: RunRecord | None) -> str:
     """The status comment's first sentence, as a code the templates turn into words."""
     dispatch = decision.condition("dispatch")
-    if dispatch.reason_code in ("failed", "retrying"):
+    if dispatch.reason_code in ("failed", "retrying", "unknown"):
         return "dispatch_" + dispatch.reason_code
     if dispatch.reason_code in ("dispatched", "starting") and run is not None:
         return "finished" if run.finished else "running"
@@ -401,7 +401,10 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
         except NotListedYet:
             raise  # GitHub started it: saying it failed to start would be false; the retry finds the run and shows it
         except Exception as exc:
-            code = "retrying" if classify(exc) == TRANSIENT and not ctx.last_try else "failed"
+            if isinstance(exc, NeedsAPerson):  # GitHub may have started it: not "refused", and never sent again
+                code = "unknown"
+            else:
+                code = "retrying" if classify(exc) == TRANSIENT and not ctx.last_try else "failed"
             failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])
             await _report(ctx, status_comment(ctx, state, record, status_text(ctx, state, failed, record)))
             raise

@@ -161,7 +161,10 @@ FAILED = Condition("dispatch", False, "failed", {"dispatch_id": ID, "error": "42
 # test_sweep_gate.py pins that bug), so this line is the text as it should render.
 RETRYING = Condition("dispatch", None, "retrying", {"dispatch_id": ID, "error": "502 Bad Gateway", "retry_in": 30})
 
-CONDITIONS_SEEN = [c for decision in DECISIONS.values() for c in decision.conditions] + [FAILED, RETRYING]
+# Set by the handler when GitHub's answer to the dispatch was lost and no run shows it (Unreconciled).
+UNKNOWN = Condition("dispatch", False, "unknown", {"dispatch_id": ID, "error": "502 Bad Gateway; GitHub does not show it"})
+
+CONDITIONS_SEEN = [c for decision in DECISIONS.values() for c in decision.conditions] + [FAILED, RETRYING, UNKNOWN]
 ALL_PAIRS = {(name, code) for name, codes in REASONS.items() for code in codes}
 
 

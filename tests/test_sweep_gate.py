@@ -333,6 +333,22 @@ async def test_a_refused_dispatch_is_reported_on_the_pr_not_shown_as_started(rep
     assert (await h.journal_row("refused")).status == "failed"
 
 
+async def test_a_dispatch_whose_answer_was_lost_says_the_bot_cannot_tell_not_that_github_refused(repo, make_harness):
+    """Regression (issue 18): a dispatch answered 502 with no run to show for it (Unreconciled) was shown in the
+    status as "GitHub refused to start the workflow", which may be false: GitHub can have started it."""
+    open_pull(repo, 19)
+    repo.fail_next("POST", r"/dispatches$", 502)
+    h = await make_harness()
+    await label(h, 19, FAIL_FAST, delivery="lost")
+    assert repo.count("POST", r"/dispatches$") == 1  # never sent again blindly
+    body = english(status(repo, 19))
+    assert "cannot tell whether the sweep started" in body and "refused" not in body
+    line = next(l for l in body.splitlines() if "**Sweep run:**" in l)
+    assert line.startswith("- ❌") and "does not ask again" in line
+    assert any(c["body"].startswith("<!-- sweepbot:dispatch-unknown-") for c in repo.comments(REPO, 19))
+    assert (await h.journal_row("lost")).status == "failed"
+
+
 async def test_a_dispatch_failing_for_a_while_says_so_then_starts_once(repo, make_harness):
     open_pull(repo, 18)
     repo.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})

@@ -292,7 +292,7 @@ def _status_samples() -> list[dict]:
         {"head_sha": sha, "headline": "idle", "g": g, "run": None,
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
     ]
-    for code in ("failed", "retrying"):
+    for code in ("failed", "retrying", "unknown"):
         conditions = [_plain(c) for c in running.conditions]
         conditions[-1] = {"name": "dispatch", "ok": False, "code": code, "params": {
             "dispatch_id": running.dispatch_id, "error": "422: Unexpected inputs provided", "retry_in": 4}}

@@ -42,11 +42,13 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
     "skip_marker": frozenset({"absent", "present"}),
     "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
     # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
-    "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying"}),
+    "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying", "unknown"}),
 })
 
-# Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it).
-SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({"dispatch": frozenset({"failed", "retrying"})})
+# Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it, or its
+# answer was lost and no run shows: unknown).
+SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({
+    "dispatch": frozenset({"failed", "retrying", "unknown"})})
 
 # The inputs of the sweep workflows (every value a string, booleans "true"/"false"); the fork's trusted workflow
 # also takes GitHub's merge commit. `_request` fills exactly these. `summary` (possibly "") is for the run-name
