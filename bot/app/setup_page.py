@@ -36,6 +36,10 @@ CREDENTIAL_KEYS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET"
 # GitHub's rules for account and repository names
 _ORG_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
 _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
+# What the page has a sentence for: the form's problems and the callback's errors
+PROBLEMS = ("account_bad", "org_missing", "org_bad", "github_missing", "github_bad", "webhook_missing",
+            "webhook_not_https", "webhook_bad", "results_bad")
+ERRORS = ("state", "code", "expired", "network", "answer")
 HOLDS_APP_ID = "holds-app-id"  # Saved.problem when the env file got an APP_ID meanwhile (the page says so)
 _ENV_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 

@@ -57,9 +57,8 @@ class ManifestsMixin(GitHubCore):
         return len(self._manifest_codes)
 
     def manifest_apps(self) -> list[dict[str, Any]]:
-        """The Apps created through conversions, as the conversion answered (without pem and secrets)."""
-        hidden = ("pem", "webhook_secret", "client_secret")
-        return [{k: v for k, v in app.items() if k not in hidden} for app in self._manifest_apps]
+        """The Apps created through conversions, each as the conversion answered (pem and secrets included)."""
+        return [dict(app) for app in self._manifest_apps]
 
     # ---- the API -----------------------------------------------------------------------------
 
