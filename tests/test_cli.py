@@ -159,7 +159,11 @@ def test_manifest_refuses_a_webhook_url_that_is_not_https(capsys):
     assert out == "" and err.count("\n") == 1 and "https://" in err
 
 
-def test_setup_refuses_an_env_file_that_holds_an_app_id(tmp_path, capsys):
+def test_setup_refuses_an_env_file_that_holds_an_app_id(tmp_path, capsys, monkeypatch):
+    async def served(*args, **kwargs):  # had it started serving, the test would say so instead of hanging
+        return 99
+
+    monkeypatch.setattr(cli, "setup", served)
     env_file = tmp_path / "bot.env"
     env_file.write_text("APP_ID=42\nPRIVATE_KEY=x\n")
     assert cli.main(["setup", "--env-file", str(env_file), "--port", "0"]) == 2
