@@ -302,6 +302,9 @@ async def test_an_enterprise_server_gets_its_own_urls_and_api(enterprise, tmp_pa
         assert resp.status == 200, text
         (app,) = enterprise.manifest_apps()
         assert f'href="{ENTERPRISE}/apps/sweepbot/installations/new"' in text
+        again = await client.get("/callback", params={"code": code, "state": state})  # a reload of the page
+        assert again.status == 200 and await again.text() == text
+        assert enterprise.count("POST", r"^/app-manifests/") == 1  # the code was not sent twice
         assert_env_file(tmp_path / ".env", app, webhook=WEBHOOK, api_url=f"{ENTERPRISE}/api/v3")
 
 

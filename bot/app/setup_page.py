@@ -274,6 +274,7 @@ class SetupPage:
     def __init__(self, options: SetupOptions) -> None:
         self.options = options
         self.attempts: dict[str, Attempt] = {}
+        self.finished: dict[str, dict[str, Any]] = {}  # state -> the done page's values: a reload shows it again
         self.templates = _environment()
         self.app = web.Application()
         self.app.router.add_get("/", self._form)
@@ -329,6 +330,8 @@ class SetupPage:
 
     async def _callback(self, request: web.Request) -> web.Response:
         state = request.query.get("state", "")
+        if state in self.finished:
+            return self._render(language_of(request), "done", **self.finished[state])
         attempt = self.attempts.get(state) if state else None
         if attempt is None or time.monotonic() - attempt.created > ATTEMPT_TTL:
             return self._render(language_of(request), "error", status=400, error="state")
@@ -360,13 +363,14 @@ class SetupPage:
         if self.options.on_saved is not None:
             self.options.on_saved(app, saved)
         env_file = self.options.env_file
-        return self._render(
-            language, "done", app_name=str(app.get("name") or app.get("slug") or ""), html_url=app["html_url"],
+        self.finished[state] = dict(
+            app_name=str(app.get("name") or app.get("slug") or ""), html_url=app["html_url"],
             install_url=app["html_url"].rstrip("/") + "/installations/new",
             owner=str((app.get("owner") or {}).get("login") or ""), results_repository=attempt.results_repository,
             results_default=self.options.results_repository, env_file=str(env_file),
             env_is_served=env_file.resolve() == (Path.cwd() / DEFAULT_ENV_FILE).resolve(),
             saved_path=str(saved.path) if saved.path else None, save_problem=saved.problem, saved_text=saved.text)
+        return self._render(language, "done", **self.finished[state])
 
     def _prune(self) -> None:
         now = time.monotonic()

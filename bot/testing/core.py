@@ -262,8 +262,8 @@ class GitHubCore:
             return 401, {"message": "Requires authentication"}, {}, False
         app_route = raw_path == "/app" or raw_path.startswith("/app/")
         actor = None
-        if public:
-            pass
+        if public:  # GitHub answers it without credentials and does not count it
+            app_route = True
         elif app_route:
             if scheme != "bearer" or not jwt_has_issuer(token):
                 return 401, {"message": "A JSON web token could not be decoded"}, {}, False
@@ -275,7 +275,7 @@ class GitHubCore:
                 self.rate_remaining, self.rate_reset = RATE_LIMIT, int(time.time()) + 3600
             if self.rate_remaining <= 0:
                 return 403, {"message": f"API rate limit exceeded for {actor['login']}."}, {}, False
-        counted = not app_route and not public
+        counted = not app_route
         if found is None:
             return 404, NOT_FOUND, {}, counted
         name, match = found
