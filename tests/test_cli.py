@@ -1,4 +1,4 @@
-"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver (on SQLite and PostgreSQL)."""
+"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver (on SQLite and PostgreSQL), manifest, setup."""
 
 from __future__ import annotations
 
@@ -125,3 +125,68 @@ async def test_redeliver_leaves_a_running_delivery_alone(backend, tmp_path, caps
     row = await journal.get("run-1")
     journal.close()
     assert (row.status, row.attempts) == ("running", 1)
+
+
+# -- manifest / setup -------------------------------------------------------------------------------
+
+
+def test_manifest_prints_only_json_with_app_yamls_placeholders(capsys):
+    assert cli.main(["manifest"]) == 0
+    data = json.loads(capsys.readouterr().out)  # the whole output is one JSON document
+    assert data["hook_attributes"]["url"] == "https://sweepbot.example.invalid/webhook"
+    assert data["redirect_url"] == "https://sweepbot.example.invalid/"
+
+
+def test_manifest_webhook_url_moves_the_redirect_url_and_keeps_the_homepage(capsys):
+    assert cli.main(["manifest", "--webhook-url", "https://bot.example.com:8443/hooks/webhook"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["hook_attributes"] == {"url": "https://bot.example.com:8443/hooks/webhook", "active": True}
+    assert data["redirect_url"] == "https://bot.example.com:8443/"
+    assert data["url"] == "https://github.com/SemiAnalysisAI/InferenceX"
+    assert "contents" in data["default_permissions"]
+
+
+def test_manifest_redirect_url_and_url_when_given_are_used_as_they_are(capsys):
+    assert cli.main(["manifest", "--webhook-url", "https://bot.example.com/webhook",
+                     "--redirect-url", "https://other.example.com/done", "--url", "https://home.example.com"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["redirect_url"], data["url"]) == ("https://other.example.com/done", "https://home.example.com")
+
+
+def test_manifest_refuses_a_webhook_url_that_is_not_https(capsys):
+    assert cli.main(["manifest", "--webhook-url", "http://bot.example.com/webhook"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "https://" in err
+
+
+def test_setup_refuses_an_env_file_that_holds_an_app_id(tmp_path, capsys, monkeypatch):
+    async def served(*args, **kwargs):  # had it started serving, the test would say so instead of hanging
+        return 99
+
+    monkeypatch.setattr(cli, "setup", served)
+    env_file = tmp_path / "bot.env"
+    env_file.write_text("APP_ID=42\nPRIVATE_KEY=x\n")
+    assert cli.main(["setup", "--env-file", str(env_file), "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(env_file) in err and "--env-file" in err
+    assert env_file.read_text() == "APP_ID=42\nPRIVATE_KEY=x\n"
+
+
+def test_setup_on_a_port_in_use_says_so_in_one_line(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert cli.main(["setup", "--env-file", str(tmp_path / ".env"), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"127.0.0.1:{port}" in err and "--port" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag, value", [("--webhook-url", "http://bot.example.com/webhook"),
+                                         ("--github-url", "https://ghe.example.com/some/path")])
+def test_setup_refuses_a_bad_url_before_serving(tmp_path, capsys, flag, value):
+    assert cli.main(["setup", "--env-file", str(tmp_path / ".env"), flag, value]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err

@@ -220,3 +220,31 @@ def test_control_api_faults_state_and_refusals(fake):
     assert unknown.status_code == 404 and "no control endpoint" in unknown.json()["error"]
     anonymous = httpx.get(f"{fake.url}/repos/{repo}", timeout=5, trust_env=False)
     assert anonymous.status_code == 401 and anonymous.json() == {"message": "Requires authentication"}
+
+
+def test_the_manifest_pages_show_the_manifest_and_redirect_back_with_code_and_state(fake):
+    import html
+    import re
+
+    manifest = json.dumps({"name": "sweepbot", "url": "https://example.com", "redirect_url": "http://127.0.0.1:9/cb",
+                           "hook_attributes": {"url": "https://bot.example.com/webhook"},
+                           "default_permissions": {"checks": "write"}})
+    with httpx.Client(base_url=fake.url, timeout=5.0, trust_env=False) as web:
+        page = web.post("/organizations/acme/settings/apps/new?state=s1", data={"manifest": manifest})
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        assert "https://bot.example.com/webhook" in page.text and "checks: write" in page.text
+        assert ">Create GitHub App</button>" in page.text
+        action = html.unescape(re.search(r'<form method="post" action="([^"]+)"', page.text)[1])
+        hidden = html.unescape(re.search(r'name="manifest" value="([^"]*)"', page.text)[1])
+        assert action == "/organizations/acme/settings/apps/new?state=s1" and hidden == manifest
+        created = web.post(action, data={"manifest": hidden, "create": "1"})
+        assert created.status_code == 302
+        location = httpx.URL(created.headers["location"])
+        assert str(location).startswith("http://127.0.0.1:9/cb?") and location.params["state"] == "s1"
+        app = web.post(f"/app-manifests/{location.params['code']}/conversions").json()
+        assert app["owner"]["login"] == "acme" and app["html_url"] == f"{fake.url}/apps/sweepbot"
+        assert [a["id"] for a in fake.manifest_apps()][-1] == app["id"]
+        personal = web.post("/settings/apps/new", data={"manifest": manifest, "create": "1"})
+        assert personal.status_code == 302 and "state" not in httpx.URL(personal.headers["location"]).params
+        bad = web.post("/settings/apps/new?state=s2", data={"manifest": "{not json"})
+        assert bad.status_code == 422 and "not valid JSON" in bad.text

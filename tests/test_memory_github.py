@@ -831,3 +831,56 @@ async def test_repository_dispatch_is_recorded(github, gh):
             await gh.post(f"/repos/{REPO}/dispatches", data=data)
         assert message in str(err.value)
     assert len(github.repository_dispatches(REPO)) == 1
+
+
+# ---- the App manifest flow --------------------------------------------------------------------------
+
+
+MANIFEST = {"name": "Sweep Bot", "url": "https://example.com/home", "redirect_url": "http://127.0.0.1:3001/callback",
+            "hook_attributes": {"url": "https://bot.example.com/webhook"}, "default_permissions": {"checks": "write"},
+            "default_events": ["pull_request"]}
+
+
+async def test_a_manifest_code_converts_once_without_credentials_into_a_working_app(github):
+    import json
+
+    code = github.create_app_from_manifest(json.dumps(MANIFEST), "acme")
+    app = await api().post(f"/app-manifests/{code}/conversions", data={})  # no token, no JWT
+    assert app["slug"] == "sweep-bot" and app["name"] == "Sweep Bot" and app["html_url"] == "https://github.com/apps/sweep-bot"
+    assert app["owner"]["login"] == "acme" and app["owner"]["type"] == "Organization"
+    assert app["permissions"] == {"checks": "write"} and app["events"] == ["pull_request"]
+    assert app["webhook_secret"] and app["client_id"] and app["client_secret"]
+    key = serialization.load_pem_private_key(app["pem"].encode(), password=None)  # a real RSA key
+    assert isinstance(key, rsa.RSAPrivateKey) and key.key_size == 2048
+    assert github.requests[-1].token is None and github.rate_remaining == 5000  # uncounted, unauthenticated
+    with pytest.raises(gidgethub.BadRequest) as err:  # used once: gone
+        await api().post(f"/app-manifests/{code}/conversions", data={})
+    assert err.value.status_code == 404
+
+    second = await api().post(f"/app-manifests/{github.create_app_from_manifest(json.dumps(MANIFEST))}/conversions",
+                              data={})
+    assert second["slug"] == "sweep-bot-2" and second["owner"]["type"] == "User"  # names are unique
+    assert second["pem"] != app["pem"] and second["webhook_secret"] != app["webhook_secret"]
+
+
+async def test_a_manifest_code_expires_after_an_hour(github):
+    import json
+
+    late = github.create_app_from_manifest(json.dumps(MANIFEST))
+    fresh = github.create_app_from_manifest(json.dumps(MANIFEST))
+    github.age_manifest_codes(3601)
+    with pytest.raises(gidgethub.BadRequest) as err:
+        await api().post(f"/app-manifests/{late}/conversions", data={})
+    assert err.value.status_code == 404
+    github.age_manifest_codes(-3601)
+    assert (await api().post(f"/app-manifests/{fresh}/conversions", data={}))["id"]
+
+
+@pytest.mark.parametrize("manifest", ["not json", "[]", '{"name": "x"}', '{"url": "https://x", "hook_attributes": 1}',
+                                      '{"url": "https://x", "redirect_url": "javascript:alert(1)"}'])
+def test_an_unusable_manifest_is_422(github, manifest):
+    from bot.testing.model import Reply
+
+    with pytest.raises(Reply) as err:
+        github.create_app_from_manifest(manifest)
+    assert err.value.status == 422

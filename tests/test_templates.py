@@ -441,6 +441,10 @@ def test_no_template_file_lacks_its_other_language():
             other = "zh" if rest.startswith("en") else "en"
             assert (path.parent / f"{kind}.{other}.j2").is_file(), f"{path.name} lacks its {other} twin"
             continue
+        if rest in ("en.html.j2", "zh.html.j2"):  # web pages (autoescaped): `sweepbot setup`'s, per language
+            other = "zh" if rest.startswith("en") else "en"
+            assert (path.parent / f"{kind}.{other}.html.j2").is_file(), f"{path.name} lacks its {other} twin"
+            continue
         if rest in ("en.txt.j2", "zh.txt.j2"):  # one-line titles: `<kind>_title.<lang>.txt.j2`
             other = "zh" if rest.startswith("en") else "en"
             assert (path.parent / f"{kind}.{other}.txt.j2").is_file(), f"{path.name} lacks its {other} twin"

@@ -1,4 +1,4 @@
-"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, check-config."""
+"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, setup, check-config."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import signal
 import sys
 import time
@@ -25,6 +26,7 @@ from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, log_secrets
 from bot.app.server import make_app
+from bot.app import setup_page
 from bot.app.webhook_signature import sign
 
 
@@ -285,13 +287,87 @@ async def deliveries(settings: Settings, failed_only: bool, limit: int, out: Tex
 # -- manifest / check-config -------------------------------------------------------------------
 
 
-def manifest(webhook_url: str | None = None, out: TextIO | None = None) -> int:
+def manifest(webhook_url: str | None = None, out: TextIO | None = None, *, redirect_url: str | None = None,
+             url: str | None = None) -> int:
+    """The manifest JSON, and nothing else, on `out`; a webhook URL that is not https is one line, exit 2."""
     out = out or sys.stdout
-    data = load_app_yaml()["manifest"]
-    if webhook_url:
-        data["hook_attributes"]["url"] = webhook_url
+    if webhook_url and (problem := setup_page.webhook_url_problem(webhook_url)):
+        print(f"sweepbot: --webhook-url {webhook_url!r}: {SETUP_PROBLEMS[problem]}", file=sys.stderr)
+        return 2
+    data = setup_page.build_manifest(webhook_url, redirect_url=redirect_url, url=url)
     print(json.dumps(data, indent=2), file=out)
     return 0
+
+
+SETUP_PROBLEMS = {  # the CLI's lines for the problem codes of setup_page (the page has its own, bilingual)
+    "webhook_missing": "it is empty",
+    "webhook_not_https": "it must start with https://",
+    "webhook_bad": "it is not a usable URL (a host, no password, no #fragment)",
+    "github_bad": "it must be an https:// server address without a path, e.g. https://github.example.com",
+}
+
+
+async def setup(options: setup_page.SetupOptions, host: str, port: int, out: TextIO | None = None) -> int:
+    """Serve the set-up page until Ctrl-C (SIGINT or SIGTERM); a port in use is one line and exit 2."""
+    out = out or sys.stdout
+
+    def saved(app: dict, where: setup_page.Saved) -> None:
+        place = str(where.path) if where.path else "no file: copy them from the page now"
+        print(f"sweepbot setup: App {app.get('name')} (id {app.get('id')}) registered; credentials in {place}."
+              f" Install it: {app['html_url'].rstrip('/')}/installations/new", file=out, flush=True)
+
+    page = setup_page.SetupPage(dataclasses.replace(options, on_saved=saved))
+    runner = web.AppRunner(page.app, access_log=None, shutdown_timeout=2)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        print(f"sweepbot: cannot listen on {host}:{port}: {exc.strerror or exc} (choose another with --port)",
+              file=sys.stderr)
+        return 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"sweepbot setup: open http://{shown}:{port}/ in a browser to register the GitHub App"
+          f" (credentials go to {options.env_file}). Ctrl-C stops.", file=out, flush=True)
+    await stop.wait()
+    await runner.cleanup()
+    return 0
+
+
+def setup_command(args: argparse.Namespace) -> int:
+    """Check the options and the env file before serving: an env file holding an APP_ID is never overwritten."""
+    env_file = Path(args.env_file)
+    try:
+        app_id = setup_page.env_file_app_id(env_file)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"sweepbot: cannot read {env_file}: {exc}", file=sys.stderr)
+        return 2
+    if app_id is not None:
+        print(f"sweepbot: {env_file} already holds APP_ID {app_id}: nothing overwritten; move it away or choose"
+              f" another file with --env-file", file=sys.stderr)
+        return 2
+    for flag, value, check in (("--webhook-url", args.webhook_url, setup_page.webhook_url_problem),
+                               ("--github-url", args.github_url, setup_page.github_url_problem)):
+        if value and (problem := check(value)):
+            print(f"sweepbot: {flag} {value!r}: {SETUP_PROBLEMS[problem]}", file=sys.stderr)
+            return 2
+    try:
+        settings = Settings.from_env(dotenv=False)
+    except ConfigError as exc:
+        for error in exc.errors:
+            print(f"sweepbot: {error}", file=sys.stderr)
+        return 2
+    api_url = os.environ.get("GITHUB_API_URL", "").strip() and settings.api_url
+    options = setup_page.SetupOptions(env_file=env_file, webhook_url=args.webhook_url or "",
+                                      github_url=args.github_url.rstrip("/"),
+                                      results_repository=setup_page.results_repository_default(),
+                                      api_url=api_url or None)
+    return asyncio.run(setup(options, args.host, args.port))
 
 
 CONFIG_HINTS = "_config_hint.en.j2"  # check-config speaks English, as the rest of the CLI
@@ -333,8 +409,30 @@ def parser() -> argparse.ArgumentParser:
     rd.add_argument("id", help="the delivery id (X-GitHub-Delivery)")
     rd.add_argument("--wait", type=float, metavar="SECONDS",
                     help="then wait up to SECONDS for its outcome (exit 0 done, 1 failed or not finished)")
-    m = sub.add_parser("manifest", help="print the GitHub App manifest JSON")
-    m.add_argument("--webhook-url", help="where GitHub sends webhooks, e.g. https://bot.example.com/webhook")
+    m = sub.add_parser("manifest", help="print the GitHub App manifest JSON (only the JSON)",
+                       description="Print app.yaml's App manifest as JSON, for GitHub's manifest flow.")
+    m.add_argument("--webhook-url", metavar="URL",
+                   help="hook_attributes.url: where GitHub sends webhooks (https), e.g. https://bot.example.com/webhook;"
+                        " redirect_url becomes that URL's origin + / (e.g. https://bot.example.com/)")
+    m.add_argument("--redirect-url", metavar="URL",
+                   help="redirect_url: where GitHub sends the browser with the code after creating the App"
+                        " (default: from --webhook-url, else app.yaml's placeholder)")
+    m.add_argument("--url", metavar="URL", help="url: the App's homepage (default: app.yaml's, the benchmark repository)")
+    st = sub.add_parser("setup", help="register the App on GitHub from a local page and write its .env",
+                        description="Serve a local page whose one button registers the App through GitHub's"
+                                    " manifest flow (personal account or organisation, GitHub.com or Enterprise),"
+                                    " then writes APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and WEBHOOK_URL to the env file"
+                                    " (mode 0600). The manifest's redirect_url is this page's /callback,"
+                                    " hook_attributes.url the webhook URL given on the page, url app.yaml's homepage.")
+    st.add_argument("--webhook-url", metavar="URL", help="prefills the page's webhook URL (https)")
+    st.add_argument("--github-url", metavar="URL", default=setup_page.DEFAULT_GITHUB_URL,
+                    help="prefills the page's GitHub: https://github.com (default) or a GitHub Enterprise Server"
+                         " address (its API: HOST/api/v3, or GITHUB_API_URL when set)")
+    st.add_argument("--host", default=setup_page.DEFAULT_HOST, help="address of the page (default: %(default)s)")
+    st.add_argument("--port", type=int, default=setup_page.DEFAULT_PORT,
+                    help="port of the page (default: %(default)s, beside serve's 3000)")
+    st.add_argument("--env-file", metavar="PATH", default=setup_page.DEFAULT_ENV_FILE,
+                    help="where the credentials go (default: .env here; refused if it holds an APP_ID)")
     c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
     c.add_argument("file")
     return p
@@ -343,7 +441,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "manifest":
-        return manifest(args.webhook_url)
+        return manifest(args.webhook_url, redirect_url=args.redirect_url, url=args.url)
+    if args.command == "setup":
+        return setup_command(args)
     if args.command == "check-config":
         return check_config(args.file)
     try:

@@ -43,7 +43,7 @@ from bot.testing.model import (
 PARAMS = {
     "owner": r"[^/]+", "repo": r"[^/]+", "name": r"[^/]+", "user": r"[^/]+", "path": r".+",
     "workflow": r"[^/]+", "ref": r"[^/]+", "org": r"[^/]+", "team": r"[^/]+",
-    "number": r"\d+", "id": r"\d+", "rid": r"\d+",
+    "number": r"\d+", "id": r"\d+", "rid": r"\d+", "code": r"[^/]+",
 }
 INT_PARAMS = frozenset({"number", "id", "rid"})
 R = "/repos/{owner}/{repo}"
@@ -60,13 +60,19 @@ class GitHubCore:
     """The HTTP side of the fake. `handle` is an httpx MockTransport / respx side effect."""
 
     ROUTES: ClassVar[list[Route]] = []
+    # Route names that GitHub answers without authentication (e.g. the manifest code's conversion)
+    PUBLIC_ROUTES: ClassVar[frozenset[str]] = frozenset()
     _compiled: ClassVar[list[tuple[str, re.Pattern[str], str]]] = []
+    _public: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         routes: list[Route] = []
+        public: set[str] = set()
         for klass in reversed(cls.__mro__):
             routes += klass.__dict__.get("ROUTES", [])
+            public |= klass.__dict__.get("PUBLIC_ROUTES", frozenset())
+        cls._public = frozenset(public)
         cls._compiled = [(method, _compile(template), name) for method, template, name in routes]
 
     def __init__(
@@ -250,11 +256,15 @@ class GitHubCore:
         """(status, JSON body, headers, counts against the rate limit)."""
         if raw_path is None:
             return 404, NOT_FOUND, {}, False
-        if token is None:
+        found = self._match(method, raw_path)
+        public = found is not None and found[0] in self._public
+        if token is None and not public:
             return 401, {"message": "Requires authentication"}, {}, False
         app_route = raw_path == "/app" or raw_path.startswith("/app/")
         actor = None
-        if app_route:
+        if public:  # GitHub answers it without credentials and does not count it
+            app_route = True
+        elif app_route:
             if scheme != "bearer" or not jwt_has_issuer(token):
                 return 401, {"message": "A JSON web token could not be decoded"}, {}, False
         else:
@@ -266,12 +276,9 @@ class GitHubCore:
             if self.rate_remaining <= 0:
                 return 403, {"message": f"API rate limit exceeded for {actor['login']}."}, {}, False
         counted = not app_route
-        for route_method, pattern, name in self._compiled:
-            match = pattern.fullmatch(raw_path)
-            if route_method == method and match:
-                break
-        else:
+        if found is None:
             return 404, NOT_FOUND, {}, counted
+        name, match = found
         args: dict[str, Any] = {
             key: int(value) if key in INT_PARAMS else unquote(value) for key, value in match.groupdict().items()
         }
@@ -282,6 +289,13 @@ class GitHubCore:
         except Reply as reply:
             status, payload, rest = reply.status, reply.body, []
         return status, payload, dict(rest[0]) if rest else {}, counted
+
+    def _match(self, method: str, raw_path: str) -> tuple[str, re.Match[str]] | None:
+        for route_method, pattern, name in self._compiled:
+            match = pattern.fullmatch(raw_path)
+            if route_method == method and match:
+                return name, match
+        return None
 
     def _actor(self, token: str) -> dict[str, Any] | None:
         entry = self._tokens.get(token)

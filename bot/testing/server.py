@@ -10,6 +10,11 @@ GitHub's state lives on here. Tests and benchmarks drive it through JSON control
     POST /_fake/call                   {"method": NAME, "args": [...], "kwargs": {...}} -> {"result": ...}
     GET  /_fake/requests?since=N       {"requests": [RecordedRequest as JSON, ...], "next": M}
 
+GitHub's web pages of the App manifest flow are served too, at this server's root (its web URL):
+`POST /settings/apps/new` and `POST /organizations/{org}/settings/apps/new` with a `manifest` form field
+(and `?state=`) show the manifest and a "Create GitHub App" button, which redirects to the manifest's
+redirect_url with `code` and `state`; `POST /app-manifests/{code}/conversions` exchanges the code.
+
 `/_fake/call` calls one whitelisted public method of the fake (CALLS: seeding, reading, faults) or of
 the server (SERVER_CALLS: `set_latency`, `clear_latency`, `state`). `raise_next` / `raise_after_commit`
 take `exc`: "timeout" (the server never answers: the client's read times out) or "disconnect" (the
@@ -36,6 +41,7 @@ from typing import Any
 import httpx
 from aiohttp import web
 
+from bot.testing.manifests import manifest_error_page, manifest_page, parse_manifest, redirect_location
 from bot.testing.memory import InMemoryGitHub
 from bot.testing.model import RecordedRequest, Reply
 
@@ -53,6 +59,8 @@ CALLS = frozenset({
     # faults
     "fail_next", "fail_after_commit", "raise_next", "raise_after_commit", "revoke_tokens", "set_down",
     "reset_requests", "set_rate_limit",
+    # the App manifest flow
+    "create_app_from_manifest", "age_manifest_codes", "manifest_apps",
 })
 SERVER_CALLS = frozenset({"set_latency", "clear_latency", "state"})
 RAISE_CALLS = frozenset({"raise_next", "raise_after_commit"})
@@ -99,6 +107,9 @@ class FakeServer:
         self.app.router.add_post("/_fake/call", self._call)
         self.app.router.add_get("/_fake/requests", self._requests)
         self.app.router.add_route("*", "/_fake/{tail:.*}", self._unknown_control)
+        # GitHub's web pages of the manifest flow (at the web URL, which is this server's root)
+        self.app.router.add_post("/settings/apps/new", self._manifest_page)
+        self.app.router.add_post("/organizations/{org}/settings/apps/new", self._manifest_page)
         self.app.router.add_route("*", "/{tail:.*}", self._github)
 
     # ---- server-level calls ---------------------------------------------------------------
@@ -181,6 +192,23 @@ class FakeServer:
             return _json({"error": f"{name}: {type(exc).__name__}: {exc}"}, status=400)
         return _json({"result": result})
 
+    # ---- GitHub's web pages: the manifest flow ----------------------------------------------
+
+    async def _manifest_page(self, request: web.Request) -> web.Response:
+        """The form posted with `manifest` (and ?state=): the summary page; posted again with create=1 from
+        that page's button, the App is created and the browser redirected (302) with code and state."""
+        form = await request.post()
+        manifest_json = form.get("manifest")
+        org = request.match_info.get("org")
+        try:
+            manifest = parse_manifest(manifest_json if isinstance(manifest_json, str) else "")
+            if form.get("create") != "1":
+                return _html(manifest_page(manifest, request.path_qs, manifest_json))
+            code = self.fake.create_app_from_manifest(manifest_json, org)
+        except Reply as reply:
+            return _html(manifest_error_page(reply.body["message"]), status=reply.status)
+        raise web.HTTPFound(redirect_location(manifest, code, request.query.get("state")))
+
     # ---- GitHub ---------------------------------------------------------------------------
 
     async def _github(self, request: web.Request) -> web.StreamResponse:
@@ -220,6 +248,10 @@ def _drop(request: web.Request) -> web.Response:
     if transport is not None:
         transport.abort()
     return web.Response(status=500)  # never reaches the client: the connection is already gone
+
+
+def _html(text: str, status: int = 200) -> web.Response:
+    return web.Response(status=status, text=text, content_type="text/html")
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
