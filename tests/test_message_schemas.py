@@ -80,6 +80,23 @@ def test_the_bot_loads_these_very_files_and_nothing_from_elsewhere():
         validator("definitions")
 
 
+def as_written(message: str) -> jsonschema.Draft202012Validator:
+    """A validator of the schema file itself, its `$ref`s looked up on every validation."""
+    schema = json.loads((SCHEMAS / f"{message}.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema, registry=message_schemas.registry(),
+                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def test_the_bots_validators_have_their_refs_inlined_and_judge_as_the_files_do():
+    for message in MESSAGES:
+        assert '"$ref"' not in json.dumps(validator(message).schema), message
+        assert validator(message).is_valid(example(message)) and as_written(message).is_valid(example(message))
+    for name, event, changes, _ in TYPED:
+        body = payload(event, changes)
+        if name not in BOUNDED:
+            assert validator(f"{event}.callback").is_valid(body) == as_written(f"{event}.callback").is_valid(body), name
+
+
 @pytest.mark.parametrize("event_type", EVENT_KINDS)
 def test_the_bot_accepts_each_example_callback(event_type):
     parsed = parse_callback(event_type, example(f"{event_type}.callback"), results_repository=EXAMPLE_RESULTS,
@@ -223,3 +240,11 @@ def test_the_id_pattern_takes_exactly_1_to_2_63_minus_1(number):
 @given(st.integers(min_value=0, max_value=10**20) | st.integers(min_value=MAX_ID - 10**6, max_value=MAX_ID + 10**6))
 def test_the_id_pattern_agrees_with_integer_comparison(number):
     assert validator("stage-results.request").evolve(schema=ID).is_valid(str(number)) == (1 <= number <= MAX_ID)
+
+
+def test_a_ref_beside_constraints_keeps_both_once_inlined():
+    resolver = message_schemas.registry().resolver(base_uri="https://sweepbot.invalid/schemas/x.schema.json")
+    inlined = message_schemas._without_refs({"$ref": "definitions.schema.json#/$defs/login", "maxLength": 3,
+                                             "description": "a short login"}, resolver, 0)
+    check = jsonschema.Draft202012Validator(inlined)
+    assert [check.is_valid(login) for login in ("abc", "abcd", "a_b")] == [True, False, False]

