@@ -3,7 +3,7 @@
 "after" validates with the JSON Schemas (bot/rules/message_schemas.py, examples/schemas/) after a bounds
 check; "before" (`--before`, default b3e2371, the commit before this work) checked every field by hand. The
 inputs are ordinary callbacks, not worst cases (bench/parsers.py has those): the three example payloads of
-examples/payloads/ and a few refused ones. Each tree is measured in a subprocess of this script (`--worker`)
+examples/payloads/ and a few refused ones (and, apart, the judge's example answer through judge_result). Each tree is measured in a subprocess of this script (`--worker`)
 with PYTHONPATH at a copy of it (`git archive` for before, the working tree for after, the schemas copied in as
 the data package `sweepbot_schemas`). The first call is timed on its own (after: it loads and compiles the
 schema), then each callback is parsed `--repeat` times; the figure is the median of those calls.
@@ -64,6 +64,18 @@ def worker(repeat: int) -> None:
         verdict = getattr(answer, "code", None) or "accepted"
         print(json.dumps({"label": label, "first_us": first / 1e3, "median_us": statistics.median(times) / 1e3,
                           "verdict": verdict}), flush=True)
+    from bot.rules.signoff import judge_result  # the judge's answer, for comparison (not in the median)
+    answer = json.loads((PAYLOADS / "signoff-judged.callback.json").read_text())
+    start = time.perf_counter_ns()
+    verdict = "accepted" if isinstance(judge_result(answer), dict) else "refused"
+    first = time.perf_counter_ns() - start
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter_ns()
+        judge_result(answer)
+        times.append(time.perf_counter_ns() - start)
+    print(json.dumps({"label": "judge_result: signoff-judged (example)", "first_us": first / 1e3,
+                      "median_us": statistics.median(times) / 1e3, "verdict": verdict, "judge": True}), flush=True)
 
 
 def trees(tmp: Path, before_ref: str) -> tuple[Path, Path]:
@@ -103,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     for b, a in zip(before, after):
         print(f"| {a['label']} | {b['verdict']} | {a['verdict']} | {b['median_us']:.1f} | {a['median_us']:.1f} | "
               f"{a['median_us'] / b['median_us']:.1f}x | {a['first_us']:,.0f} |")
-    print(f"median over the callbacks: before {statistics.median(b['median_us'] for b in before):.1f} µs, "
-          f"after {statistics.median(a['median_us'] for a in after):.1f} µs")
+    results = [(b, a) for b, a in zip(before, after) if not a.get("judge")]
+    print(f"parse_callback, median over the callbacks: before "
+          f"{statistics.median(b['median_us'] for b, _ in results):.1f} µs, "
+          f"after {statistics.median(a['median_us'] for _, a in results):.1f} µs")
     return 0
 
 
