@@ -95,7 +95,6 @@ BAD_URL = "bad-url"
 LINK_NOT_ALLOWED = "link-not-allowed"
 
 MAX_ID = 2**63 - 1  # GitHub ids are signed 64-bit
-MAX_COUNT = 2**63 - 1
 MAX_LOGIN = 39  # GitHub's limit on a login's length
 MAX_URL = 2048
 MAX_IGNORED = 20  # how many ignored key names Callback.ignored keeps (ignored_count says how many there were)
@@ -242,7 +241,7 @@ def _from_schema(error: jsonschema.ValidationError, payload: Mapping[Any, Any],
                                 + ("a calendar date" if calendar else "a date written YYYY-MM-DD"), SCHEMA))]
     if key == REQUESTED_BY:
         return [(rank, Rejected(BAD_LOGIN, key, f"{key} {_shown(value)} is not a GitHub login (ASCII letters, "
-                                "digits, inner dashes; at most 39)", SCHEMA))]
+                                f"digits, inner dashes; at most {MAX_LOGIN})", SCHEMA))]
     if key == SUCCEEDED:
         return [(rank, Rejected(BAD_BOOLEAN, key, f"{key} {_shown(value)} is not \"true\" or \"false\"", SCHEMA))]
     return [(rank, _invalid(error, str(key)[:SHOWN]))]
