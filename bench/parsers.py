@@ -65,6 +65,7 @@ CHECKLIST_FILE = DATA / "PR_REVIEW_CHECKLIST.md"
 CHANGELOG_TAIL = DATA / "perf-changelog.tail.yaml"
 TREE_PARTS = ("bot", "templates", "app.yaml")
 
+SCHEMAS = "examples/schemas"  # the data package sweepbot_schemas (bot/rules/message_schemas.py)
 BEFORE_REF = "7b8dd28"  # the commit before issue 15's work started
 COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
 CHANGELOG_BYTES = 2_097_152  # the policy's limits.changelog_bytes
@@ -910,6 +911,15 @@ def snapshot(tree: Path, args: argparse.Namespace) -> tuple[Path, Path, str]:
             shutil.copytree(source, after / part, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(source, after / part)
+    for side, ref in ((before, args.before), (after, None)):  # the message schemas, as the wheel maps them
+        schemas = side / "sweepbot_schemas"
+        if ref is None and (ROOT / SCHEMAS).is_dir():
+            shutil.copytree(ROOT / SCHEMAS, schemas)
+        elif ref is not None:
+            found = subprocess.run(["git", "-C", str(ROOT), "archive", ref, SCHEMAS], capture_output=True)
+            if found.returncode == 0:  # a ref from before the schemas has none, and needs none
+                subprocess.run(["tar", "-x", "-C", str(side)], input=found.stdout, check=True)
+                (side / SCHEMAS).rename(schemas)
     git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
     dirty = git("status", "--porcelain", "--", *TREE_PARTS).splitlines()
     what = (f"before: {args.before} ({git('rev-parse', '--short', args.before + '^{commit}')}); after: the working "

@@ -253,7 +253,7 @@ async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:
     parsed = parse_callback(data.get("action") or "", data.get("client_payload"),
                             results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])])
     if isinstance(parsed, Rejected):
-        logs.event("results callback rejected", logging.WARNING, code=parsed.code, field=parsed.field,
+        logs.event("results callback rejected", logging.WARNING, code=parsed.code, field=parsed.field, step=parsed.step,
                    reason=parsed.reason)
         return []
     if parsed.ignored_count:

@@ -1,20 +1,27 @@
-"""The example sweep workflows (examples/workflows/) keep the contract sweepbot relies on, are valid against
-GitHub's workflow schema and are zizmor-clean."""
+"""The example workflows (examples/workflows/: the two sweeps and the sign-off judge) keep the contract sweepbot
+relies on, are valid against GitHub's workflow schema and are zizmor-clean."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from bot.rules.dispatched_runs import dispatch_id_of
 from bot.rules.gate import Changelog, ChangelogOutcome, decide
+from bot.rules.message_schemas import validator
 from bot.rules.pins import is_result_artifact
 from bot.rules.run_summary import summarize
+from bot.rules.signoff import Signoff, judge_result
+from handlers.signoff import JUDGE_INPUTS, judge_dispatch
 from test_gate_decision import POLICY, fork_pr, make_pr
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +29,8 @@ WORKFLOWS = ROOT / "examples" / "workflows"
 BIN = Path(sys.executable).parent
 EXPRESSION = re.compile(r"\$\{\{\s*inputs\.([a-z-]+)\s*\}\}")
 CASES = {"run-sweep.yml": make_pr, "e2e-tests.yml": fork_pr}
+JUDGE = "signoff-judge.yml"
+ANY_EXPRESSION = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
 
 def workflow(name: str) -> dict:
@@ -74,6 +83,74 @@ def test_the_fork_workflow_checks_out_only_the_approved_merge_commit():
     checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
     assert checkouts and all(s["with"]["ref"] == "${{ inputs.merge-sha }}" for s in checkouts)
     assert all(s["with"].get("persist-credentials") is False for s in checkouts)
+
+
+# -- the sign-off judge --------------------------------------------------------------------------------------
+
+
+def judge_start():
+    """What the bot dispatches the judge with (handlers/signoff.py), for a review comment's sign-off."""
+    ctx = SimpleNamespace(policy={"signoff": {"judge": {"workflow": JUDGE}}}, default_branch="main")
+    posted = Signoff("review-comment", 2233445566, "maintainer-1", "signed off", "https://github.com/o/r/pull/1")
+    return judge_dispatch(ctx, 1234, "3f786850e387550fdab836ed7e6dc881de23001b", posted)
+
+
+def test_the_judge_takes_exactly_the_inputs_the_bot_sends():
+    data = workflow(JUDGE)
+    assert yaml.safe_load((ROOT / "app.yaml").read_text())["policy"]["signoff"]["judge"]["workflow"] == JUDGE
+    assert tuple(data["on"]["workflow_dispatch"]["inputs"]) == JUDGE_INPUTS == tuple(judge_start().inputs)
+    assert all(i["required"] is True and i["type"] == "string" for i in data["on"]["workflow_dispatch"]["inputs"].values())
+    assert set(data["on"]) == {"workflow_dispatch"}  # nothing a fork can trigger
+
+
+def test_the_judge_run_name_carries_the_dispatch_id_the_bot_finds_the_run_by():
+    start = judge_start()
+    title = rendered(workflow(JUDGE)["run-name"], dict(start.inputs))
+    assert start.dispatch_id in title.split()  # bot/effects/executor.py find_run looks for it in the run's title
+
+
+def test_the_judge_holds_no_permission_and_no_secret_beyond_what_each_job_needs():
+    data = workflow(JUDGE)
+    text = (WORKFLOWS / JUDGE).read_text()
+    assert data["permissions"] == {} and "secrets." not in text
+    assert data["jobs"]["answer"]["permissions"] == {"contents": "write"}  # repository_dispatch, nothing else
+    assert set(data["jobs"]["judge"]["permissions"].values()) == {"read"}
+    assert not any("uses" in step for step in data["jobs"]["answer"]["steps"])  # the write token meets no action
+    steps = [step for job in data["jobs"].values() for step in job["steps"]]
+    assert all(not ANY_EXPRESSION.search(step.get("run", "")) for step in steps)  # inputs come through env only
+    checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    assert checkouts and all(s["with"]["persist-credentials"] is False for s in checkouts)
+
+
+def test_the_judge_answer_is_a_valid_signoff_judged_the_bot_accepts(tmp_path):
+    """The answer step run as it is written, with a stand-in `gh` that keeps what it would send: what it sends
+    is valid against the schema, and judge_result takes it as the answer to this very dispatch."""
+    start = judge_start()
+    summary = 'Judged: "ok" $(touch pwned) `id` ' + "x" * 3000
+    values = {**{f"inputs.{k}": v for k, v in start.inputs.items()}, "github.token": "token",
+              "needs.judge.outputs.verdict": "fail", "needs.judge.outputs.summary": summary,
+              "github.server_url": "https://github.com", "github.repository": "acme/bench", "github.run_id": "987"}
+    (step,) = workflow(JUDGE)["jobs"]["answer"]["steps"]
+    env = {key: ANY_EXPRESSION.sub(lambda m: values[m.group(1)], str(value)) for key, value in step["env"].items()}
+    gh = tmp_path / "gh"
+    gh.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" > {tmp_path}/argv\ncat > {tmp_path}/sent\n')
+    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, capture_output=True, text=True, timeout=30,
+                          env={**env, "GITHUB_REPOSITORY": "acme/bench", "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "argv").read_text().split() == ["api", "--method", "POST", "repos/acme/bench/dispatches",
+                                                       "--input", "-"]
+    sent = json.loads((tmp_path / "sent").read_text())
+    assert sent["event_type"] == "signoff-judged" and not (tmp_path / "pwned").exists()
+    assert list(validator("signoff-judged.callback").iter_errors(sent["client_payload"])) == []
+    answer = judge_result(sent["client_payload"])
+    assert answer == {"pr": 1234, "signoff": "review-comment-2233445566", "head_sha": start.inputs["head-sha"],
+                      "verdict": "fail", "summary": summary[:2000], "run_id": 987, "dispatch_id": start.dispatch_id,
+                      "ignored": []}
+
+
+def test_the_tools_check_every_example_workflow():
+    assert {p.name for p in WORKFLOWS.glob("*.yml")} >= {*CASES, JUDGE}
 
 
 def run_tool(*argv: str) -> subprocess.CompletedProcess:

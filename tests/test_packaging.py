@@ -1,4 +1,5 @@
-"""Packaging: a wheel built from this tree carries app.yaml and every template, and the installed copy runs.
+"""Packaging: a wheel built from this tree carries app.yaml, every template and every message schema, and the
+installed copy runs.
 
 Regression: `pip install .` (not editable) used to give a `sweepbot` that failed from any other directory,
 because app.yaml and templates/ sit at the repository's top level and were found beside the source tree
@@ -94,6 +95,18 @@ def test_wheel_holds_app_yaml_and_every_template(wheel):
         assert zf.read("sweepbot_templates/layout.md.j2") == (ROOT / "templates" / "layout.md.j2").read_bytes()
 
 
+def test_wheel_holds_every_message_schema(wheel):
+    """The bot validates callbacks with examples/schemas/ at run time: the wheel carries them, and nothing else
+    of examples/ (payloads and workflows are documentation)."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    schemas = sorted(p.name for p in (ROOT / "examples" / "schemas").glob("*.schema.json"))
+    assert "definitions.schema.json" in schemas and "signoff-judged.callback.schema.json" in schemas
+    assert {n for n in names if n.startswith("sweepbot_schemas/")} == {f"sweepbot_schemas/{s}" for s in schemas}
+    with zipfile.ZipFile(wheel) as zf:
+        for name in schemas:
+            assert zf.read(f"sweepbot_schemas/{name}") == (ROOT / "examples" / "schemas" / name).read_bytes()
+
+
 def test_wheel_holds_every_module_of_every_package(wheel):
     """pyproject.toml lists the packages one by one (the data packages rule out automatic discovery), so a new
     subpackage is easy to leave out of the wheel; the editable install would not show it."""
@@ -106,13 +119,16 @@ def test_wheel_holds_every_module_of_every_package(wheel):
 
 
 def test_installed_copy_uses_its_own_files_not_the_checkout(installed, tmp_path):
-    probe = ("import json, bot, bot.core.config, bot.core.templates;"
-             "print(json.dumps([bot.__file__, str(bot.core.config.APP_YAML), str(bot.core.templates.DEFAULT_DIRECTORY)]))")
+    probe = ("import json, bot, bot.core.config, bot.core.templates, bot.rules.message_schemas as m;"
+             "m.validator('ingest-completed.callback');"
+             "print(json.dumps([bot.__file__, str(bot.core.config.APP_YAML), str(bot.core.templates.DEFAULT_DIRECTORY),"
+             " str(m.schema_dir())]))")
     found = json.loads(run([str(installed / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env()).stdout)
     for path in found:
         assert Path(path).resolve().is_relative_to(installed.resolve()), path
     assert Path(found[1]).name == "app.yaml" and Path(found[1]).is_file()
     assert Path(found[2]).name == "sweepbot_templates" and (Path(found[2]) / "layout.md.j2").is_file()
+    assert Path(found[3]).name == "sweepbot_schemas" and (Path(found[3]) / "definitions.schema.json").is_file()
 
 
 def test_installed_receive_dry_run_prints_the_welcome_from_an_empty_directory(installed, tmp_path):

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from bot.rules.message_schemas import MAX_KEYS
 from bot.rules.results_callbacks import COLUMNS, MAX_IGNORED, ROWS, Callback, Rejected, parse_callback
 
 RESULTS = "SemiAnalysisAI/InferenceX-results"
@@ -275,7 +276,9 @@ CASES = [
      ok(ignored=("Comment-ID", "app-version", "nested", "zeta"), ignored_count=4)),
     ("unknown-markup-value", COMPLETED, {"summary": "**[Sign in](https://evil.example)**"},
      ok(ignored=("summary",), results_url=LINK)),
-    ("unknown-huge-value", INGESTED, {"log": "x" * 100_000}, ok(ignored=("log",))),
+    ("unknown-huge-value", INGESTED, {"log": "x" * 60_000}, ok(ignored=("log",))),
+    # issue 18: beyond GitHub's own limit (a client_payload under 64 KB), refused before the schema reads it
+    ("unknown-beyond-githubs-size", INGESTED, {"log": "x" * 100_000}, no("too-large", None)),
     ("unknown-long-name", STARTED, {"k" * 500: 1}, ok(ignored=("k" * 60,), ignored_count=1)),
     ("counts-row-still-strict", INGESTED, {"extra": 1, "counts": table(eval={"new": -1})},
      no("bad-counts", "counts.eval.new")),
@@ -385,10 +388,20 @@ def test_the_payload_is_not_changed():
 
 
 def test_ignored_keys_are_capped_and_counted():
-    many = {**COMMON, **{f"extra-{i:06d}": i for i in range(100_000)}}
+    many = {**COMMON, **{f"extra-{i:06d}": i for i in range(MAX_KEYS - len(COMMON))}}
     result = parse_callback(STARTED, many, results_repository=RESULTS)
     assert result.ignored == tuple(f"extra-{i:06d}" for i in range(MAX_IGNORED))
-    assert result.ignored_count == 100_000
+    assert result.ignored_count == MAX_KEYS - len(COMMON) > MAX_IGNORED
+
+
+def test_more_keys_than_any_callback_has_are_refused_before_the_schema():
+    """GitHub sends at most 10 top-level keys; the bot takes up to MAX_KEYS (it ignores unknown ones) and
+    refuses more, without validating or sorting them."""
+    one_more = {**COMMON, **{f"extra-{i:06d}": i for i in range(MAX_KEYS - len(COMMON) + 1)}}
+    result = parse_callback(STARTED, one_more, results_repository=RESULTS)
+    assert (result.code, result.field, result.step) == ("too-large", None, "bounds")
+    huge = {**COMMON, **{f"extra-{i:06d}": i for i in range(100_000)}}
+    assert parse_callback(STARTED, huge, results_repository=RESULTS).step == "bounds"
 
 
 def test_without_allowed_hosts_no_results_link_is_kept():
@@ -424,4 +437,5 @@ def test_a_value_nested_as_deep_as_python_allows_is_refused_not_raised():
     counts = {row: {column: deep for column in COLUMNS} for row in ROWS}
     payload = {"source-repository": RESULTS, "pr-number": "1", "run-id": "2", "counts": counts}
     found = parse_callback("ingest-completed", payload, results_repository=RESULTS)
-    assert isinstance(found, Rejected) and found.field == "counts.benchmark.new" and "a list of 1 items" in found.reason
+    assert isinstance(found, Rejected) and (found.code, found.field, found.step) == ("too-large", "counts", "bounds")
+    assert found.reason.startswith("counts.benchmark.new[0][0][0]… nests more than 16 levels deep")

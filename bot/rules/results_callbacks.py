@@ -1,4 +1,17 @@
-"""Results-service callbacks (`repository_dispatch` client payloads, SPEC.md section 4), parsed and validated."""
+"""Results-service callbacks (`repository_dispatch` client payloads, SPEC.md section 4), parsed and validated.
+
+A callback is checked in steps, and a refusal says which one refused it (`Rejected.step`):
+
+    input   the event type is a results callback, and its client_payload an object;
+    bounds  the payload is small enough to validate (bot.rules.message_schemas.out_of_bounds);
+    schema  it is valid against its JSON Schema, examples/schemas/<event type>.callback.schema.json;
+    code    what no schema can say: `source-repository` is the configured results repository, and no id or
+            count is a JSON float (17.0 is the integer 17 to JSON Schema; the bot wants an integer as written).
+
+The results link is then kept or dropped, never a reason to refuse: plain https on an allowed host, rebuilt by
+bot.rules.links.checked_link. The schema decides what is valid; this module turns the schema's errors into the
+stable rejection codes below and an English reason for the log.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +23,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import jsonschema
+
 from bot.rules.links import checked_link
+from bot.rules.message_schemas import OutOfBounds, out_of_bounds, validator
 from bot.rules.value_kinds import kind_in_words
 
 # The `repository_dispatch` event types the results service sends, and the kind of callback each one is.
@@ -37,6 +53,11 @@ SUCCEEDED = "stage-succeeded"
 RESULTS_URL = "results-url"  # our assumption: the issue says only "a results link"
 COUNTS = "counts"
 
+# The fields in the order a refusal reports them (the first problem found is the one reported), and the ids.
+FIELD_ORDER = (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_ATTEMPT, RUN_DATE, REQUESTED_BY, SUCCEEDED,
+               RESULTS_URL, COUNTS)
+ID_FIELDS = (PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_ATTEMPT)
+
 # What each kind must carry: only what the bot uses. The service's workflows echo the `stage-results` request's
 # client_payload (pr-number, run-id, run-attempt, run-date, requested-by, comment-id) and add their own fields.
 REQUIRED_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -51,7 +72,8 @@ OPTIONAL_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "completed": ECHOED + (RESULTS_URL,),
     "ingested": ECHOED + (APP_RUN_ID,),
 })
-# Every other key is ignored: not refused, reported in Callback.ignored for the log.
+# Every other key is ignored: not refused, reported in Callback.ignored for the log. These three tables say what
+# the schemas say (tests/test_message_schemas.py checks): the schemas are what validates.
 KEYS_BY_KIND: Mapping[str, frozenset[str]] = MappingProxyType({
     kind: frozenset(REQUIRED_BY_KIND[kind] + OPTIONAL_BY_KIND[kind]) for kind in EVENT_KINDS.values()})
 
@@ -66,37 +88,40 @@ BAD_DATE = "bad-date"
 BAD_LOGIN = "bad-login"
 BAD_BOOLEAN = "bad-boolean"
 BAD_COUNTS = "bad-counts"
+TOO_LARGE = "too-large"  # beyond bot.rules.message_schemas' bounds: refused before the schema reads it
+INVALID = "invalid"  # a schema error on no field the bot knows (none today: the table of codes is complete)
 # Codes of a dropped results link (Callback.dropped): the callback itself is accepted, without the link.
 BAD_URL = "bad-url"
 LINK_NOT_ALLOWED = "link-not-allowed"
 
 MAX_ID = 2**63 - 1  # GitHub ids are signed 64-bit
-MAX_COUNT = 2**63 - 1
 MAX_LOGIN = 39  # GitHub's limit on a login's length
 MAX_URL = 2048
 MAX_IGNORED = 20  # how many ignored key names Callback.ignored keeps (ignored_count says how many there were)
 SHOWN = 60  # how much of a refused value a log reason quotes, and of an ignored key's name
 
+# Steps (Rejected.step): which check refused.
+INPUT, BOUNDS, SCHEMA, CODE = "input", "bounds", "schema", "code"
+
+# For the reason of a refusal only (the schema has decided): a number out of range, and a date's form.
 _DIGITS = re.compile(r"0|[1-9][0-9]*")  # ASCII only, no sign, no leading zero, no spaces
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-_LOGIN = re.compile(r"[A-Za-z0-9-]+")
-_REPOSITORY = re.compile(r"[A-Za-z0-9._-]+/[A-Za-z0-9._-]+")
 # A results link as a results viewer writes one: https, then URL characters that mean nothing to Markdown or
 # HTML. `()[]<>*'"` and backquotes, spaces, backslashes and controls are refused before the link is rebuilt
 # (bot.rules.links.checked_link), so a link with Markdown in it is dropped, not shown re-encoded.
 _URL = re.compile(r"https://[A-Za-z0-9\-._~%/?#&=+,;:@!$]+")
-_BOOLEANS = {"true": True, "false": False}
 
 
 @dataclass(frozen=True)
 class Rejected:
     """A refused callback (or a dropped field of an accepted one): a stable `code`, the payload key at fault
-    (a dotted path inside `counts`; None when no one key is), and an English `reason` for the log (values are
-    quoted with repr, cut short)."""
+    (a dotted path inside `counts`; None when no one key is), an English `reason` for the log (values are
+    quoted with repr, cut short), and the `step` that refused: INPUT, BOUNDS, SCHEMA or CODE."""
 
     code: str
     field: str | None
     reason: str
+    step: str = CODE
 
 
 @dataclass(frozen=True)
@@ -127,149 +152,224 @@ class Callback:
     ignored_count: int = 0
 
 
-class _Refusal(Exception):
-    def __init__(self, code: str, field: str | None, reason: str) -> None:
-        super().__init__(reason)
-        self.rejected = Rejected(code, field, reason)
+# A problem found, and where it ranks: the first in FIELD_ORDER is reported (then, inside `counts`, row by row
+# and column by column as ROWS and COLUMNS list them; at one place a wrong type, then a missing name, then an
+# unknown one; the schema's finding before the code's).
+_Problem = tuple[tuple[Any, ...], Rejected]
+_KEYWORD_RANK = {"type": 0, "required": 1, "additionalProperties": 2}
 
 
 def parse_callback(event_type: str, client_payload: Any, *, results_repository: str,
                    link_hosts: Iterable[str] = ()) -> Callback | Rejected:
     """Check one `repository_dispatch` callback; never raises on any payload.
 
-    A kind requires only the fields the bot uses (REQUIRED_BY_KIND); the optional ones (OPTIONAL_BY_KIND) are
-    checked when present, and every other key is ignored and reported (`Callback.ignored`): a field the bot
-    sent may come back, and the service may add fields. Each field's form is strict: ids are canonical decimal
-    strings or JSON integers in 1..2**63-1, dates YYYY-MM-DD, logins GitHub's, `stage-succeeded` "true"/"false"
-    (or a JSON boolean), `counts` must hold every row and column. The one exception is `results-url`: a link
-    that is not plain https on one of `link_hosts` is dropped (`Callback.dropped`), never a reason to refuse
-    the callback. The first problem found is reported, in this order: event type, payload shape, source, then
-    each field in the order of Callback's fields.
+    The steps are the module's (see its docstring): input, bounds, schema, code. The schema of the event type
+    requires only the fields the bot uses (REQUIRED_BY_KIND) and checks the optional ones (OPTIONAL_BY_KIND)
+    when present; every other key is ignored and reported (`Callback.ignored`): a field the bot sent may come
+    back, and the service may add fields. The one exception to refusing is `results-url`: a link that is not
+    plain https on one of `link_hosts` is dropped (`Callback.dropped`). The first problem in FIELD_ORDER is the
+    one reported, whichever step found it.
     """
     kind = EVENT_KINDS.get(event_type) if isinstance(event_type, str) else None
     if kind is None:
-        return Rejected(UNKNOWN_EVENT, None, f"event type {_shown(event_type)} is not a results callback")
+        return Rejected(UNKNOWN_EVENT, None, f"event type {_shown(event_type)} is not a results callback", INPUT)
     if not isinstance(client_payload, Mapping):
-        return Rejected(NOT_AN_OBJECT, None, f"client_payload is {kind_in_words(client_payload)}, not an object")
-    try:
-        return _parse(kind, client_payload, results_repository, tuple(link_hosts))
-    except _Refusal as refusal:
-        return refusal.rejected
+        return Rejected(NOT_AN_OBJECT, None, f"client_payload is {kind_in_words(client_payload)}, not an object",
+                        INPUT)
+    bounds = out_of_bounds(client_payload)
+    if bounds is not None:
+        return _out_of_bounds(bounds)
+    payload = client_payload if isinstance(client_payload, dict) else dict(client_payload)
+    problems = schema_problems(event_type, payload)
+    problems += _code_problems(payload, results_repository, schema_refused=problems)
+    if problems:
+        return min(problems, key=lambda problem: problem[0])[1]
+    return _callback(kind, payload, tuple(link_hosts))
 
 
-# -- the payload -------------------------------------------------------------------------------------------
+def schema_problems(event_type: str, payload: Mapping[Any, Any]) -> list[_Problem]:
+    """What the callback schema of `event_type` refuses in `payload` (within bounds), as ranked rejections."""
+    required = REQUIRED_BY_KIND[EVENT_KINDS[event_type]]
+    problems: list[_Problem] = []
+    for error in validator(f"{event_type}.callback").iter_errors(payload):
+        problems.extend(_from_schema(error, payload, required))
+    return problems
 
 
-def _parse(kind: str, payload: Mapping[Any, Any], results_repository: str, link_hosts: tuple[str, ...]) -> Callback:
-    _check_source(payload, results_repository)
-    required = REQUIRED_BY_KIND[kind]
-    number = lambda key: _number(payload, key) if key in required else _optional_number(payload, key)  # noqa: E731
+# -- bounds ------------------------------------------------------------------------------------------------
+
+
+def _out_of_bounds(bounds: OutOfBounds) -> Rejected:
+    """An integer too long for any id or count keeps the field's own code; anything else is TOO_LARGE."""
+    path = bounds.path
+    if bounds.what == "integer" and len(path) == 1 and path[0] in ID_FIELDS:
+        return Rejected(OUT_OF_RANGE, path[0], f"{path[0]} is an integer of more than 40 digits, not an id", BOUNDS)
+    if (bounds.what == "integer" and len(path) == 3 and path[0] == COUNTS and path[1] in ROWS
+            and path[2] in COLUMNS):
+        where = ".".join(path)
+        return Rejected(BAD_COUNTS, where, f"{where} is an integer of more than 40 digits, not a count", BOUNDS)
+    return Rejected(TOO_LARGE, str(path[0])[:SHOWN] if path else None,
+                    f"{bounds.reason}: no results callback is that big, so it is refused unread", BOUNDS)
+
+
+# -- schema errors as rejection codes ----------------------------------------------------------------------
+
+
+def _from_schema(error: jsonschema.ValidationError, payload: Mapping[Any, Any],
+                 required: tuple[str, ...]) -> list[_Problem]:
+    path = tuple(error.absolute_path)
+    if not path:  # the payload itself: only `required` can fail here (it is an object, unknown keys are free)
+        if error.validator == "required":
+            return [(_rank(name, (), "required"), Rejected(MISSING_FIELD, name, f"{name} is missing", SCHEMA))
+                    for name in error.validator_value if name not in payload]
+        return [(_rank(None, (), error.validator), _invalid(error, None))]
+    key = path[0]
+    if key == COUNTS:
+        return [_counts_problem(error, path)]
+    value = payload[key]
+    rank = _rank(key, (), error.validator)
+    if value is None and key in required:
+        return [(rank, Rejected(MISSING_FIELD, key, f"{key} is null", SCHEMA))]
+    if key == SOURCE:
+        return [(rank, Rejected(WRONG_SOURCE, key, f"{key} {_shown(value)} is not an owner/name repository",
+                                SCHEMA))]
+    if key in ID_FIELDS:
+        return [(rank, _bad_id(key, value))]
+    if key == RUN_DATE:
+        calendar = isinstance(value, str) and _DATE.fullmatch(value)
+        return [(rank, Rejected(BAD_DATE, key, f"{key} {_shown(value)} is not "
+                                + ("a calendar date" if calendar else "a date written YYYY-MM-DD"), SCHEMA))]
+    if key == REQUESTED_BY:
+        return [(rank, Rejected(BAD_LOGIN, key, f"{key} {_shown(value)} is not a GitHub login (ASCII letters, "
+                                f"digits, inner dashes; at most {MAX_LOGIN})", SCHEMA))]
+    if key == SUCCEEDED:
+        return [(rank, Rejected(BAD_BOOLEAN, key, f"{key} {_shown(value)} is not \"true\" or \"false\"", SCHEMA))]
+    return [(rank, _invalid(error, str(key)[:SHOWN]))]
+
+
+def _bad_id(key: str, value: Any) -> Rejected:
+    """A refused id: OUT_OF_RANGE when it is a decimal number (a JSON integer, or canonical digits), else
+    NOT_NUMERIC; the schema's oneOf (string or integer) does not say which branch came closer, the value does."""
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        if len(value) > len(str(MAX_ID)):
+            return Rejected(OUT_OF_RANGE, key, f"{key} has {len(value):,} digits, more than any id", SCHEMA)
+        return Rejected(OUT_OF_RANGE, key, f"{key} {_shown(value)} is not between 1 and 2**63-1", SCHEMA)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return Rejected(OUT_OF_RANGE, key, f"{key} {_shown(value)} is not between 1 and 2**63-1", SCHEMA)
+    return Rejected(NOT_NUMERIC, key,
+                    f"{key} {_shown(value)} is not a decimal id (ASCII digits, no sign, no leading zero)", SCHEMA)
+
+
+def _counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ...]) -> _Problem:
+    """BAD_COUNTS at the dotted path of the cell, row or name at fault (MISSING_FIELD for a null table)."""
+    where = ".".join(str(part) for part in path)
+    instance, keyword = error.instance, error.validator
+    names, what = (ROWS, "row") if len(path) == 1 else (COLUMNS, "column")
+    if len(path) == 1 and instance is None:
+        return _rank(COUNTS, (), keyword), Rejected(MISSING_FIELD, COUNTS, f"{COUNTS} is null", SCHEMA)
+    if keyword == "required":
+        missing = next(name for name in names if name not in instance)
+        return (_rank(COUNTS, path[1:], keyword, names.index(missing)),
+                Rejected(BAD_COUNTS, f"{where}.{missing}", f"{where} has no {what} {missing!r}", SCHEMA))
+    if keyword == "additionalProperties":
+        extra = min(str(key) for key in instance if key not in names)
+        return (_rank(COUNTS, path[1:], keyword),
+                Rejected(BAD_COUNTS, f"{where}.{extra[:SHOWN]}", f"{where} has an unknown {what} {_shown(extra)}; "
+                         f"the {what}s are {', '.join(names)}", SCHEMA))
+    if len(path) < 3:
+        reason = f"{where} is {kind_in_words(instance)}, not an object"
+    elif keyword == "type":
+        reason = f"{where} {_shown(instance)} is not an integer"
+    else:
+        reason = f"{where} {_shown(instance)} is not between 0 and 2**63-1"
+    return _rank(COUNTS, path[1:], keyword), Rejected(BAD_COUNTS, where, reason, SCHEMA)
+
+
+def _invalid(error: jsonschema.ValidationError, key: str | None) -> Rejected:
+    return Rejected(INVALID, key, f"{key or 'client_payload'}: the schema refuses it ({error.validator})", SCHEMA)
+
+
+def _rank(key: Any, inside: tuple[Any, ...], keyword: str, name: int = 0, step: int = 0) -> tuple[Any, ...]:
+    """Where a problem ranks: field, then (inside counts) row and column order, then keyword, then step."""
+    field = FIELD_ORDER.index(key) if key in FIELD_ORDER else len(FIELD_ORDER)
+    places = tuple((ROWS, COLUMNS)[depth].index(part) if depth < 2 and part in (ROWS, COLUMNS)[depth] else 99
+                   for depth, part in enumerate(inside))
+    return field, places, _KEYWORD_RANK.get(keyword, 3), name, step
+
+
+# -- what no schema can say --------------------------------------------------------------------------------
+
+
+def _code_problems(payload: Mapping[Any, Any], results_repository: str, *,
+                   schema_refused: list[_Problem]) -> list[_Problem]:
+    """The configured results repository (when the schema took the source's form), and JSON floats."""
+    problems: list[_Problem] = []
+    source = payload.get(SOURCE)
+    if isinstance(source, str) and not any(rejected.field == SOURCE for _, rejected in schema_refused):
+        if not isinstance(results_repository, str) or source.lower() != results_repository.lower():
+            problems.append((_rank(SOURCE, (), "", step=1), Rejected(
+                WRONG_SOURCE, SOURCE, f"{SOURCE} {_shown(source)} is not the configured results repository "
+                f"{_shown(results_repository)}", CODE)))
+    for key in ID_FIELDS:
+        if isinstance(payload.get(key), float):
+            problems.append((_rank(key, (), "type", step=1), Rejected(
+                NOT_NUMERIC, key, f"{key} {_shown(payload[key])} is not a decimal id: a JSON number written with "
+                "a fraction or an exponent", CODE)))
+    table = payload.get(COUNTS)
+    for row in ROWS if isinstance(table, Mapping) else ():
+        cells = table.get(row)
+        for column in COLUMNS if isinstance(cells, Mapping) else ():
+            if isinstance(cells.get(column), float):
+                where = f"{COUNTS}.{row}.{column}"
+                problems.append((_rank(COUNTS, (row, column), "type", step=1), Rejected(
+                    BAD_COUNTS, where, f"{where} {_shown(cells[column])} is not an integer: a JSON number "
+                    "written with a fraction or an exponent", CODE)))
+    return problems
+
+
+# -- the accepted callback ---------------------------------------------------------------------------------
+
+
+def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> Callback:
+    """The Callback of a payload the schema and the code checks took: its values are known to be well formed."""
+    date = payload.get(RUN_DATE)
+    ignored, count = _ignored(kind, payload)
     common = dict(
         kind=kind,
-        pr_number=number(PR_NUMBER),
-        run_id=number(RUN_ID),
-        app_run_id=number(APP_RUN_ID),
-        comment_id=number(COMMENT_ID),
-        run_attempt=number(RUN_ATTEMPT),
-        run_date=_date(payload, RUN_DATE),
-        requested_by=_login(payload, REQUESTED_BY),
+        pr_number=_id(payload, PR_NUMBER),
+        run_id=_id(payload, RUN_ID),
+        app_run_id=_id(payload, APP_RUN_ID),
+        comment_id=_id(payload, COMMENT_ID),
+        run_attempt=_id(payload, RUN_ATTEMPT),
+        run_date=None if date is None else datetime.date.fromisoformat(date),
+        requested_by=payload.get(REQUESTED_BY),
+        ignored=ignored,
+        ignored_count=count,
     )
-    ignored, count = _ignored(kind, payload)
-    common.update(ignored=ignored, ignored_count=count)
     if kind == "completed":
-        succeeded = _boolean(payload, SUCCEEDED)
+        succeeded = payload[SUCCEEDED]
         url, dropped = _results_url(payload, link_hosts)
-        return Callback(**common, succeeded=succeeded, results_url=url, dropped=dropped)
+        return Callback(**common, succeeded=succeeded if isinstance(succeeded, bool) else succeeded == "true",
+                        results_url=url, dropped=dropped)
     if kind == "ingested":
-        return Callback(**common, counts=_counts(payload))
+        table = payload[COUNTS]
+        return Callback(**common, counts=MappingProxyType({
+            row: MappingProxyType({column: table[row][column] for column in COLUMNS}) for row in ROWS}))
     return Callback(**common)
 
 
-def _check_source(payload: Mapping[Any, Any], results_repository: str) -> None:
-    value = _required(payload, SOURCE)
-    if not isinstance(value, str) or not _REPOSITORY.fullmatch(value):
-        raise _Refusal(WRONG_SOURCE, SOURCE, f"{SOURCE} {_shown(value)} is not an owner/name repository")
-    if not isinstance(results_repository, str) or value.lower() != results_repository.lower():
-        raise _Refusal(WRONG_SOURCE, SOURCE,
-                       f"{SOURCE} {_shown(value)} is not the configured results repository "
-                       f"{_shown(results_repository)}")
+def _id(payload: Mapping[Any, Any], key: str) -> int | None:
+    value = payload.get(key)
+    return None if value is None else int(value)
 
 
 def _ignored(kind: str, payload: Mapping[Any, Any]) -> tuple[tuple[str, ...], int]:
     """The names of the keys `kind` does not use (the first MAX_IGNORED in sorted order, cut short), and how
-    many there are: without sorting them all, as a payload may hold very many."""
+    many there are."""
     known = KEYS_BY_KIND[kind]
     unknown = [key for key in payload if key not in known]
     names = heapq.nsmallest(MAX_IGNORED, (str(key)[:SHOWN] for key in unknown))
     return tuple(names), len(unknown)
-
-
-def _required(payload: Mapping[Any, Any], key: str) -> Any:
-    value = payload.get(key)
-    if value is None:
-        raise _Refusal(MISSING_FIELD, key, f"{key} is missing" if key not in payload else f"{key} is null")
-    return value
-
-
-# -- one field ---------------------------------------------------------------------------------------------
-
-
-def _number(payload: Mapping[Any, Any], key: str) -> int:
-    return _id_value(_required(payload, key), key)
-
-
-def _optional_number(payload: Mapping[Any, Any], key: str) -> int | None:
-    value = payload.get(key)
-    return None if value is None else _id_value(value, key)
-
-
-def _id_value(value: Any, key: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return _in_range(value, key)
-    if not isinstance(value, str) or not _DIGITS.fullmatch(value):
-        raise _Refusal(NOT_NUMERIC, key,
-                       f"{key} {_shown(value)} is not a decimal id (ASCII digits, no sign, no leading zero)")
-    if len(value) > len(str(MAX_ID)):  # before int(): a long enough string would raise in int() itself
-        raise _Refusal(OUT_OF_RANGE, key, f"{key} has {len(value)} digits, more than any id")
-    return _in_range(int(value), key)
-
-
-def _in_range(number: int, key: str) -> int:
-    if not 1 <= number <= MAX_ID:
-        raise _Refusal(OUT_OF_RANGE, key, f"{key} {_shown(number)} is not between 1 and 2**63-1")
-    return number
-
-
-def _date(payload: Mapping[Any, Any], key: str) -> datetime.date | None:
-    value = payload.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not _DATE.fullmatch(value):
-        raise _Refusal(BAD_DATE, key, f"{key} {_shown(value)} is not a date written YYYY-MM-DD")
-    try:
-        return datetime.date.fromisoformat(value)
-    except ValueError:
-        raise _Refusal(BAD_DATE, key, f"{key} {_shown(value)} is not a calendar date") from None
-
-
-def _login(payload: Mapping[Any, Any], key: str) -> str | None:
-    value = payload.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > MAX_LOGIN or not _LOGIN.fullmatch(value):
-        raise _Refusal(BAD_LOGIN, key,
-                       f"{key} {_shown(value)} is not a GitHub login (ASCII letters, digits, dashes; at most "
-                       f"{MAX_LOGIN})")
-    return value
-
-
-def _boolean(payload: Mapping[Any, Any], key: str) -> bool:
-    value = _required(payload, key)
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value in _BOOLEANS:
-        return _BOOLEANS[value]
-    raise _Refusal(BAD_BOOLEAN, key, f"{key} {_shown(value)} is not \"true\" or \"false\"")
 
 
 def _results_url(payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> tuple[str | None, tuple[Rejected, ...]]:
@@ -287,41 +387,6 @@ def _results_url(payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> tup
                                f"{RESULTS_URL} {_shown(value)} is not an https link on "
                                f"{', '.join(link_hosts) or 'any allowed host'} (no port, no user); dropped"),)
     return link, ()
-
-
-# -- counts ------------------------------------------------------------------------------------------------
-
-
-def _counts(payload: Mapping[Any, Any]) -> Mapping[str, Mapping[str, int]]:
-    table = _required(payload, COUNTS)
-    _check_table(table, COUNTS, ROWS, "row")
-    return MappingProxyType({row: _counts_row(table[row], f"{COUNTS}.{row}") for row in ROWS})
-
-
-def _counts_row(row: Any, path: str) -> Mapping[str, int]:
-    _check_table(row, path, COLUMNS, "column")
-    return MappingProxyType({column: _count(row[column], f"{path}.{column}") for column in COLUMNS})
-
-
-def _check_table(value: Any, path: str, names: tuple[str, ...], what: str) -> None:
-    """`value` is an object with exactly the keys `names`: strict, a missing key is refused like an extra one."""
-    if not isinstance(value, Mapping):
-        raise _Refusal(BAD_COUNTS, path, f"{path} is {kind_in_words(value)}, not an object")
-    missing = [name for name in names if name not in value]
-    if missing:
-        raise _Refusal(BAD_COUNTS, f"{path}.{missing[0]}", f"{path} has no {what} {missing[0]!r}")
-    extra = sorted(str(key) for key in value if key not in names)
-    if extra:
-        raise _Refusal(BAD_COUNTS, f"{path}.{extra[0]}",
-                       f"{path} has an unknown {what} {_shown(extra[0])}; the {what}s are {', '.join(names)}")
-
-
-def _count(value: Any, path: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise _Refusal(BAD_COUNTS, path, f"{path} {_shown(value)} is not an integer")
-    if not 0 <= value <= MAX_COUNT:
-        raise _Refusal(BAD_COUNTS, path, f"{path} {_shown(value)} is not between 0 and 2**63-1")
-    return value
 
 
 def _shown(value: Any) -> str:

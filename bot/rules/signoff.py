@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 from bot.rules.checklist import ChecklistResult, Template, TemplateProblem, normalise
 from bot.rules.codeowners import CodeOwners, Rule, owned_files
 from bot.rules.markdown import mentions, prose
+from bot.rules.message_schemas import out_of_bounds, validator
 
 # Where a sign-off lives, as the verdict's purpose names it: `signoff-comment-12`, `signoff-review-34`, ...
 SOURCES = {"issue_comment": "comment", "pull_request_review": "review", "pull_request_review_comment": "review-comment"}
@@ -20,7 +20,8 @@ FRESH, STALE, WITHDRAWN = "fresh", "stale", "withdrawn"
 SHOWN_FILES = 20  # files (and their owners) a verdict names; the rest are counted
 SHOWN_ITEMS = 20  # checklist items a verdict lists per kind of problem
 ITEM_CHARS = 160  # a long checklist item is shown up to this many characters
-# The judge workflow's answer (`repository_dispatch` of type JUDGED): every key a string.
+# The judge workflow's answer (`repository_dispatch` of type JUDGED): every key a string; its schema is
+# examples/schemas/signoff-judged.callback.schema.json (these names say what it says: tests/test_message_schemas.py).
 JUDGED = "signoff-judged"
 JUDGE_KEYS = ("pr-number", "signoff-id", "head-sha", "verdict", "summary", "run-url")
 JUDGE_OPTIONAL = ("dispatch-id",)  # when sent, it must be the id of the judge run the bot dispatched
@@ -280,35 +281,47 @@ def check_conclusion(records: Iterable[Mapping[str, Any]], head_sha: str) -> str
 
 def judge_result(payload: Any) -> dict[str, Any] | str:
     """The judge workflow's `signoff-judged` callback: {pr, signoff, head_sha, verdict, summary, run_id,
-    dispatch_id, ignored}, or the reason it is refused. The fields the bot uses are checked; any other is
-    ignored (listed in `ignored`, for the log): the workflow may send more than the bot reads. `run-url` is
-    read for its run id only (the bot links the run it dispatched itself, never a URL it was sent)."""
+    dispatch_id, ignored}, or the reason it is refused. The payload is held to bot.rules.message_schemas'
+    bounds, then validated against examples/schemas/signoff-judged.callback.schema.json; the first field (in
+    JUDGE_KEYS + JUDGE_OPTIONAL order) the schema refuses is named in the reason. Any other key is ignored
+    (listed in `ignored`, for the log): the workflow may send more than the bot reads. `run-url` is read for its
+    run id only (the bot links the run it dispatched itself, never a URL it was sent)."""
     if not isinstance(payload, Mapping):
         return "client_payload is not an object"
+    bounds = out_of_bounds(payload)
+    if bounds is not None:
+        return f"client_payload is too large: {bounds.reason}"
+    payload = payload if isinstance(payload, dict) else dict(payload)
+    refused = {_judge_field(error) for error in validator(f"{JUDGED}.callback").iter_errors(payload)}
+    for key in JUDGE_KEYS + JUDGE_OPTIONAL:
+        if key in refused:
+            return JUDGE_REASONS[key]
+    if refused:  # a field the schema checks that the bot does not read: none today
+        return f"client_payload is not a {JUDGED} answer ({', '.join(sorted(map(str, refused)))[:120]})"
     ignored = sorted(str(key)[:40] for key in payload if key not in JUDGE_KEYS + JUDGE_OPTIONAL)[:20]
-    pr = payload.get("pr-number")
-    if not isinstance(pr, str) or not re.fullmatch(r"[1-9]\d{0,9}", pr):
-        return "pr-number must be a PR number as a string"
-    signoff = payload.get("signoff-id")
-    if not isinstance(signoff, str) or not re.fullmatch(r"(comment|review|review-comment)-\d{1,19}", signoff):
-        return "signoff-id must be <comment|review|review-comment>-<id>"
-    sha = payload.get("head-sha")
-    if not isinstance(sha, str) or not re.fullmatch(r"[0-9a-f]{40}", sha):
-        return "head-sha must be 40 lower-case hex digits"
-    verdict = payload.get("verdict")
-    if verdict not in ("pass", "fail", "error"):
-        return "verdict must be pass, fail or error"
-    summary = payload.get("summary", "")
-    if not isinstance(summary, str) or len(summary) > 2000:
-        return "summary must be a string of at most 2000 characters"
-    url = payload.get("run-url", "")
-    found = re.fullmatch(r"https://[^\s/]{1,255}/[^\s]{1,500}/actions/runs/(\d{1,19})(?:/[^\s]{0,100})?", url) \
-        if isinstance(url, str) and url else None
-    if url and found is None:
-        return "run-url must be an https link to a workflow run"
-    dispatch_id = payload.get("dispatch-id")
-    if dispatch_id is not None and (not isinstance(dispatch_id, str) or not re.fullmatch(r"so-\d{1,10}-[0-9a-f]{12}",
-                                                                                         dispatch_id)):
-        return "dispatch-id must be the id the bot dispatched the judge with"
-    return {"pr": int(pr), "signoff": signoff, "head_sha": sha, "verdict": verdict, "summary": summary.strip(),
-            "run_id": int(found.group(1)) if found else None, "dispatch_id": dispatch_id, "ignored": ignored}
+    summary, url = payload.get("summary", ""), payload.get("run-url")
+    return {"pr": int(payload["pr-number"]), "signoff": payload["signoff-id"], "head_sha": payload["head-sha"],
+            "verdict": payload["verdict"], "summary": summary.strip(),
+            "run_id": int(url.split("/actions/runs/", 1)[1].split("/", 1)[0]) if url else None,
+            "dispatch_id": payload.get("dispatch-id"), "ignored": ignored}
+
+
+# Why a judge answer is refused, by the first field its schema refuses.
+JUDGE_REASONS = {
+    "pr-number": "pr-number must be a PR number as a string",
+    "signoff-id": "signoff-id must be <comment|review|review-comment>-<id>",
+    "head-sha": "head-sha must be 40 lower-case hex digits",
+    "verdict": "verdict must be pass, fail or error",
+    "summary": "summary must be a string of at most 2000 characters",
+    "run-url": "run-url must be an https link to a workflow run",
+    "dispatch-id": "dispatch-id must be the id the bot dispatched the judge with",
+}
+
+
+def _judge_field(error: Any) -> Any:
+    """The top-level key a schema error is about (a missing one for `required`)."""
+    if error.path:
+        return error.path[0]
+    if error.validator == "required":
+        return next((key for key in error.validator_value if key not in error.instance), None)
+    return None
