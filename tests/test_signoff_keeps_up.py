@@ -11,7 +11,7 @@ from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
 from test_signoff import (AMD_FILE, check_line, owned, real, sign, signoff_check,  # noqa: F401
                           verdict, verdicts)
-from test_sweep_gate import (CHANGELOG, FAIL_FAST, english, label, make_harness, no_merge_wait,  # noqa: F401
+from test_sweep_gate import (CHANGELOG, FAIL_FAST, label, make_harness, no_merge_wait,  # noqa: F401
                              open_pull, push, repo, runs, send)
 
 NO_REUSE = "signoff:\n  require_reuse: false\n"  # the sweep alone decides: the pin is not asked for
@@ -190,3 +190,26 @@ async def test_the_real_checklist_lists_its_judgement_items_whole_and_collapsed(
                               found["body"], re.S)
     assert all(f"`{item}`" in collapsed for item in items)
     assert "…" not in found["body"].split("<details>", 1)[1]
+
+
+async def test_a_retarget_verifies_the_current_verdict_and_leaves_a_stale_one_stale(owned, make_harness):
+    """Pins "the head changes (stale, as today, until re-signed)" for the base-branch change: retargeting the PR
+    used to verify every verdict again on the PR's head, so a sign-off made before a push became a fresh verdict
+    on a commit its signer never saw. Now only the current one is verified again."""
+    h = await make_harness()
+    owned.set_file(REPO, ".github/sweepbot.yml", NO_REUSE, ref="main")
+    open_pull(owned, 138, files=(CHANGELOG, AMD_FILE))
+    early = await sign(h, 138, "nv-member")
+    push(owned, 138, "e" * 40)
+    await send(h, 138, "synchronize")
+    late = await sign(h, 138, "amd-owner")
+    assert verdict(owned, 138, early)["record"]["state"] == "stale"
+    assert verdict(owned, 138, late)["record"]["state"] == "fresh"
+    owned.set_file(REPO, ".github/CODEOWNERS", "* @someone-else\n", ref="release")
+    owned.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md",
+                   owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"], ref="release")
+    owned.pull(REPO, 138)["base"]["ref"] = "release"
+    await send(h, 138, "edited", changes={"base": {"ref": {"from": "main"}, "sha": {"from": "0" * 40}}})
+    stale, current = verdict(owned, 138, early), verdict(owned, 138, late)
+    assert stale["record"]["state"] == "stale" and stale["record"]["head_sha"] != "e" * 40
+    assert check_line(current["body"], "CODEOWNER").startswith("- ❌"), "verified against the new base's CODEOWNERS"
