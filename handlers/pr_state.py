@@ -8,7 +8,8 @@
 - the bot's own sweeps of a PR and what a pinned run is worth now: the reuse commands and the sign-off judge
   by them;
 - the hand-off by which another feature asks the gate to act on a record it changed (`RecordChanged`): the
-  registry wires the gate's into the reuse feature, so no feature imports another.
+  registry wires the gate's, then the sign-off's (`in_turn`), into the reuse feature, so no feature imports
+  another.
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ class RecordChanged(Protocol):
     status comment, decides again without starting a sweep, and returns what is left to write."""
 
     async def __call__(self, ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]: ...
+
+
+def in_turn(*told: RecordChanged) -> RecordChanged:
+    """One record change told to several features in turn (the gate first, to record it; then the sign-offs, to
+    verify again by it): all their actions, in that order. Each is handed the changed record itself, as none of
+    the actions is written yet."""
+    async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
+        actions: list[Action] = []
+        for feature in told:
+            actions.extend(await feature(ctx, number, record, exists))
+        return actions
+    return record_changed
 
 
 # -- replies to commands ---------------------------------------------------------------------------

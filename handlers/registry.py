@@ -7,7 +7,8 @@ by the gate), the hand-off is wired here.
 
 from gidgethub import routing
 
-from handlers import autolabel, config_refresh, help_command, reuse_command, signoff, staging, sweep_gate, welcome
+from handlers import (autolabel, config_refresh, help_command, pr_state, reuse_command, signoff, staging, sweep_gate,
+                      welcome)
 from handlers.commands import Dispatcher, Feature
 
 FEATURES: dict[str, Feature] = {
@@ -16,7 +17,8 @@ FEATURES: dict[str, Feature] = {
     "help": help_command.feature,
     "config_refresh": Feature(config_refresh.router),
     "sweep_gate": Feature(sweep_gate.router),
-    "reuse": reuse_command.feature(record_changed=sweep_gate.record_changed),
+    # A pin set or withdrawn: the gate records it, then the sign-offs are verified again by it.
+    "reuse": reuse_command.feature(record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed)),
     "staging": Feature(staging.router),
     "signoff": Feature(signoff.router),
 }

@@ -1,4 +1,9 @@
-"""Verify a CODEOWNER's sign-off: one bilingual verdict per sign-off, edited in place, and a `signoff` check run."""
+"""Verify a CODEOWNER's sign-off: one bilingual verdict per sign-off, edited in place, and a `signoff` check run.
+
+A verdict keeps up with its inputs: when a sweep the bot dispatched for the PR finishes, a pin is set or
+withdrawn (the reuse feature's record change, handed over by handlers/registry.py), the base branch changes or
+someone asks the `signoff` check to run again, the current sign-offs (bot.rules.signoff.current) are verified
+again and each verdict whose text changed is edited in place; a new head makes them stale until re-signed."""
 
 from __future__ import annotations
 
@@ -14,16 +19,19 @@ from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow
 from bot.rules.fingerprint import digest
 from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
-from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.rules.markers import (hidden_record, is_bots, marker, purpose_of, read_hidden_record, sender_login,
+                               sent_by)
 from bot.rules.links import Slashed, repo_api, web
 from bot.rules.pull_request import label_names
 from bot.core.processing import Context
+from bot.rules.dispatched_runs import not_the_bots
 from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
 from bot.github.client import get_or_none
 from handlers import pr_state
 
 CHECK_NAME = "signoff"
 RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
+RECORD_ONLY = ("signoff", "signed_at")  # the record's keys that the text does not show
 JUDGE_INPUTS = ("pr-number", "head-sha", "signoff-id", "dispatch-id")
 POSTED = (("issue_comment", "created"), ("issue_comment", "edited"), ("pull_request_review", "submitted"),
           ("pull_request_review", "edited"), ("pull_request_review_comment", "created"),
@@ -39,21 +47,27 @@ router = routing.Router()
 
 def verdict_comment(ctx: Context, number: int, variables: dict[str, Any]) -> Comment:
     """The verdict, with the variables it was rendered from kept in it: a push or the judge re-renders it."""
-    shown = {k: v for k, v in variables.items() if k != "signoff"}  # the key is the record's, not the text's
+    shown = {k: v for k, v in variables.items() if k not in RECORD_ONLY}
     body = hidden_record(RECORD, variables) + "\n" + ctx.render("signoff_verdict", **shown)
     return Comment(number, rules.PURPOSE_PREFIX + variables["signoff"], body)
 
 
-async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
-    """Every verdict the bot keeps on the PR, by sign-off key (only the bot's own comments count)."""
-    found: dict[str, dict[str, Any]] = {}
+async def verdict_comments(ctx: Context, number: int) -> dict[str, tuple[dict[str, Any], str]]:
+    """Every verdict the bot keeps on the PR, by sign-off key: (its record, the comment's body as it stands).
+    Only the bot's own comments count."""
+    found: dict[str, tuple[dict[str, Any], str]] = {}
     for comment in await ctx.comments(number):
         purpose = purpose_of(comment.get("body")) or ""
         if is_bots(comment, ctx.bot_login) and purpose.startswith(rules.PURPOSE_PREFIX):
             record = read_hidden_record(RECORD, comment.get("body"))
             if isinstance(record, dict) and record.get("signoff") == purpose.removeprefix(rules.PURPOSE_PREFIX):
-                found[record["signoff"]] = record
+                found[record["signoff"]] = (record, comment.get("body") or "")
     return found
+
+
+async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
+    """Every verdict the bot keeps on the PR, by sign-off key."""
+    return {key: record for key, (record, _) in (await verdict_comments(ctx, number)).items()}
 
 
 def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]]) -> CheckRun:
@@ -116,9 +130,12 @@ async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
     return [sweep_run(ctx, run, known) for run, known in await pr_state.candidate_runs(ctx, record)]
 
 
-async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str]) -> tuple[rules.Check, rules.Check]:
+async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], known: tuple[SweepRecord, bool] | None
+                          ) -> tuple[rules.Check, rules.Check]:
+    """The sweep and reuse checks, by the gate's record in its status comment, or by `known` (record, whether the
+    status comment exists) when a feature hands over a record not written yet."""
     number = pull["number"]
-    record, exists = await pr_state.load_record(ctx, number)
+    record, exists = known if known is not None else await pr_state.load_record(ctx, number)
     commits = await pr_state.pr_commits(ctx, number)
     labels = label_names(pull)
     asked = shows_status(ctx.policy["paths"]["changelog"] in files, labels, ctx.policy, exists or bool(record.runs))
@@ -184,6 +201,7 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
     covered = ctx.policy["signoff"]["verified_items"]
     return {
         "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
+        "signed_at": signoff.signed_at,
         "head_sha": pull["head"]["sha"], "current_sha": pull["head"]["sha"], "state": rules.FRESH,
         "outcome": rules.outcome(checks),
         "checks": [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in rules.ordered(checks)],
@@ -194,12 +212,13 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
     }
 
 
-async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff,
-                     before: dict[str, Any] | None) -> dict[str, Any]:
-    """The verdict's record for `signoff` on the PR as it is now (its base branch's CODEOWNERS and checklist)."""
+async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, before: dict[str, Any] | None,
+                     known: tuple[SweepRecord, bool] | None = None) -> dict[str, Any]:
+    """The verdict's record for `signoff` on the PR as it is now (its base branch's CODEOWNERS and checklist;
+    the gate's record, or `known`)."""
     files = await changed_paths(ctx, pull["number"])
     owner = await codeowner(ctx, pull, files, signoff.signer)
-    sweep, reuse = await sweep_and_reuse(ctx, pull, files)
+    sweep, reuse = await sweep_and_reuse(ctx, pull, files, known)
     listed, template = await checklist(ctx, pull, signoff)
     judge = await ask_judge(ctx, pull["number"], pull["head"]["sha"], signoff, before)
     record = variables(ctx, pull, signoff, [owner, sweep, reuse, listed], template, judge)
@@ -231,25 +250,34 @@ async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | 
     return rules.signoff_in(source, item, ctx.policy["signoff_phrase"])
 
 
-async def reverify(ctx: Context, number: int) -> list[Action]:
-    """Verify every current sign-off again (the PR's base branch changed: its CODEOWNERS and checklist with it),
-    each in its own verdict; one that is gone or no longer a sign-off is withdrawn."""
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
-    records = await verdicts(ctx, number)
-    changed: dict[str, dict[str, Any]] = {}
-    for key, record in records.items():
-        if record.get("state") == rules.WITHDRAWN:
-            continue
-        signoff = await fetch_signoff(ctx, number, key) if pull.get("state") == "open" else None
-        if signoff is None:
-            changed[key] = {**record, "state": rules.WITHDRAWN}
-        else:
-            changed[key] = await verdict_of(ctx, pull, signoff, record)
-    if not changed:
+async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool] | None = None,
+                   check: bool = False) -> list[Action]:
+    """Verify the current sign-offs again (bot.rules.signoff.current: each signer's newest on the PR's head), each
+    in its own verdict, edited only where its text changed; one that is gone or no longer a sign-off is
+    withdrawn. The check run is written when a verdict changed, or always with `check` (a re-run asked for)."""
+    comments = await verdict_comments(ctx, number)
+    if not comments:
         return []
-    actions: list[Action] = [verdict_comment(ctx, number, record) for record in changed.values()]
-    if pull.get("state") == "open":
+    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    if pull.get("state") != "open":
+        logs.event("sign-offs of a closed PR left alone", pr=number)
+        return []
+    records = {key: record for key, (record, _) in comments.items()}
+    changed: dict[str, dict[str, Any]] = {}
+    actions: list[Action] = []
+    for key in rules.current(records.values(), pull["head"]["sha"]):
+        signoff = await fetch_signoff(ctx, number, key)
+        if signoff is None:
+            record = {**records[key], "state": rules.WITHDRAWN}
+        else:
+            record = await verdict_of(ctx, pull, signoff, records[key], known)
+        comment = verdict_comment(ctx, number, record)
+        if marker(comment.purpose) + "\n" + comment.body != comments[key][1]:  # the same text: nothing to write
+            changed[key] = record
+            actions.append(comment)
+    if changed or check:
         actions.append(check_run(ctx, pull, {**records, **changed}))
+    logs.event("sign-offs verified again", pr=number, changed=sorted(changed))
     return actions
 
 
@@ -308,11 +336,59 @@ async def withdraw(ctx: Context, number: int, key: str | None) -> list[Action]:
 
 
 async def retargeted(event: sansio.Event, ctx: Context) -> list[Action]:
-    """The PR now targets another branch: whose CODEOWNERS and checklist count changed, so every verdict is
-    verified again."""
+    """The PR now targets another branch: whose CODEOWNERS and checklist count changed, so the current sign-offs
+    are verified again."""
     if "base" not in (event.data.get("changes") or {}):
         return []
     return await reverify(ctx, event.data["pull_request"]["number"])
+
+
+async def sweep_finished(event: sansio.Event, ctx: Context) -> list[Action]:
+    """A sweep finished: when it is one the bot dispatched for this PR (bot.rules.dispatched_runs), the current
+    sign-offs are verified again, by the record as it is with this run in it (the gate, which writes the run
+    into its status comment, may run after this)."""
+    run = event.data.get("workflow_run") or {}
+    number = ctx.pr_number  # the lane its dispatch id named: only a hint until the record says it is ours
+    if number is None or not isinstance(run.get("id"), int):
+        return []
+    record, exists = await pr_state.load_record(ctx, number)
+    entry = pr_state.recorded_run(ctx, run, record)
+    if entry is None:
+        logs.event("finished run not verified against: not a sweep the bot dispatched for this PR", run=run.get("id"),
+                   pr=number, reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not recorded")
+        return []
+    record = record.observe(entry, int(run["id"]), status=run.get("status") or "completed",
+                            conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    return await reverify(ctx, number, known=(record, exists))
+
+
+async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
+    """Another feature changed the gate's record (a pin set or withdrawn; handlers/pr_state.py `RecordChanged`):
+    the current sign-offs are verified again by that record, before the gate has written it."""
+    return await reverify(ctx, number, known=(record, exists))
+
+
+async def pr_of_head(ctx: Context, sha: str) -> int | None:
+    """The open PR whose head is `sha` (a fork's check run names no PR)."""
+    for pull in await ctx.gh.getitem(repo_api(ctx.repo, "commits", sha, "pulls")):
+        if pull.get("state") == "open" and (pull.get("head") or {}).get("sha") == sha:
+            return int(pull["number"])
+    return None
+
+
+async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
+    """"Re-run" on the bot's own `signoff` check: the current sign-offs are verified again and the check run on
+    the PR's head is written again by them. Another app's check, or another check, is not this feature's."""
+    check = event.data.get("check_run") or {}
+    if not rules.own_check_run(check, CHECK_NAME, ctx.bot_login):
+        return []
+    number = ctx.pr_number
+    if number is None and isinstance(check.get("head_sha"), str):
+        number = await pr_of_head(ctx, check["head_sha"])
+    if number is None:
+        logs.event("signoff re-run for a commit that is no open PR's head, ignored", sha=str(check.get("head_sha"))[:40])
+        return []
+    return await reverify(ctx, number, check=True)
 
 
 async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
@@ -358,4 +434,6 @@ for _event, _action in REMOVED:
     router.add(signoff_removed, _event, action=_action)
 router.add(pushed, "pull_request", action="synchronize")
 router.add(retargeted, "pull_request", action="edited")
+router.add(sweep_finished, "workflow_run", action="completed")
+router.add(rerun_requested, "check_run", action="rerequested")
 router.add(judged, "repository_dispatch", action=rules.JUDGED)

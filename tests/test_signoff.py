@@ -117,7 +117,8 @@ async def test_judgement_items_are_listed_as_not_verified_never_as_passed(owned,
     await ready(h, 51)
     comment = await sign(h, 51, "amd-owner")
     body = verdict(owned, 51, comment)["body"]
-    not_verified = body.split("#### Not verified by the bot", 1)[1]
+    not_verified = body.split("<summary><b>Not verified by the bot: 3 items</b></summary>", 1)[1]
+    not_verified = not_verified.split("</details>", 1)[0]
     assert "`Verified that this PR passes evals.`" in not_verified
     assert "`not even with inline patches`" in not_verified
     assert "PR validation" not in not_verified  # the sweep check stands for that item

@@ -179,10 +179,13 @@ def test_items_a_check_covers_are_not_listed_as_unverified_and_the_rest_are():
     assert rules.not_verified(None, COVERED) == []
 
 
-def test_a_long_item_is_shortened_for_the_verdict():
+def test_a_long_item_is_listed_whole_as_not_verified_and_shortened_where_a_check_stands_for_it():
+    """Issue 17: the "not verified" items were cut at 160 characters with "…"; they are listed whole (collapsed)."""
     long = template_items("## Template\n```\n- [ ] " + "word " * 100 + "\n```\n")
     (shown,) = rules.not_verified(long, [])
-    assert len(shown) == rules.ITEM_CHARS and shown.endswith("…")
+    assert shown == ("word " * 100).strip()
+    (row,) = rules.covered_items(long, [{"check": "sweep", "contains": "word word"}])
+    assert len(row["item"]) == rules.ITEM_CHARS and row["item"].endswith("…")
 
 
 # -- the verdict and the check run ----------------------------------------------------------------
@@ -250,3 +253,53 @@ def test_a_judge_answer_may_carry_fields_the_bot_does_not_read():
 
 def test_judge_result_refuses_what_is_not_an_object():
     assert rules.judge_result(["not", "an", "object"]) == "client_payload is not an object"
+
+
+# -- which verdicts keep up ------------------------------------------------------------------------
+
+def verdict_record(key, signer="amd-owner", *, head=SHA, state="fresh", signed_at="2026-01-01T00:00:00Z"):
+    return {"signoff": key, "signer": signer, "head_sha": head, "state": state, "signed_at": signed_at}
+
+
+@pytest.mark.parametrize(("records", "expected"), [
+    ([verdict_record("comment-1")], ["comment-1"]),
+    ([verdict_record("comment-1", state="stale", head=OLD)], []),  # stale until signed again
+    ([verdict_record("comment-1", state="withdrawn")], []),
+    ([verdict_record("comment-1", state="stale")], []),  # only a fresh verdict counts, whatever its sha says
+    ([verdict_record("comment-1", head=OLD)], []),  # verified on another head
+    ([verdict_record("comment-1"), verdict_record("review-2", "nv-member")], ["comment-1", "review-2"]),
+    # one signer's newest sign-off, by when it was last written, then by its id
+    ([verdict_record("comment-9", signed_at="2026-01-01T00:00:00Z"),
+      verdict_record("review-2", "AMD-owner", signed_at="2026-01-02T00:00:00Z")], ["review-2"]),
+    ([verdict_record("comment-3", signed_at=""), verdict_record("comment-4", signed_at="")], ["comment-4"]),
+    ([verdict_record("comment-5"), verdict_record("comment-6", state="withdrawn", signed_at="2027-01-01T00:00:00Z")],
+     ["comment-5"]),  # a withdrawn newer one leaves the older current
+    ([], []),
+])
+def test_current_signoffs(records, expected):
+    assert rules.current(records, SHA) == expected
+
+
+BOT = "sweepbot-test[bot]"
+
+
+@pytest.mark.parametrize(("check", "own"), [
+    ({"name": "signoff", "app": {"id": 1, "slug": "sweepbot-test"}}, True),
+    ({"name": "signoff", "app": {"id": 1, "slug": "SweepBot-Test"}}, True),
+    ({"name": "sweep-gate", "app": {"id": 1, "slug": "sweepbot-test"}}, False),  # another check of this App
+    ({"name": "signoff", "app": {"id": 2, "slug": "other-app"}}, False),  # another App's check of that name
+    ({"name": "signoff", "app": {}}, False),
+    ({"name": "signoff"}, False),
+    ({"name": "signoff", "app": "sweepbot-test"}, False),
+    (None, False),
+])
+def test_own_check_run(check, own):
+    assert rules.own_check_run(check, "signoff", BOT) is own
+
+
+def test_a_signoff_knows_when_it_was_last_written():
+    holder = {"id": 7, "body": PHRASE, "user": {"login": "a"}, "created_at": "2026-01-01T00:00:00Z",
+              "updated_at": "2026-01-03T00:00:00Z"}
+    assert rules.signoff_in("comment", holder, PHRASE).signed_at == "2026-01-03T00:00:00Z"
+    review = {"id": 8, "body": PHRASE, "user": {"login": "a"}, "submitted_at": "2026-01-02T00:00:00Z"}
+    assert rules.signoff_in("review", review, PHRASE).signed_at == "2026-01-02T00:00:00Z"

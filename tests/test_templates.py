@@ -369,7 +369,9 @@ def _signoff_samples() -> list[dict]:
            {**base, "checks": plain([checks[0], checks[5], checks[11], checks[16]]), "outcome": "pass",
             "source": "review", "covered": [], "not_verified": []},
            {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
-           {**base, "checks": plain(checks[:1]), "state": "withdrawn"}]
+           {**base, "checks": plain(checks[:1]), "state": "withdrawn"},
+           {**base, "checks": plain([checks[0], checks[6], checks[11], checks[16]]), "outcome": "pass",
+            "not_verified": ["Verified that this PR passes evals."]}]  # a PASS, one item collapsed
     for state, extra in (("requested", {"url": "https://github.com/acme/InferenceX/actions/runs/9"}),
                          ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
                          ("pass", {}), ("fail", {"summary": "The recipe sets --hf-overrides."}), ("error", {})):

@@ -36,6 +36,7 @@ class Signoff:
     signer: str
     body: str
     url: str
+    signed_at: str = ""  # when its author last wrote it (ISO 8601, as GitHub gives it): which is a signer's newest
 
     @property
     def key(self) -> str:
@@ -97,7 +98,9 @@ def signoff_in(source: str, holder: Mapping[str, Any], phrase: str) -> Signoff |
     if not isinstance(holder.get("id"), int) or not has_phrase(body, phrase):
         return None
     user = holder.get("user") or {}
-    return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "")
+    written = holder.get("updated_at") or holder.get("submitted_at") or holder.get("created_at") or ""
+    return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "",
+                   str(written))
 
 
 def edited_by_someone_else(event: str, data: Mapping[str, Any]) -> str | None:
@@ -231,12 +234,13 @@ def checklist_check(template: Template | TemplateProblem | None, result: Checkli
 
 
 def not_verified(template: Template | TemplateProblem | None, covered: Iterable[Mapping[str, str]]) -> list[str]:
-    """The template's items that need judgement: every item but those a bot check covers (policy
-    `signoff.verified_items`: a check name and a phrase the item's text contains, ignoring case)."""
+    """The template's items that need judgement, each whole (the verdict lists them collapsed): every item but
+    those a bot check covers (policy `signoff.verified_items`: a check name and a phrase the item's text
+    contains, ignoring case)."""
     if not isinstance(template, Template):
         return []
     phrases = [normalise(c["contains"]).casefold() for c in covered]
-    return [_item_text(i.text) for i in template.items if not any(p in i.normalised.casefold() for p in phrases)]
+    return [normalise(i.text) for i in template.items if not any(p in i.normalised.casefold() for p in phrases)]
 
 
 def covered_items(template: Template | TemplateProblem | None, covered: Iterable[Mapping[str, str]]
@@ -277,6 +281,35 @@ def check_conclusion(records: Iterable[Mapping[str, Any]], head_sha: str) -> str
     """The `signoff` check run on `head_sha`: success only when a sign-off verified on that very head passed."""
     return "success" if any(r.get("head_sha") == head_sha and r.get("state") == FRESH and r.get("outcome") == PASS
                             for r in records) else "failure"
+
+
+def current(records: Iterable[Mapping[str, Any]], head_sha: str) -> list[str]:
+    """The keys of the verdicts to verify again when an input other than the head changes (a sweep finished, a
+    pin set or withdrawn, the base branch, a re-run of the check): each signer's newest sign-off (by when it was
+    last written, then its id) among those verified on `head_sha` and not withdrawn. A stale verdict stays
+    stale until it is signed again; a signer's older sign-offs are superseded by the newest."""
+    newest: dict[str, Mapping[str, Any]] = {}
+    for record in records:
+        if record.get("state") != FRESH or record.get("head_sha") != head_sha or not record.get("signoff"):
+            continue
+        signer = str(record.get("signer") or "").casefold()
+        if signer not in newest or _written(record) > _written(newest[signer]):
+            newest[signer] = record
+    return sorted(str(r["signoff"]) for r in newest.values())
+
+
+def _written(record: Mapping[str, Any]) -> tuple[str, int]:
+    parsed = parse_key(str(record.get("signoff") or ""))
+    return str(record.get("signed_at") or ""), parsed[1] if parsed else 0
+
+
+def own_check_run(check: Any, name: str, bot_login: str) -> bool:
+    """Whether a `check_run` payload's run is this App's check run `name` (its app's slug is the bot's login
+    without `[bot]`): a re-run asked of another app's check, or of another check, is not this one's."""
+    if not isinstance(check, Mapping) or check.get("name") != name:
+        return False
+    slug = (check.get("app") or {}).get("slug") if isinstance(check.get("app"), Mapping) else None
+    return isinstance(slug, str) and bool(slug) and f"{slug}[bot]".casefold() == bot_login.casefold()
 
 
 def judge_result(payload: Any) -> dict[str, Any] | str:
