@@ -8,7 +8,6 @@ import asyncio
 import collections
 import dataclasses
 import io
-import json
 import os
 import re
 import socket
@@ -23,7 +22,7 @@ from bot.app.sandbox import lifecycle
 from bot.core.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-STEP = re.compile(r"^\[(\d+)/(\d+)\] (.*)$")
+STEP = re.compile(r"^\[(\d+)/(\d+)\] (.*)$", re.M)
 WRITE = re.compile(r"^  GitHub write: (\S+) (\S+) -> (\d+)(?:  (.*))?$")
 COMMENT = re.compile(r"comment\[([^\]]+)\], ([\d,]+) chars")
 FENCED = re.compile(r"^~~~~~~markdown\n(.*?)\n~~~~~~$", re.S | re.M)
@@ -162,3 +161,13 @@ def test_a_port_in_use_is_one_clear_line_and_exit_2(tmp_path):
         f"sweepbot: cannot listen on 127.0.0.1:{port}: address already in use (set PORT to another port)"]
     assert done.stdout == ""
     assert not list(tmp_path.glob("*.md"))  # no transcript begun for a walk that never happens
+
+
+async def test_with_no_workers_nothing_is_walked_and_no_transcript_begun(tmp_path):
+    """SWEEPBOT_WORKERS=0 (intake only, as bench/intake.py and tests/test_crash.py run it): no worker would answer
+    the first step, so the walk says so and does not start; the server serves as before."""
+    out, transcript = io.StringIO(), tmp_path / "transcript.md"
+    assert await cli.serve(sandbox_settings(tmp_path, workers=0), out, transcript=transcript, until_walked=True) == 0
+    text = out.getvalue()
+    assert "SWEEPBOT_WORKERS=0, so no worker handles the lifecycle's deliveries: not walked" in text
+    assert "GitHub write" not in text and not STEP.search(text) and not transcript.exists()

@@ -94,7 +94,7 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
         print(f"sweepbot: cannot listen on {settings.host}:{settings.port}: {reason} (set PORT to another port)",
               file=sys.stderr)
         return 2
-    if recorder is not None:
+    if recorder is not None and settings.workers > 0:  # with no worker nothing is walked: no transcript
         try:
             transcript = _open_transcript(recorder, transcript)
         except OSError as exc:
@@ -113,8 +113,9 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
         if sandbox:
             _sandbox_banner(out, url, settings, transcript)
             await _walk_unless_stopped(_walk_lifecycle(out, url, settings, fake, bot, recorder), stop)
-            print(f"sweepbot sandbox: every text in full: {transcript}. Still serving {url}/webhook;"
-                  f" Ctrl-C stops.", file=out)
+            if recorder.transcript is not None:
+                print(f"sweepbot sandbox: every text in full: {transcript}.", file=out)
+            print(f"sweepbot sandbox: still serving {url}/webhook; Ctrl-C stops.", file=out)
         else:
             print(f"sweepbot live on {url}/webhook (App {settings.app_id}, GitHub API {settings.api_url})", file=out)
         out.flush()
@@ -182,9 +183,11 @@ def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path 
     secret = f"here {DEMO_SECRET!r}" if settings.webhook_secrets == (DEMO_SECRET,) else "yours"
     print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, {secret})", file=out)
     print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
-    print(f"  transcript       {transcript}  (every comment and check run the bot writes, in full)", file=out)
-    print(f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
-          f" bot left to settle ({settings.settle_seconds:g} s label settle); one line per GitHub write.", file=out)
+    if settings.workers > 0:
+        print(f"  transcript       {transcript}  (every comment and check run the bot writes, in full)", file=out)
+        print(f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
+              f" bot left to settle ({settings.settle_seconds:g} s label settle); one line per GitHub write.",
+              file=out)
     print("", file=out)
 
 
