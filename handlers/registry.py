@@ -10,6 +10,7 @@ from gidgethub import routing
 from handlers import autolabel, config_refresh, help_command, reuse_command, signoff, staging, sweep_gate, welcome
 from handlers.commands import Dispatcher, Feature
 
+# The order here is not the order their handlers run in on one event: see bot.core.processing.handler_order.
 FEATURES: dict[str, Feature] = {
     "welcome": Feature(welcome.router),
     "autolabel": Feature(autolabel.router),

@@ -138,8 +138,12 @@ def test_stdout_has_one_line_per_write_and_the_transcript_every_text_in_full(wal
                                        " verdict is not verified again when the run finishes or the pin is set")
 def test_the_verdict_ends_at_pass_without_a_new_signoff(walked):
     _, transcript = walked
+    """The sign-off is posted while the rerun goes (FAIL: no green run, no pin); the bot verifies it again when the
+    run finishes and when the pin is set, editing the one verdict in place, which ends at PASS."""
     verdicts = [text for text in FENCED.findall(transcript) if text.startswith("<!-- sweepbot:signoff-")]
-    assert len(verdicts) >= 2 and "PASS" in verdicts[-1].split("## 中文")[0]
+    assert len({text.split(" -->", 1)[0] for text in verdicts}) == 1  # one verdict, edited
+    assert "### ❌ FAIL: sign-off by `amd-partner`" in verdicts[0]
+    assert "### ✅ PASS: sign-off by `amd-partner`" in verdicts[-1]
 
 
 # -- a port in use ---------------------------------------------------------------------------------------
