@@ -11,6 +11,7 @@ from handlers import (autolabel, config_refresh, help_command, pr_state, reuse_c
                       welcome)
 from handlers.commands import Dispatcher, Feature
 
+# The order here is not the order their handlers run in on one event: see bot.core.processing.handler_order.
 FEATURES: dict[str, Feature] = {
     "welcome": Feature(welcome.router),
     "autolabel": Feature(autolabel.router),

@@ -14,6 +14,7 @@ from handlers.paths import any_match
 PURPOSE = "welcome"
 FIRST_OPEN = "opened"
 LATE_ACTIONS = ("reopened", "ready_for_review")  # welcome only if none was posted yet
+RERUN_DOCS_URL = "https://docs.github.com/en/actions/managing-workflow-runs/re-running-workflows-and-jobs"
 
 router = routing.Router()
 
@@ -29,6 +30,7 @@ def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str
         "is_fork": is_fork(pr, repo["full_name"]),
         "codeowners_url": f"{blob}/{paths['codeowners']}",
         "checklist_url": f"{blob}/{paths['checklist']}",
+        "checklist_name": paths["checklist"].rsplit("/", 1)[-1],
         "changelog_path": paths["changelog"],
         "changelog_url": f"{blob}/{paths['changelog']}",
         "signoff_phrase": policy["signoff_phrase"],
@@ -37,6 +39,7 @@ def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str
         "use_command": f"/{commands['use']}",
         "reuse_command": f"/{commands['reuse']}",
         "docs_url": policy["docs_url"],
+        "rerun_docs_url": RERUN_DOCS_URL,
     }
 
 
@@ -54,9 +57,14 @@ async def welcome_opened(event: sansio.Event, ctx: Context) -> list[Action]:
     return await _welcome(event, ctx, only_if_missing=False)
 
 
+
+
 async def welcome_late(event: sansio.Event, ctx: Context) -> list[Action]:
     return await _welcome(event, ctx, only_if_missing=True)
 
+
+# A new PR hears the welcome before the sweep status table: both run on these events (bot.core.processing).
+welcome_opened.runs_first = welcome_late.runs_first = True  # type: ignore[attr-defined]
 
 for _action in LATE_ACTIONS:
     router.add(welcome_late, "pull_request", action=_action)

@@ -14,6 +14,8 @@ RULES = default_policy()["autolabels"]
 AMD = "configs/amd-master.yaml"
 NVIDIA = "configs/nvidia-master.yaml"
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
+UPSTREAM_AMD = "inferencex-e2e/configs/amd-master.yaml"  # where upstream keeps them now (issue 17)
+UPSTREAM_NVIDIA = "inferencex-e2e/configs/nvidia-master.yaml"
 
 
 def names(rules) -> list[str]:
@@ -37,12 +39,41 @@ def names(rules) -> list[str]:
     (["configs/AMD-master.yaml"], [], [], []),
     (["inferencex-e2e/other.yaml"], ["perf-changelog"], [], ["perf-changelog"]),
     ([], [], [], []),
+    ([UPSTREAM_AMD], [], ["amd"], []),  # the upstream layout: configs under inferencex-e2e/
+    ([UPSTREAM_NVIDIA, CHANGELOG], [], ["nvidia", "perf-changelog"], []),
+    (["inferencex-e2e/configs/amd.yaml"], [], [], []),
+    (["x/inferencex-e2e/configs/amd-master.yaml"], [], [], []),  # anchored at the root too
+    (["inferencex-e2e/configs/other.yaml"], ["amd"], [], ["amd"]),
 ], ids=["amd", "two", "one-present", "present", "case", "stale", "stale-case", "amd-dir", "not-root", "no-dash",
-        "upper-path", "changelog-gone", "nothing"])
+        "upper-path", "changelog-gone", "nothing", "upstream-amd", "upstream-nvidia", "upstream-no-dash",
+        "upstream-not-root", "upstream-stale"])
 def test_label_changes(files, current, add, stale):
     got_add, got_stale = label_changes(files, current, RULES)
     assert names(got_add) == add
     assert got_stale == stale
+
+
+def real_vendor_configs(real_data) -> dict[str, list[str]]:
+    """The vendor master configs named in the real upstream files: the CODEOWNERS snapshot (root `configs/`) and
+    the PR threads (the newer `inferencex-e2e/configs/` layout), by vendor."""
+    import re
+
+    text = (real_data / "CODEOWNERS").read_text() + "".join(
+        p.read_text() for p in sorted((real_data / "threads").glob("*.txt")))
+    found: dict[str, list[str]] = {}
+    for path in sorted(set(re.findall(r"(?<![\w/.-])((?:inferencex-e2e/)?configs/(amd|nvidia)-master\.yaml)", text))):
+        found.setdefault(path[1], []).append(path[0])
+    return found
+
+
+def test_the_default_rules_label_the_vendor_configs_of_the_real_repository(real_data):
+    """Issue 17: the defaults matched only a root `configs/`, so on the upstream layout (`inferencex-e2e/configs/`)
+    no vendor label was ever added. Every vendor config the real files name gets its vendor's label, and only it."""
+    found = real_vendor_configs(real_data)
+    assert any(p.startswith("inferencex-e2e/") for paths in found.values() for p in paths)  # the layout is there
+    for vendor, paths in found.items():
+        for path in paths:
+            assert names(label_changes([path], [], RULES)[0]) == [vendor], path
 
 
 def labeled(kind: str, label: str, actor: str) -> dict:

@@ -149,7 +149,8 @@ def test_installed_serve_starts_the_sandbox_from_an_empty_directory(installed, t
     log = tmp_path / "serve.out"
     with open(log, "w") as out:
         proc = subprocess.Popen([str(installed / "bin" / "sweepbot"), "serve"], cwd=empty, stdout=out,
-                                stderr=subprocess.STDOUT, env=clean_env(HOST="127.0.0.1", PORT=str(port)))
+                                stderr=subprocess.STDOUT, env=clean_env(HOST="127.0.0.1", PORT=str(port),
+                                                                        TMPDIR=str(tmp_path)))  # its transcript
     try:
         report, deadline = None, time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:

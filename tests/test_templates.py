@@ -35,6 +35,7 @@ WELCOME = {
     "is_fork": False,
     "codeowners_url": f"{BLOB}/.github/CODEOWNERS",
     "checklist_url": f"{BLOB}/docs/PR_REVIEW_CHECKLIST.md",
+    "checklist_name": "PR_REVIEW_CHECKLIST.md",
     "changelog_path": "inferencex-e2e/perf-changelog.yaml",
     "changelog_url": f"{BLOB}/inferencex-e2e/perf-changelog.yaml",
     "signoff_phrase": "As a PR reviewer and CODEOWNER, I have reviewed this and have",
@@ -43,6 +44,7 @@ WELCOME = {
     "use_command": "/use",
     "reuse_command": "/reuse-sweep-run",
     "docs_url": f"{BLOB}/README.md",
+    "rerun_docs_url": "https://docs.github.com/en/actions/managing-workflow-runs/re-running-workflows-and-jobs",
 }
 # A repository that renamed everything in .github/sweepbot.yml: nothing of the defaults may show.
 RENAMED_WELCOME = {
@@ -51,6 +53,7 @@ RENAMED_WELCOME = {
     "repo": "acme/bench",
     "codeowners_url": "https://github.com/acme/bench/blob/trunk/OWNERS",
     "checklist_url": "https://github.com/acme/bench/blob/trunk/REVIEW.md",
+    "checklist_name": "REVIEW.md",
     "changelog_path": "perf/log.yaml",
     "changelog_url": "https://github.com/acme/bench/blob/trunk/perf/log.yaml",
     "signoff_phrase": "Signed off as owner",

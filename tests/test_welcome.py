@@ -9,6 +9,7 @@ redelivered or concurrent deliveries.
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -82,7 +83,7 @@ async def test_fork_pr_opened_gets_one_welcome_with_the_policy_and_repo_links(ha
         assert f"`{modifier}`" in body
     assert "`/use <run_id>`" in body and "`/reuse-sweep-run <run_id>`" in body
     assert "**This pull request comes from a fork.**" in body
-    assert "post-merge CI" in body
+    assert "you make sure every GitHub Actions job passes" in body
     assert f"({policy['docs_url']})" in body
     assert "\n## 中文\n" in body and "此 PR 来自 fork" in body
 
@@ -166,6 +167,73 @@ async def test_welcome_only_for_prs_touching_benchmark_paths(make_harness, files
     assert len(welcomes(h.github, 2)) == (1 if welcomed else 0)
     if not welcomed:
         assert repo_writes(h.github) == []
+
+
+# ---- short, what to do next first, the seed's points kept (issue 17) -----------------------------------------
+
+
+def visible(half: str) -> str:
+    """What a reader sees before expanding anything: the text outside collapsed `<details>` (their summaries
+    shown)."""
+    return re.sub(r"<details>\s*<summary>(.*?)</summary>.*?</details>", r"\1", half, flags=re.S)
+
+
+VISIBLE_LIMIT = 2000  # characters of Markdown source per language, links' addresses included
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["same-repo", "fork"])
+async def test_the_welcome_is_short_what_to_do_next_first_the_details_collapsed(make_harness, fork):
+    """Issue 17: the welcome was 5,000 characters; each language now shows at most 2,000 before anything is
+    expanded, opens with the numbered next steps, and keeps the label-by-label details in a `<details>`."""
+    h = await make_harness()
+    add_bench_pull(h.github, 2, ["inferencex-e2e/perf-changelog.yaml"],
+                   head_repo="partner/InferenceX" if fork else None)
+    await open_pr(h, 2)
+    [comment] = welcomes(h.github, 2)
+    english, chinese = comment["body"].removeprefix(WELCOME + "\n").split("\n---\n\n## 中文\n")
+    for half in (english, chinese):
+        shown = visible(half)
+        assert len(shown) <= VISIBLE_LIMIT, (len(shown), shown)
+        assert half.count("<details>") == 1 and half.count("</details>") == 1
+        steps = [line for line in shown.splitlines() if re.match(r"\d\. ", line)]
+        assert len(steps) == 5 and shown.index(steps[0]) < 300  # the next steps come first
+        assert "`full-sweep-fail-fast`" in steps[1]  # the recommended label, visible
+        assert "`/use <run_id>`" in steps[3]
+        for label in default_policy()["labels"]["primary"]:  # the list of labels is in the collapsed part
+            assert f"- `{label['name']}`" not in shown and f"- `{label['name']}`" in half
+        assert ("comes from a fork" in shown or "来自 fork" in shown) == fork
+
+
+async def test_the_welcome_keeps_the_seed_welcomes_points(harness):
+    """What the seed's welcome tells people and they rely on (the real threads, `[github-actions]`): files owned
+    only by admins or the core maintainers need no CODEOWNER first; the latest PR_REVIEW_CHECKLIST.md; transient
+    failures often pass on rerun, with how to rerun. All visible, in both languages."""
+    await open_pr(harness, 1)
+    [comment] = welcomes(harness.github, 1)
+    english, chinese = (visible(half) for half in comment["body"].split("\n## 中文\n"))
+    assert "owned by anyone other than a repository admin or the core maintainers" in english
+    assert "归属于仓库管理员和核心维护者之外的人" in chinese
+    assert "before you contact a core maintainer" in english and "再联系核心维护者" in chinese
+    checklist = "[`PR_REVIEW_CHECKLIST.md`](https://github.com/acme/InferenceX/blob/main/docs/PR_REVIEW_CHECKLIST.md)"
+    assert f"the latest {checklist}" in english and f"最新的 {checklist}" in chinese
+    rerun = "(https://docs.github.com/en/actions/managing-workflow-runs/re-running-workflows-and-jobs)"
+    assert "Transient failures often pass on rerun: [rerun the failed jobs]" + rerun in english
+    assert "临时性失败重新运行通常就能通过：[重新运行失败的任务]" + rerun in chinese
+
+
+async def test_on_open_the_welcome_is_written_before_the_sweep_status(make_harness):
+    """Issue 17: the welcome and the gate's status both answer `pull_request.opened`; handlers ran in module order
+    (handlers.sweep_gate before handlers.welcome), so a changelog PR got the 2,200-character status table first.
+    The welcome now runs first (`runs_first`, bot.core.processing.handler_order): pinned by the fake's writes."""
+    from handlers import registry
+
+    h = await make_harness(router=registry.router)
+    await open_pr(h, 1)
+    comments = [r for r in repo_writes(h.github) if r.method == "POST" and r.path.endswith("/issues/1/comments")]
+    purposes = [r.json["body"].split(" -->", 1)[0].removeprefix("<!-- sweepbot:") for r in comments]
+    assert purposes == ["welcome", "sweep-status"]
+    first_check = next(i for i, r in enumerate(repo_writes(h.github)) if r.path.endswith("/check-runs"))
+    assert repo_writes(h.github).index(comments[0]) < first_check  # before the gate writes anything at all
 
 
 # ---- late actions: reopened / ready_for_review ------------------------------------------------------------
@@ -353,10 +421,10 @@ BENCH = load_bench("github_requests")
 FIGURES = {
     "welcome_zero_comments": (3, 1, "list files, list comments, create comment"),
     "welcome_zero_comments_cold": (4, 1, "read sweepbot.yml, list files, list comments, create comment"),
-    "opened_with_new_label": (7, 3, "list files, list PR labels, look up label, create label, add labels, "
-                                    "list comments, create comment"),
+    "opened_with_new_label": (7, 3, "list files, list comments, create comment, list PR labels, look up label, "
+                                    "create label, add labels"),
     "redelivery_same_id": (0, 0, "none"),
-    "redelivery_new_id": (3, 0, "list files (304), list PR labels, list comments"),
+    "redelivery_new_id": (3, 0, "list files (304), list comments, list PR labels"),
     "welcome_150_comments": (4, 1, "list files, list comments, list comments p2, create comment"),
     "redelivery_150_comments": (3, 0, "list files (304), list comments (304), list comments p2"),
     "synchronize_no_change": (1, 0, "list files (304)"),

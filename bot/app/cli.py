@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -30,7 +31,8 @@ from bot.app import setup_page
 from bot.app.webhook_signature import sign
 
 
-def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[GitHubApp, Any]:
+def build_github(settings: Settings, metrics: Metrics, out: TextIO,
+                 on_write: Any = None) -> tuple[GitHubApp, Any]:
     """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
     if settings.live:
         return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
@@ -38,7 +40,7 @@ def build_github(settings: Settings, metrics: Metrics, out: TextIO) -> tuple[Git
                          pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute)), None
     from bot.app.sandbox import demo_github, sandbox_app
 
-    fake = demo_github(out)
+    fake = demo_github(out, on_write=on_write)
     return sandbox_app(fake, metrics), fake
 
 
@@ -48,8 +50,14 @@ def wants_live(env_settings: Settings) -> bool:
 
 # -- serve -------------------------------------------------------------------------------------
 
+SANDBOX_SETTLE_TIMEOUT = 60.0  # seconds one sandbox step may take to settle (a label waits out its settle first)
 
-async def serve(settings: Settings, out: TextIO | None = None) -> int:
+
+async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Path | None = None,
+                until_walked: bool = False) -> int:
+    """The webhook server until SIGTERM or SIGINT. In the sandbox it first walks a PR's whole lifecycle through
+    its own webhook and writes every text in full to `transcript` (default: a new file in the temp directory);
+    `until_walked` returns once the walk is over (tests). A port in use is one line and exit 2."""
     out = out or sys.stdout
     sandbox = not wants_live(settings)
     if not sandbox:
@@ -62,36 +70,103 @@ async def serve(settings: Settings, out: TextIO | None = None) -> int:
         settings = dataclasses.replace(settings, webhook_secrets=(_sandbox_secret(),))
     log_secrets(settings)
     metrics = Metrics()
-    app, fake = build_github(settings, metrics, out)
+    recorder = None
+    if sandbox:
+        from bot.app.sandbox import Recorder
+
+        recorder = Recorder(out)
+    app, fake = build_github(settings, metrics, out, on_write=recorder)
     try:
         bot = Bot(settings, app)
     except JournalUnavailable as exc:  # a bad or unreachable database: said once, without its password
         print(f"sweepbot: {exc}", file=sys.stderr)
         await app.close()
         return 2
-    await bot.start()
     runner = web.AppRunner(make_app(bot), access_log=None, shutdown_timeout=5)
     await runner.setup()
-    site = web.TCPSite(runner, settings.host, settings.port)
-    await site.start()
+    try:  # listen before any worker starts: a port in use leaves nothing running behind it
+        site = web.TCPSite(runner, settings.host, settings.port)
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        await bot.stop()
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)  # not asyncio's "error while ..."
+        print(f"sweepbot: cannot listen on {settings.host}:{settings.port}: {reason} (set PORT to another port)",
+              file=sys.stderr)
+        return 2
+    if recorder is not None and settings.workers > 0:  # with no worker nothing is walked: no transcript
+        try:
+            transcript = _open_transcript(recorder, transcript)
+        except OSError as exc:
+            await runner.cleanup()
+            await bot.stop()
+            print(f"sweepbot: cannot write the sandbox transcript: {exc}", file=sys.stderr)
+            return 2
+    await bot.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    url = f"http://{settings.host}:{settings.port}"
+    url = f"http://{settings.host}:{_bound_port(runner, settings.port)}"
     logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
-    if sandbox:
-        _sandbox_banner(out, url, settings)
-        await _send_demo_delivery(out, url, settings, fake)
-    else:
-        print(f"sweepbot live on {url}/webhook (App {settings.app_id}, GitHub API {settings.api_url})", file=out)
-    out.flush()
-    await stop.wait()
-    print("sweepbot: stopping intake, draining in-flight work", file=out)
-    await site.stop()
-    await bot.stop()
-    await runner.cleanup()
+    try:
+        if sandbox:
+            _sandbox_banner(out, url, settings, transcript)
+            await _walk_unless_stopped(_walk_lifecycle(out, url, settings, fake, bot, recorder), stop)
+            if recorder.transcript is not None:
+                print(f"sweepbot sandbox: every text in full: {transcript}.", file=out)
+            print(f"sweepbot sandbox: still serving {url}/webhook; Ctrl-C stops.", file=out)
+        else:
+            print(f"sweepbot live on {url}/webhook (App {settings.app_id}, GitHub API {settings.api_url})", file=out)
+        out.flush()
+        if not until_walked:
+            await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        print("sweepbot: stopping intake, draining in-flight work", file=out)
+        await site.stop()
+        await bot.stop()
+        await runner.cleanup()
+        if recorder is not None and recorder.transcript is not None:
+            recorder.transcript.close()
     return 0
+
+
+def _open_transcript(recorder: Any, path: Path | None) -> Path:
+    """The sandbox's transcript file, given to the recorder: `path`, else a new file in the temp directory (one
+    per server, so two sandboxes never write into one)."""
+    from bot.app.sandbox import TRANSCRIPT_PREFIX
+
+    if path is None:
+        fd, name = tempfile.mkstemp(prefix=TRANSCRIPT_PREFIX, suffix=".md")
+        recorder.transcript, path = os.fdopen(fd, "w", encoding="utf-8"), Path(name)
+    else:
+        recorder.transcript = open(path, "w", encoding="utf-8")
+    recorder.transcript.write("# sweepbot sandbox transcript\n\nEvery write the bot made to the in-memory GitHub,"
+                              " step by step, each text in full.\n")
+    return path
+
+
+async def _walk_unless_stopped(walk: Any, stop: asyncio.Event) -> None:
+    """The sandbox's walk, cut short by SIGTERM or SIGINT (the server then drains as always)."""
+    walking, stopped = asyncio.ensure_future(walk), asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({walking, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (walking, stopped):
+            task.cancel()
+        await asyncio.gather(walking, stopped, return_exceptions=True)
+    if walking.done() and not walking.cancelled() and walking.exception() is not None:
+        raise walking.exception()
+
+
+def _bound_port(runner: web.AppRunner, asked: int) -> int:
+    """The port listened on (PORT=0 lets the system choose one)."""
+    for address in runner.addresses:
+        if isinstance(address, tuple) and len(address) >= 2:
+            return int(address[1])
+    return asked
 
 
 def _sandbox_secret() -> str:
@@ -100,46 +175,46 @@ def _sandbox_secret() -> str:
     return DEMO_SECRET
 
 
-def _sandbox_banner(out: TextIO, url: str, settings: Settings) -> None:
-    from bot.app.sandbox import DEMO_REPO
+def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path | None) -> None:
+    from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 
     print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
     print(f"  demo repository  {DEMO_REPO}, PR #1 from a fork, touching the changelog and an AMD config", file=out)
-    from bot.app.sandbox import DEMO_SECRET
-
     secret = f"here {DEMO_SECRET!r}" if settings.webhook_secrets == (DEMO_SECRET,) else "yours"
     print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, {secret})", file=out)
     print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
-    print("  every write the bot makes to GitHub is printed below. Ctrl-C stops it.", file=out)
+    if settings.workers > 0:
+        print(f"  transcript       {transcript}  (every comment and check run the bot writes, in full)", file=out)
+        print(f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
+              f" bot left to settle ({settings.settle_seconds:g} s label settle); one line per GitHub write.",
+              file=out)
     print("", file=out)
 
 
-async def _send_demo_delivery(out: TextIO, url: str, settings: Settings, fake: Any) -> None:
-    """The PR is opened, then a maintainer adds the recommended sweep label: the welcome, the labels, the
-    sweep status and check, then the sweep's dispatch; then the AMD CODEOWNER signs off before the sweep has
-    finished: the verdict says which checks fail. All printed as they are written."""
-    from bot.app.sandbox import DEMO_LABEL, DEMO_REPO, DEMO_SIGNER, demo_signoff
+async def _walk_lifecycle(out: TextIO, url: str, settings: Settings, fake: Any, bot: Bot, recorder: Any) -> None:
+    """The sandbox's script (bot/app/sandbox.py `lifecycle`), each step's delivery posted signed to our own
+    webhook, the workers left to finish each one before the next."""
+    from bot.app.sandbox import lifecycle, walk
 
-    opened = fake.pull_request_payload(DEMO_REPO, 1, "opened", sender="partner-dev")
-    await _post_demo(out, url, settings, "pull_request", opened, f"{DEMO_REPO}#1 opened by partner-dev")
-    fake.label_issue(DEMO_REPO, 1, DEMO_LABEL, actor="maintainer")
-    labeled = fake.pull_request_payload(DEMO_REPO, 1, "labeled", sender="maintainer", label=DEMO_LABEL)
-    await _post_demo(out, url, settings, "pull_request", labeled,
-                     f"{DEMO_LABEL} added by maintainer (handled after the {settings.settle_seconds:g} s label settle)")
-    await _post_demo(out, url, settings, "issue_comment", demo_signoff(fake), f"{DEMO_SIGNER} signs off")
-
-
-async def _post_demo(out: TextIO, url: str, settings: Settings, event: str, payload: dict, what: str) -> None:
-    body = json.dumps(payload).encode()
-    delivery = f"sandbox-{uuid.uuid4()}"
-    print(f"Sending a signed {event}.{payload['action']} delivery: {what} ({delivery})", file=out)
     async with ClientSession() as session:
-        async with session.post(f"{url}/webhook", data=body, headers={
-            "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
-            "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
-        }) as resp:
-            print(f"  webhook answered {resp.status} {await resp.text()}", file=out)
-    out.flush()
+
+        async def deliver(event: str, payload: dict) -> str:
+            body = json.dumps(payload).encode()
+            async with session.post(f"{url}/webhook", data=body, headers={
+                "Content-Type": "application/json", "X-GitHub-Event": event,
+                "X-GitHub-Delivery": f"sandbox-{uuid.uuid4()}",
+                "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
+            }) as resp:
+                return "" if resp.status == 202 else f"{resp.status} {await resp.text()}"
+
+        async def settle() -> None:
+            await bot.wait_idle(SANDBOX_SETTLE_TIMEOUT + settings.settle_seconds)
+
+        if settings.workers == 0:  # intake only: nothing would answer the first step
+            print("sweepbot sandbox: SWEEPBOT_WORKERS=0, so no worker handles the lifecycle's deliveries: not walked",
+                  file=out)
+            return
+        await walk(lifecycle(), fake, deliver, settle, recorder, out)
 
 
 # -- receive / redeliver -----------------------------------------------------------------------

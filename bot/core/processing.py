@@ -139,6 +139,13 @@ class Outcome:
     handlers: list[str]
 
 
+def handler_order(handler: Callable) -> tuple[bool, str, str]:
+    """The order the handlers of one event run in, and so the order of their writes: a stable order by module
+    and name (the router hands them over as a set), except that a handler marked `runs_first` (the welcome: a new
+    PR hears it before the status table) goes before the others."""
+    return (not getattr(handler, "runs_first", False), handler.__module__, handler.__name__)
+
+
 class Processor:
     """Runs a delivery through its handlers; their actions are applied (once each, by the ledger) or printed."""
 
@@ -182,7 +189,7 @@ class Processor:
                       waiting: Callable[[], list[tuple[str, str | None]]] | None = None,
                       last_try: bool = False) -> Outcome:
         started = time.monotonic()
-        handlers = sorted(self.router.fetch(event), key=lambda f: (f.__module__, f.__name__))
+        handlers = sorted(self.router.fetch(event), key=handler_order)
         repo = (event.data.get("repository") or {}).get("full_name")
         installation = (event.data.get("installation") or {}).get("id")
         if not handlers or not repo or not installation:
