@@ -31,7 +31,7 @@ def suggestion_block(lines: tuple[str, ...]) -> str:
 
 def review_comment(ctx: Context, path: str, fix: Suggestion, error: ChangelogError) -> ReviewComment:
     text = ctx.render("changelog_suggestion", e={"line": error.line, "code": error.code, "params": dict(error.params)},
-                      deletes=not fix.lines)
+                      deleted=0 if fix.lines else fix.line - fix.start_line + 1)
     return ReviewComment(path, fix.line, suggestion_block(fix.lines) + "\n\n" + text,
                          start_line=fix.start_line if fix.start_line < fix.line else None)
 

@@ -71,7 +71,7 @@ async def check_pushed_changelog(event: sansio.Event, ctx: Context) -> list[Acti
     links = await _owners(ctx, path, data, text, sha, errors)
     file_url = web(ctx.html_url, "blob", sha, Slashed(path))
     text_of = ctx.render("default_branch_changelog", path=path, prefix=prefix, commit_sha=sha,
-                         commit_url=web(ctx.html_url, "commit", sha), errors=bool(errors),
+                         commit_url=web(ctx.html_url, "commit", sha),
                          links=[_shown_link(ctx, link, file_url) for link in links],
                          others=[_error(e) for e in errors if e.code != LINK_CODE],
                          unlisted=result.unshown_errors)

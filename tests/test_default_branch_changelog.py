@@ -156,3 +156,13 @@ async def test_a_big_changelog_is_checked_through_offload_and_an_unfinished_chec
     check = changelog_check(harness.github, SHA[2])
     assert check["conclusion"] == "failure"
     assert "the check did not finish in the time a check may take" in check["output"]["summary"]
+
+
+@pytest.mark.parametrize("conclusion, english, chinese", [
+    ("success", "The changelog passes the default-branch rules", "changelog 符合默认分支规则"),
+    ("failure", "The changelog has 3 problem(s) on the default branch", "默认分支上的 changelog 有 3 个问题"),
+])
+def test_check_titles_in_both_languages(conclusion, english, chinese):
+    from bot.core.templates import Templates
+
+    assert Templates().title("changelog_check", conclusion=conclusion, count=3) == f"{english} / {chinese}"
