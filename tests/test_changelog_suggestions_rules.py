@@ -158,3 +158,13 @@ def test_the_record_round_trips_and_ignores_bad_data():
     assert remembered_links(links_record(links)) == {(11, "XXX"): 9}
     assert remembered_links({"links": [[1, "a", True], ["1", "a", 2], [1, "a"], 5]}) == {}
     assert remembered_links(None) == {} and remembered_links([1]) == {}
+
+
+def test_two_fixes_of_one_line_give_one_suggestion():
+    """The last line lacks its newline and holds a bad link: the link's fix (which ends the line too) is kept."""
+    head = BASE + "\n" + ENTRY + "  pr-link: TBD"
+    errors = check_append(BASE.encode(), head.encode(), pr_number=7, canonical_prefix=PREFIX).errors
+    assert sorted(e.code for e in errors) == ["pr-link-not-accepted", "trailing-newline"]
+    found = suggestions(errors, head, pr_number=7, canonical_prefix=PREFIX)
+    assert [(s.line, s.lines) for s in found] == [(11, (LINK7,))]
+    assert check_append(BASE.encode(), applied(head, found).encode(), pr_number=7, canonical_prefix=PREFIX).ok

@@ -46,7 +46,8 @@ def suggestions(errors: Iterable[ChangelogError], head: str | bytes, *, pr_numbe
         lines.pop()  # the empty string after a final newline is not a line
     link = f"{canonical_prefix}{int(pr_number)}" if _SAFE_PREFIX.fullmatch(canonical_prefix) else None
     found: list[Suggestion] = []
-    for error in sorted(errors, key=lambda e: e.line):
+    # on one line a link's fix comes before the missing newline's: it rewrites the line, and ends it too
+    for error in sorted(errors, key=lambda e: (e.line, e.code == "trailing-newline")):
         made = _fix(error, lines, link)
         if made is None or (found and made.start_line <= found[-1].line):
             continue
