@@ -136,3 +136,15 @@ async def test_no_fixable_error_no_review(harness):
     await send(harness, 12, "opened")
     assert github.reviews(REPO, 11) == [] and github.reviews(REPO, 12) == []
     assert github.count("POST", r"/reviews$") == 0
+
+
+async def test_a_lost_answer_to_the_review_is_found_again_not_posted_twice(harness):
+    """GitHub made the review and its answer was lost (a 502 after the write): the bot finds it by its commit and
+    body (the send looks before it posts) instead of posting a second one."""
+    github = harness.github
+    open_pull(github, 13, HISTORY + b"\n" + BODY + b"  pr-link: TBD\n")
+    github.fail_after_commit("POST", r"/pulls/13/reviews$", 502)
+    await send(harness, 13, "opened")
+    assert github.count("POST", r"/pulls/13/reviews$") == 1
+    [review] = bot_reviews(github, 13)
+    assert len(github.review_comments(REPO, review["id"])) == 1

@@ -487,13 +487,6 @@ class Executor:
                     raise
         logs.event("review retired", review=review_id, pr=number)
 
-    async def find_review(self, action: act.SuggestionReview) -> Result | None:
-        body = fit(action.purpose, action.body, self._truncated_note)
-        if not any(r.get("commit_id") == action.commit_id and r.get("body") == body
-                   for r in await self._bot_reviews(action)):
-            return None
-        return await self.review(action)  # found: the earlier ones are retired if they are not yet
-
 
 def _review_comment(comment: act.ReviewComment) -> dict[str, Any]:
     out: dict[str, Any] = {"path": comment.path, "line": comment.line, "side": "RIGHT", "body": comment.body}
@@ -548,9 +541,8 @@ KINDS: dict[type, Kind] = {
     act.RepositoryDispatch: Kind(Executor.repository_dispatch),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
     act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
-    # After a lost answer the review is looked for by its commit and body; a duplicate costs one more review,
-    # which the next head retires.
-    act.SuggestionReview: Kind(Executor.review, Executor.find_review, partial=True),
+    # Sending again is safe: `review` first looks for the bot's review of that commit with that body.
+    act.SuggestionReview: Kind(Executor.review, partial=True),
 }
 
 
