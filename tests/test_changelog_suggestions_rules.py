@@ -168,3 +168,22 @@ def test_two_fixes_of_one_line_give_one_suggestion():
     found = suggestions(errors, head, pr_number=7, canonical_prefix=PREFIX)
     assert [(s.line, s.lines) for s in found] == [(11, (LINK7,))]
     assert check_append(BASE.encode(), applied(head, found).encode(), pr_number=7, canonical_prefix=PREFIX).ok
+
+
+def test_a_link_with_a_page_after_it_names_its_own_pr():
+    errors = [ChangelogError(3, "default-branch-link", {"value": f"{PREFIX}2305/changes"}),
+              ChangelogError(5, "default-branch-link", {"value": f"{PREFIX}XXX"}),
+              ChangelogError(7, "default-branch-link", {"value": f"{PREFIX}0"})]
+    found = bad_links(errors, first_new=10, pr_number=None, remembered={}, canonical_prefix=PREFIX)
+    assert [(b.line, b.pr_number, b.expected) for b in found] == [(3, 2305, f"{PREFIX}2305"), (5, None, None),
+                                                                  (7, None, None)]
+
+
+def test_the_real_changelog_tail(real_data):
+    """The real upstream tail holds two links the default-branch rule refuses: one names its PR, one does not."""
+    upstream = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
+    text = (real_data / "perf-changelog.tail.yaml").read_bytes()
+    errors = validate_default_branch(text, canonical_prefix=upstream)
+    found = bad_links(errors, first_new=first_new_line(text, text), pr_number=None, remembered={},
+                      canonical_prefix=upstream)
+    assert [(b.value.removeprefix(upstream), b.pr_number) for b in found] == [("2305/changes", 2305), ("XXX", None)]

@@ -1,10 +1,12 @@
 """Which PR should carry each non-canonical `pr-link` found on the default branch (SPEC.md section 3).
 
 A line the push brought (past what the file held before it) belongs to the push's PR; a line that was already
-there keeps the PR an earlier push named (remembered in the bot's issue), else it is unknown."""
+there keeps the PR an earlier push named (remembered in the bot's issue), else the PR its own link names (the
+canonical link with something after it, such as `/changes`), else it is unknown."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -74,13 +76,16 @@ def pushed_pr(pulls: Iterable[Mapping[str, Any]], sha: str) -> int | None:
 def bad_links(errors: Iterable[ChangelogError], *, first_new: int, pr_number: int | None,
               remembered: Mapping[tuple[int, str], int], canonical_prefix: str) -> list[BadLink]:
     """Each `default-branch-link` error as a BadLink: the push's PR for a line from `first_new` on, else the PR
-    `remembered` for that (line, value), else None."""
+    `remembered` for that (line, value), else the PR the value's own canonical link names, else None."""
     found = []
+    named = re.compile(re.escape(canonical_prefix) + r"([1-9][0-9]{0,8})(?![0-9])")
     for error in errors:
         if error.code != LINK_CODE:
             continue
         value = str(error.params.get("value"))
         number = pr_number if error.line >= first_new else remembered.get((error.line, value))
+        if number is None and (match := named.match(value)):
+            number = int(match.group(1))  # `<prefix>2305/changes`: PR 2305's link with a page after it
         found.append(BadLink(error.line, value, number,
                              f"{canonical_prefix}{number}" if number is not None else None))
     return found
