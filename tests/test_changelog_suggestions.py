@@ -148,3 +148,30 @@ async def test_a_lost_answer_to_the_review_is_found_again_not_posted_twice(harne
     assert github.count("POST", r"/pulls/13/reviews$") == 1
     [review] = bot_reviews(github, 13)
     assert len(github.review_comments(REPO, review["id"])) == 1
+
+
+async def test_the_fake_refuses_a_review_comment_it_cannot_place(github):
+    """The fake's reviews API answers 422 as GitHub does for a line the head file does not have, a range that runs
+    backwards, or an unknown event; it keeps a valid review with its comments."""
+    import gidgethub
+    import gidgethub.httpx
+    import httpx
+
+    github.add_repo(REPO)
+    pr = open_pull(github, 5, HISTORY)  # 5 lines
+    github.add_token("t", "reviewer")
+    gh = gidgethub.httpx.GitHubAPI(httpx.AsyncClient(), "test", oauth_token="t")
+    url = f"/repos/{REPO}/pulls/5/reviews"
+    good = {"path": CHANGELOG, "line": 5, "side": "RIGHT", "body": "```suggestion\nx\n```"}
+    for comment, event in (({**good, "line": 6}, "COMMENT"), ({**good, "start_line": 5}, "COMMENT"),
+                           (good, "MAYBE"), ({"line": 1, "body": "x"}, "COMMENT")):
+        with pytest.raises(gidgethub.BadRequest) as refused:
+            await gh.post(url, data={"commit_id": pr["head"]["sha"], "event": event, "body": "b",
+                                     "comments": [comment]})
+        assert refused.value.status_code == 422
+    made = await gh.post(url, data={"commit_id": pr["head"]["sha"], "event": "COMMENT", "body": "b",
+                                    "comments": [{**good, "start_line": 4}]})
+    [kept] = github.review_comments(REPO, made["id"])
+    assert (kept["start_line"], kept["line"], kept["user"]["login"]) == (4, 5, "reviewer")
+    new_head = github.apply_suggestions(REPO, 5, made["id"])
+    assert file_at(github, new_head) == HISTORY.rsplit(b"\n", 3)[0] + b"\nx\n"
