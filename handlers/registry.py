@@ -7,8 +7,8 @@ by the gate), the hand-off is wired here.
 
 from gidgethub import routing
 
-from handlers import (autolabel, config_refresh, help_command, pr_state, reuse_command, signoff, staging, sweep_gate,
-                      welcome)
+from handlers import (autolabel, changelog_suggestions, config_refresh, default_branch_changelog, help_command,
+                      pr_state, reuse_command, signoff, staging, sweep_gate, welcome)
 from handlers.commands import Dispatcher, Feature
 
 # The order here is not the order their handlers run in on one event: see bot.core.processing.handler_order.
@@ -22,11 +22,14 @@ FEATURES: dict[str, Feature] = {
     "reuse": reuse_command.feature(record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed)),
     "staging": Feature(staging.router),
     "signoff": Feature(signoff.router),
+    "default_branch_changelog": Feature(default_branch_changelog.router),
+    "changelog_suggestions": Feature(changelog_suggestions.router),
 }
 
-# The pull-request workflow: the gate, reuse pins and sign-offs read each other's state. Framework tests and
-# benches leave them out (they count the welcome's and the autolabels' requests); their own tests ask for all.
-PR_WORKFLOW = ("sweep_gate", "reuse", "signoff")
+# The pull-request workflow: the gate, reuse pins and sign-offs read each other's state; the changelog's own
+# checks (the default branch's, the one-click fixes) read the changelog. Framework tests and benches leave them
+# out (they count the welcome's and the autolabels' requests); their own tests ask for them.
+PR_WORKFLOW = ("sweep_gate", "reuse", "signoff", "default_branch_changelog", "changelog_suggestions")
 
 
 def router_of(*names: str) -> routing.Router:

@@ -385,6 +385,52 @@ def _signoff_samples() -> list[dict]:
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
 SAMPLES["signoff_verdict"] = _signoff_samples()
+
+
+def _suggestion_samples() -> list[dict]:
+    """A line comment per kind of one-click fix, from real errors (handlers/changelog_suggestions.py)."""
+    from bot.rules.changelog import check_append
+    from bot.rules.changelog.suggestions import suggestions
+
+    prefix = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
+    base = b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: " + prefix.encode() + b"1\n"
+    entry = b"- config-keys:\n    - c\n  description:\n    - d\n"
+    head = base + entry + b"  pr-link: TBD\n\n\n" + entry + b"  pr-link:   XXX\n\n\n"
+    errors = check_append(base, head, pr_number=12, canonical_prefix=prefix).errors
+    fixes = suggestions(errors, head, pr_number=12, canonical_prefix=prefix)
+    assert [f.code for f in fixes] == ["separator", "pr-link-not-accepted", "separator", "pr-link-format",
+                                       "trailing-newline"]
+    by_line = {e.line: e for e in errors}
+    return [{"e": {"line": f.error_line, "code": f.code, "params": dict(by_line[f.error_line].params)},
+             "deleted": 0 if f.lines else f.line - f.start_line + 1} for f in fixes]
+
+
+DEFAULT_BRANCH = {
+    "path": "inferencex-e2e/perf-changelog.yaml", "prefix": "https://github.com/SemiAnalysisAI/InferenceX/pull/",
+    "commit_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+    "commit_url": "https://github.com/acme/InferenceX/commit/d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+    "links": [], "others": [], "unlisted": 0,
+}
+BLAME = "https://github.com/acme/InferenceX/blob/d55207c21fee12d6cceeeaeba9f9f91a90d71c86/inferencex-e2e/perf-changelog.yaml"
+SAMPLES["default_branch_changelog"] = [
+    DEFAULT_BRANCH,
+    {**DEFAULT_BRANCH, "links": [
+        {"line": 11, "value": "XXX", "pr_number": 42, "pr_url": "https://github.com/acme/InferenceX/pull/42",
+         "expected": "https://github.com/SemiAnalysisAI/InferenceX/pull/42", "line_url": BLAME + "#L11"},
+        # a value with a table's `|`, a backtick and a command: one cell, one line
+        {"line": 17, "value": "T|B`D\n/use 1", "pr_number": None, "pr_url": None, "expected": None,
+         "line_url": BLAME + "#L17"}]},
+    {**DEFAULT_BRANCH, "others": [{"line": 1, "code": "too-complex", "params": {"cause": "unfinished"}}],
+     "unlisted": 3},
+]
+SAMPLES["changelog_suggestion"] = _suggestion_samples()
+SAMPLES["changelog_suggestions"] = [
+    {"count": 1, "more": 0, "path": "inferencex-e2e/perf-changelog.yaml",
+     "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"},
+    {"count": 20, "more": 3, "path": "inferencex-e2e/perf-changelog.yaml",
+     "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"},
+]
+SAMPLES["changelog_suggestions_outdated"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"}]
 SAMPLES["signoff_summary"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "verdicts": [
     {"signer": signer, "outcome": outcome, "state": state, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
      "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12"}

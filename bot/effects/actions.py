@@ -235,5 +235,38 @@ class CheckRun:
         return f"check run {self.name!r} on {self.head_sha[:7]}: {self.conclusion}, «{self.title[:70]}»{notes}"
 
 
+@dataclass(frozen=True)
+class ReviewComment:
+    """A comment of a review on line `line` of `path` in the PR's head (lines `start_line`..`line` when given)."""
+
+    path: str
+    line: int
+    body: str
+    start_line: int | None = None
+
+
+@dataclass(frozen=True)
+class SuggestionReview:
+    """The bot's one review for `purpose` on PR `number`: a `COMMENT` review of commit `commit_id` with these line
+    comments, created unless the same one is there. Every other review of the bot for `purpose` is retired (a
+    submitted review can be neither deleted nor dismissed): its body becomes `outdated_body`, marked
+    `<purpose>-outdated`, and its line comments are deleted. With no comments, only the retiring is done."""
+
+    number: int
+    purpose: str
+    commit_id: str
+    body: str
+    comments: tuple[ReviewComment, ...]
+    outdated_body: str
+
+    @property
+    def key(self) -> str:
+        return f"review:{self.number}:{self.purpose}:{self.commit_id}:{digest(self.body, self.comments)}"
+
+    def describe(self) -> str:
+        return (f"review[{self.purpose}] on #{self.number} at {self.commit_id[:7]}: {len(self.comments)} line "
+                "comments; earlier ones retired")
+
+
 Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue, React, Unreact, DispatchWorkflow,
-               RepositoryDispatch, CancelRun, CheckRun]
+               RepositoryDispatch, CancelRun, CheckRun, SuggestionReview]

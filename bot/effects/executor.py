@@ -13,7 +13,7 @@ from bot.effects import actions as act
 from bot.telemetry import logs
 from bot.effects.actions import Result
 from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
-from bot.rules.markers import fit, is_bots
+from bot.rules.markers import fit, is_bots, purpose_of
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, get_or_none
 from bot.delivery.failures import NeedsAPerson, NotListedYet
@@ -450,6 +450,50 @@ class Executor:
         return await self.check_run(action)  # found: brought up to date in place
 
 
+    # -- reviews -------------------------------------------------------------------------------
+
+    async def _bot_reviews(self, action: act.SuggestionReview) -> list[dict]:
+        url = repo_api(self.ctx.repo, "pulls", action.number, "reviews", per_page=PER_PAGE)
+        return [r async for r in self.gh.getiter(url)
+                if is_bots(r, self.ctx.bot_login) and purpose_of(r.get("body")) == action.purpose]
+
+    async def review(self, action: act.SuggestionReview) -> Result:
+        body = fit(action.purpose, action.body, self._truncated_note)
+        reviews = await self._bot_reviews(action)
+        current = next((r for r in reviews if action.comments and r.get("commit_id") == action.commit_id
+                        and r.get("body") == body), None)
+        outcome, review_id = ("unchanged", current["id"]) if current is not None else ("retired", None)
+        if current is None and action.comments:
+            made = await self.gh.post(repo_api(self.ctx.repo, "pulls", action.number, "reviews"), data={
+                "commit_id": action.commit_id, "event": "COMMENT", "body": body,
+                "comments": [_review_comment(c) for c in action.comments]})
+            outcome, review_id = "created", int(made["id"])
+        outdated = fit(f"{action.purpose}-outdated", action.outdated_body, self._truncated_note)
+        for old in reviews:
+            if old["id"] != review_id:
+                await self._retire(action.number, int(old["id"]), outdated)
+        return Result(outcome, review_id)
+
+    async def _retire(self, number: int, review_id: int, outdated: str) -> None:
+        """A review's body says it is outdated and its suggestions go (applying one to a newer head would be wrong)."""
+        repo = self.ctx.repo
+        await self.gh.put(repo_api(repo, "pulls", number, "reviews", review_id), data={"body": outdated})
+        url = repo_api(repo, "pulls", number, "reviews", review_id, "comments", per_page=PER_PAGE)
+        for comment in [c async for c in self.gh.getiter(url)]:
+            try:
+                await self.gh.delete(repo_api(repo, "pulls", "comments", comment["id"]))
+            except gidgethub.BadRequest as exc:
+                if int(exc.status_code) != 404:  # already gone: the goal is met
+                    raise
+        logs.event("review retired", review=review_id, pr=number)
+
+
+def _review_comment(comment: act.ReviewComment) -> dict[str, Any]:
+    out: dict[str, Any] = {"path": comment.path, "line": comment.line, "side": "RIGHT", "body": comment.body}
+    if comment.start_line is not None and comment.start_line < comment.line:
+        out.update(start_line=comment.start_line, start_side="RIGHT")
+    return out
+
 
 def refused(exc: BaseException) -> bool:
     """Whether a send that failed with `exc` surely did not happen: GitHub answered and refused it (a 4xx, a
@@ -497,6 +541,8 @@ KINDS: dict[type, Kind] = {
     act.RepositoryDispatch: Kind(Executor.repository_dispatch),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
     act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
+    # Sending again is safe: `review` first looks for the bot's review of that commit with that body.
+    act.SuggestionReview: Kind(Executor.review, partial=True),
 }
 
 

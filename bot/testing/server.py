@@ -50,10 +50,11 @@ CALLS = frozenset({
     # seeding
     "add_repo", "add_pull", "add_issue", "add_comment", "add_label", "label_issue", "unlabel_issue",
     "set_permission", "set_file", "delete_file", "add_token", "set_branch", "add_workflow", "add_run",
-    "start_run", "complete_run", "add_artifact", "push_commit", "update_pull",
+    "start_run", "complete_run", "add_artifact", "push_commit", "update_pull", "apply_suggestions",
     # reading
     "has_repo", "comments", "issue_labels", "repo_labels", "issues", "pull", "pull_files", "pull_commits",
     "events", "reactions", "runs", "workflows", "check_runs", "repository_dispatches", "count", "branch_sha",
+    "reviews", "review_comments",
     # webhook payloads
     "pull_request_payload", "issue_comment_payload", "push_payload", "workflow_run_payload",
     # faults

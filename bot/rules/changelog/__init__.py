@@ -34,6 +34,8 @@ Where each part lives:
   history.py         the byte-exact history, and the link corrections a PR may make
   append.py          check_append (the PR check) and unfinished_check
   default_branch.py  the merge-time rule: every `pr-link` on the default branch is a PR's link
+  default_branch_links.py  which PR should carry each link the merge-time rule refuses
+  suggestions.py     the one-click fixes: errors with one obvious fix, as replacement lines
 """
 
 from bot.rules.changelog.append import check_append, unfinished_check

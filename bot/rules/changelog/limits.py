@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 
 @dataclass(frozen=True)
@@ -36,3 +37,8 @@ class ChangelogLimits:
 
 
 DEFAULT_LIMITS = ChangelogLimits()
+
+
+def policy_limits(limits: Mapping[str, Any]) -> ChangelogLimits:
+    """The caps a repository's policy `limits` section sets (`changelog_bytes`, `changelog_errors`)."""
+    return ChangelogLimits(max_bytes=limits["changelog_bytes"], max_errors=limits["changelog_errors"])
