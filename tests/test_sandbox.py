@@ -134,12 +134,10 @@ def test_stdout_has_one_line_per_write_and_the_transcript_every_text_in_full(wal
     assert "output.summary:" in transcript  # the check runs' texts too
 
 
-@pytest.mark.xfail(strict=True, reason="issue 17, 'verdicts that keep up' (another part): until it is merged the"
-                                       " verdict is not verified again when the run finishes or the pin is set")
 def test_the_verdict_ends_at_pass_without_a_new_signoff(walked):
-    _, transcript = walked
     """The sign-off is posted while the rerun goes (FAIL: no green run, no pin); the bot verifies it again when the
     run finishes and when the pin is set, editing the one verdict in place, which ends at PASS."""
+    _, transcript = walked
     verdicts = [text for text in FENCED.findall(transcript) if text.startswith("<!-- sweepbot:signoff-")]
     assert len({text.split(" -->", 1)[0] for text in verdicts}) == 1  # one verdict, edited
     assert "### ❌ FAIL: sign-off by `amd-partner`" in verdicts[0]
