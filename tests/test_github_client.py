@@ -179,6 +179,30 @@ async def test_etag_cache_answers_304_and_is_kept_apart_per_installation(repo, a
     assert [r.status for r in repo.requests if r.path == url] == [200, 304, 200]
 
 
+async def test_a_full_last_page_cached_with_its_etag_does_not_hide_the_page_added_after_it(repo, app_key):
+    """Regression (issue 17, found by the sandbox): a PR with exactly 100 comments was listed in one full page
+    with no next link; after the 101st, the page still answered 304 (its items had not changed) and gidgethub
+    took its cached, next-less Link, so the bot never saw the new comment (there: its own status comment)."""
+    for i in range(100):
+        repo.add_comment(REPO, 1, f"comment {i}", user="someone")
+    app = github_app(app_key)
+    url = f"/repos/{REPO}/issues/1/comments?per_page=100"
+    assert len([c async for c in (await app.client(1)).getiter(url)]) == 100
+    repo.add_comment(REPO, 1, "comment 100", user="someone")
+    bodies = [c["body"] async for c in (await app.client(1)).getiter(url)]
+    assert len(bodies) == 101 and bodies[-1] == "comment 100"
+
+
+async def test_a_page_with_room_left_is_still_answered_from_the_etag_cache(repo, app_key):
+    """The full-page rule costs nothing elsewhere: a list page that is not full is asked with its ETag (304)."""
+    repo.add_comment(REPO, 1, "one", user="someone")
+    app = github_app(app_key)
+    url = f"/repos/{REPO}/issues/1/comments?per_page=100"
+    for _ in range(2):
+        assert len([c async for c in (await app.client(1)).getiter(url)]) == 1
+    assert [r.status for r in repo.requests if r.path == f"/repos/{REPO}/issues/1/comments"] == [200, 304]
+
+
 async def test_writes_are_paced_per_installation():
     sleeps = Sleeps()
     pacer = WritePacer(limit=3, window=60.0, sleep=sleeps)

@@ -8,6 +8,7 @@ import copy
 import logging
 import random
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Awaitable, Callable, Mapping
@@ -26,6 +27,7 @@ from bot.telemetry.metrics import Metrics
 USER_AGENT = "sweepbot"
 TOKEN_RENEW_MARGIN = 60.0  # renew installation tokens at least this long before expires_at
 ETAG_CACHE_SIZE = 512
+DEFAULT_PER_PAGE = 30  # GitHub's page size when a list request names none
 SECONDARY_LIMIT_WAIT = 60.0  # GitHub: with no retry-after or reset header, wait at least a minute
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # Sending these twice leaves GitHub as sending them once; a POST may create a second thing.
@@ -136,6 +138,38 @@ class SharedWritePacer:
             await self._sleep(delay)
 
 
+class ETagCache(cachetools.LRUCache):
+    """gidgethub's ETag cache, except for a list page that was full and had no next page.
+
+    GitHub's ETag covers a page's items, not its Link header: once a full last page gets a successor (the 101st
+    comment of a PR listed 100 at a time), the page still answers 304, and gidgethub takes its cached, next-less
+    Link with it, so the new page is never read. Such an entry is not offered (the page is fetched whole)."""
+
+    def __getitem__(self, url: str) -> tuple:
+        entry = super().__getitem__(url)
+        _, _, data, more = entry
+        if more is None and _page_items(data) >= _per_page(url):
+            raise KeyError(url)
+        return entry
+
+
+def _page_items(data: Any) -> int:
+    """How many items a list page holds: a list, or the list in a wrapped page (`workflow_runs`, `jobs`...)."""
+    if isinstance(data, list):
+        return len(data)
+    if isinstance(data, dict) and "total_count" in data:
+        return max((len(v) for v in data.values() if isinstance(v, list)), default=0)
+    return -1  # not a list page
+
+
+def _per_page(url: str) -> int:
+    values = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query).get("per_page")
+    try:
+        return int(values[0]) if values else DEFAULT_PER_PAGE
+    except ValueError:
+        return DEFAULT_PER_PAGE
+
+
 @dataclass
 class InstallationState:
     """What every client of one installation shares: its ETag cache, write pacer and last rate limit seen,
@@ -144,7 +178,7 @@ class InstallationState:
 
     installation_id: int
     pacer: WritePacer | SharedWritePacer
-    etags: cachetools.LRUCache = field(default_factory=lambda: cachetools.LRUCache(ETAG_CACHE_SIZE))
+    etags: cachetools.LRUCache = field(default_factory=lambda: ETagCache(ETAG_CACHE_SIZE))
     rate_limit: sansio.RateLimit | None = None
     failing: bool = False  # the last authentication (token fetch, or a request with a fresh token) failed
     last_success: float | None = None  # epoch seconds
