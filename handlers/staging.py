@@ -202,6 +202,8 @@ async def stage_progress(ctx: Context, callback: Callback) -> list[Action]:
         return ignore("older than what the reply shows", callback, shown=shown_progress(record["staging"]))
     updated = {**record, "staging": next_staging(callback, ctx.policy, ctx.html_url)}
     updated.setdefault("stage_command", f"/{ctx.policy['commands']['stage']}")  # a reply older than staging
+    if updated.get("template", "reuse_reply") == "reuse_reply":
+        updated.setdefault("ingest", None)  # a reply older than the ingest request
     try:
         return [reply_comment(ctx, callback.pr_number, reply_to, updated)]
     except RENDER_ERRORS as exc:

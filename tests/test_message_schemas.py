@@ -23,7 +23,7 @@ from bot.rules import message_schemas, signoff
 from bot.rules.message_schemas import MAX_DEPTH, MAX_KEYS, MAX_SIZE, out_of_bounds, validator
 from bot.rules.results_callbacks import (EVENT_KINDS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
                                          parse_callback, schema_problems)
-from handlers.reuse_command import staging_payload
+from handlers.reuse_command import ingest_payload, staging_payload
 from handlers.signoff import JUDGE_INPUTS, judge_dispatch
 from test_results_callbacks import CASES, GOOD, HOSTS, INGESTED, RESULTS, STARTED, payload
 
@@ -59,7 +59,8 @@ def test_every_schema_is_a_valid_json_schema(path):
 
 def test_every_message_has_one_example_payload_and_every_example_a_schema():
     assert MESSAGES == sorted(p.name.removesuffix(".json") for p in PAYLOADS.glob("*.json"))
-    assert {"signoff-judged.callback", "signoff-judge.inputs", "stage-results.request"} <= set(MESSAGES)
+    assert {"signoff-judged.callback", "signoff-judge.inputs", "stage-results.request",
+            "ingest-results.request"} <= set(MESSAGES)
 
 
 @pytest.mark.parametrize("message", MESSAGES)
@@ -131,6 +132,18 @@ def test_what_the_bot_sends_the_results_service_is_valid_against_the_request_sch
     assert list(validator("stage-results.request").iter_errors({**sent, "extra": "x"})) != []
     undated = staging_payload(1234, {"id": 2**63 - 1, "run_attempt": 1}, "maintainer-1", 7)
     assert list(validator("stage-results.request").iter_errors(undated)) == []
+
+
+def test_what_the_bot_asks_the_results_service_to_ingest_is_valid_against_the_request_schema():
+    run = {"id": 13579246801, "run_attempt": 2, "run_started_at": "2026-11-30T08:00:00Z"}
+    sent = ingest_payload(1234, run, "3f786850e387550fdab836ed7e6dc881de23001b", "maintainer-1", 2233445577)
+    assert list(validator("ingest-results.request").iter_errors(sent)) == []
+    assert set(sent) == set(example("ingest-results.request"))
+    assert list(validator("ingest-results.request").iter_errors({**sent, "extra": "x"})) != []
+    assert list(validator("ingest-results.request").iter_errors({**sent, "merge-sha": "3f78685"})) != []
+    assert list(validator("ingest-results.request").iter_errors({**sent, "pinned-by": "sweepbot[bot]"})) != []
+    no_merge_sha = ingest_payload(1234, {"id": 2**63 - 1, "run_attempt": 1}, "", "maintainer-1", 7)
+    assert list(validator("ingest-results.request").iter_errors(no_merge_sha)) == []
 
 
 @pytest.mark.parametrize("source, number", [("comment", 2233445566), ("review", 1), ("review-comment", 2**63 - 1)])
