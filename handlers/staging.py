@@ -56,6 +56,7 @@ _APP_RUN_IN_LINK = re.compile(r"/actions/runs/([1-9][0-9]{0,18})$")
 # What a reply record of a shape the templates do not expect raises while rendering.
 RENDER_ERRORS = (jinja2.TemplateError, TypeError, ValueError, LookupError, AttributeError)
 LOGGED_KEYS = 10  # ignored key names in one log line
+VIEWER_PAGE = "inference"  # the viewer's page of a run's performance results
 
 router = routing.Router()
 
@@ -76,6 +77,12 @@ def app_run_url(html_url: str, repository: str, app_run_id: int | None) -> str |
         return None
     owner, name = repository.split("/")
     return links.web(web_base(html_url), owner, name, "actions", "runs", app_run_id)
+
+
+def viewer_run_url(viewer: str, run_id: int) -> str:
+    """The results viewer's page of a run (the sweep status comment links the same page, handlers/sweep_gate.py
+    VIEWER_PAGES): what a staged reply links when the service sent no results link the bot accepts."""
+    return links.web(viewer, VIEWER_PAGE, unofficialRun=run_id)
 
 
 def record_problem(record: Any, run_id: int) -> str | None:
@@ -158,7 +165,8 @@ def next_staging(callback: Callback, policy: dict, html_url: str) -> dict[str, A
     if callback.kind == "started":
         return staging_state("started", policy, **progress)
     if callback.succeeded:
-        return staging_state("staged", policy, results_url=callback.results_url, **progress)
+        return staging_state("staged", policy, results_url=callback.results_url,
+                             viewer_url=viewer_run_url(policy["results"]["viewer"], callback.run_id), **progress)
     return staging_state("stage_failed", policy, **progress)
 
 

@@ -504,3 +504,16 @@ async def test_no_callback_field_reaches_a_comment_unescaped(repo, make_harness,
         assert value not in body and "evil.example" not in body, (key, value)
         for link in LINK.findall(body):
             assert urlsplit(link).hostname in ALLOWED_HOSTS, link
+
+
+async def test_staged_without_a_results_link_links_the_results_viewers_page_of_the_run(repo, make_harness):
+    """Pins (issue 17): a `stage-results-completed` with no `results-url` still reads "staged", with the results
+    viewer's page of the run (as the status comment links it) and the service's run."""
+    h = await make_harness()
+    run, c, request = await staged_pin(h, repo, 90)
+    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
+                                                    echoed(request, "stage-results-completed")))
+    text = staging_text(repo, 90, c)
+    assert "staged this run" in text
+    assert f"({VIEWER}/inference?unofficialRun={run['id']})" in text
+    assert f"https://github.com/{RESULTS}/actions/runs/777" in text

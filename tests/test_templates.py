@@ -247,6 +247,10 @@ SAMPLES: dict[str, list[dict]] = {
             {**accepted, "staging": {**staging, "state": "started", "app_run_url": app_run}},
             {**accepted, "staging": {**staging, "state": "started"}},
             {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run}},  # no results link
+            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,  # the viewer's page instead
+                                     "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
+            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": None,
+                                     "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
             {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,
                                      "results_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
             {**accepted, "run": {**run, "conclusion": "failure"},
