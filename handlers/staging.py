@@ -35,7 +35,8 @@ from bot.telemetry import logs
 from bot.effects.actions import Action, Comment
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.core.processing import Context
-from bot.rules.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
+from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
+                                         parse_callback)
 from bot.github.client import get_or_none
 from handlers.pr_state import load_record, reply_comment, reply_record, staging_state
 
@@ -171,11 +172,16 @@ def next_staging(callback: Callback, policy: dict, html_url: str) -> dict[str, A
 
 
 def ingest_variables(callback: Callback, policy: dict, html_url: str) -> dict[str, Any]:
+    """The report's variables: the ingest run's link is the one the service sent (checked and rebuilt), else the
+    page of the run that sent the callback; the extra counters are the documented ones sent, in their order."""
+    app_run = app_run_url(html_url, policy["results"]["repository"], callback.app_run_id)
     return {"run_id": callback.run_id, "run_url": links.web(html_url, "actions", "runs", callback.run_id),
-            "app_run_url": app_run_url(html_url, policy["results"]["repository"], callback.app_run_id),
+            "app_run_url": app_run, "ingest_run_url": callback.ingest_run_url or app_run,
             "run_date": callback.run_date.isoformat() if callback.run_date else None,
             "rows": list(ROWS), "columns": list(COLUMNS),
-            "counts": {row: dict(callback.counts[row]) for row in ROWS}}
+            "counts": {row: dict(callback.counts[row]) for row in ROWS},
+            "extra_counts": [[name, callback.extra_counts[name]] for name in EXTRA_COUNTERS
+                             if name in (callback.extra_counts or {})]}
 
 
 # -- events ----------------------------------------------------------------------------------------
@@ -261,7 +267,8 @@ async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:
                    sender=str(sender_login(data))[:60])
         return []
     parsed = parse_callback(data.get("action") or "", data.get("client_payload"),
-                            results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])])
+                            results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])],
+                            run_hosts=[links.host_of(ctx.html_url)])
     if isinstance(parsed, Rejected):
         logs.event("results callback rejected", logging.WARNING, code=parsed.code, field=parsed.field, step=parsed.step,
                    reason=parsed.reason)

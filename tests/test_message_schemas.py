@@ -21,7 +21,7 @@ from hypothesis import given, strategies as st
 
 from bot.rules import message_schemas, signoff
 from bot.rules.message_schemas import MAX_DEPTH, MAX_KEYS, MAX_SIZE, out_of_bounds, validator
-from bot.rules.results_callbacks import (EVENT_KINDS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
+from bot.rules.results_callbacks import (EVENT_KINDS, EXTRA_COUNTERS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
                                          parse_callback, schema_problems)
 from handlers.reuse_command import ingest_payload, staging_payload
 from handlers.signoff import JUDGE_INPUTS, judge_dispatch
@@ -39,13 +39,13 @@ MESSAGES = sorted(p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.s
 # results service (configured, not in the message), and 17.0 against 17 (the same number to JSON Schema; the
 # parser wants an integer as written). Whether a 19-digit decimal string is above 2**63-1 the schema now says
 # (its id pattern compares digit by digit), so "id-over-max" is the schema's.
-SCHEMA_CANNOT_SAY = {"source-other", "id-float", "counts-float"}
+SCHEMA_CANNOT_SAY = {"source-other", "id-float", "counts-float", "ingest-extras-float"}
 # The schema refuses this one's run-id too, but the source is checked first (the order a refusal is reported
 # in), and that a well-formed source is not the configured one only the code knows.
 SOURCE_FIRST = {"source-before-fields"}
 # Refused by the bounds before the schema runs: integers of more than 40 digits (jsonschema would raise on one
 # of over 4,300), and a payload beyond GitHub's own size limit.
-BOUNDED = {"id-huge-int", "counts-enormous", "unknown-beyond-githubs-size"}
+BOUNDED = {"id-huge-int", "counts-enormous", "unknown-beyond-githubs-size", "ingest-extras-huge"}
 
 
 def example(message: str) -> dict:
@@ -101,9 +101,18 @@ def test_the_bots_validators_have_their_refs_inlined_and_judge_as_the_files_do()
 @pytest.mark.parametrize("event_type", EVENT_KINDS)
 def test_the_bot_accepts_each_example_callback(event_type):
     parsed = parse_callback(event_type, example(f"{event_type}.callback"), results_repository=EXAMPLE_RESULTS,
-                            link_hosts=EXAMPLE_HOSTS)
+                            link_hosts=EXAMPLE_HOSTS, run_hosts=("github.com",))
     assert isinstance(parsed, Callback) and parsed.kind == EVENT_KINDS[event_type], parsed
     assert not parsed.dropped and not parsed.ignored
+
+
+def test_the_example_ingest_callback_carries_every_documented_counter_and_a_kept_ingest_run_link():
+    sent = example("ingest-completed.callback")
+    parsed = parse_callback("ingest-completed", sent, results_repository=EXAMPLE_RESULTS, run_hosts=("github.com",))
+    assert tuple(parsed.extra_counts) == EXTRA_COUNTERS and parsed.ingest_run_url == sent["ingest-run-url"]
+    assert len(sent) <= 10, "GitHub takes at most 10 top-level keys in a client_payload"
+    extra = validator("ingest-completed.callback").schema["properties"]["extra-counts"]
+    assert tuple(extra["properties"]) == EXTRA_COUNTERS, "the schema documents the counters the report shows"
 
 
 def test_the_bot_accepts_the_example_judge_answer():

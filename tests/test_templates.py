@@ -262,9 +262,15 @@ SAMPLES: dict[str, list[dict]] = {
     "ingest_report": [
         {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
          "app_run_url": app_run_url, "run_date": "2025-06-30", "rows": ["benchmark", "eval", "trace", "power"],
+         "ingest_run_url": ingest_run_url or app_run_url, "extra_counts": extra,
          "columns": ["new", "duplicate", "skipped", "unmapped", "failed"], "counts": {
              row: {"new": new, "duplicate": 3, "skipped": 0, "unmapped": 1, "failed": failed.get(row, 0)}
              for row, new in (("benchmark", 1024), ("eval", 36), ("trace", 0), ("power", 12))}}
+        for ingest_run_url, extra in (
+            (None, []),
+            ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543211/attempts/2",
+             [["benchmarkFiles", 11], ["evalSamplesNew", 6595], ["gpuMetricSamplesNew", 386092]]),
+        )
         for app_run_url, failed in (
             ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {"eval": 2, "power": 1}),
             (None, {"trace": 5}),
@@ -273,7 +279,8 @@ SAMPLES: dict[str, list[dict]] = {
         )
     ] + [  # an ingest callback need not carry the run's date
         {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
-         "app_run_url": None, "run_date": None, "rows": ["benchmark", "eval", "trace", "power"],
+         "app_run_url": None, "ingest_run_url": None, "extra_counts": [["changelogEntriesWritten", 1]],
+         "run_date": None, "rows": ["benchmark", "eval", "trace", "power"],
          "columns": ["new", "duplicate", "skipped", "unmapped", "failed"],
          "counts": {row: {"new": 1, "duplicate": 0, "skipped": 0, "unmapped": 0, "failed": 0}
                     for row in ("benchmark", "eval", "trace", "power")}},
