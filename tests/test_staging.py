@@ -457,7 +457,8 @@ KEYS = {"stage-results-started": ["source-repository", "pr-number", "run-id", "r
                                   "requested-by", "comment-id", "app-run-id", "<extra key>", "<extra value>"]}
 KEYS["stage-results-completed"] = KEYS["stage-results-started"] + ["stage-succeeded", "results-url",
                                                                    "results-url on the viewer"]
-KEYS["ingest-completed"] = KEYS["stage-results-started"] + ["counts", *CELLS]
+KEYS["ingest-completed"] = KEYS["stage-results-started"] + ["counts", *CELLS, "ingest-run-url", "ingest-run-url on GitHub",
+                                                            "extra-counts.benchmarkFiles", "<extra counter>"]
 _setup: dict[int, dict] = {}
 
 
@@ -469,6 +470,12 @@ def with_hostile(payload: dict, key: str, value: str) -> dict:
         payload["summary"] = value
     elif key == "results-url on the viewer":
         payload["results-url"] = f"{VIEWER}/{value}"
+    elif key == "ingest-run-url on GitHub":
+        payload["ingest-run-url"] = f"https://github.com/{RESULTS}/actions/runs/1/{value}"
+    elif key == "<extra counter>":
+        payload["extra-counts"] = {"benchmarkFiles": 1, value: value}
+    elif key.startswith("extra-counts."):
+        payload["extra-counts"] = {key.split(".", 1)[1]: value}
     elif key.startswith("counts."):
         _, row, col = key.split(".")
         payload["counts"][row][col] = value
@@ -497,7 +504,8 @@ async def test_no_callback_field_reaches_a_comment_unescaped(repo, make_harness,
     else:
         base = echoed(state["request"], event_type, state["app_run"])
     await state["h"].deliver("repository_dispatch", dispatch(repo, event_type, with_hostile(base, key, value)))
-    if key in ("<extra key>", "<extra value>", "results-url", "results-url on the viewer"):  # ignored, dropped
+    if key in ("<extra key>", "<extra value>", "results-url", "results-url on the viewer", "ingest-run-url",
+               "ingest-run-url on GitHub", "<extra counter>"):  # ignored, dropped
         shown = [body for body in every_body(repo) if f"runs/{state['app_run']})" in body
                  or f'"app_run_id":{state["app_run"]}' in body]
         assert shown, "a callback valid but for the fields the bot ignores or drops is rendered"
