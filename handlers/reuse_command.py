@@ -43,19 +43,22 @@ router = routing.Router()
 # -- the pin commands ------------------------------------------------------------------------------
 
 
+def run_day(run: dict) -> str:
+    """The day a run started, YYYY-MM-DD, as the requests carry it ("" when GitHub gave no time)."""
+    return str(run.get("run_started_at") or run.get("created_at") or "")[:10]
+
+
 def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
     """The `stage-results` client_payload (kebab-case, all strings), as the results service reads it."""
-    started = str(run.get("run_started_at") or run.get("created_at") or "")[:10]
     return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
-            "run-date": started, "requested-by": requester, "comment-id": str(reply_id)}
+            "run-date": run_day(run), "requested-by": requester, "comment-id": str(reply_id)}
 
 
 def ingest_payload(pr_number: int, run: dict, merge_sha: str, pinned_by: str, notice_id: int) -> dict[str, str]:
     """The `ingest-results` client_payload (kebab-case, all strings): which merged PR, which run (and attempt and
     date) to ingest, the merge commit, who pinned the run, and the merge notice the service may update."""
-    started = str(run.get("run_started_at") or run.get("created_at") or "")[:10]
     return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
-            "run-date": started, "merge-sha": merge_sha or "", "pinned-by": pinned_by, "comment-id": str(notice_id)}
+            "run-date": run_day(run), "merge-sha": merge_sha or "", "pinned-by": pinned_by, "comment-id": str(notice_id)}
 
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
