@@ -172,7 +172,7 @@ PARAM_CASES = [
                                                                                                expires_at=EARLIER)]},
      {"artifacts": ("logs", "results_bmk_mi355x", "eval_results_all"),
       "expired": ("results_bmk_mi355x", "eval_results_all"), "patterns": RESULT_ARTIFACTS,
-      "expiry": ({"name": "results_bmk_mi355x", "date": "2025-07-31"}, {"name": "eval_results_all", "date": "2025-07-01"})}),
+      "expiry": ({"name": "results_bmk_mi355x", "date": None}, {"name": "eval_results_all", "date": "2025-07-01"})}),
     ("blocked-by-label", {"labels": ("AgentX-Fast", "full-sweep-enabled", "Evals-Only")},
      {"labels": ("Evals-Only", "AgentX-Fast")}),
     ("eligible", {"r": run(conclusion="cancelled", run_attempt=2),
@@ -202,6 +202,13 @@ EXPIRY_CASES = [
 @pytest.mark.parametrize("item, date", [pytest.param(a, d, id=i) for i, a, d in EXPIRY_CASES])
 def test_expiry_is_the_utc_day_github_gives(item, date):
     assert expiry([item]) == ({"name": "a", "date": date},)
+
+
+def test_an_artifact_flagged_expired_before_its_time_shows_no_day():
+    verdict = check(artifacts=[artifact(expired=True, expires_at=LATER), artifact("eval_results_all", expires_at=EARLIER)])
+    assert verdict.code == NO_RESULT_ARTIFACT
+    assert verdict.params["expiry"] == ({"name": "results_bmk_mi355x", "date": None},
+                                        {"name": "eval_results_all", "date": "2025-07-01"})
 
 
 def test_not_dispatched_names_the_run_and_its_commit():

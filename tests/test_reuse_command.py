@@ -161,6 +161,7 @@ async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, 
     c = await command(h, 44, f"/use {run_id}")
     assert reactions(repo, c) == ["-1"]
     assert code_word in reply(repo, 44, c).lower()
+    assert "90 days" not in reply(repo, 44, c), "issue 17: no hard-coded lifetime; GitHub's dates instead"
     assert SweepRecord.parse(next((c["body"] for c in repo.comments(REPO, 44)
                                    if c["body"].startswith(marker("sweep-status"))), None)).pin is None
 
@@ -452,3 +453,16 @@ async def test_the_use_reply_lists_the_result_artifacts_with_their_expiry_from_t
     assert f"- `results_bmk_dsr1`: until {days['results_bmk_dsr1']}" in text
     assert f"- `eval_results_all`: until {days['eval_results_all']}" in text
     assert "server_logs" not in text
+
+
+async def test_a_refusal_for_expired_artifacts_names_the_day_each_expired(repo, make_harness, monkeypatch):
+    """Pins (issue 17): the refusal says when each result artifact expired, from GitHub's `expires_at`, where it
+    said "Artifacts expire after 90 days"."""
+    open_pull(repo, 75)
+    h = await make_harness()
+    run = finished_run(repo, 75, artifact=None)
+    made = repo.add_artifact(REPO, run["id"], "results_bmk_dsr1")
+    monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))
+    c = await command(h, 75, f"/use {run['id']}")
+    assert reactions(repo, c) == ["-1"]
+    assert f"`results_bmk_dsr1` (on {made['expires_at'][:10]}) has expired" in reply(repo, 75, c)

@@ -89,7 +89,7 @@ def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artif
     if not live:
         expired = tuple(a["name"] for a in results)
         return _refuse(NO_RESULT_ARTIFACT, base, artifacts=names, expired=expired, patterns=RESULT_ARTIFACTS,
-                       expiry=expiry(results))
+                       expiry=expiry(results, not_after=now))
     blocking = blocking_labels(labels, policy)
     if blocking:
         return _refuse(BLOCKED_BY_LABEL, base, labels=blocking)
@@ -127,12 +127,16 @@ def is_result_artifact(name: Any) -> bool:
     return any(fnmatchcase(name, pattern) for pattern in RESULT_ARTIFACTS)
 
 
-def expiry(artifacts: Iterable[Mapping]) -> tuple[dict[str, Any], ...]:
+def expiry(artifacts: Iterable[Mapping], *, not_after: datetime | None = None) -> tuple[dict[str, Any], ...]:
     """Each artifact's name and the day it expires (or expired) as GitHub's `expires_at` says, YYYY-MM-DD in
-    UTC; `date` is None when GitHub gave no time or one that does not parse. In the order given."""
+    UTC; `date` is None when GitHub gave no time or one that does not parse, or (`not_after`, for artifacts that
+    have expired) a time after `not_after`: an artifact flagged expired early has no day to show. In the order
+    given."""
     out = []
     for artifact in artifacts:
         when = _parse_time(artifact.get("expires_at"))
+        if when is not None and not_after is not None and when > _utc(not_after):
+            when = None
         out.append({"name": artifact.get("name"), "date": when.astimezone(timezone.utc).date().isoformat()
                     if when is not None else None})
     return tuple(out)
