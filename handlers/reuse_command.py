@@ -1,5 +1,12 @@
 """Pin a finished sweep run for reuse: `/use <run_id>` and `/reuse-sweep-run [<run_id>]` by a maintainer; stage
-it again with `/stage-results [<run_id>]`; at merge, say which run the merge reuses.
+it again with `/stage-results [<run_id>]`; at merge, say which run the merge reuses and ask the results service
+to ingest it (`ingest-results`), or say that nothing will be ingested until a maintainer pins a run; a `/use`
+after the merge asks for the ingest then.
+
+The ingest request goes out once per merged PR and run: the merge notice (the bot's `merge-reuse` comment) is
+written first with the request in its hidden record, then the request is sent with the notice's id in it. A
+redelivered `closed` event, or another `/use` of the same run, finds the record and sends nothing (the
+executor's ledger stops a repeat within one delivery; the record stops it across deliveries and a lost journal).
 
 The command dispatcher (handlers/commands.py) decides that a command runs and that its author may run it; the
 pin itself lives in the gate's record, which the gate writes when told (`RecordChanged`, wired by the
@@ -20,14 +27,15 @@ from bot.rules import pins, pull_request
 from bot.effects.actions import Action, Comment, RepositoryDispatch
 from bot.rules.commands import Command
 from bot.rules.links import repo_api, web
+from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
 from bot.rules.run_summary import summarize
 from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, SweepRecord
 from handlers import pr_state
 from handlers.commands import CommandRoute, CommentCommand, Feature, answered
 
-STAGE_EVENT = "stage-results"
 MERGE_PURPOSE = "merge-reuse"
+INGEST_RECORD = "ingest-request"  # the merge notice's hidden line: <!-- sweepbot-ingest-request {...} -->
 
 router = routing.Router()
 
@@ -35,11 +43,22 @@ router = routing.Router()
 # -- the pin commands ------------------------------------------------------------------------------
 
 
+def run_day(run: dict) -> str:
+    """The day a run started, YYYY-MM-DD, as the requests carry it ("" when GitHub gave no time)."""
+    return str(run.get("run_started_at") or run.get("created_at") or "")[:10]
+
+
 def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
     """The `stage-results` client_payload (kebab-case, all strings), as the results service reads it."""
-    started = str(run.get("run_started_at") or run.get("created_at") or "")[:10]
     return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
-            "run-date": started, "requested-by": requester, "comment-id": str(reply_id)}
+            "run-date": run_day(run), "requested-by": requester, "comment-id": str(reply_id)}
+
+
+def ingest_payload(pr_number: int, run: dict, merge_sha: str, pinned_by: str, notice_id: int) -> dict[str, str]:
+    """The `ingest-results` client_payload (kebab-case, all strings): which merged PR, which run (and attempt and
+    date) to ingest, the merge commit, who pinned the run, and the merge notice the service may update."""
+    return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
+            "run-date": run_day(run), "merge-sha": merge_sha or "", "pinned-by": pinned_by, "comment-id": str(notice_id)}
 
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
@@ -54,7 +73,7 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
             "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
             "others": others, "workflow": pins.sweep_workflow(ctx.policy, fork=fork), "staging": None,
             "use_command": f"/{commands['use']}", "reuse_command": f"/{commands['reuse']}",
-            "stage_command": f"/{commands['stage']}"}
+            "stage_command": f"/{commands['stage']}", "ingest": None}
 
 
 async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
@@ -95,8 +114,11 @@ async def pin_requested(record_changed: pr_state.RecordChanged, ctx: Context, ca
         # is asked for: if recording fails, neither happens.
         for action in await record_changed(ctx, number, record.pinned(pin), exists):
             await ctx.apply(action)
+        record = record.pinned(pin)
     if command.kind == "use":
         await stage(ctx, number, call.comment_id, run, requester, variables, has_primary(ctx, pull))
+    if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
+        variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
     return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
             *answered(call.comment_id, True, edited=call.edited)]
 
@@ -134,7 +156,7 @@ async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester
     variables["staging"] = pr_state.staging_state("requested", ctx.policy)
     posted = await ctx.apply(pr_state.reply_comment(ctx, number, comment_id, variables))
     try:
-        await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], STAGE_EVENT,
+        await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["stage"],
                                            staging_payload(number, run, requester, int(posted.id or 0))))
     except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
         logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
@@ -148,27 +170,79 @@ def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:
     return "reused" if verdict is not None and verdict.ok else "invalid"
 
 
-async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
-    """At merge, judge the winning pin again and say which run the merge reuses, or loudly that none is."""
-    pull = event.data["pull_request"]
-    if not pull.get("merged"):
-        return []
+def ingest_requested(shown: Any, run_id: int) -> bool:
+    """Whether a merge notice's record (`shown`, read back from its hidden line) says the ingest of `run_id` was
+    asked for already: then nothing is sent again. A request that failed to go out is sent again."""
+    return (isinstance(shown, dict) and type(shown.get("run_id")) is int and shown["run_id"] == run_id
+            and shown.get("state") == "requested")
+
+
+async def shown_ingest_request(ctx: Context, number: int) -> Any:
+    """The hidden record of the bot's merge notice on PR `number`, or None."""
+    for comment in await ctx.comments(number):
+        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == MERGE_PURPOSE:
+            return read_hidden_record(INGEST_RECORD, comment.get("body"))
+    return None
+
+
+def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: dict | None,
+                 verdict: pins.Verdict | None, ingest: dict[str, Any] | None, *, after_merge: bool) -> Comment:
+    summary = summarize(run) if run else None
+    body = ctx.render("merge_reuse", outcome=outcome, after_merge=after_merge, pin=None if pin is None else {
+        "run_id": pin.run_id, "by": pin.by,
+        "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", pin.run_id),
+        "head_sha": (run or {}).get("head_sha") or "", "summary": summary.text if summary else None},
+        verdict=None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
+        ingest=ingest, use_command=f"/{ctx.policy['commands']['use']}")
+    if ingest is not None:
+        body = hidden_record(INGEST_RECORD, {"run_id": pin.run_id, "state": ingest["state"]}) + "\n" + body
+    return Comment(number, MERGE_PURPOSE, body)
+
+
+def ingest_state(state: str, policy: dict, error: str | None = None) -> dict[str, Any]:
+    """The merge notice's (and a post-merge `/use` reply's) ingest section: "requested" or "dispatch_failed"."""
+    return {"state": state, "repository": policy["results"]["repository"], "error": error}
+
+
+async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_merge: bool) -> dict[str, Any] | None:
+    """Judge the winning pin of the merged `pull` again, write the merge notice, and ask the results service to
+    ingest the run when it still qualifies (once: see the module's docstring). The ingest section shown (None
+    when nothing is to be ingested)."""
     number = pull["number"]
-    record, exists = await pr_state.load_record(ctx, number)
-    if not exists:
-        return []  # the PR never asked for a sweep nor touched the changelog
     run = verdict = None
     if record.pin is not None:
         run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
     outcome = merge_outcome(record.pin, verdict)
-    summary = summarize(run) if run else None
-    body = ctx.render("merge_reuse", outcome=outcome, pin=None if record.pin is None else {
-        "run_id": record.pin.run_id, "by": record.pin.by,
-        "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", record.pin.run_id),
-        "head_sha": (run or {}).get("head_sha") or "", "summary": summary.text if summary else None},
-        verdict=None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-        use_command=f"/{ctx.policy['commands']['use']}")
-    return [Comment(number, MERGE_PURPOSE, body)]
+    if outcome != "reused":
+        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, None, after_merge=after_merge))
+        return None
+    ingest = ingest_state("requested", ctx.policy)
+    if ingest_requested(await shown_ingest_request(ctx, number), record.pin.run_id):
+        return ingest  # asked already: the notice says so and stays as it is
+    notice = await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest,
+                                          after_merge=after_merge))
+    payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), record.pin.by, int(notice.id or 0))
+    try:
+        await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["ingest"],
+                                           payload))
+    except gidgethub.GitHubException as exc:  # shown in the notice; a maintainer asks again with `/use`
+        logs.event("ingest request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
+        ingest = ingest_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
+        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest, after_merge=after_merge))
+    return ingest
+
+
+async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
+    """At merge, judge the winning pin again and say which run the merge reuses (and ask for its ingest), or
+    loudly that none is."""
+    pull = event.data["pull_request"]
+    if not pull.get("merged"):
+        return []
+    record, exists = await pr_state.load_record(ctx, pull["number"])
+    if not exists:
+        return []  # the PR never asked for a sweep nor touched the changelog
+    await notify_merge(ctx, pull, record, after_merge=False)
+    return []
 
 
 # -- `/stage-results` ------------------------------------------------------------------------------

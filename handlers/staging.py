@@ -35,7 +35,8 @@ from bot.telemetry import logs
 from bot.effects.actions import Action, Comment
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.core.processing import Context
-from bot.rules.results_callbacks import COLUMNS, EVENT_KINDS, ROWS, Callback, Rejected, parse_callback
+from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
+                                         parse_callback)
 from bot.github.client import get_or_none
 from handlers.pr_state import load_record, reply_comment, reply_record, staging_state
 
@@ -56,6 +57,7 @@ _APP_RUN_IN_LINK = re.compile(r"/actions/runs/([1-9][0-9]{0,18})$")
 # What a reply record of a shape the templates do not expect raises while rendering.
 RENDER_ERRORS = (jinja2.TemplateError, TypeError, ValueError, LookupError, AttributeError)
 LOGGED_KEYS = 10  # ignored key names in one log line
+VIEWER_PAGE = "inference"  # the viewer's page of a run's performance results
 
 router = routing.Router()
 
@@ -76,6 +78,12 @@ def app_run_url(html_url: str, repository: str, app_run_id: int | None) -> str |
         return None
     owner, name = repository.split("/")
     return links.web(web_base(html_url), owner, name, "actions", "runs", app_run_id)
+
+
+def viewer_run_url(viewer: str, run_id: int) -> str:
+    """The results viewer's page of a run (the sweep status comment links the same page, handlers/sweep_gate.py
+    VIEWER_PAGES): what a staged reply links when the service sent no results link the bot accepts."""
+    return links.web(viewer, VIEWER_PAGE, unofficialRun=run_id)
 
 
 def record_problem(record: Any, run_id: int) -> str | None:
@@ -158,16 +166,22 @@ def next_staging(callback: Callback, policy: dict, html_url: str) -> dict[str, A
     if callback.kind == "started":
         return staging_state("started", policy, **progress)
     if callback.succeeded:
-        return staging_state("staged", policy, results_url=callback.results_url, **progress)
+        return staging_state("staged", policy, results_url=callback.results_url,
+                             viewer_url=viewer_run_url(policy["results"]["viewer"], callback.run_id), **progress)
     return staging_state("stage_failed", policy, **progress)
 
 
 def ingest_variables(callback: Callback, policy: dict, html_url: str) -> dict[str, Any]:
+    """The report's variables: the ingest run's link is the one the service sent (checked and rebuilt), else the
+    page of the run that sent the callback; the extra counters are the documented ones sent, in their order."""
+    app_run = app_run_url(html_url, policy["results"]["repository"], callback.app_run_id)
     return {"run_id": callback.run_id, "run_url": links.web(html_url, "actions", "runs", callback.run_id),
-            "app_run_url": app_run_url(html_url, policy["results"]["repository"], callback.app_run_id),
+            "app_run_url": app_run, "ingest_run_url": callback.ingest_run_url or app_run,
             "run_date": callback.run_date.isoformat() if callback.run_date else None,
             "rows": list(ROWS), "columns": list(COLUMNS),
-            "counts": {row: dict(callback.counts[row]) for row in ROWS}}
+            "counts": {row: dict(callback.counts[row]) for row in ROWS},
+            "extra_counts": [[name, callback.extra_counts[name]] for name in EXTRA_COUNTERS
+                             if name in (callback.extra_counts or {})]}
 
 
 # -- events ----------------------------------------------------------------------------------------
@@ -202,6 +216,8 @@ async def stage_progress(ctx: Context, callback: Callback) -> list[Action]:
         return ignore("older than what the reply shows", callback, shown=shown_progress(record["staging"]))
     updated = {**record, "staging": next_staging(callback, ctx.policy, ctx.html_url)}
     updated.setdefault("stage_command", f"/{ctx.policy['commands']['stage']}")  # a reply older than staging
+    if updated.get("template", "reuse_reply") == "reuse_reply":
+        updated.setdefault("ingest", None)  # a reply older than the ingest request
     try:
         return [reply_comment(ctx, callback.pr_number, reply_to, updated)]
     except RENDER_ERRORS as exc:
@@ -251,7 +267,8 @@ async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:
                    sender=str(sender_login(data))[:60])
         return []
     parsed = parse_callback(data.get("action") or "", data.get("client_payload"),
-                            results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])])
+                            results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])],
+                            run_hosts=[links.host_of(ctx.html_url)])
     if isinstance(parsed, Rejected):
         logs.event("results callback rejected", logging.WARNING, code=parsed.code, field=parsed.field, step=parsed.step,
                    reason=parsed.reason)

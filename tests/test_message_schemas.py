@@ -21,9 +21,9 @@ from hypothesis import given, strategies as st
 
 from bot.rules import message_schemas, signoff
 from bot.rules.message_schemas import MAX_DEPTH, MAX_KEYS, MAX_SIZE, out_of_bounds, validator
-from bot.rules.results_callbacks import (EVENT_KINDS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
+from bot.rules.results_callbacks import (EVENT_KINDS, EXTRA_COUNTERS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
                                          parse_callback, schema_problems)
-from handlers.reuse_command import staging_payload
+from handlers.reuse_command import ingest_payload, staging_payload
 from handlers.signoff import JUDGE_INPUTS, judge_dispatch
 from test_results_callbacks import CASES, GOOD, HOSTS, INGESTED, RESULTS, STARTED, payload
 
@@ -39,13 +39,13 @@ MESSAGES = sorted(p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.s
 # results service (configured, not in the message), and 17.0 against 17 (the same number to JSON Schema; the
 # parser wants an integer as written). Whether a 19-digit decimal string is above 2**63-1 the schema now says
 # (its id pattern compares digit by digit), so "id-over-max" is the schema's.
-SCHEMA_CANNOT_SAY = {"source-other", "id-float", "counts-float"}
+SCHEMA_CANNOT_SAY = {"source-other", "id-float", "counts-float", "ingest-extras-float"}
 # The schema refuses this one's run-id too, but the source is checked first (the order a refusal is reported
 # in), and that a well-formed source is not the configured one only the code knows.
 SOURCE_FIRST = {"source-before-fields"}
 # Refused by the bounds before the schema runs: integers of more than 40 digits (jsonschema would raise on one
 # of over 4,300), and a payload beyond GitHub's own size limit.
-BOUNDED = {"id-huge-int", "counts-enormous", "unknown-beyond-githubs-size"}
+BOUNDED = {"id-huge-int", "counts-enormous", "unknown-beyond-githubs-size", "ingest-extras-huge"}
 
 
 def example(message: str) -> dict:
@@ -59,7 +59,8 @@ def test_every_schema_is_a_valid_json_schema(path):
 
 def test_every_message_has_one_example_payload_and_every_example_a_schema():
     assert MESSAGES == sorted(p.name.removesuffix(".json") for p in PAYLOADS.glob("*.json"))
-    assert {"signoff-judged.callback", "signoff-judge.inputs", "stage-results.request"} <= set(MESSAGES)
+    assert {"signoff-judged.callback", "signoff-judge.inputs", "stage-results.request",
+            "ingest-results.request"} <= set(MESSAGES)
 
 
 @pytest.mark.parametrize("message", MESSAGES)
@@ -100,9 +101,18 @@ def test_the_bots_validators_have_their_refs_inlined_and_judge_as_the_files_do()
 @pytest.mark.parametrize("event_type", EVENT_KINDS)
 def test_the_bot_accepts_each_example_callback(event_type):
     parsed = parse_callback(event_type, example(f"{event_type}.callback"), results_repository=EXAMPLE_RESULTS,
-                            link_hosts=EXAMPLE_HOSTS)
+                            link_hosts=EXAMPLE_HOSTS, run_hosts=("github.com",))
     assert isinstance(parsed, Callback) and parsed.kind == EVENT_KINDS[event_type], parsed
     assert not parsed.dropped and not parsed.ignored
+
+
+def test_the_example_ingest_callback_carries_every_documented_counter_and_a_kept_ingest_run_link():
+    sent = example("ingest-completed.callback")
+    parsed = parse_callback("ingest-completed", sent, results_repository=EXAMPLE_RESULTS, run_hosts=("github.com",))
+    assert tuple(parsed.extra_counts) == EXTRA_COUNTERS and parsed.ingest_run_url == sent["ingest-run-url"]
+    assert len(sent) <= 10, "GitHub takes at most 10 top-level keys in a client_payload"
+    extra = validator("ingest-completed.callback").schema["properties"]["extra-counts"]
+    assert tuple(extra["properties"]) == EXTRA_COUNTERS, "the schema documents the counters the report shows"
 
 
 def test_the_bot_accepts_the_example_judge_answer():
@@ -131,6 +141,18 @@ def test_what_the_bot_sends_the_results_service_is_valid_against_the_request_sch
     assert list(validator("stage-results.request").iter_errors({**sent, "extra": "x"})) != []
     undated = staging_payload(1234, {"id": 2**63 - 1, "run_attempt": 1}, "maintainer-1", 7)
     assert list(validator("stage-results.request").iter_errors(undated)) == []
+
+
+def test_what_the_bot_asks_the_results_service_to_ingest_is_valid_against_the_request_schema():
+    run = {"id": 13579246801, "run_attempt": 2, "run_started_at": "2026-11-30T08:00:00Z"}
+    sent = ingest_payload(1234, run, "3f786850e387550fdab836ed7e6dc881de23001b", "maintainer-1", 2233445577)
+    assert list(validator("ingest-results.request").iter_errors(sent)) == []
+    assert set(sent) == set(example("ingest-results.request"))
+    assert list(validator("ingest-results.request").iter_errors({**sent, "extra": "x"})) != []
+    assert list(validator("ingest-results.request").iter_errors({**sent, "merge-sha": "3f78685"})) != []
+    assert list(validator("ingest-results.request").iter_errors({**sent, "pinned-by": "sweepbot[bot]"})) != []
+    no_merge_sha = ingest_payload(1234, {"id": 2**63 - 1, "run_attempt": 1}, "", "maintainer-1", 7)
+    assert list(validator("ingest-results.request").iter_errors(no_merge_sha)) == []
 
 
 @pytest.mark.parametrize("source, number", [("comment", 2233445566), ("review", 1), ("review-comment", 2**63 - 1)])

@@ -22,6 +22,7 @@ from bot.rules.pins import (
     WRONG_WORKFLOW,
     Verdict,
     check_run,
+    expiry,
     is_result_artifact,
     newest_eligible,
     withdraws_pin,
@@ -170,12 +171,14 @@ PARAM_CASES = [
     ("no-result-artifact", {"artifacts": [artifact("logs"), artifact(expired=True), artifact("eval_results_all",
                                                                                                expires_at=EARLIER)]},
      {"artifacts": ("logs", "results_bmk_mi355x", "eval_results_all"),
-      "expired": ("results_bmk_mi355x", "eval_results_all"), "patterns": RESULT_ARTIFACTS}),
+      "expired": ("results_bmk_mi355x", "eval_results_all"), "patterns": RESULT_ARTIFACTS,
+      "expiry": ({"name": "results_bmk_mi355x", "date": None}, {"name": "eval_results_all", "date": "2025-07-01"})}),
     ("blocked-by-label", {"labels": ("AgentX-Fast", "full-sweep-enabled", "Evals-Only")},
      {"labels": ("Evals-Only", "AgentX-Fast")}),
     ("eligible", {"r": run(conclusion="cancelled", run_attempt=2),
                   "artifacts": [artifact("logs"), artifact(), artifact("bmk_agentic_x", expired=True)]},
-     {"conclusion": "cancelled", "artifacts": ("results_bmk_mi355x",)}),
+     {"conclusion": "cancelled", "artifacts": ("results_bmk_mi355x",),
+      "expiry": ({"name": "results_bmk_mi355x", "date": "2025-07-31"},)}),
 ]
 
 
@@ -185,6 +188,27 @@ def test_check_run_params(kwargs, extra):
     r = kwargs.get("r", run())
     assert verdict.params == {"run_id": r["id"], "head_sha": r.get("head_sha"), "run_attempt": r["run_attempt"],
                               **extra}
+
+
+EXPIRY_CASES = [
+    ("GitHub's form", {"name": "a", "expires_at": "2027-01-30T08:15:00Z"}, "2027-01-30"),
+    ("an offset: the UTC day", {"name": "a", "expires_at": "2027-01-30T23:30:00-02:00"}, "2027-01-31"),
+    ("no time", {"name": "a"}, None),
+    ("a time that does not parse", {"name": "a", "expires_at": "soon"}, None),
+    ("not a string", {"name": "a", "expires_at": 1769760000}, None),
+]
+
+
+@pytest.mark.parametrize("item, date", [pytest.param(a, d, id=i) for i, a, d in EXPIRY_CASES])
+def test_expiry_is_the_utc_day_github_gives(item, date):
+    assert expiry([item]) == ({"name": "a", "date": date},)
+
+
+def test_an_artifact_flagged_expired_before_its_time_shows_no_day():
+    verdict = check(artifacts=[artifact(expired=True, expires_at=LATER), artifact("eval_results_all", expires_at=EARLIER)])
+    assert verdict.code == NO_RESULT_ARTIFACT
+    assert verdict.params["expiry"] == ({"name": "results_bmk_mi355x", "date": None},
+                                        {"name": "eval_results_all", "date": "2025-07-01"})
 
 
 def test_not_dispatched_names_the_run_and_its_commit():

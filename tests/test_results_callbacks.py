@@ -17,7 +17,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from bot.rules.message_schemas import MAX_KEYS
-from bot.rules.results_callbacks import COLUMNS, MAX_IGNORED, ROWS, Callback, Rejected, parse_callback
+from bot.rules.results_callbacks import (COLUMNS, EXTRA_COUNTERS, MAX_IGNORED, ROWS, Callback, Rejected,
+                                         parse_callback)
 
 RESULTS = "SemiAnalysisAI/InferenceX-results"
 STARTED, COMPLETED, INGESTED = "stage-results-started", "stage-results-completed", "ingest-completed"
@@ -27,6 +28,8 @@ LINK = "https://results.example.com/runs/24680?pr=17"  # URL rebuilt by bot.rule
 HOSTS = ("results.example.com",)  # the results viewer's host
 VIEWER = "https://results.example.com"
 PHISHING = "https://results.example.com/r)**[Sign in again](https://evil.example/login)**"
+RUN_HOSTS = ("github.com",)  # where an ingest run's page may be: this repository's GitHub
+INGEST_RUN = f"https://github.com/{RESULTS}/actions/runs/97531"
 
 COMMON = {
     "source-repository": RESULTS,
@@ -302,13 +305,58 @@ CASES = [
     ("url-backquote", COMPLETED, {"results-url": VIEWER + "/`x`"}, BAD_LINK),
     ("url-control", COMPLETED, {"results-url": VIEWER + "/\x00"}, BAD_LINK),
     ("url-int", COMPLETED, {"results-url": 17}, BAD_LINK),
+    # -- issue 17: the ingest run's link and the counters beyond the table ----------------------------------
+    ("ingest-extras", INGESTED, {"ingest-run-url": INGEST_RUN, "extra-counts": {
+        "evalSamplesNew": 6595, "someNewCounter": "x", "benchmarkFiles": 11, "changelogEntriesWritten": 0}},
+     ok(ingest_run_url=INGEST_RUN, dropped=[],
+        extra_counts={"benchmarkFiles": 11, "evalSamplesNew": 6595, "changelogEntriesWritten": 0})),
+    ("ingest-extras-absent", INGESTED, {}, ok(ingest_run_url=None, extra_counts={})),
+    ("ingest-extras-null", INGESTED, {"extra-counts": None, "ingest-run-url": None},
+     ok(ingest_run_url=None, extra_counts={}, dropped=[])),
+    ("ingest-extras-unknown-only", INGESTED, {"extra-counts": {"rowsTouched": [1, 2], "note": None}},
+     ok(extra_counts={}, ignored=())),
+    ("ingest-extras-negative", INGESTED, {"extra-counts": {"benchmarkFiles": -1}},
+     no("bad-counts", "extra-counts.benchmarkFiles")),
+    ("ingest-extras-string", INGESTED, {"extra-counts": {"purgedPoints": "11"}},
+     no("bad-counts", "extra-counts.purgedPoints")),
+    ("ingest-extras-float", INGESTED, {"extra-counts": {"runStatsNew": 11.0}},
+     no("bad-counts", "extra-counts.runStatsNew")),
+    ("ingest-extras-huge", INGESTED, {"extra-counts": {"runStatsNew": 10**50}},
+     no("bad-counts", "extra-counts.runStatsNew")),
+    ("ingest-extras-order", INGESTED, {"extra-counts": {"failedRunRows": "x", "benchmarkFiles": "y"}},
+     no("bad-counts", "extra-counts.benchmarkFiles")),
+    ("ingest-extras-not-an-object", INGESTED, {"extra-counts": [1, 2]}, no("bad-counts", "extra-counts")),
+    ("ingest-extras-after-counts", INGESTED, {"extra-counts": 5, "counts": table(eval={"new": -1})},
+     no("bad-counts", "counts.eval.new")),
+    ("ingest-run-attempt", INGESTED, {"ingest-run-url": INGEST_RUN + "/attempts/2"},
+     ok(ingest_run_url=INGEST_RUN + "/attempts/2", dropped=[])),
+    ("ingest-run-case-and-slash", INGESTED,
+     {"ingest-run-url": "https://GitHub.com/semianalysisai/inferencex-results/actions/runs/5/"},
+     ok(ingest_run_url="https://github.com/semianalysisai/inferencex-results/actions/runs/5")),
+    ("ingest-run-other-repository", INGESTED, {"ingest-run-url": "https://github.com/evil/repo/actions/runs/5"},
+     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
+    ("ingest-run-other-host", INGESTED,
+     {"ingest-run-url": "https://evil.example/SemiAnalysisAI/InferenceX-results/actions/runs/5"},
+     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
+    ("ingest-run-viewer-host", INGESTED, {"ingest-run-url": VIEWER + "/SemiAnalysisAI/InferenceX-results/actions/runs/5"},
+     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
+    ("ingest-run-not-a-run", INGESTED,
+     {"ingest-run-url": "https://github.com/SemiAnalysisAI/InferenceX-results/actions/runs/5/job/7"},
+     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
+    ("ingest-run-query", INGESTED, {"ingest-run-url": INGEST_RUN + "?check_suite_focus=true"},
+     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
+    ("ingest-run-markup", INGESTED, {"ingest-run-url": INGEST_RUN + ")**[Sign in](https://evil.example)**"},
+     ok(ingest_run_url=None, dropped=[("bad-url", "ingest-run-url")])),
+    ("ingest-run-int", INGESTED, {"ingest-run-url": 5}, ok(ingest_run_url=None, dropped=[("bad-url", "ingest-run-url")])),
+    ("ingest-fields-on-a-stage-callback", COMPLETED, {"ingest-run-url": INGEST_RUN, "extra-counts": {"x": 1}},
+     ok(ignored=("extra-counts", "ingest-run-url"), ingest_run_url=None, extra_counts=None)),
 ]
 
 
 @pytest.mark.parametrize("event, changes, expected", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_callback(event, changes, expected):
     result = parse_callback(event, payload(event, changes) if event in GOOD else GOOD[STARTED],
-                            results_repository=RESULTS, link_hosts=HOSTS)
+                            results_repository=RESULTS, link_hosts=HOSTS, run_hosts=RUN_HOSTS)
     if isinstance(expected, tuple):
         assert isinstance(result, Rejected), result
         assert (result.code, result.field) == expected, result.reason
@@ -413,19 +461,28 @@ def test_without_allowed_hosts_no_results_link_is_kept():
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
                                                                                  max_size=4), max_leaves=12)
-FIELDS = st.sampled_from(sorted({key for good in GOOD.values() for key in good} | {"run-attempt", "extra"}))
+FIELDS = st.sampled_from(sorted({key for good in GOOD.values() for key in good}
+                                | {"run-attempt", "extra", "ingest-run-url", "extra-counts"}))
 
 
 @settings(max_examples=300)
 @given(st.sampled_from([STARTED, COMPLETED, INGESTED]), st.dictionaries(FIELDS, JSON | st.text(), max_size=6))
 def test_no_payload_makes_the_parser_raise_or_keep_an_unchecked_link(event, changes):
     """Property: any value in any field is an answer (a Callback or a Rejected), never an exception, and a kept
-    results link is on the allowed host with no character Markdown or HTML reads."""
-    result = parse_callback(event, {**GOOD[event], **changes}, results_repository=RESULTS, link_hosts=HOSTS)
+    results link is on the allowed host with no character Markdown or HTML reads; a kept ingest run link is a run
+    page of the results repository; every extra counter kept is a documented one, and a count."""
+    result = parse_callback(event, {**GOOD[event], **changes}, results_repository=RESULTS, link_hosts=HOSTS,
+                            run_hosts=RUN_HOSTS)
     assert isinstance(result, (Callback, Rejected))
     if isinstance(result, Callback) and result.results_url is not None:
         assert result.results_url.startswith("https://results.example.com/")
         assert not set("()[]<>*`!|\\\"' \n") & set(result.results_url)
+    if isinstance(result, Callback) and result.ingest_run_url is not None:
+        assert result.ingest_run_url.lower().startswith(f"https://github.com/{RESULTS.lower()}/actions/runs/")
+        assert not set("()[]<>*`!|\\\"' \n?#") & set(result.ingest_run_url)
+    if isinstance(result, Callback) and result.extra_counts:
+        assert set(result.extra_counts) <= set(EXTRA_COUNTERS)
+        assert all(type(value) is int and value >= 0 for value in result.extra_counts.values())
 
 
 def test_a_value_nested_as_deep_as_python_allows_is_refused_not_raised():

@@ -161,6 +161,7 @@ async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, 
     c = await command(h, 44, f"/use {run_id}")
     assert reactions(repo, c) == ["-1"]
     assert code_word in reply(repo, 44, c).lower()
+    assert "90 days" not in reply(repo, 44, c), "issue 17: no hard-coded lifetime; GitHub's dates instead"
     assert SweepRecord.parse(next((c["body"] for c in repo.comments(REPO, 44)
                                    if c["body"].startswith(marker("sweep-status"))), None)).pin is None
 
@@ -186,9 +187,24 @@ def merge_comment(github, number: int) -> str:
     return english(found).split("\n", 1)[1]  # after the marker
 
 
-async def merge(h, number: int):
-    h.github.update_pull(REPO, number, state="closed", merged=True)
-    await send(h, number, "closed", sender="maintainer")
+MERGE_SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
+
+
+async def merge(h, number: int, *, delivery: str | None = None):
+    h.github.update_pull(REPO, number, state="closed", merged=True, merge_commit_sha=MERGE_SHA)
+    await send(h, number, "closed", sender="maintainer", delivery=delivery)
+
+
+def ingest_requests(github) -> list[dict]:
+    """The `ingest-results` requests sent to the results service, oldest first."""
+    if not github.has_repo(RESULTS):
+        return []
+    return [d for d in github.repository_dispatches(RESULTS) if d["event_type"] == "ingest-results"]
+
+
+def merge_notice(github, number: int) -> dict:
+    (found,) = [c for c in github.comments(REPO, number) if c["body"].startswith(marker("merge-reuse") + "\n")]
+    return found
 
 
 async def test_at_merge_the_pin_is_checked_again_and_the_reused_run_named(repo, make_harness):
@@ -333,3 +349,120 @@ async def test_stage_results_refusals(repo, make_harness, body, user, associatio
     c = await command(h, 61, body, user=user, association=association)
     assert reactions(repo, c) == ["-1"] and repo.repository_dispatches(RESULTS) == []
     assert word in english(reply_comment_of(repo, 61, c)["body"])
+
+
+# -- merge and ingest (issue 17) --------------------------------------------------------------------
+
+
+def results_service(github) -> None:
+    if not github.has_repo(RESULTS):
+        github.add_repo(RESULTS, installation_id=1)
+
+
+async def test_a_merge_with_a_valid_pin_asks_the_results_service_to_ingest_it_once(repo, make_harness):
+    """Pins: at merge the bot sends `ingest-results` (PR, run, attempt, date, merge SHA, who pinned, the notice's
+    id) and the notice says so; a redelivered `closed` (the same delivery, then a new id as after a lost
+    journal) finds the request in the notice's record and sends nothing again."""
+    open_pull(repo, 70)
+    results_service(repo)
+    h = await make_harness()
+    run = finished_run(repo, 70)
+    await command(h, 70, f"/use {run['id']}")
+    await merge(h, 70, delivery="merge-70")
+    notice = merge_notice(repo, 70)
+    (sent,) = ingest_requests(repo)
+    assert sent["client_payload"] == {
+        "pr-number": "70", "run-id": str(run["id"]), "run-attempt": "1", "run-date": run["created_at"][:10],
+        "merge-sha": MERGE_SHA, "pinned-by": "maintainer", "comment-id": str(notice["id"])}
+    text = english(notice["body"])
+    assert "will be reused and ingested" in text and "asked the results service" in text
+    await merge(h, 70, delivery="merge-70")
+    await merge(h, 70, delivery="merge-70-again")  # the journal lost: only the notice's record remembers
+    assert len(ingest_requests(repo)) == 1
+    assert merge_notice(repo, 70)["body"] == notice["body"]
+
+
+async def test_a_merge_with_nothing_pinned_says_nothing_is_ingested_and_a_use_after_it_asks_for_ingest(
+        repo, make_harness):
+    """Pins: a merge with no pin sends nothing and says that a maintainer's `/use` now will get the run
+    ingested; a `/use` after the merge pins the run, asks for the ingest, and the notice and the reply say so."""
+    open_pull(repo, 71)
+    results_service(repo)
+    h = await make_harness()
+    await label(h, 71, FAIL_FAST)
+    (run,) = runs(repo)
+    repo.complete_run(REPO, run["id"], "success")
+    repo.add_artifact(REPO, run["id"], "results_bmk_dsr1")
+    await merge(h, 71)
+    text = english(merge_notice(repo, 71)["body"])
+    assert text.split("\n", 1)[1].startswith("**Merged with no run pinned") and "Nothing from this PR will be ingested" in text
+    assert "`/use <run_id>`" in text and ingest_requests(repo) == []
+    c = await command(h, 71, f"/use {run['id']}")
+    assert reactions(repo, c) == ["+1"] and pin(repo, 71).run_id == run["id"]
+    (sent,) = ingest_requests(repo)
+    notice = merge_notice(repo, 71)
+    assert sent["client_payload"]["run-id"] == str(run["id"]) and sent["client_payload"]["merge-sha"] == MERGE_SHA
+    assert sent["client_payload"]["comment-id"] == str(notice["id"])
+    assert "now pinned" in english(notice["body"]) and "after the merge" in english(notice["body"])
+    assert "already merged, so the bot asked the results service" in reply(repo, 71, c)
+    again = await command(h, 71, f"/use {run['id']}")  # the same run again: asked already
+    assert reactions(repo, again) == ["+1"] and len(ingest_requests(repo)) == 1
+
+
+async def test_a_merge_whose_pin_no_longer_qualifies_asks_for_no_ingest(repo, make_harness, monkeypatch):
+    """Pins: a pin that fails the check at merge (its artifacts expired since) sends no ingest request."""
+    open_pull(repo, 72)
+    results_service(repo)
+    h = await make_harness()
+    run = finished_run(repo, 72)
+    await command(h, 72, f"/use {run['id']}")
+    monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))
+    await merge(h, 72)
+    assert ingest_requests(repo) == []
+    assert "Nothing from this PR will be ingested" in english(merge_notice(repo, 72)["body"])
+
+
+async def test_an_ingest_request_github_refuses_is_shown_and_a_use_sends_it_again(repo, make_harness):
+    """Pins: a refused `ingest-results` dispatch is shown in the notice (the record says it did not go out),
+    and a maintainer's `/use` of the same run then sends it."""
+    open_pull(repo, 73)
+    results_service(repo)
+    h = await make_harness()
+    run = finished_run(repo, 73)
+    await command(h, 73, f"/use {run['id']}")
+    repo.fail_next("POST", r"/InferenceX-app/dispatches$", 422, json={"message": "No ref found"})
+    await merge(h, 73)
+    assert ingest_requests(repo) == [] and "No ref found" in english(merge_notice(repo, 73)["body"])
+    await command(h, 73, f"/use {run['id']}")
+    (sent,) = ingest_requests(repo)
+    assert sent["client_payload"]["comment-id"] == str(merge_notice(repo, 73)["id"])
+    assert "No ref found" not in english(merge_notice(repo, 73)["body"])
+
+
+async def test_the_use_reply_lists_the_result_artifacts_with_their_expiry_from_the_api(repo, make_harness):
+    """Pins: the reply names each unexpired result artifact with the day GitHub's `expires_at` gives (the
+    fake's artifacts expire 90 days after they are made), and not the ones that hold no results."""
+    open_pull(repo, 74)
+    h = await make_harness()
+    run = finished_run(repo, 74, artifact=None)
+    made = [repo.add_artifact(REPO, run["id"], name) for name in ("results_bmk_dsr1", "server_logs", "eval_results_all")]
+    days = {a["name"]: a["expires_at"][:10] for a in made}
+    assert days["results_bmk_dsr1"].startswith("2026-0")  # the fake's clock: 90 days after early 2026
+    c = await command(h, 74, f"/use {run['id']}")
+    text = reply(repo, 74, c)
+    assert f"- `results_bmk_dsr1`: until {days['results_bmk_dsr1']}" in text
+    assert f"- `eval_results_all`: until {days['eval_results_all']}" in text
+    assert "server_logs" not in text
+
+
+async def test_a_refusal_for_expired_artifacts_names_the_day_each_expired(repo, make_harness, monkeypatch):
+    """Pins (issue 17): the refusal says when each result artifact expired, from GitHub's `expires_at`, where it
+    said "Artifacts expire after 90 days"."""
+    open_pull(repo, 75)
+    h = await make_harness()
+    run = finished_run(repo, 75, artifact=None)
+    made = repo.add_artifact(REPO, run["id"], "results_bmk_dsr1")
+    monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))
+    c = await command(h, 75, f"/use {run['id']}")
+    assert reactions(repo, c) == ["-1"]
+    assert f"`results_bmk_dsr1` (on {made['expires_at'][:10]}) has expired" in reply(repo, 75, c)

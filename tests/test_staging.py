@@ -204,7 +204,8 @@ async def test_real_shaped_callbacks_are_accepted_end_to_end(repo, make_harness)
     await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", ingest, SENDER))
     (report,) = ingest_reports(repo, 70, run["id"])
     heading = english(report["body"]).split("\n")[2]
-    assert heading == f"### Results of [run `{run['id']}`](https://github.com/{REPO}/actions/runs/{run['id']}) ingested"
+    assert heading == (f"### ✅ Results of [run `{run['id']}`](https://github.com/{REPO}/actions/runs/{run['id']}) "
+                       "ingested into the production database")
     assert "| `eval` | 36 | 0 | 0 | 0 | 0 |" in report["body"]
 
 
@@ -456,7 +457,8 @@ KEYS = {"stage-results-started": ["source-repository", "pr-number", "run-id", "r
                                   "requested-by", "comment-id", "app-run-id", "<extra key>", "<extra value>"]}
 KEYS["stage-results-completed"] = KEYS["stage-results-started"] + ["stage-succeeded", "results-url",
                                                                    "results-url on the viewer"]
-KEYS["ingest-completed"] = KEYS["stage-results-started"] + ["counts", *CELLS]
+KEYS["ingest-completed"] = KEYS["stage-results-started"] + ["counts", *CELLS, "ingest-run-url", "ingest-run-url on GitHub",
+                                                            "extra-counts.benchmarkFiles", "<extra counter>"]
 _setup: dict[int, dict] = {}
 
 
@@ -468,6 +470,12 @@ def with_hostile(payload: dict, key: str, value: str) -> dict:
         payload["summary"] = value
     elif key == "results-url on the viewer":
         payload["results-url"] = f"{VIEWER}/{value}"
+    elif key == "ingest-run-url on GitHub":
+        payload["ingest-run-url"] = f"https://github.com/{RESULTS}/actions/runs/1/{value}"
+    elif key == "<extra counter>":
+        payload["extra-counts"] = {"benchmarkFiles": 1, value: value}
+    elif key.startswith("extra-counts."):
+        payload["extra-counts"] = {key.split(".", 1)[1]: value}
     elif key.startswith("counts."):
         _, row, col = key.split(".")
         payload["counts"][row][col] = value
@@ -496,7 +504,8 @@ async def test_no_callback_field_reaches_a_comment_unescaped(repo, make_harness,
     else:
         base = echoed(state["request"], event_type, state["app_run"])
     await state["h"].deliver("repository_dispatch", dispatch(repo, event_type, with_hostile(base, key, value)))
-    if key in ("<extra key>", "<extra value>", "results-url", "results-url on the viewer"):  # ignored, dropped
+    if key in ("<extra key>", "<extra value>", "results-url", "results-url on the viewer", "ingest-run-url",
+               "ingest-run-url on GitHub", "<extra counter>"):  # ignored, dropped
         shown = [body for body in every_body(repo) if f"runs/{state['app_run']})" in body
                  or f'"app_run_id":{state["app_run"]}' in body]
         assert shown, "a callback valid but for the fields the bot ignores or drops is rendered"
@@ -504,3 +513,67 @@ async def test_no_callback_field_reaches_a_comment_unescaped(repo, make_harness,
         assert value not in body and "evil.example" not in body, (key, value)
         for link in LINK.findall(body):
             assert urlsplit(link).hostname in ALLOWED_HOSTS, link
+
+
+async def test_staged_without_a_results_link_links_the_results_viewers_page_of_the_run(repo, make_harness):
+    """Pins (issue 17): a `stage-results-completed` with no `results-url` still reads "staged", with the results
+    viewer's page of the run (as the status comment links it) and the service's run."""
+    h = await make_harness()
+    run, c, request = await staged_pin(h, repo, 90)
+    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
+                                                    echoed(request, "stage-results-completed")))
+    text = staging_text(repo, 90, c)
+    assert "staged this run" in text
+    assert f"({VIEWER}/inference?unofficialRun={run['id']})" in text
+    assert f"https://github.com/{RESULTS}/actions/runs/777" in text
+
+
+async def test_the_ingest_report_has_the_headline_the_ingest_runs_link_the_extra_counters_and_the_rerun_note(
+        repo, make_harness):
+    """Pins (issue 17): the report says the results went into the production database, links the ingest run
+    (the `ingest-run-url` sent, rebuilt) and the sweep run, shows the documented counters beyond the table in
+    their order and no unknown one, and says that a rerun updates it; in both languages."""
+    h = await make_harness()
+    run, _, _ = await staged_pin(h, repo, 91)
+    ingest_run = f"https://github.com/{RESULTS}/actions/runs/4242/attempts/2"
+    await h.deliver("repository_dispatch", callback_payload(
+        repo, 91, run["id"], "ingest-completed", None, counts=COUNTS, **{"ingest-run-url": ingest_run},
+        **{"extra-counts": {"gpuMetricSamplesNew": 386092, "secretCounter": 5, "benchmarkFiles": 11}}))
+    (report,) = ingest_reports(repo, 91, run["id"])
+    english_half, chinese_half = report["body"].split("\n## 中文\n")
+    assert "ingested into the production database" in english_half and "已导入 production 数据库" in chinese_half
+    for half in (english_half, chinese_half):
+        assert f"]({ingest_run})" in half and f"](https://github.com/{REPO}/actions/runs/{run['id']})" in half
+        assert "`benchmarkFiles` 11" in half and "`gpuMetricSamplesNew` 386092" in half
+        assert half.index("benchmarkFiles") < half.index("gpuMetricSamplesNew")
+        assert "secretCounter" not in half
+    assert "this comment is updated in place" in english_half and "这条评论会原地更新" in chinese_half
+
+
+async def test_an_ingest_run_link_outside_the_results_repository_is_not_shown(repo, make_harness):
+    """Pins (issue 17): an `ingest-run-url` that is not a run page of the results repository on GitHub is
+    dropped; the report links the run that sent the callback instead."""
+    h = await make_harness()
+    run, _, _ = await staged_pin(h, repo, 92)
+    await h.deliver("repository_dispatch", callback_payload(
+        repo, 92, run["id"], "ingest-completed", None, counts=COUNTS,
+        **{"ingest-run-url": "https://github.com/evil/phish/actions/runs/1"}))
+    (report,) = ingest_reports(repo, 92, run["id"])
+    assert "evil" not in report["body"]
+    assert f"[The ingest run](https://github.com/{RESULTS}/actions/runs/777)" in english(report["body"])
+
+
+async def test_merge_then_ingest_completed_writes_the_report_on_the_merged_pr(repo, make_harness):
+    """Pins (issue 17): the lifecycle's end: merge sends `ingest-results`, and the service's `ingest-completed`,
+    echoing the request's fields (the merge notice's id as comment-id), fills the report on the merged PR."""
+    from test_reuse_command import ingest_requests, merge
+    h = await make_harness()
+    run, _, _ = await staged_pin(h, repo, 93)
+    await merge(h, 93)
+    (sent,) = ingest_requests(repo)
+    echoed_back = {k: v for k, v in sent["client_payload"].items() if k in ("pr-number", "run-id", "run-attempt",
+                                                                            "run-date", "comment-id")}
+    await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", {
+        **echoed_back, "source-repository": RESULTS, "app-run-id": "888", "counts": COUNTS}))
+    (report,) = ingest_reports(repo, 93, run["id"])
+    assert "ingested into the production database" in english(report["body"])

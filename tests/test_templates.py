@@ -139,11 +139,20 @@ SAMPLES: dict[str, list[dict]] = {
     "merge_reuse": [
         {"outcome": "reused", "use_command": "/use", "verdict": {"code": "eligible", "params": {}}, "pin": {
             "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
-            "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "summary": "DeepSeek-R1 · 1k1k · fp8"}},
+            "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "summary": "DeepSeek-R1 · 1k1k · fp8"},
+         "after_merge": after_merge, "ingest": ingest}
+        for after_merge in (False, True)
+        for ingest in ({"state": "requested", "repository": "SemiAnalysisAI/InferenceX-app", "error": None},
+                       {"state": "dispatch_failed", "repository": "SemiAnalysisAI/InferenceX-app",
+                        "error": "422 No ref found\n/use 1"},
+                       {"state": "dispatch_failed", "repository": "SemiAnalysisAI/InferenceX-app", "error": None})
+    ] + [
         {"outcome": "invalid", "use_command": "/pin", "verdict": {"code": "no-result-artifact", "params": {}}, "pin": {
             "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
-            "head_sha": "", "summary": None}},
-        {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None},
+            "head_sha": "", "summary": None}, "after_merge": after_merge, "ingest": None}
+        for after_merge in (False, True)
+    ] + [
+        {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None, "after_merge": False, "ingest": None},
     ],
     "sweep_status": [],  # filled below from real gate decisions
     "changelog_annotation": [],  # filled below from real changelog errors
@@ -155,7 +164,7 @@ SAMPLES: dict[str, list[dict]] = {
     "reuse_reply": [
         {"command": f"/use {run['id']}", "requester": "maintainer-one", "run": run, "verdict": None, "others": [],
          "workflow": "run-sweep.yml", "use_command": "/use", "reuse_command": "/reuse-sweep-run",
-         "stage_command": "/stage-results", "staging": None, **case}
+         "stage_command": "/stage-results", "staging": None, "ingest": None, **case}
         for run in ({"id": 15551234567, "url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
                      "head_sha": "9f3c2a17d4e8b6051c2a9e7f3d1b8c6a4e2f0d9b", "conclusion": "success",
                      "summary": "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"},)
@@ -169,6 +178,19 @@ SAMPLES: dict[str, list[dict]] = {
         for case in (
             {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
                 **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},
+            # the result artifacts with the day each expires (bot.rules.pins.expiry), more than are listed
+            {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
+                **base, "conclusion": "success", "artifacts": tuple(f"results_bmk_{i}" for i in range(12)),
+                "expiry": tuple({"name": f"results_bmk_{i}", "date": None if i == 3 else "2027-01-30"}
+                                for i in range(12))}}},
+            # a `/use` after the merge: the ingest is asked for now
+            *({"outcome": "accepted", "ingest": {"state": state, "repository": "SemiAnalysisAI/InferenceX-app",
+                                                 "error": error},
+               "verdict": {"code": "eligible", "params": {
+                   **base, "conclusion": "success", "artifacts": ("eval_results_all",),
+                   "expiry": ({"name": "eval_results_all", "date": "2027-01-30"},)}}}
+              for state, error in (("requested", None), ("dispatch_failed", "502 Bad Gateway"),
+                                   ("dispatch_failed", None))),
             {"outcome": "accepted", "command": "/reuse-sweep-run", "run": {**run, "summary": None},
              "verdict": {"code": "eligible", "params": {**base, "conclusion": "success",
                                                         "artifacts": ("results_bmk_mi355x",)}},
@@ -192,6 +214,13 @@ SAMPLES: dict[str, list[dict]] = {
                 **base, "patterns": patterns,
                 "artifacts": (*(f"results_bmk_{i}" for i in range(7)), "server_logs"),
                 "expired": tuple(f"results_bmk_{i}" for i in range(7))}}},
+            {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
+                **base, "patterns": patterns, "artifacts": ("results_bmk_a", "eval_results_all"),
+                "expired": ("results_bmk_a", "eval_results_all"),
+                "expiry": ({"name": "results_bmk_a", "date": "2026-10-01"}, {"name": "eval_results_all", "date": None})}}},
+            {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
+                **base, "patterns": patterns, "artifacts": ("results_bmk_a",), "expired": ("results_bmk_a",),
+                "expiry": ({"name": "results_bmk_a", "date": "2026-10-01"},)}}},
             {"outcome": "refused", "run": {**run, "conclusion": "failure"}, "verdict": {
                 "code": "no-result-artifact",
                 "params": {**base, "patterns": patterns, "artifacts": ("server_logs", "logs`raw"), "expired": ()}}},
@@ -221,6 +250,10 @@ SAMPLES: dict[str, list[dict]] = {
             {**accepted, "staging": {**staging, "state": "started", "app_run_url": app_run}},
             {**accepted, "staging": {**staging, "state": "started"}},
             {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run}},  # no results link
+            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,  # the viewer's page instead
+                                     "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
+            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": None,
+                                     "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
             {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,
                                      "results_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
             {**accepted, "run": {**run, "conclusion": "failure"},
@@ -232,9 +265,15 @@ SAMPLES: dict[str, list[dict]] = {
     "ingest_report": [
         {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
          "app_run_url": app_run_url, "run_date": "2025-06-30", "rows": ["benchmark", "eval", "trace", "power"],
+         "ingest_run_url": ingest_run_url or app_run_url, "extra_counts": extra,
          "columns": ["new", "duplicate", "skipped", "unmapped", "failed"], "counts": {
              row: {"new": new, "duplicate": 3, "skipped": 0, "unmapped": 1, "failed": failed.get(row, 0)}
              for row, new in (("benchmark", 1024), ("eval", 36), ("trace", 0), ("power", 12))}}
+        for ingest_run_url, extra in (
+            (None, []),
+            ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543211/attempts/2",
+             [["benchmarkFiles", 11], ["evalSamplesNew", 6595], ["gpuMetricSamplesNew", 386092]]),
+        )
         for app_run_url, failed in (
             ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {"eval": 2, "power": 1}),
             (None, {"trace": 5}),
@@ -243,7 +282,8 @@ SAMPLES: dict[str, list[dict]] = {
         )
     ] + [  # an ingest callback need not carry the run's date
         {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
-         "app_run_url": None, "run_date": None, "rows": ["benchmark", "eval", "trace", "power"],
+         "app_run_url": None, "ingest_run_url": None, "extra_counts": [["changelogEntriesWritten", 1]],
+         "run_date": None, "rows": ["benchmark", "eval", "trace", "power"],
          "columns": ["new", "duplicate", "skipped", "unmapped", "failed"],
          "counts": {row: {"new": 1, "duplicate": 0, "skipped": 0, "unmapped": 0, "failed": 0}
                     for row in ("benchmark", "eval", "trace", "power")}},

@@ -68,7 +68,8 @@ def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artif
     run is refused, whatever commit it ran on: a fork's own `pull_request` runs of its copy of the workflow
     carry the PR's commits too. (SPEC §4 accepts a run of the PR's commits "or a run the bot itself dispatched
     for this PR"; issue 15 narrows it to the second, so the commit no longer decides.)
-    Every verdict's params hold run_id, head_sha and run_attempt; each code adds what its reply needs.
+    Every verdict's params hold run_id, head_sha and run_attempt; each code adds what its reply needs. ELIGIBLE
+    and NO_RESULT_ARTIFACT add `expiry` (see `expiry`): the live result artifacts, or the expired ones.
     """
     base = {"run_id": run.get("id"), "head_sha": run.get("head_sha"), "run_attempt": run.get("run_attempt")}
     expected = WORKFLOWS_DIR + sweep_workflow(policy, fork=fork)
@@ -84,14 +85,16 @@ def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artif
     seen = [a for a in artifacts if isinstance(a, Mapping)]
     names = tuple(a["name"] for a in seen if isinstance(a.get("name"), str))
     results = [a for a in seen if is_result_artifact(a.get("name"))]
-    live = tuple(a["name"] for a in results if not is_expired(a, now))
+    live = [a for a in results if not is_expired(a, now)]
     if not live:
         expired = tuple(a["name"] for a in results)
-        return _refuse(NO_RESULT_ARTIFACT, base, artifacts=names, expired=expired, patterns=RESULT_ARTIFACTS)
+        return _refuse(NO_RESULT_ARTIFACT, base, artifacts=names, expired=expired, patterns=RESULT_ARTIFACTS,
+                       expiry=expiry(results, not_after=now))
     blocking = blocking_labels(labels, policy)
     if blocking:
         return _refuse(BLOCKED_BY_LABEL, base, labels=blocking)
-    return Verdict(True, ELIGIBLE, {**base, "conclusion": run.get("conclusion"), "artifacts": live})
+    return Verdict(True, ELIGIBLE, {**base, "conclusion": run.get("conclusion"),
+                                    "artifacts": tuple(a["name"] for a in live), "expiry": expiry(live)})
 
 
 def newest_eligible(runs: Iterable[Mapping], *, dispatched_run_ids: Collection[int], fork: bool,
@@ -122,6 +125,21 @@ def is_result_artifact(name: Any) -> bool:
     if not isinstance(name, str):
         return False
     return any(fnmatchcase(name, pattern) for pattern in RESULT_ARTIFACTS)
+
+
+def expiry(artifacts: Iterable[Mapping], *, not_after: datetime | None = None) -> tuple[dict[str, Any], ...]:
+    """Each artifact's name and the day it expires (or expired) as GitHub's `expires_at` says, YYYY-MM-DD in
+    UTC; `date` is None when GitHub gave no time or one that does not parse, or (`not_after`, for artifacts that
+    have expired) a time after `not_after`: an artifact flagged expired early has no day to show. In the order
+    given."""
+    out = []
+    for artifact in artifacts:
+        when = _parse_time(artifact.get("expires_at"))
+        if when is not None and not_after is not None and when > _utc(not_after):
+            when = None
+        out.append({"name": artifact.get("name"), "date": when.astimezone(timezone.utc).date().isoformat()
+                    if when is not None else None})
+    return tuple(out)
 
 
 def is_expired(artifact: Mapping, now: datetime) -> bool:

@@ -9,7 +9,8 @@ A callback is checked in steps, and a refusal says which one refused it (`Reject
             count is a JSON float (17.0 is the integer 17 to JSON Schema; the bot wants an integer as written).
 
 The results link is then kept or dropped, never a reason to refuse: plain https on an allowed host, rebuilt by
-bot.rules.links.checked_link. The schema decides what is valid; this module turns the schema's errors into the
+bot.rules.links.checked_link. So is an ingest callback's link to its ingest run: a run page of the results
+repository on the GitHub host allowed, rebuilt from its parts (owner, name, run id, attempt). The schema decides what is valid; this module turns the schema's errors into the
 stable rejection codes below and an English reason for the log.
 """
 
@@ -22,10 +23,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 import jsonschema
 
-from bot.rules.links import checked_link
+from bot.rules.links import checked_link, web
 from bot.rules.message_schemas import OutOfBounds, out_of_bounds, validator
 from bot.rules.value_kinds import kind_in_words
 
@@ -52,10 +54,12 @@ REQUESTED_BY = "requested-by"
 SUCCEEDED = "stage-succeeded"
 RESULTS_URL = "results-url"  # our assumption: the issue says only "a results link"
 COUNTS = "counts"
+INGEST_RUN_URL = "ingest-run-url"  # the results service's run that ingested the results
+EXTRA_COUNTS = "extra-counts"  # the counters the ingest reports beyond the table (EXTRA_COUNTERS)
 
 # The fields in the order a refusal reports them (the first problem found is the one reported), and the ids.
 FIELD_ORDER = (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_ATTEMPT, RUN_DATE, REQUESTED_BY, SUCCEEDED,
-               RESULTS_URL, COUNTS)
+               RESULTS_URL, COUNTS, INGEST_RUN_URL, EXTRA_COUNTS)
 ID_FIELDS = (PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_ATTEMPT)
 
 # What each kind must carry: only what the bot uses. The service's workflows echo the `stage-results` request's
@@ -70,8 +74,14 @@ ECHOED = (COMMENT_ID, RUN_ATTEMPT, RUN_DATE, REQUESTED_BY)
 OPTIONAL_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "started": ECHOED,
     "completed": ECHOED + (RESULTS_URL,),
-    "ingested": ECHOED + (APP_RUN_ID,),
+    "ingested": ECHOED + (APP_RUN_ID, INGEST_RUN_URL, EXTRA_COUNTS),
 })
+# The ingest's counters beyond the table that the report shows, in this order, named as the results service's
+# ingest writes them. `extra-counts` may hold others: they are ignored (not shown, not checked).
+EXTRA_COUNTERS: tuple[str, ...] = (
+    "benchmarkFiles", "rawBenchmarkRows", "coveredByPerJobFiles", "purgedPoints", "failedRunRows", "runStatsNew",
+    "runStatsDuplicate", "evalSamplesNew", "gpuMetricSamplesNew", "powerPublicationPoints", "changelogEntriesWritten",
+)
 # Every other key is ignored: not refused, reported in Callback.ignored for the log. These three tables say what
 # the schemas say (tests/test_message_schemas.py checks): the schemas are what validates.
 KEYS_BY_KIND: Mapping[str, frozenset[str]] = MappingProxyType({
@@ -106,6 +116,9 @@ INPUT, BOUNDS, SCHEMA, CODE = "input", "bounds", "schema", "code"
 # For the reason of a refusal only (the schema has decided): a number out of range, and a date's form.
 _DIGITS = re.compile(r"0|[1-9][0-9]*")  # ASCII only, no sign, no leading zero, no spaces
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# A run page of the results repository: /<owner>/<name>/actions/runs/<id>[/attempts/<n>], nothing after it.
+_RUN_PAGE = re.compile(r"/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/actions/runs/([1-9][0-9]{0,18})"
+                       r"(?:/attempts/([1-9][0-9]{0,3}))?/?")
 # A results link as a results viewer writes one: https, then URL characters that mean nothing to Markdown or
 # HTML. `()[]<>*'"` and backquotes, spaces, backslashes and controls are refused before the link is rebuilt
 # (bot.rules.links.checked_link), so a link with Markdown in it is dropped, not shown re-encoded.
@@ -131,7 +144,9 @@ class Callback:
     `app_run_id` is set for "started" and "completed", and for "ingested" when sent. `succeeded` is set for
     "completed" only; `results_url` too, when the service sent a link that `link_hosts` allow, rebuilt by
     bot.rules.links.checked_link (else None, and `dropped` says why). `counts` is set for "ingested" only:
-    row -> column -> count, every one of ROWS and COLUMNS present, in that order, read-only. `ignored` names
+    row -> column -> count, every one of ROWS and COLUMNS present, in that order, read-only. So are
+    `ingest_run_url` (a run page of the results repository on one of `run_hosts`, rebuilt; else None, and
+    `dropped` says why) and `extra_counts` (the EXTRA_COUNTERS sent, in that order, read-only; empty when none). `ignored` names
     the keys the kind does not use (sorted, at most MAX_IGNORED, each cut to SHOWN characters);
     `ignored_count` is how many there were.
     """
@@ -147,6 +162,8 @@ class Callback:
     succeeded: bool | None = None
     results_url: str | None = None
     counts: Mapping[str, Mapping[str, int]] | None = None
+    ingest_run_url: str | None = None
+    extra_counts: Mapping[str, int] | None = None
     dropped: tuple[Rejected, ...] = ()
     ignored: tuple[str, ...] = ()
     ignored_count: int = 0
@@ -160,14 +177,15 @@ _KEYWORD_RANK = {"type": 0, "required": 1, "additionalProperties": 2}
 
 
 def parse_callback(event_type: str, client_payload: Any, *, results_repository: str,
-                   link_hosts: Iterable[str] = ()) -> Callback | Rejected:
+                   link_hosts: Iterable[str] = (), run_hosts: Iterable[str] = ()) -> Callback | Rejected:
     """Check one `repository_dispatch` callback; never raises on any payload.
 
     The steps are the module's (see its docstring): input, bounds, schema, code. The schema of the event type
     requires only the fields the bot uses (REQUIRED_BY_KIND) and checks the optional ones (OPTIONAL_BY_KIND)
     when present; every other key is ignored and reported (`Callback.ignored`): a field the bot sent may come
-    back, and the service may add fields. The one exception to refusing is `results-url`: a link that is not
-    plain https on one of `link_hosts` is dropped (`Callback.dropped`). The first problem in FIELD_ORDER is the
+    back, and the service may add fields. The exceptions to refusing are the links: a `results-url` that is not
+    plain https on one of `link_hosts`, and an `ingest-run-url` that is not a run page of `results_repository` on
+    one of `run_hosts` (the GitHub web host), are dropped (`Callback.dropped`). The first problem in FIELD_ORDER is the
     one reported, whichever step found it.
     """
     kind = EVENT_KINDS.get(event_type) if isinstance(event_type, str) else None
@@ -184,7 +202,7 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
     problems += _code_problems(payload, results_repository, schema_refused=problems)
     if problems:
         return min(problems, key=lambda problem: problem[0])[1]
-    return _callback(kind, payload, tuple(link_hosts))
+    return _callback(kind, payload, tuple(link_hosts), tuple(run_hosts), results_repository)
 
 
 def schema_problems(event_type: str, payload: Mapping[Any, Any]) -> list[_Problem]:
@@ -205,7 +223,8 @@ def _out_of_bounds(bounds: OutOfBounds) -> Rejected:
     if bounds.what == "integer" and len(path) == 1 and path[0] in ID_FIELDS:
         return Rejected(OUT_OF_RANGE, path[0], f"{path[0]} is an integer of more than 40 digits, not an id", BOUNDS)
     if (bounds.what == "integer" and len(path) == 3 and path[0] == COUNTS and path[1] in ROWS
-            and path[2] in COLUMNS):
+            and path[2] in COLUMNS) or (
+            bounds.what == "integer" and len(path) == 2 and path[0] == EXTRA_COUNTS and path[1] in EXTRA_COUNTERS):
         where = ".".join(path)
         return Rejected(BAD_COUNTS, where, f"{where} is an integer of more than 40 digits, not a count", BOUNDS)
     return Rejected(TOO_LARGE, str(path[0])[:SHOWN] if path else None,
@@ -226,6 +245,8 @@ def _from_schema(error: jsonschema.ValidationError, payload: Mapping[Any, Any],
     key = path[0]
     if key == COUNTS:
         return [_counts_problem(error, path)]
+    if key == EXTRA_COUNTS:
+        return [_extra_counts_problem(error, path)]
     value = payload[key]
     rank = _rank(key, (), error.validator)
     if value is None and key in required:
@@ -285,6 +306,19 @@ def _counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ...]) ->
     return _rank(COUNTS, path[1:], keyword), Rejected(BAD_COUNTS, where, reason, SCHEMA)
 
 
+def _extra_counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ...]) -> _Problem:
+    """BAD_COUNTS at `extra-counts` (not an object) or at the documented counter whose value is not a count."""
+    where = ".".join(str(part) for part in path)
+    if len(path) == 1:
+        return (_rank(EXTRA_COUNTS, (), error.validator),
+                Rejected(BAD_COUNTS, EXTRA_COUNTS, f"{EXTRA_COUNTS} is {kind_in_words(error.instance)}, not an object",
+                         SCHEMA))
+    name = EXTRA_COUNTERS.index(path[1]) if path[1] in EXTRA_COUNTERS else len(EXTRA_COUNTERS)
+    what = "is not an integer" if error.validator == "type" else "is not between 0 and 2**63-1"
+    return (_rank(EXTRA_COUNTS, (), error.validator, name),
+            Rejected(BAD_COUNTS, where, f"{where} {_shown(error.instance)} {what}", SCHEMA))
+
+
 def _invalid(error: jsonschema.ValidationError, key: str | None) -> Rejected:
     return Rejected(INVALID, key, f"{key or 'client_payload'}: the schema refuses it ({error.validator})", SCHEMA)
 
@@ -315,6 +349,13 @@ def _code_problems(payload: Mapping[Any, Any], results_repository: str, *,
             problems.append((_rank(key, (), "type", step=1), Rejected(
                 NOT_NUMERIC, key, f"{key} {_shown(payload[key])} is not a decimal id: a JSON number written with "
                 "a fraction or an exponent", CODE)))
+    extra = payload.get(EXTRA_COUNTS)
+    for name in EXTRA_COUNTERS if isinstance(extra, Mapping) else ():
+        if isinstance(extra.get(name), float):
+            where = f"{EXTRA_COUNTS}.{name}"
+            problems.append((_rank(EXTRA_COUNTS, (), "type", EXTRA_COUNTERS.index(name), step=1), Rejected(
+                BAD_COUNTS, where, f"{where} {_shown(extra[name])} is not an integer: a JSON number written with a "
+                "fraction or an exponent", CODE)))
     table = payload.get(COUNTS)
     for row in ROWS if isinstance(table, Mapping) else ():
         cells = table.get(row)
@@ -330,7 +371,8 @@ def _code_problems(payload: Mapping[Any, Any], results_repository: str, *,
 # -- the accepted callback ---------------------------------------------------------------------------------
 
 
-def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> Callback:
+def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...], run_hosts: tuple[str, ...],
+              results_repository: str) -> Callback:
     """The Callback of a payload the schema and the code checks took: its values are known to be well formed."""
     date = payload.get(RUN_DATE)
     ignored, count = _ignored(kind, payload)
@@ -353,8 +395,12 @@ def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...]
                         results_url=url, dropped=dropped)
     if kind == "ingested":
         table = payload[COUNTS]
+        extra = payload.get(EXTRA_COUNTS) if isinstance(payload.get(EXTRA_COUNTS), Mapping) else {}
+        url, dropped = _ingest_run_url(payload, run_hosts, results_repository)
         return Callback(**common, counts=MappingProxyType({
-            row: MappingProxyType({column: table[row][column] for column in COLUMNS}) for row in ROWS}))
+            row: MappingProxyType({column: table[row][column] for column in COLUMNS}) for row in ROWS}),
+            ingest_run_url=url, dropped=dropped,
+            extra_counts=MappingProxyType({name: extra[name] for name in EXTRA_COUNTERS if name in extra}))
     return Callback(**common)
 
 
@@ -387,6 +433,30 @@ def _results_url(payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> tup
                                f"{RESULTS_URL} {_shown(value)} is not an https link on "
                                f"{', '.join(link_hosts) or 'any allowed host'} (no port, no user); dropped"),)
     return link, ()
+
+
+def _ingest_run_url(payload: Mapping[Any, Any], run_hosts: tuple[str, ...],
+                    results_repository: str) -> tuple[str | None, tuple[Rejected, ...]]:
+    """(the ingest run's page rebuilt from its parts, or None; why it was dropped): never refuses the callback.
+    Kept only when it is a run page (optionally of one attempt) of the results repository on one of
+    `run_hosts`."""
+    value = payload.get(INGEST_RUN_URL)
+    if value is None:
+        return None, ()
+    if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value):
+        return None, (Rejected(BAD_URL, INGEST_RUN_URL,
+                               f"{INGEST_RUN_URL} {_shown(value)} is not an https:// link of plain URL characters "
+                               f"(no spaces, Markdown or HTML); dropped"),)
+    checked = checked_link(value, run_hosts, max_length=MAX_URL)
+    parts = urlsplit(checked) if checked is not None else None
+    page = _RUN_PAGE.fullmatch(parts.path) if parts is not None and not parts.query else None
+    if page is None or f"{page.group(1)}/{page.group(2)}".casefold() != str(results_repository).casefold():
+        return None, (Rejected(LINK_NOT_ALLOWED, INGEST_RUN_URL,
+                               f"{INGEST_RUN_URL} {_shown(value)} is not a run page of {results_repository} on "
+                               f"{', '.join(run_hosts) or 'any allowed host'}; dropped"),)
+    owner, name, run_id, attempt = page.groups()
+    steps = ("attempts", int(attempt)) if attempt else ()
+    return web(f"https://{parts.hostname}", owner, name, "actions", "runs", int(run_id), *steps), ()
 
 
 def _shown(value: Any) -> str:
