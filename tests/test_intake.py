@@ -205,7 +205,7 @@ async def test_server_still_serves_after_a_deeply_nested_body(harness):
 
 
 OBJECT_FIELDS = ["repository", "installation", "sender", "pull_request", "issue", "comment", "review",
-                 "workflow_run", "check_suite", "client_payload"]
+                 "workflow_run", "check_suite", "check_run", "requested_action", "client_payload"]
 
 
 @pytest.mark.parametrize("field", OBJECT_FIELDS)

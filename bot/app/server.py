@@ -55,7 +55,7 @@ async def _read_body(request: web.Request, timeout: float) -> bytes | web.Respon
 
 # Top-level payload fields the bot reads as objects; GitHub's schema marks only client_payload nullable.
 OBJECT_FIELDS = ("repository", "installation", "sender", "pull_request", "issue", "comment", "review",
-                 "workflow_run", "check_suite", "client_payload")
+                 "workflow_run", "check_suite", "check_run", "requested_action", "client_payload")
 NULLABLE_FIELDS = frozenset({"client_payload"})
 # GitHub owners are letters, digits and dashes; repository names add dots and underscores (never "." or
 # ".."). The name goes into API paths, so nothing else (no second slash, no '..', no query) may pass.
