@@ -69,6 +69,8 @@ def readded_after(pin: Pin | None, primary_applied_at: str | None) -> bool:
 
 
 def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
+    if result is not None and result.ok and not result.has_entry and result.link_corrections:
+        return ChangelogOutcome(Changelog.LINKS_CORRECTED)  # valid by SPEC §3, and nothing to sweep
     if result is None or (result.ok and not result.has_entry):
         return ChangelogOutcome(Changelog.ABSENT)
     if not result.ok:
@@ -80,6 +82,8 @@ def check_conclusion(decision: Decision) -> str:
     """The `sweep-gate` check: failure while the changelog or labels are wrong, neutral when no sweep is asked
     for, success once both are right (a draft or a pending fork approval is not the contributor's error)."""
     changelog, labels = decision.condition("changelog"), decision.condition("labels")
+    if changelog.reason_code == "links_corrected":
+        return "neutral"  # corrections of history are valid (SPEC §3) and ask for no sweep, labelled or not
     if changelog.reason_code == "invalid" or labels.ok is False:
         return "failure"
     if labels.ok is None:
@@ -101,9 +105,19 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
         return "dispatch_" + dispatch.reason_code
     if dispatch.reason_code in ("dispatched", "starting") and run is not None:
         return "finished" if run.finished else "running"
-    if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
-        return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
-    return "blocked"
+    if any(c.ok is False for c in decision.conditions):
+        return "blocked"  # something needs a fix: each ❌ says what
+    codes = {(c.name, c.reason_code) for c in decision.conditions}
+    for shown, code in HOLDING_HEADLINES:
+        if code in codes:
+            return shown
+    return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
+
+
+# The fine states that hold a sweep back, in the order the headline names them (bot.rules.gate.HOLDING).
+HOLDING_HEADLINES = (("merged", ("pull_request", "merged")), ("closed", ("pull_request", "closed")),
+                     ("draft", ("pull_request", "draft")), ("links_corrected", ("changelog", "links_corrected")),
+                     ("paused", ("reuse_pin", "pinned")), ("skipped", ("skip_marker", "present")))
 
 
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
@@ -281,7 +295,7 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
     return GateInput(
         number=pull["number"], head_sha=pull["head"]["sha"], base_sha=pull["base"]["sha"],
         head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
-        changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open",
+        changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open", merged=bool(pull.get("merged")),
         draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
         merge_parents=state.merge_parents,
         labels=state.labelling.labels, label_generation=state.labelling.generation,

@@ -298,6 +298,22 @@ def _status_samples() -> list[dict]:
             "dispatch_id": running.dispatch_id, "error": "422: Unexpected inputs provided", "retry_in": 4}}
         out.append({"head_sha": sha, "headline": "dispatch_" + code, "g": g, "run": None,
                     "conditions": conditions, "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False})
+    # the fine states that hold the sweep back (issue 17): never a ❌, each with its own headline
+    labelled = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "", True),))
+    valid = ChangelogOutcome(Changelog.VALID)
+    holding = (("paused", dict(labelled, changelog=valid, pin=1006), 1006),
+               ("merged", dict(labelled, changelog=valid, open=False, merged=True, pin=1006), 1006),
+               ("merged", dict(labelled, changelog=valid, open=False, merged=True), None),
+               ("closed", dict(labelled, changelog=valid, open=False), None),
+               ("draft", dict(labelled, changelog=valid, draft=True), None),
+               ("links_corrected", dict(labelled, changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)), None),
+               ("skipped", dict(labelled, changelog=valid, head_commit_message="x [skip-sweep]"), None))
+    for headline, pr, _pin in holding:
+        decision = decide(GateInput(**pr), policy)
+        assert not any(c.ok is False for c in decision.conditions), headline
+        out.append({"head_sha": sha, "headline": headline, "g": g, "run": None,
+                    "conditions": [_plain(c) for c in decision.conditions], "changelog_errors": [], "more_errors": 0,
+                    "unlisted_errors": 0, "unlisted_at_least": False})
     return out
 
 

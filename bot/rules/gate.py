@@ -6,10 +6,13 @@ already dispatched for the PR) and carries out the `Decision`: dispatch `start`,
 remove the labels in `remove_labels`, and render `conditions` in the sweep status comment (one line per
 condition, ✅ / ❌ / ➖ from `ok`, the sentence chosen by `reason_code` from the templates, filled with `params`).
 
-`Condition.ok` is True when the condition lets the sweep run, False when it stops the sweep (the comment says
-why and what to do), and None when it does not apply (a same-repo PR needs no fork approval; a PR with no sweep
-label asks for no sweep, which is not an error). A sweep starts exactly when no condition is False, the labels
-name one primary, and the run for this state was not dispatched before.
+`Condition.ok` is True when the condition lets the sweep run, False when it stops the sweep because something
+needs a fix (the comment says why and what to do), and None when it does not apply or holds the sweep back in a
+state that is fine (a same-repo PR needs no fork approval; no sweep label; a draft; a skip marker; a closed or
+merged PR; a PR that only corrects `pr-link` values of history). A fine state is never False: the conditions in
+HOLDING stop the sweep with ok None, and an active pin is True ("sweeps paused"). A sweep starts exactly when no
+condition is False or HOLDING, the changelog is valid, the labels name one primary, no pin pauses sweeps, and
+the run for this state was not dispatched before.
 
 Every run is identified by its dispatch id: a digest of (PR, head SHA, the sweep labels that count), so a
 retried or redelivered event finds the same id and never dispatches twice, and a run whose id is not the
@@ -32,10 +35,10 @@ CONDITIONS = ("changelog", "labels", "pull_request", "fork_approval", "merge_com
 
 # Every reason code each condition can give: the templates need one sentence per code, in both languages.
 REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
-    "changelog": frozenset({"valid", "absent", "invalid"}),
+    "changelog": frozenset({"valid", "absent", "invalid", "links_corrected"}),
     "labels": frozenset({"valid", "no_primary", "several_primaries", "modifier_without_primary",
                          "append_only_conflict"}),
-    "pull_request": frozenset({"ready", "closed", "draft", "wrong_base"}),
+    "pull_request": frozenset({"ready", "closed", "merged", "draft", "wrong_base"}),
     "fork_approval": frozenset({"same_repo", "approved", "head_changed", "approval_unknown", "untrusted_labeller",
                                 "awaiting_label", "permission_unknown"}),
     "merge_commit": frozenset({"same_repo", "present", "missing", "stale"}),
@@ -44,6 +47,13 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
     # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
     "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying", "unknown"}),
 })
+
+# Fine states that hold the sweep back (ok None, ➖): nothing is wrong, yet no sweep starts.
+HOLDING: frozenset[tuple[str, str]] = frozenset({
+    ("changelog", "links_corrected"), ("pull_request", "closed"), ("pull_request", "merged"),
+    ("pull_request", "draft"), ("skip_marker", "present")})
+# Fine and shown ✅, but no sweep starts: a pinned run stands for the PR until the primary label is re-added.
+PAUSING: frozenset[tuple[str, str]] = frozenset({("reuse_pin", "pinned")})
 
 # Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it, or its
 # answer was lost and no run shows: unknown).
@@ -73,6 +83,7 @@ class Changelog(str, Enum):
     ABSENT = "absent"  # no entry appended
     INVALID = "invalid"  # an entry appended, but the file or an entry breaks a rule of SPEC §3
     VALID = "valid"  # at least one entry appended and every rule holds
+    LINKS_CORRECTED = "links_corrected"  # nothing appended; only `pr-link` values of history corrected (SPEC §3)
 
 
 @dataclass(frozen=True)
@@ -117,6 +128,7 @@ class GateInput:
     default_branch: str
     changelog: ChangelogOutcome
     open: bool = True
+    merged: bool = False  # closed by a merge (only read when not open)
     draft: bool = False
     is_fork: bool = False
     merge_commit_sha: str | None = None
@@ -250,6 +262,8 @@ def _changelog(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
     outcome = pr.changelog
     if outcome.state is Changelog.VALID:
         return Condition("changelog", True, "valid", _params(path=path, append_only=outcome.append_only))
+    if outcome.state is Changelog.LINKS_CORRECTED:
+        return Condition("changelog", None, "links_corrected", _params(path=path))
     return Condition("changelog", False, outcome.state.value, _params(path=path))
 
 
@@ -274,9 +288,9 @@ def _labels(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condit
 
 def _pull_request(pr: GateInput) -> Condition:
     if not pr.open:
-        return Condition("pull_request", False, "closed", _params())
+        return Condition("pull_request", None, "merged" if pr.merged else "closed", _params(pin=pr.pin))
     if pr.draft:
-        return Condition("pull_request", False, "draft", _params())
+        return Condition("pull_request", None, "draft", _params())
     if pr.base_ref != pr.default_branch:
         return Condition("pull_request", False, "wrong_base",
                          _params(base_ref=pr.base_ref, default_branch=pr.default_branch))
@@ -322,7 +336,7 @@ def _merge_commit(pr: GateInput) -> Condition:
 def _skip_marker(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
     marker = policy["skip_sweep_marker"]
     if marker.casefold() in pr.head_commit_message.casefold():
-        return Condition("skip_marker", False, "present", _params(marker=marker, head_sha=pr.head_sha))
+        return Condition("skip_marker", None, "present", _params(marker=marker, head_sha=pr.head_sha))
     return Condition("skip_marker", True, "absent", _params(marker=marker))
 
 
@@ -333,7 +347,7 @@ def _reuse_pin(pr: GateInput) -> Condition:
         return Condition("reuse_pin", None, "blocked", _params(run_id=pr.pin, labels=tuple(pr.pin_blocked_by)))
     if pr.primary_readded_after_pin:
         return Condition("reuse_pin", True, "forced", _params(run_id=pr.pin))
-    return Condition("reuse_pin", False, "pinned", _params(run_id=pr.pin))
+    return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 
 def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> SweepStart:
@@ -380,7 +394,8 @@ def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
         _reuse_pin(pr),
     ]
     earlier = [run for run in pr.dispatched if run.key == key]
-    runnable = gates[1].ok is True and all(c.ok is not False for c in gates)
+    runnable = (gates[0].ok is True and gates[1].ok is True and all(c.ok is not False for c in gates)
+                and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates))
     start = None
     if earlier:
         run = earlier[-1]
