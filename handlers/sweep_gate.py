@@ -15,6 +15,7 @@ from bot.delivery import lanes
 from bot.telemetry import logs
 from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, DispatchWorkflow, RemoveLabel
 from bot.core import offload
+from bot.effects.comments import PER_PAGE
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
 from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
@@ -24,6 +25,7 @@ from bot.rules.links import Slashed, repo_api, web
 from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
                                     primary_names, sweep_label_names)
+from bot.rules import run_report
 from bot.rules.run_summary import summary_tokens
 from bot.core.processing import Context
 from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord, shows_status
@@ -481,6 +483,43 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     return await evaluate(ctx, number, record, exists, may_start=not ctx.superseded(lanes.SETTLING))
 
 
+async def run_jobs(ctx: Context, run_id: int) -> list[dict]:
+    """The jobs of the run's latest attempt, as GitHub lists them (paginated)."""
+    url = repo_api(ctx.repo, "actions", "runs", run_id, "jobs", filter="latest", per_page=PER_PAGE)
+    return [job async for job in ctx.gh.getiter(url, iterable_key="jobs")]
+
+
+def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord, jobs: list[dict]) -> dict[str, Any]:
+    run_id, conclusion = int(run["id"]), run.get("conclusion")
+    attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
+    summary = run_report.summarize_jobs(jobs)
+    links = viewer_links(ctx.policy["results"]["viewer"], run_id) if conclusion == "success" else {}
+    return {
+        "run_id": run_id, "attempt": attempt, "conclusion": conclusion or "unknown", "head_sha": entry.head_sha,
+        "dispatch_id": entry.dispatch_id, "url": web(ctx.html_url, "actions", "runs", run_id),
+        "jobs": {"succeeded": summary.succeeded, "failed": summary.failed, "cancelled": summary.cancelled,
+                 "skipped": summary.skipped, "other": summary.other, "more_failed": summary.more_failed,
+                 "failed_jobs": [{"name": j.name, "url": web(ctx.html_url, "actions", "runs", run_id, "job", j.job_id)}
+                                 for j in summary.failed_jobs]},
+        "results": links or None,
+        "next": run_report.next_step(conclusion),
+    }
+
+
+async def run_comment(ctx: Context, number: int, run: Mapping[str, Any], entry: RunRecord,
+                      record: SweepRecord) -> Comment | None:
+    """The comment on a finished run (bot/rules/run_report.py), or None while it runs or when it is not wanted."""
+    if run.get("status") != "completed":
+        return None
+    latest = record.latest
+    superseded = latest is not None and latest.run_id not in (0, int(run["id"]))
+    if not run_report.wants_comment(run.get("conclusion"), superseded=superseded):
+        return None
+    attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
+    variables = run_comment_variables(ctx, run, entry, await run_jobs(ctx, int(run["id"])))
+    return Comment(number, run_report.purpose(int(run["id"]), attempt), ctx.render("run_comment", **variables))
+
+
 async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     run = event.data["workflow_run"]
     number = ctx.pr_number  # the lane its dispatch id named: only a hint until the record says it is ours
@@ -494,9 +533,12 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         return []
     record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
                             conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    comment = await run_comment(ctx, number, run, known, record)
+    finished = [comment] if comment is not None else []
     if exists and known == record.by_dispatch(known.dispatch_id):
-        return []  # a redelivery, or a status the comment already shows
-    return await evaluate(ctx, number, record, exists, may_start=False)
+        return finished  # a redelivery, or a status the comment already shows (a rerun's comment is new)
+    # the status comment first (it keeps the latest state), then the run's own comment, which notifies
+    return await evaluate(ctx, number, record, exists, may_start=False) + finished
 
 
 for _action in PR_ACTIONS:

@@ -142,6 +142,7 @@ SAMPLES: dict[str, list[dict]] = {
             "head_sha": "", "summary": None}},
         {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None},
     ],
+    "run_comment": [],  # filled below from real jobs summaries
     "sweep_status": [],  # filled below from real gate decisions
     "changelog_annotation": [],  # filled below from real changelog errors
     "fork_label_removed": [
@@ -393,6 +394,36 @@ def _signoff_samples() -> list[dict]:
     return out
 
 
+def _run_comment_samples() -> list[dict]:
+    """Run comments as the sweep gate builds them: a success with its viewer links, a failure naming more
+    failed jobs than are shown, a rerun attempt with one hostile job name, and a run cancelled by hand."""
+    from bot.rules.run_report import next_step, summarize_jobs
+    from handlers.sweep_gate import viewer_links
+
+    def jobs(listed):
+        s = summarize_jobs({"id": 500 + i, "name": name, "conclusion": c} for i, (name, c) in enumerate(listed))
+        return {"succeeded": s.succeeded, "failed": s.failed, "cancelled": s.cancelled, "skipped": s.skipped,
+                "other": s.other, "more_failed": s.more_failed,
+                "failed_jobs": [{"name": j.name, "url": f"https://github.com/acme/InferenceX/actions/runs/1006/job/{j.job_id}"}
+                                for j in s.failed_jobs]}
+
+    base = {"run_id": 1006, "attempt": 1, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+            "dispatch_id": "sw-12-0a1b2c3d4e5f", "url": "https://github.com/acme/InferenceX/actions/runs/1006",
+            "results": None}
+    many = [(f"bmk (mi355x, {i})", "failure") for i in range(23)] + [("build", "success"), ("evals", "skipped")]
+    return [
+        {**base, "conclusion": "success", "next": next_step("success"),
+         "jobs": jobs([("build", "success"), ("bmk", "success"), ("evals", "skipped")]),
+         "results": viewer_links("https://inferencex.semianalysis.com", 1006)},
+        {**base, "conclusion": "failure", "next": next_step("failure"), "jobs": jobs(many)},
+        {**base, "conclusion": "failure", "attempt": 2, "next": next_step("failure"),
+         "jobs": jobs([("bmk `x` [click](https://evil.example)\n/use 1", "failure"), ("build", "cancelled"),
+                       ("odd", "action_required")])},
+        {**base, "conclusion": "cancelled", "next": next_step("cancelled"), "jobs": jobs([("bmk", "cancelled")])},
+    ]
+
+
+SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
 SAMPLES["signoff_verdict"] = _signoff_samples()

@@ -50,7 +50,8 @@ CALLS = frozenset({
     # seeding
     "add_repo", "add_pull", "add_issue", "add_comment", "add_label", "label_issue", "unlabel_issue",
     "set_permission", "set_file", "delete_file", "add_token", "set_branch", "add_workflow", "add_run",
-    "start_run", "complete_run", "add_artifact", "push_commit", "update_pull",
+    "start_run", "complete_run", "add_artifact", "push_commit", "update_pull", "set_jobs",
+    "rerun_failed_jobs",
     # reading
     "has_repo", "comments", "issue_labels", "repo_labels", "issues", "pull", "pull_files", "pull_commits",
     "events", "reactions", "runs", "workflows", "check_runs", "repository_dispatches", "count", "branch_sha",
