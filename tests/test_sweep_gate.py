@@ -504,11 +504,11 @@ async def test_a_dispatch_still_failing_when_the_retry_window_ends_says_it_did_n
 # -- issue 17: states that read right ----------------------------------------------------------------
 
 
-def seed_pin(github, number: int, run_id: int) -> None:
+def seed_pin(github, number: int, run_id: int, *, created_at: str = "2099-01-01T00:00:00Z") -> None:
     """A pin in the record of the bot's status comment, written as the bot writes it (the reuse feature's job)."""
     from bot.rules.sweep_record import Pin
     found = status_comments(github, number)
-    record = SweepRecord.parse(found[0]["body"]).pinned(Pin(run_id, 1, "maintainer", "2099-01-01T00:00:00Z"))
+    record = SweepRecord.parse(found[0]["body"]).pinned(Pin(run_id, 1, "maintainer", created_at))
     head, _, rest = found[0]["body"].partition("\n")
     rest = "\n".join(line for line in rest.split("\n") if not line.startswith("<!-- sweepbot-record "))
     found[0]["body"] = f"{head}\n{record.line()}\n{rest}"

@@ -753,3 +753,14 @@ def test_issue_title_is_one_line_in_both_languages():
     assert "\n" not in title
     assert ".github/sweepbot.yml" in english and ".github/sweepbot.yml" in chinese
     assert not CJK.search(english) and CJK.search(chinese)
+
+
+def test_sweep_gate_button_words_are_one_line_in_both_languages_and_fit_github():
+    """The `sweep-gate` check's buttons (issue 17): label at most 20 characters, description at most 40."""
+    for button in ("sweep-again", "approve-head"):
+        for part, limit in (("label", 20), ("description", 40)):
+            text = Templates().title("sweep_button", button=button, part=part)
+            english, chinese = text.split(" / ")
+            assert english and chinese and "\n" not in text and len(text) <= limit
+    with pytest.raises(jinja2.UndefinedError):
+        Templates().title("sweep_button", button="merge", part="label")

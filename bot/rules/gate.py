@@ -107,6 +107,7 @@ class AppliedLabel:
     applied_by: str
     writer: bool | None
     head_sha: str | None = None
+    approved_by: str | None = None  # a writer who approved `head_sha` with the check's button, not by the label
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,9 @@ class GateInput:
     pin_blocked_by: tuple[str, ...] = ()  # labels on the PR that block reuse (evals-only, agentx-fast)
     # The newest label event that counts (a sweep label added or removed by someone trusted): see dispatch_id.
     label_generation: int | None = None
+    # The last "Run the sweep again" press (its token, bot-recorded): like re-adding the primary label, it asks
+    # for a new dispatch id even for a commit and label set that ran before; a redelivered press does not.
+    restart: str | None = None
     dispatched: tuple[Dispatched, ...] = ()
 
     def __post_init__(self) -> None:
@@ -187,16 +191,20 @@ class Decision:
         return next(c for c in self.conditions if c.name == name)
 
 
-def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None) -> str:
+def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None,
+                restart: str | None = None) -> str:
     """A short stable id of (PR, head SHA, label set): label order and case do not change it. Only `[a-z0-9-]`,
     so it fits in a comment marker and a run name.
 
     `generation` is the newest label event that counts (a sweep label added or removed by someone trusted):
     taking a modifier off again, or removing the primary and adding it back, asks for a new run even for a
     commit and label set that ran before (whose run was cancelled, or failed), while a redelivered event,
-    which changes no label, asks for none."""
+    which changes no label, asks for none. `restart` (a "Run the sweep again" press) does the same; without one
+    the id is what it was before the button existed."""
     names = sorted({label_key(name) for name in labels})
     parts: tuple = (int(number), head_sha, names) if generation is None else (int(number), head_sha, names, generation)
+    if restart is not None:
+        parts = parts + ("restart", restart)
     return f"sw-{int(number)}-{digest(*parts)[:12]}"
 
 
@@ -310,6 +318,9 @@ def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
         if label.head_sha != pr.head_sha:
             return Condition("fork_approval", False, "head_changed", _params(
                 by=label.applied_by, approved_sha=label.head_sha, head_sha=pr.head_sha, ignored=ignored))
+        if label.approved_by is not None:
+            return Condition("fork_approval", True, "approved", _params(
+                by=label.approved_by, head_sha=pr.head_sha, ignored=ignored, via="button"))
         return Condition("fork_approval", True, "approved",
                          _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
     if labels.unconfirmed:
@@ -383,7 +394,7 @@ def _bool(value: bool) -> str:
 def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
     """What the gate does for `pr` now under `policy` (shaped like app.yaml's `policy`)."""
     labels = _Labels.read(pr, policy)
-    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation)
+    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation, pr.restart)
     gates = [
         _changelog(pr, policy),
         _labels(pr, labels, policy),
