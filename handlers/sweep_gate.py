@@ -114,18 +114,23 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
         return "dispatch_" + dispatch.reason_code
     if dispatch.reason_code in ("dispatched", "starting") and run is not None:
         return "finished" if run.finished else "running"
+    codes = {(c.name, c.reason_code) for c in decision.conditions}
+    first = [shown for shown, code in HOLDING_HEADLINES[:3] if code in codes]
+    if first:
+        return first[0]  # merged, closed, or only links corrected: what happens now, labelled or not
+    if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
+        return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
     if any(c.ok is False for c in decision.conditions):
         return "blocked"  # something needs a fix: each ❌ says what
-    codes = {(c.name, c.reason_code) for c in decision.conditions}
     for shown, code in HOLDING_HEADLINES:
         if code in codes:
             return shown
-    return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
+    return "starting"  # asked for, nothing holds it: a later delivery in the PR's lane starts it
 
 
 # The fine states that hold a sweep back, in the order the headline names them (bot.rules.gate.HOLDING).
 HOLDING_HEADLINES = (("merged", ("pull_request", "merged")), ("closed", ("pull_request", "closed")),
-                     ("draft", ("pull_request", "draft")), ("links_corrected", ("changelog", "links_corrected")),
+                     ("links_corrected", ("changelog", "links_corrected")), ("draft", ("pull_request", "draft")),
                      ("paused", ("reuse_pin", "pinned")), ("skipped", ("skip_marker", "present")))
 
 

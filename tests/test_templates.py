@@ -290,6 +290,8 @@ def _status_samples() -> list[dict]:
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
         {"head_sha": sha, "headline": "finished", "g": g, "run": done,
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
+        {"head_sha": sha, "headline": "starting", "g": g, "run": None,
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
         {"head_sha": sha, "headline": "idle", "g": g, "run": None,
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
     ]
