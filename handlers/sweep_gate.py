@@ -13,8 +13,10 @@ from gidgethub import routing, sansio
 from bot.delivery import lanes
 
 from bot.telemetry import logs
-from bot.effects.actions import Action, Annotation, CancelRun, CheckRun, Comment, DispatchWorkflow, RemoveLabel
+from bot.effects.actions import (Action, Annotation, CancelRun, CheckButton, CheckRun, Comment, DispatchWorkflow,
+                                 RemoveLabel)
 from bot.core import offload
+from bot.effects.comments import PER_PAGE
 from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
 from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
@@ -24,9 +26,10 @@ from bot.rules.links import Slashed, repo_api, web
 from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
                                     primary_names, sweep_label_names)
+from bot.rules import check_buttons, run_report
 from bot.rules.run_summary import summary_tokens
 from bot.core.processing import Context
-from bot.rules.sweep_record import Approval, Pin, RunRecord, SweepRecord, shows_status
+from bot.rules.sweep_record import Approval, Pin, Restart, RunRecord, SweepRecord, shows_status
 from handlers import pr_state
 
 PURPOSE = pr_state.STATUS_PURPOSE
@@ -35,6 +38,7 @@ CHECK_NAME = "sweep-gate"
 PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
               "converted_to_draft", "closed")
 RUN_ACTIONS = ("requested", "in_progress", "completed")
+CHECK_ACTIONS = ("requested_action", "rerequested")
 SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
 MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
 VIEWER_PAGES = {"perf_url": "inference", "eval_url": "evaluation"}
@@ -68,7 +72,14 @@ def readded_after(pin: Pin | None, primary_applied_at: str | None) -> bool:
             and primary_applied_at > pin.created_at)
 
 
+def pressed_after(pin: Pin | None, restart: Restart | None) -> bool:
+    """"Run the sweep again" pressed after the pin forces a sweep despite it, as re-adding the primary does."""
+    return pin is not None and restart is not None and restart.at > pin.created_at
+
+
 def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
+    if result is not None and result.ok and not result.has_entry and result.link_corrections:
+        return ChangelogOutcome(Changelog.LINKS_CORRECTED)  # valid by SPEC §3, and nothing to sweep
     if result is None or (result.ok and not result.has_entry):
         return ChangelogOutcome(Changelog.ABSENT)
     if not result.ok:
@@ -80,6 +91,8 @@ def check_conclusion(decision: Decision) -> str:
     """The `sweep-gate` check: failure while the changelog or labels are wrong, neutral when no sweep is asked
     for, success once both are right (a draft or a pending fork approval is not the contributor's error)."""
     changelog, labels = decision.condition("changelog"), decision.condition("labels")
+    if changelog.reason_code == "links_corrected":
+        return "neutral"  # corrections of history are valid (SPEC §3) and ask for no sweep, labelled or not
     if changelog.reason_code == "invalid" or labels.ok is False:
         return "failure"
     if labels.ok is None:
@@ -101,9 +114,24 @@ def headline(decision: Decision, run: RunRecord | None) -> str:
         return "dispatch_" + dispatch.reason_code
     if dispatch.reason_code in ("dispatched", "starting") and run is not None:
         return "finished" if run.finished else "running"
+    codes = {(c.name, c.reason_code) for c in decision.conditions}
+    first = [shown for shown, code in HOLDING_HEADLINES[:3] if code in codes]
+    if first:
+        return first[0]  # merged, closed, or only links corrected: what happens now, labelled or not
     if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
         return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
-    return "blocked"
+    if any(c.ok is False for c in decision.conditions):
+        return "blocked"  # something needs a fix: each ❌ says what
+    for shown, code in HOLDING_HEADLINES:
+        if code in codes:
+            return shown
+    return "starting"  # asked for, nothing holds it: a later delivery in the PR's lane starts it
+
+
+# The fine states that hold a sweep back, in the order the headline names them (bot.rules.gate.HOLDING).
+HOLDING_HEADLINES = (("merged", ("pull_request", "merged")), ("closed", ("pull_request", "closed")),
+                     ("links_corrected", ("changelog", "links_corrected")), ("draft", ("pull_request", "draft")),
+                     ("paused", ("reuse_pin", "pinned")), ("skipped", ("skip_marker", "present")))
 
 
 def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
@@ -237,6 +265,9 @@ async def applied_labels(ctx: Context, pull: Mapping[str, Any], fork: bool, reco
     for event in held.values():
         name, by = event["label"]["name"], _actor_of(event)
         approval = record.approval(name)
+        if approval is not None and approval.via == "button":  # a writer pressed "Approve this commit" (checked then)
+            out.append(AppliedLabel(name, by, True, approval.head_sha, approved_by=approval.by))
+            continue
         head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
         out.append(AppliedLabel(name, by, True, head))
     for name in names:
@@ -281,12 +312,14 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
     return GateInput(
         number=pull["number"], head_sha=pull["head"]["sha"], base_sha=pull["base"]["sha"],
         head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
-        changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open",
+        changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open", merged=bool(pull.get("merged")),
         draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
         merge_parents=state.merge_parents,
         labels=state.labelling.labels, label_generation=state.labelling.generation,
         head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
-        primary_readded_after_pin=readded_after(record.pin, state.labelling.primary_applied_at),
+        primary_readded_after_pin=(readded_after(record.pin, state.labelling.primary_applied_at)
+                                   or pressed_after(record.pin, record.restart)),
+        restart=record.restart.token if record.restart else None,
         pin_blocked_by=blocking_labels(state.label_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
@@ -354,7 +387,14 @@ def status_comment(ctx: Context, state: PRState, record: SweepRecord, text: str)
     return Comment(state.pull["number"], PURPOSE, record.line() + "\n" + text)
 
 
-def check_run(ctx: Context, state: PRState, decision: Decision, text: str) -> CheckRun:
+def buttons(ctx: Context, state: PRState, decision: Decision) -> tuple[CheckButton, ...]:
+    """The check's buttons (bot/rules/check_buttons.py), their words from templates/sweep_button_title.*."""
+    shown = check_buttons.offered(decision.conditions, open=state.pull.get("state") == "open", is_fork=state.is_fork)
+    return tuple(CheckButton(ctx.templates.title("sweep_button", button=b, part="label"),
+                             ctx.templates.title("sweep_button", button=b, part="description"), b) for b in shown)
+
+
+def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, rewrite: bool = False) -> CheckRun:
     conclusion = check_conclusion(decision)
     path = ctx.policy["paths"]["changelog"]
     errors = list(state.changelog.errors) if state.changelog is not None else []
@@ -364,7 +404,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str) -> Ch
         head_sha=state.pull["head"]["sha"], name=CHECK_NAME, conclusion=conclusion,
         title=ctx.templates.title("sweep_check", conclusion=conclusion),
         summary=text, annotations=notes,
-        details_url=state.pull.get("html_url"),
+        details_url=state.pull.get("html_url"), buttons=buttons(ctx, state, decision), rewrite=rewrite,
     )
 
 
@@ -376,7 +416,7 @@ def _with_dispatch(decision: Decision, code: str, **params: Any) -> Decision:
 
 
 async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool, *,
-                   may_start: bool = True) -> list[Action]:
+                   may_start: bool = True, rewrite_check: bool = False) -> list[Action]:
     """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework."""
     state = await read_state(ctx, number, record, exists)
     decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
@@ -422,7 +462,7 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
                     exists or bool(record.runs) or record.pin is not None):
         actions.append(status_comment(ctx, state, record, text))
     if pull.get("state") == "open":
-        actions.append(check_run(ctx, state, decision, text))
+        actions.append(check_run(ctx, state, decision, text, rewrite=rewrite_check))
     return actions
 
 
@@ -467,6 +507,43 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     return await evaluate(ctx, number, record, exists, may_start=not ctx.superseded(lanes.SETTLING))
 
 
+async def run_jobs(ctx: Context, run_id: int) -> list[dict]:
+    """The jobs of the run's latest attempt, as GitHub lists them (paginated)."""
+    url = repo_api(ctx.repo, "actions", "runs", run_id, "jobs", filter="latest", per_page=PER_PAGE)
+    return [job async for job in ctx.gh.getiter(url, iterable_key="jobs")]
+
+
+def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord, jobs: list[dict]) -> dict[str, Any]:
+    run_id, conclusion = int(run["id"]), run.get("conclusion")
+    attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
+    summary = run_report.summarize_jobs(jobs)
+    links = viewer_links(ctx.policy["results"]["viewer"], run_id) if conclusion == "success" else {}
+    return {
+        "run_id": run_id, "attempt": attempt, "conclusion": conclusion or "unknown", "head_sha": entry.head_sha,
+        "dispatch_id": entry.dispatch_id, "url": web(ctx.html_url, "actions", "runs", run_id),
+        "jobs": {"succeeded": summary.succeeded, "failed": summary.failed, "cancelled": summary.cancelled,
+                 "skipped": summary.skipped, "other": summary.other, "more_failed": summary.more_failed,
+                 "failed_jobs": [{"name": j.name, "url": web(ctx.html_url, "actions", "runs", run_id, "job", j.job_id)}
+                                 for j in summary.failed_jobs]},
+        "results": links or None,
+        "next": run_report.next_step(conclusion),
+    }
+
+
+async def run_comment(ctx: Context, number: int, run: Mapping[str, Any], entry: RunRecord,
+                      record: SweepRecord) -> Comment | None:
+    """The comment on a finished run (bot/rules/run_report.py), or None while it runs or when it is not wanted."""
+    if run.get("status") != "completed":
+        return None
+    latest = record.latest
+    superseded = latest is not None and latest.run_id not in (0, int(run["id"]))
+    if not run_report.wants_comment(run.get("conclusion"), superseded=superseded):
+        return None
+    attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
+    variables = run_comment_variables(ctx, run, entry, await run_jobs(ctx, int(run["id"])))
+    return Comment(number, run_report.purpose(int(run["id"]), attempt), ctx.render("run_comment", **variables))
+
+
 async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     run = event.data["workflow_run"]
     number = ctx.pr_number  # the lane its dispatch id named: only a hint until the record says it is ours
@@ -480,12 +557,81 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         return []
     record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
                             conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    comment = await run_comment(ctx, number, run, known, record)
+    finished = [comment] if comment is not None else []
     if exists and known == record.by_dispatch(known.dispatch_id):
-        return []  # a redelivery, or a status the comment already shows
-    return await evaluate(ctx, number, record, exists, may_start=False)
+        return finished  # a redelivery, or a status the comment already shows (a rerun's comment is new)
+    # the status comment first (it keeps the latest state), then the run's own comment, which notifies
+    return await evaluate(ctx, number, record, exists, may_start=False) + finished
+
+
+def ours(ctx: Context, check: Mapping[str, Any]) -> bool:
+    """Whether a `check_run` event is about this App's `sweep-gate` (others' checks, and the sign-off's, are not)."""
+    slug = (check.get("app") or {}).get("slug")
+    return check.get("name") == CHECK_NAME and isinstance(slug, str) and f"{slug}[bot]" == ctx.bot_login
+
+
+async def pr_of_check(ctx: Context, check: Mapping[str, Any]) -> int | None:
+    """The open PR whose head is the check's commit: named by the payload for a same-repository PR; a fork's
+    check names none, so GitHub is asked."""
+    if ctx.pr_number is not None:
+        return ctx.pr_number
+    sha = check.get("head_sha")
+    if not isinstance(sha, str):
+        return None
+    for pull in await ctx.gh.getitem(repo_api(ctx.repo, "commits", sha, "pulls")):
+        if pull.get("state") == "open" and (pull.get("head") or {}).get("sha") == sha:
+            return int(pull["number"])
+    return None
+
+
+def _now() -> str:
+    return pr_state.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
+    """"Re-run" of `sweep-gate` (`rerequested`) decides again and rewrites the check (GitHub reset it to
+    queued); a button press (`requested_action`) by a writer restarts the sweep or approves a fork's head."""
+    data = event.data
+    check = data.get("check_run") or {}
+    if not ours(ctx, check):
+        return []
+    number = await pr_of_check(ctx, check)
+    if number is None:
+        logs.event("check run event ignored: no open PR has its head", check=check.get("id"))
+        return []
+    record, exists = await pr_state.load_record(ctx, number)
+    if data.get("action") == "rerequested":
+        return await evaluate(ctx, number, record, exists, rewrite_check=True)
+    sender = (data.get("sender") or {}).get("login") or ""
+    identifier = (data.get("requested_action") or {}).get("identifier")
+    writer = await ctx.writer(sender) if sender and sender != ctx.bot_login else False
+    state = await read_state(ctx, number, record, exists)
+    decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
+    current = state.pull["head"]["sha"] == check.get("head_sha")
+    shown = check_buttons.offered(decision.conditions, open=state.pull.get("state") == "open",
+                                  is_fork=state.is_fork) if current else ()
+    token = check_buttons.press_token(check.get("id"), check.get("external_id"))
+    outcome = check_buttons.press(identifier, writer=writer, offered_now=shown, token=token,
+                                  recorded_token=record.restart.token if record.restart else None)
+    if outcome == check_buttons.RESTART:
+        record = record.restarted(Restart(token, sender, _now()))
+    elif outcome == check_buttons.APPROVE_HEAD:
+        primary = next((label for label in state.labelling.labels
+                        if label.writer is True and is_primary(label.name, ctx.policy)), None)
+        if primary is None:
+            outcome = check_buttons.NOT_OFFERED
+        else:
+            record = record.approve(Approval(primary.name, sender, state.pull["head"]["sha"], _now(), via="button"))
+    logs.event("sweep-gate button pressed", button=identifier, by=sender, outcome=outcome, pr=number)
+    if outcome not in (check_buttons.RESTART, check_buttons.APPROVE_HEAD):
+        return []  # nothing visible: a non-writer's press, a stale button, or a press GitHub sent again
+    return await evaluate(ctx, number, record, exists)
 
 
 for _action in PR_ACTIONS:
     router.add(pull_request_changed, "pull_request", action=_action)
 for _action in RUN_ACTIONS:
     router.add(sweep_run_changed, "workflow_run", action=_action)
+for _action in CHECK_ACTIONS:
+    router.add(check_run_changed, "check_run", action=_action)

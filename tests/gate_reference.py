@@ -16,7 +16,8 @@ class Expected:
     primary: str | None  # the primary label the sweep runs with, spelled as in the policy
     modifiers: frozenset[str]  # "all-evals", "evals-only", "agentx-fast" keys of the modifiers passed as "true"
     removed: frozenset[str]  # label names the bot removes, as spelled on the PR
-    blocked_by: frozenset[str]  # names of the conditions reported as failing (❌)
+    blocked_by: frozenset[str]  # names of the conditions reported as failing (❌): something needs a fix
+    held_by: frozenset[str] = frozenset()  # conditions that stop the sweep in a fine state (never ❌)
 
 
 def expected(pr, policy) -> Expected:
@@ -53,6 +54,7 @@ def expected(pr, policy) -> Expected:
     modifiers = {modifier_of(label.name) for label in counting if modifier_of(label.name) is not None}
 
     blocked = set()
+    held = set()  # issue 17: "No state that is fine shows ❌" (a draft, a closed PR, a skip marker, a pin)
 
     # "A sweep runs only for a PR that appends at least one valid entry to the performance changelog"
     changelog_ok = pr.changelog.state.value == "valid"
@@ -69,7 +71,9 @@ def expected(pr, policy) -> Expected:
         blocked.add("labels")
 
     # "on an open, non-draft PR targeting the default branch"
-    if not pr.open or pr.draft or pr.base_ref != pr.default_branch:
+    if not pr.open or pr.draft:
+        held.add("pull_request")
+    elif pr.base_ref != pr.default_branch:
         blocked.add("pull_request")
 
     # The primary label approves the exact head SHA at the moment it was applied; a later push is not trusted.
@@ -85,14 +89,15 @@ def expected(pr, policy) -> Expected:
 
     # "`[skip-sweep]` in the head commit message skips the PR sweep only"
     if policy["skip_sweep_marker"].lower() in pr.head_commit_message.lower():
-        blocked.add("skip_marker")
+        held.add("skip_marker")
 
     # "After a reuse pin a new push does not start a sweep; removing and re-adding the primary label forces one."
     if pr.pin is not None and not pr.primary_readded_after_pin:
-        blocked.add("reuse_pin")
+        held.add("reuse_pin")
 
-    starts = len(primaries) == 1 and not blocked
+    starts = len(primaries) == 1 and not blocked and not held
     primary = primary_of(primaries[0].name) if len(primaries) == 1 else None
     return Expected(starts=starts, primary=primary if starts else None,
                     modifiers=frozenset(modifiers) if starts else frozenset(),
-                    removed=frozenset(removed), blocked_by=frozenset(blocked))
+                    removed=frozenset(removed), blocked_by=frozenset(blocked),
+                    held_by=frozenset(held))

@@ -191,7 +191,8 @@ def test_the_exhaustive_cases_start_sweeps_exactly_where_the_rules_allow(grid):
 
 def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
     seen = {name: set(codes) for name, codes in grid.seen.items()}
-    extra = [make_pr(open=False), make_pr(base_ref="release"), fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
+    extra = [make_pr(open=False), make_pr(open=False, merged=True), make_pr(changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)),
+             make_pr(base_ref="release"), fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
              fork_pr(merge_commit_sha=None), fork_pr(merge_parents=(BASE, OLD_HEAD)),
              fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
              make_pr(pin=5, pin_blocked_by=("evals-only",)), make_pr(dispatched=(Dispatched(decide(make_pr(), POLICY).dispatch_id,
@@ -290,7 +291,7 @@ def test_a_repository_policy_renames_labels_workflows_and_the_marker():
     assert decision.start.inputs["canary"] == "false" and decision.start.inputs["fail-fast"] == "true"
     assert decide(fork_pr(labels=(writer("gpu-sweep"),)), policy).start.workflow == "trusted.yml"
     skipped = decide(make_pr(labels=(writer("gpu-sweep"),), head_commit_message="x [no-gpu]"), policy)
-    assert skipped.start is None and reasons(skipped)["skip_marker"] == (False, "present")
+    assert skipped.start is None and reasons(skipped)["skip_marker"] == (None, "present")
     assert decide(make_pr(head_commit_message="[skip-sweep]", labels=(writer("gpu-sweep"),)), policy).start
 
 
@@ -359,13 +360,27 @@ def test_a_pr_targeting_another_branch_gets_no_sweep_and_says_which_branches():
 
 
 def test_a_closed_pr_gets_no_sweep_and_closed_is_said_before_draft():
+    """A closed or merged PR is a fine state (➖, not ❌), and says which it is; the merged line names the pin."""
     decision = decide(make_pr(open=False, draft=True), POLICY)
-    assert decision.start is None and reasons(decision)["pull_request"] == (False, "closed")
+    assert decision.start is None and reasons(decision)["pull_request"] == (None, "closed")
+    merged = decide(make_pr(open=False, merged=True, pin=12), POLICY)
+    assert merged.start is None and reasons(merged)["pull_request"] == (None, "merged")
+    assert dict(merged.condition("pull_request").params) == {"pin": 12} and failing(merged) == set()
 
 
 def test_a_draft_pr_gets_no_sweep():
     decision = decide(make_pr(draft=True), POLICY)
-    assert decision.start is None and reasons(decision)["pull_request"] == (False, "draft")
+    assert decision.start is None and reasons(decision)["pull_request"] == (None, "draft")
+    assert failing(decision) == set()
+
+
+@pytest.mark.parametrize("labels", [(), (writer(FAIL_FAST),), (writer(FAIL_FAST), writer(ENABLED))])
+def test_a_pr_that_only_corrects_pr_links_is_never_a_failure_and_never_sweeps(labels):
+    """Issue 17: correcting `pr-link` values of history is valid by SPEC §3: ➖ and no sweep, labelled or not."""
+    decision = decide(make_pr(labels=labels, changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)), POLICY)
+    assert decision.start is None
+    assert reasons(decision)["changelog"] == (None, "links_corrected")
+    assert "changelog" not in failing(decision)
 
 
 def test_an_open_pr_into_the_default_branch_is_ready():
@@ -503,7 +518,8 @@ def test_an_append_only_flag_on_a_changelog_that_is_not_valid_is_refused():
 
 def test_the_skip_marker_skips_only_the_sweep_and_every_condition_is_still_reported():
     decision = decide(make_pr(head_commit_message="Fix typo\n\n[Skip-Sweep]"), POLICY)
-    assert decision.start is None and failing(decision) == {"skip_marker"}
+    assert decision.start is None and failing(decision) == set()
+    assert reasons(decision)["skip_marker"] == (None, "present")
     assert tuple(c.name for c in decision.conditions) == CONDITIONS
     assert reasons(decision)["changelog"] == (True, "valid") and reasons(decision)["labels"] == (True, "valid")
     assert dict(decision.condition("skip_marker").params) == {"marker": "[skip-sweep]", "head_sha": HEAD}
@@ -512,8 +528,8 @@ def test_the_skip_marker_skips_only_the_sweep_and_every_condition_is_still_repor
 
 def test_a_pin_stops_a_new_push_from_sweeping_and_re_adding_the_primary_forces_one():
     pinned = decide(make_pr(pin=777), POLICY)
-    assert pinned.start is None and failing(pinned) == {"reuse_pin"}
-    assert reasons(pinned)["reuse_pin"] == (False, "pinned")
+    assert pinned.start is None and failing(pinned) == set()
+    assert reasons(pinned)["reuse_pin"] == (True, "pinned"), "an active pin is a fine state: ✅, sweeps paused"
     assert dict(pinned.condition("reuse_pin").params) == {"run_id": 777}
     forced = decide(make_pr(pin=777, primary_readded_after_pin=True), POLICY)
     assert forced.start is not None and reasons(forced)["reuse_pin"] == (True, "forced")

@@ -34,8 +34,8 @@ FIGURES = {
     "invalid_changelog": (11, 2, "list comments, read PR, list files, compare (merge base), read file at commit, "
                                  "read file at commit, list label events, read commit, create comment, "
                                  "list check runs, create check run"),
-    "run_completed": (6, 2, "list comments, read PR (304), list files (304), list label events (304), edit comment, "
-                            "update check run"),
+    "run_completed": (8, 3, "list comments, list run jobs, read PR (304), list files (304), list label events (304), "
+                            "edit comment, update check run, create comment"),
     "opened_no_changelog": (5, 1, "list files, list comments, read PR, list check runs, create check run"),
 }
 

@@ -133,6 +133,9 @@ CASES = {
     "modifier alone": make_pr(labels=(writer(EVALS_ONLY),)),
     "two modifiers alone": make_pr(labels=(writer(AGENTX_FAST), writer(ALL_EVALS))),
     "closed": make_pr(open=False),
+    "merged": make_pr(open=False, merged=True, pin=PIN),
+    "merged, nothing pinned": make_pr(open=False, merged=True),
+    "links corrected": make_pr(changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)),
     "draft": make_pr(draft=True),
     "wrong base": make_pr(base_ref="release/v2"),
     "fork, approved": fork_pr(),
@@ -319,8 +322,11 @@ def test_append_only_conflict_names_the_modifiers():
 
 
 def test_pull_request_lines():
-    assert "Mark it ready for review" in render(condition("draft", "pull_request"), "en")
+    assert "marked ready for review" in render(condition("draft", "pull_request"), "en")
     assert "Reopen it" in render(condition("closed", "pull_request"), "en")
+    assert f"run `{PIN}` is the pinned run" in render(condition("merged", "pull_request"), "en")
+    assert "no run is pinned" in render(condition("merged, nothing pinned", "pull_request"), "en")
+    assert f"`{PIN}`" in render(condition("merged", "pull_request"), "zh")
     for line, spans in both(condition("wrong base", "pull_request")):
         assert set(spans) == {"release/v2", "main"}
     assert "Change the base branch to `main`." in render(condition("wrong base", "pull_request"), "en")
@@ -385,8 +391,9 @@ def test_skip_marker_present_says_checks_still_run():
 
 def test_reuse_pin_lines():
     english = render(condition("pinned", "reuse_pin"), "en")
-    assert f"A reuse pin of run `{PIN}` is active, so pushes do not start a sweep." in english
-    assert "remove the primary label and add it again" in english
+    assert english == (f"Sweeps paused: run `{PIN}` is pinned; remove and re-add the primary label to sweep "
+                       "again.")
+    assert f"`{PIN}`" in render(condition("pinned", "reuse_pin"), "zh")
     assert f"`{PIN}`" in render(condition("pinned, primary re-added", "reuse_pin"), "en")
     for line, spans in both(condition("same-repo, starting", "reuse_pin")):
         assert spans == ["/use <run_id>"]

@@ -884,3 +884,32 @@ def test_an_unusable_manifest_is_422(github, manifest):
     with pytest.raises(Reply) as err:
         github.create_app_from_manifest(manifest)
     assert err.value.status == 422
+
+
+async def test_run_jobs_list_latest_or_all_and_rerun_failed_jobs_queues_the_next_attempt(github, gh):
+    """The fake's jobs of a run (issue 17): seeded by set_jobs with ids and links filled in, listed paginated
+    with filter=latest (each job's newest attempt) or all; re-running the failed jobs queues the run as its
+    next attempt with the failed and cancelled jobs queued, and is refused while the run is not finished."""
+    github.add_workflow(REPO, "run-sweep.yml")
+    run = github.add_run(REPO, "run-sweep.yml", head_sha="e" * 40, conclusion="failure")
+    made = github.set_jobs(REPO, run["id"], [{"name": "build", "conclusion": "success"},
+                                             {"name": "bmk (mi355x)", "conclusion": "failure"},
+                                             {"name": "eval", "conclusion": "cancelled"}])
+    assert made[1]["html_url"] == f"{github._repo(REPO).json['html_url']}/actions/runs/{run['id']}/job/{made[1]['id']}"
+    url = f"/repos/{REPO}/actions/runs/{run['id']}/jobs"
+    listed = [j async for j in gh.getiter(f"{url}?per_page=2&filter=latest", iterable_key="jobs")]
+    assert [(j["name"], j["conclusion"], j["run_attempt"]) for j in listed] == [
+        ("build", "success", 1), ("bmk (mi355x)", "failure", 1), ("eval", "cancelled", 1)]
+    assert await gh.post(f"/repos/{REPO}/actions/runs/{run['id']}/rerun-failed-jobs", data={}) == {}
+    assert github.requests[-1].status == 201
+    again = github.runs(REPO)[0]
+    assert (again["status"], again["conclusion"], again["run_attempt"]) == ("queued", None, 2)
+    latest = (await gh.getitem(f"{url}?filter=latest"))["jobs"]
+    assert [(j["name"], j["status"], j["run_attempt"]) for j in latest] == [
+        ("build", "completed", 1), ("bmk (mi355x)", "queued", 2), ("eval", "queued", 2)]
+    assert (await gh.getitem(f"{url}?filter=all"))["total_count"] == 5
+    with pytest.raises(gidgethub.BadRequest) as err:
+        await gh.post(f"/repos/{REPO}/actions/runs/{run['id']}/rerun-failed-jobs", data={})
+    assert err.value.status_code == 403
+    with pytest.raises(ValueError):
+        github.set_jobs(REPO, run["id"], [{"name": "x", "conclusion": "green"}])

@@ -237,7 +237,8 @@ async def test_a_draft_starts_nothing_until_ready_for_review(repo, make_harness)
     await label(h, 10, FAIL_FAST)
     assert runs(repo) == []
     line = next(l for l in english(status(repo, 10)).splitlines() if "**Pull request:**" in l)
-    assert line.startswith("- ❌")
+    assert line.startswith("- ➖"), "a draft is a fine state: no ❌"
+    assert "while the pull request is a draft" in english(status(repo, 10))
     repo.update_pull(REPO, 10, draft=False)
     await send(h, 10, "ready_for_review", sender="partner")
     assert len(runs(repo)) == 1
@@ -250,7 +251,7 @@ async def test_skip_sweep_in_the_head_commit_starts_nothing_but_the_checks_still
     await label(h, 11, FAIL_FAST)
     assert runs(repo) == []
     line = next(l for l in english(status(repo, 11)).splitlines() if "**Skip marker:**" in l)
-    assert line.startswith("- ❌") and "[skip-sweep]" in line
+    assert line.startswith("- ➖") and "[skip-sweep]" in line, "skipping on purpose is a fine state: no ❌"
     assert check(repo, "b" * 40)["conclusion"] == "success", "the changelog and labels are still checked"
 
 
@@ -498,3 +499,68 @@ async def test_a_dispatch_still_failing_when_the_retry_window_ends_says_it_did_n
     body = english(status(repo, 33))
     assert "did not start" in body and "tries again" not in body
     assert (await h.journal_row("given-up")).status == "failed"
+
+
+# -- issue 17: states that read right ----------------------------------------------------------------
+
+
+def seed_pin(github, number: int, run_id: int, *, created_at: str = "2099-01-01T00:00:00Z") -> None:
+    """A pin in the record of the bot's status comment, written as the bot writes it (the reuse feature's job)."""
+    from bot.rules.sweep_record import Pin
+    found = status_comments(github, number)
+    record = SweepRecord.parse(found[0]["body"]).pinned(Pin(run_id, 1, "maintainer", created_at))
+    head, _, rest = found[0]["body"].partition("\n")
+    rest = "\n".join(line for line in rest.split("\n") if not line.startswith("<!-- sweepbot-record "))
+    found[0]["body"] = f"{head}\n{record.line()}\n{rest}"
+
+
+@pytest.mark.parametrize("labelled", [False, True])
+async def test_a_pr_that_only_corrects_pr_links_never_fails_the_gate(repo, make_harness, labelled):
+    """Pins issue 17: correcting a `pr-link` of history (valid by SPEC §3) is ➖ and a neutral check, with a
+    primary label on or not (it was a failure with one); no sweep starts."""
+    pr = repo.add_pull(REPO, number=50, user="partner", title="Fix a link", head_ref="fix-50", files=[CHANGELOG])
+    old = HISTORY.replace(PREFIX.encode() + b"1", b"TBD")
+    repo.set_file(REPO, CHANGELOG, old, ref=pr["base"]["sha"])
+    repo.set_file(REPO, CHANGELOG, old.replace(b"TBD", PREFIX.encode() + b"7"), ref=pr["head"]["sha"])
+    h = await make_harness()
+    if labelled:
+        await label(h, 50, FAIL_FAST)
+    else:
+        await send(h, 50, "opened", sender="partner")
+    assert check(repo, pr["head"]["sha"])["conclusion"] == "neutral"
+    body = english(status(repo, 50))
+    assert "❌" not in body
+    assert "only corrects `pr-link` values" in body
+    assert runs(repo) == []
+
+
+async def test_an_active_pin_reads_as_paused_not_as_an_error(repo, make_harness):
+    """Pins issue 17: with a pin, the status says sweeps are paused with ✅ and how to sweep again; no ❌, and
+    a push starts nothing."""
+    open_pull(repo, 51)
+    h = await make_harness()
+    await label(h, 51, FAIL_FAST)
+    seed_pin(repo, 51, 4242)
+    push(repo, 51, "5" * 40)
+    await send(h, 51, "synchronize", sender="partner")
+    assert len(runs(repo)) == 1
+    body = english(status(repo, 51))
+    line = next(l for l in body.splitlines() if "**Reuse pin:**" in l)
+    assert line == ("- ✅ **Reuse pin:** Sweeps paused: run `4242` is pinned; remove and re-add the primary label "
+                    "to sweep again.")
+    assert "Sweeps are paused: run `4242` is pinned" in body and "❌" not in body
+    assert check(repo, "5" * 40)["conclusion"] == "success"
+
+
+async def test_a_merged_pr_reads_as_merged_not_as_closed_with_an_error(repo, make_harness):
+    """Pins issue 17: a merged PR is ➖ "merged" with the pinned run named, not ❌ "reopen it"."""
+    open_pull(repo, 52)
+    h = await make_harness()
+    await label(h, 52, FAIL_FAST)
+    seed_pin(repo, 52, 4343)
+    repo.update_pull(REPO, 52, state="closed", merged=True)
+    await send(h, 52, "closed", sender="maintainer")
+    body = english(status(repo, 52))
+    line = next(l for l in body.splitlines() if "**Pull request:**" in l)
+    assert line.startswith("- ➖") and "Merged" in line and "`4343` is the pinned run" in line
+    assert "Reopen" not in body and "❌" not in body

@@ -152,7 +152,15 @@ def test_shows_status(touches, labels, exists, expected):
 
 
 @pytest.mark.parametrize("changes, run, expected", [
-    ({}, None, "blocked"),  # starting, but no run recorded: the dispatch has not answered
+    ({}, None, "starting"),  # starting, but no run recorded: the dispatch has not answered (no ❌ to point at)
+    ({"pin": 5}, None, "paused"),
+    ({"draft": True}, None, "draft"),
+    ({"open": False, "merged": True, "labels": ()}, None, "merged"),
+    ({"open": False}, None, "closed"),
+    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED)}, None, "links_corrected"),
+    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED), "labels": ()}, None, "links_corrected"),
+    ({"head_commit_message": "x [skip-sweep]"}, None, "skipped"),
+    ({"base_ref": "release"}, None, "blocked"),
     ({}, RunRecord("x", 1, SHA, "w"), "running"),
     ({}, RunRecord("x", 1, SHA, "w", "completed", "success"), "finished"),
     ({"labels": ()}, None, "idle"),

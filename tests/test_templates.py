@@ -154,6 +154,7 @@ SAMPLES: dict[str, list[dict]] = {
     ] + [
         {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None, "after_merge": False, "ingest": None},
     ],
+    "run_comment": [],  # filled below from real jobs summaries
     "sweep_status": [],  # filled below from real gate decisions
     "changelog_annotation": [],  # filled below from real changelog errors
     "fork_label_removed": [
@@ -332,6 +333,8 @@ def _status_samples() -> list[dict]:
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
         {"head_sha": sha, "headline": "finished", "g": g, "run": done,
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
+        {"head_sha": sha, "headline": "starting", "g": g, "run": None,
+         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
         {"head_sha": sha, "headline": "idle", "g": g, "run": None,
          "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
     ]
@@ -341,6 +344,22 @@ def _status_samples() -> list[dict]:
             "dispatch_id": running.dispatch_id, "error": "422: Unexpected inputs provided", "retry_in": 4}}
         out.append({"head_sha": sha, "headline": "dispatch_" + code, "g": g, "run": None,
                     "conditions": conditions, "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False})
+    # the fine states that hold the sweep back (issue 17): never a ❌, each with its own headline
+    labelled = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "", True),))
+    valid = ChangelogOutcome(Changelog.VALID)
+    holding = (("paused", dict(labelled, changelog=valid, pin=1006), 1006),
+               ("merged", dict(labelled, changelog=valid, open=False, merged=True, pin=1006), 1006),
+               ("merged", dict(labelled, changelog=valid, open=False, merged=True), None),
+               ("closed", dict(labelled, changelog=valid, open=False), None),
+               ("draft", dict(labelled, changelog=valid, draft=True), None),
+               ("links_corrected", dict(labelled, changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)), None),
+               ("skipped", dict(labelled, changelog=valid, head_commit_message="x [skip-sweep]"), None))
+    for headline, pr, _pin in holding:
+        decision = decide(GateInput(**pr), policy)
+        assert not any(c.ok is False for c in decision.conditions), headline
+        out.append({"head_sha": sha, "headline": headline, "g": g, "run": None,
+                    "conditions": [_plain(c) for c in decision.conditions], "changelog_errors": [], "more_errors": 0,
+                    "unlisted_errors": 0, "unlisted_at_least": False})
     return out
 
 
@@ -422,6 +441,36 @@ def _signoff_samples() -> list[dict]:
     return out
 
 
+def _run_comment_samples() -> list[dict]:
+    """Run comments as the sweep gate builds them: a success with its viewer links, a failure naming more
+    failed jobs than are shown, a rerun attempt with one hostile job name, and a run cancelled by hand."""
+    from bot.rules.run_report import next_step, summarize_jobs
+    from handlers.sweep_gate import viewer_links
+
+    def jobs(listed):
+        s = summarize_jobs({"id": 500 + i, "name": name, "conclusion": c} for i, (name, c) in enumerate(listed))
+        return {"succeeded": s.succeeded, "failed": s.failed, "cancelled": s.cancelled, "skipped": s.skipped,
+                "other": s.other, "more_failed": s.more_failed,
+                "failed_jobs": [{"name": j.name, "url": f"https://github.com/acme/InferenceX/actions/runs/1006/job/{j.job_id}"}
+                                for j in s.failed_jobs]}
+
+    base = {"run_id": 1006, "attempt": 1, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+            "dispatch_id": "sw-12-0a1b2c3d4e5f", "url": "https://github.com/acme/InferenceX/actions/runs/1006",
+            "results": None}
+    many = [(f"bmk (mi355x, {i})", "failure") for i in range(23)] + [("build", "success"), ("evals", "skipped")]
+    return [
+        {**base, "conclusion": "success", "next": next_step("success"),
+         "jobs": jobs([("build", "success"), ("bmk", "success"), ("evals", "skipped")]),
+         "results": viewer_links("https://inferencex.semianalysis.com", 1006)},
+        {**base, "conclusion": "failure", "next": next_step("failure"), "jobs": jobs(many)},
+        {**base, "conclusion": "failure", "attempt": 2, "next": next_step("failure"),
+         "jobs": jobs([("bmk `x` [click](https://evil.example)\n/use 1", "failure"), ("build", "cancelled"),
+                       ("odd", "action_required")])},
+        {**base, "conclusion": "cancelled", "next": next_step("cancelled"), "jobs": jobs([("bmk", "cancelled")])},
+    ]
+
+
+SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
 SAMPLES["signoff_verdict"] = _signoff_samples()
@@ -797,3 +846,14 @@ def test_issue_title_is_one_line_in_both_languages():
     assert "\n" not in title
     assert ".github/sweepbot.yml" in english and ".github/sweepbot.yml" in chinese
     assert not CJK.search(english) and CJK.search(chinese)
+
+
+def test_sweep_gate_button_words_are_one_line_in_both_languages_and_fit_github():
+    """The `sweep-gate` check's buttons (issue 17): label at most 20 characters, description at most 40."""
+    for button in ("sweep-again", "approve-head"):
+        for part, limit in (("label", 20), ("description", 40)):
+            text = Templates().title("sweep_button", button=button, part=part)
+            english, chinese = text.split(" / ")
+            assert english and chinese and "\n" not in text and len(text) <= limit
+    with pytest.raises(jinja2.UndefinedError):
+        Templates().title("sweep_button", button="merge", part="label")

@@ -210,6 +210,16 @@ class Annotation:
 
 
 @dataclass(frozen=True)
+class CheckButton:
+    """A button on a check run (GitHub's `actions`: label at most 20 characters, description 40, identifier 20);
+    pressing it sends a `check_run` `requested_action` event with `identifier`."""
+
+    label: str
+    description: str
+    identifier: str
+
+
+@dataclass(frozen=True)
 class CheckRun:
     """The bot's one check run `name` on commit `head_sha`: created, or updated in place when it changes."""
 
@@ -221,14 +231,20 @@ class CheckRun:
     text: str = ""
     annotations: tuple[Annotation, ...] = ()
     details_url: str | None = None
+    buttons: tuple[CheckButton, ...] = ()
+    # Written even when GitHub already shows this content: after a "Re-run" GitHub resets the check to queued.
+    rewrite: bool = False
 
     @property
     def fingerprint(self) -> str:
-        return digest(self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url)
+        if not self.buttons:  # the fingerprint of a check without buttons is what it was before buttons existed
+            return digest(self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url)
+        return digest(self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url,
+                      self.buttons)
 
     @property
     def key(self) -> str:
-        return f"check:{self.head_sha}:{self.name}:{self.fingerprint}"
+        return f"check:{self.head_sha}:{self.name}:{self.fingerprint}" + (":rewrite" if self.rewrite else "")
 
     def describe(self) -> str:
         notes = f", {len(self.annotations)} annotations" if self.annotations else ""

@@ -419,7 +419,7 @@ class Executor:
 
     async def check_run(self, action: act.CheckRun) -> Result:
         existing = await self._existing_check(action)
-        if existing is not None and existing[1] == action.fingerprint:
+        if existing is not None and existing[1] == action.fingerprint and not action.rewrite:
             return Result("unchanged", existing[0])
         batches = [action.annotations[i:i + ANNOTATIONS_PER_REQUEST]
                    for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)] or [()]
@@ -431,6 +431,8 @@ class Executor:
         }
         if action.details_url:
             body["details_url"] = action.details_url
+        body["actions"] = [{"label": b.label, "description": b.description, "identifier": b.identifier}
+                           for b in action.buttons]  # always sent: an update without buttons takes them off
         if existing is None:
             made = await self.gh.post(repo_api(self.ctx.repo, "check-runs"), data={**body, "head_sha": action.head_sha})
             check_id, outcome = int(made["id"]), "created"

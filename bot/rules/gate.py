@@ -6,10 +6,13 @@ already dispatched for the PR) and carries out the `Decision`: dispatch `start`,
 remove the labels in `remove_labels`, and render `conditions` in the sweep status comment (one line per
 condition, ✅ / ❌ / ➖ from `ok`, the sentence chosen by `reason_code` from the templates, filled with `params`).
 
-`Condition.ok` is True when the condition lets the sweep run, False when it stops the sweep (the comment says
-why and what to do), and None when it does not apply (a same-repo PR needs no fork approval; a PR with no sweep
-label asks for no sweep, which is not an error). A sweep starts exactly when no condition is False, the labels
-name one primary, and the run for this state was not dispatched before.
+`Condition.ok` is True when the condition lets the sweep run, False when it stops the sweep because something
+needs a fix (the comment says why and what to do), and None when it does not apply or holds the sweep back in a
+state that is fine (a same-repo PR needs no fork approval; no sweep label; a draft; a skip marker; a closed or
+merged PR; a PR that only corrects `pr-link` values of history). A fine state is never False: the conditions in
+HOLDING stop the sweep with ok None, and an active pin is True ("sweeps paused"). A sweep starts exactly when no
+condition is False or HOLDING, the changelog is valid, the labels name one primary, no pin pauses sweeps, and
+the run for this state was not dispatched before.
 
 Every run is identified by its dispatch id: a digest of (PR, head SHA, the sweep labels that count), so a
 retried or redelivered event finds the same id and never dispatches twice, and a run whose id is not the
@@ -32,10 +35,10 @@ CONDITIONS = ("changelog", "labels", "pull_request", "fork_approval", "merge_com
 
 # Every reason code each condition can give: the templates need one sentence per code, in both languages.
 REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
-    "changelog": frozenset({"valid", "absent", "invalid"}),
+    "changelog": frozenset({"valid", "absent", "invalid", "links_corrected"}),
     "labels": frozenset({"valid", "no_primary", "several_primaries", "modifier_without_primary",
                          "append_only_conflict"}),
-    "pull_request": frozenset({"ready", "closed", "draft", "wrong_base"}),
+    "pull_request": frozenset({"ready", "closed", "merged", "draft", "wrong_base"}),
     "fork_approval": frozenset({"same_repo", "approved", "head_changed", "approval_unknown", "untrusted_labeller",
                                 "awaiting_label", "permission_unknown"}),
     "merge_commit": frozenset({"same_repo", "present", "missing", "stale"}),
@@ -44,6 +47,13 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
     # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
     "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying", "unknown"}),
 })
+
+# Fine states that hold the sweep back (ok None, ➖): nothing is wrong, yet no sweep starts.
+HOLDING: frozenset[tuple[str, str]] = frozenset({
+    ("changelog", "links_corrected"), ("pull_request", "closed"), ("pull_request", "merged"),
+    ("pull_request", "draft"), ("skip_marker", "present")})
+# Fine and shown ✅, but no sweep starts: a pinned run stands for the PR until the primary label is re-added.
+PAUSING: frozenset[tuple[str, str]] = frozenset({("reuse_pin", "pinned")})
 
 # Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it, or its
 # answer was lost and no run shows: unknown).
@@ -73,6 +83,7 @@ class Changelog(str, Enum):
     ABSENT = "absent"  # no entry appended
     INVALID = "invalid"  # an entry appended, but the file or an entry breaks a rule of SPEC §3
     VALID = "valid"  # at least one entry appended and every rule holds
+    LINKS_CORRECTED = "links_corrected"  # nothing appended; only `pr-link` values of history corrected (SPEC §3)
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,7 @@ class AppliedLabel:
     applied_by: str
     writer: bool | None
     head_sha: str | None = None
+    approved_by: str | None = None  # a writer who approved `head_sha` with the check's button, not by the label
 
 
 @dataclass(frozen=True)
@@ -117,6 +129,7 @@ class GateInput:
     default_branch: str
     changelog: ChangelogOutcome
     open: bool = True
+    merged: bool = False  # closed by a merge (only read when not open)
     draft: bool = False
     is_fork: bool = False
     merge_commit_sha: str | None = None
@@ -130,6 +143,9 @@ class GateInput:
     pin_blocked_by: tuple[str, ...] = ()  # labels on the PR that block reuse (evals-only, agentx-fast)
     # The newest label event that counts (a sweep label added or removed by someone trusted): see dispatch_id.
     label_generation: int | None = None
+    # The last "Run the sweep again" press (its token, bot-recorded): like re-adding the primary label, it asks
+    # for a new dispatch id even for a commit and label set that ran before; a redelivered press does not.
+    restart: str | None = None
     dispatched: tuple[Dispatched, ...] = ()
 
     def __post_init__(self) -> None:
@@ -175,16 +191,20 @@ class Decision:
         return next(c for c in self.conditions if c.name == name)
 
 
-def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None) -> str:
+def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None,
+                restart: str | None = None) -> str:
     """A short stable id of (PR, head SHA, label set): label order and case do not change it. Only `[a-z0-9-]`,
     so it fits in a comment marker and a run name.
 
     `generation` is the newest label event that counts (a sweep label added or removed by someone trusted):
     taking a modifier off again, or removing the primary and adding it back, asks for a new run even for a
     commit and label set that ran before (whose run was cancelled, or failed), while a redelivered event,
-    which changes no label, asks for none."""
+    which changes no label, asks for none. `restart` (a "Run the sweep again" press) does the same; without one
+    the id is what it was before the button existed."""
     names = sorted({label_key(name) for name in labels})
     parts: tuple = (int(number), head_sha, names) if generation is None else (int(number), head_sha, names, generation)
+    if restart is not None:
+        parts = parts + ("restart", restart)
     return f"sw-{int(number)}-{digest(*parts)[:12]}"
 
 
@@ -250,6 +270,8 @@ def _changelog(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
     outcome = pr.changelog
     if outcome.state is Changelog.VALID:
         return Condition("changelog", True, "valid", _params(path=path, append_only=outcome.append_only))
+    if outcome.state is Changelog.LINKS_CORRECTED:
+        return Condition("changelog", None, "links_corrected", _params(path=path))
     return Condition("changelog", False, outcome.state.value, _params(path=path))
 
 
@@ -274,9 +296,9 @@ def _labels(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condit
 
 def _pull_request(pr: GateInput) -> Condition:
     if not pr.open:
-        return Condition("pull_request", False, "closed", _params())
+        return Condition("pull_request", None, "merged" if pr.merged else "closed", _params(pin=pr.pin))
     if pr.draft:
-        return Condition("pull_request", False, "draft", _params())
+        return Condition("pull_request", None, "draft", _params())
     if pr.base_ref != pr.default_branch:
         return Condition("pull_request", False, "wrong_base",
                          _params(base_ref=pr.base_ref, default_branch=pr.default_branch))
@@ -296,6 +318,9 @@ def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
         if label.head_sha != pr.head_sha:
             return Condition("fork_approval", False, "head_changed", _params(
                 by=label.applied_by, approved_sha=label.head_sha, head_sha=pr.head_sha, ignored=ignored))
+        if label.approved_by is not None:
+            return Condition("fork_approval", True, "approved", _params(
+                by=label.approved_by, head_sha=pr.head_sha, ignored=ignored, via="button"))
         return Condition("fork_approval", True, "approved",
                          _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
     if labels.unconfirmed:
@@ -322,7 +347,7 @@ def _merge_commit(pr: GateInput) -> Condition:
 def _skip_marker(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
     marker = policy["skip_sweep_marker"]
     if marker.casefold() in pr.head_commit_message.casefold():
-        return Condition("skip_marker", False, "present", _params(marker=marker, head_sha=pr.head_sha))
+        return Condition("skip_marker", None, "present", _params(marker=marker, head_sha=pr.head_sha))
     return Condition("skip_marker", True, "absent", _params(marker=marker))
 
 
@@ -333,7 +358,7 @@ def _reuse_pin(pr: GateInput) -> Condition:
         return Condition("reuse_pin", None, "blocked", _params(run_id=pr.pin, labels=tuple(pr.pin_blocked_by)))
     if pr.primary_readded_after_pin:
         return Condition("reuse_pin", True, "forced", _params(run_id=pr.pin))
-    return Condition("reuse_pin", False, "pinned", _params(run_id=pr.pin))
+    return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 
 def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> SweepStart:
@@ -369,7 +394,7 @@ def _bool(value: bool) -> str:
 def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
     """What the gate does for `pr` now under `policy` (shaped like app.yaml's `policy`)."""
     labels = _Labels.read(pr, policy)
-    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation)
+    key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation, pr.restart)
     gates = [
         _changelog(pr, policy),
         _labels(pr, labels, policy),
@@ -380,7 +405,8 @@ def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
         _reuse_pin(pr),
     ]
     earlier = [run for run in pr.dispatched if run.key == key]
-    runnable = gates[1].ok is True and all(c.ok is not False for c in gates)
+    runnable = (gates[0].ok is True and gates[1].ok is True and all(c.ok is not False for c in gates)
+                and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates))
     start = None
     if earlier:
         run = earlier[-1]

@@ -1,8 +1,9 @@
 """The sweep gate's memory, kept on GitHub: a JSON record hidden in the bot's own sweep status comment.
 
 It holds what the bot cannot read back from GitHub's state alone: which head SHA a writer approved on a fork
-when they applied a primary label (a label event does not say), the runs the bot dispatched for the PR
-with their dispatch ids, and the run pinned for reuse. Losing the local journal loses nothing: the next delivery reads this record again.
+when they applied a primary label or pressed "Approve this commit" (a label event does not say), the runs the
+bot dispatched for the PR with their dispatch ids, the run pinned for reuse, and the last "Run the sweep again"
+press (which, like re-adding the primary label, asks for a new dispatch id). Losing the local journal loses nothing: the next delivery reads this record again.
 Only the bot's own comment counts (the caller finds it by author and marker), so nobody else can forge it.
 """
 
@@ -30,6 +31,17 @@ class Approval:
     by: str
     head_sha: str
     at: str = ""
+    via: str = "label"  # "label": `by` applied it; "button": `by`, a writer, pressed "Approve this commit"
+
+
+@dataclass(frozen=True)
+class Restart:
+    """A writer pressed "Run the sweep again" on the `sweep-gate` check: `token` names that press (the check run
+    and the content it showed, so a redelivered press is the same token), `at` when (ISO 8601)."""
+
+    token: str
+    by: str
+    at: str
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,7 @@ class SweepRecord:
     approvals: tuple[Approval, ...] = ()
     runs: tuple[RunRecord, ...] = field(default=())  # oldest first
     pin: Pin | None = None
+    restart: Restart | None = None
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -73,7 +86,8 @@ class SweepRecord:
         if data is None:
             return cls()
         try:
-            approvals = tuple(Approval(str(a["label"]), str(a["by"]), str(a["head_sha"]), str(a.get("at") or ""))
+            approvals = tuple(Approval(str(a["label"]), str(a["by"]), str(a["head_sha"]), str(a.get("at") or ""),
+                                       "button" if a.get("via") == "button" else "label")
                               for a in data.get("approvals", ()))
             runs = tuple(RunRecord(str(r["dispatch_id"]), int(r["run_id"]), str(r["head_sha"]), str(r["workflow"]),
                                    str(r.get("status") or "queued"), r.get("conclusion"), r.get("html_url"))
@@ -81,9 +95,12 @@ class SweepRecord:
             pin = data.get("pin")
             pin = None if pin is None else Pin(int(pin["run_id"]), int(pin["comment_id"]), str(pin["by"]),
                                                 str(pin["created_at"]), bool(pin.get("had_primary", True)))
+            restart = data.get("restart")
+            restart = None if restart is None else Restart(str(restart["token"]), str(restart["by"]),
+                                                            str(restart["at"]))
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
-        return cls(approvals, runs, pin)
+        return cls(approvals, runs, pin, restart)
 
     def approval(self, label: str) -> Approval | None:
         return next((a for a in self.approvals if a.label.casefold() == label.casefold()), None)
@@ -135,6 +152,9 @@ class SweepRecord:
     def pinned(self, pin: Pin | None) -> "SweepRecord":
         return replace(self, pin=pin)
 
+    def restarted(self, restart: Restart) -> "SweepRecord":
+        return replace(self, restart=restart)
+
     def update_run(self, run_id: int, **changes: Any) -> "SweepRecord":
         return replace(self, runs=tuple(replace(r, **changes) if r.run_id == run_id else r for r in self.runs))
 
@@ -143,10 +163,13 @@ class SweepRecord:
     def line(self) -> str:
         """The record as one hidden HTML comment line of the status comment."""
         data = {"v": VERSION,
-                "approvals": [a.__dict__ for a in self.approvals],
+                "approvals": [{k: v for k, v in a.__dict__.items() if k != "via" or v != "label"}
+                              for a in self.approvals],
                 "runs": [r.__dict__ for r in self.runs]}
         if self.pin is not None:
             data["pin"] = self.pin.__dict__
+        if self.restart is not None:
+            data["restart"] = self.restart.__dict__
         return hidden_record(RECORD, data)
 
 

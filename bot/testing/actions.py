@@ -1,4 +1,5 @@
-"""GitHub Actions: workflows, workflow_dispatch, runs (list, get, cancel) and their artifacts."""
+"""GitHub Actions: workflows, workflow_dispatch, runs (list, get, cancel, re-run failed jobs), their jobs and
+their artifacts."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ from bot.testing.model import (
 
 DISPATCH_DOC = "actions/workflows#create-a-workflow-dispatch-event"
 CANCEL_DOC = "actions/workflow-runs#cancel-a-workflow-run"
+RERUN_FAILED_DOC = "actions/workflow-runs#re-run-failed-jobs-from-a-workflow-run"
+JOBS_DOC = "actions/workflow-jobs#list-jobs-for-a-workflow-run"
+# Job conclusions that "Re-run failed jobs" runs again (with the jobs that depend on them, which the fake omits).
+RERUN_CONCLUSIONS = frozenset({"failure", "cancelled", "timed_out", "startup_failure"})
 MAX_INPUTS = 25
 STATUSES = frozenset({"queued", "in_progress", "completed", "requested", "waiting", "pending"})
 CONCLUSIONS = frozenset({
@@ -40,6 +45,8 @@ class ActionsMixin(GitHubCore):
         ("GET", R + "/actions/runs/{id}", "get_run"),
         ("POST", R + "/actions/runs/{id}/cancel", "post_cancel_run"),
         ("GET", R + "/actions/runs/{id}/artifacts", "list_run_artifacts"),
+        ("GET", R + "/actions/runs/{id}/jobs", "list_run_jobs"),
+        ("POST", R + "/actions/runs/{id}/rerun-failed-jobs", "post_rerun_failed_jobs"),
     ]
 
     # ---- state setup ----------------------------------------------------------------------
@@ -137,6 +144,47 @@ class ActionsMixin(GitHubCore):
         }
         repo.artifacts.setdefault(run_id, []).append(artifact)
         return copy.deepcopy(artifact)
+
+    def set_jobs(self, full_name: str, run_id: int, jobs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """The jobs of the run's current attempt, each {"name", "conclusion"} (and optionally "status"); ids,
+        URLs and times are filled in. Replaces the jobs of that attempt."""
+        repo = self._repo(full_name)
+        run = self._run(repo, run_id)
+        attempt = run["run_attempt"]
+        kept = [j for j in repo.jobs.get(run_id, []) if j["run_attempt"] != attempt]
+        made = []
+        for given in jobs:
+            conclusion = given.get("conclusion")
+            if conclusion is not None and conclusion not in CONCLUSIONS:
+                raise ValueError(f"not a job conclusion GitHub has: {conclusion!r}")
+            status = given.get("status") or ("completed" if conclusion is not None else "queued")
+            made.append(self._new_job(repo, run, str(given["name"]), status, conclusion))
+        repo.jobs[run_id] = kept + made
+        return copy.deepcopy(made)
+
+    def _new_job(self, repo: Repo, run: dict[str, Any], name: str, status: str, conclusion: str | None
+                 ) -> dict[str, Any]:
+        job_id = self._next_id()
+        stamp = self._stamp()
+        return {
+            "id": job_id,
+            "run_id": run["id"],
+            "run_attempt": run["run_attempt"],
+            "run_url": run["url"],
+            "url": f"{self.base_url}/repos/{repo.full_name}/actions/jobs/{job_id}",
+            "html_url": f"{repo.json['html_url']}/actions/runs/{run['id']}/job/{job_id}",
+            "head_sha": run["head_sha"],
+            "head_branch": run["head_branch"],
+            "workflow_name": run["name"],
+            "name": name,
+            "status": status,
+            "conclusion": conclusion if status == "completed" else None,
+            "created_at": stamp,
+            "started_at": stamp,
+            "completed_at": stamp if status == "completed" else None,
+            "steps": [],
+            "labels": ["ubuntu-latest"],
+        }
 
     # ---- inspection -----------------------------------------------------------------------
 
@@ -331,6 +379,46 @@ class ActionsMixin(GitHubCore):
                               "documentation_url": f"https://docs.github.com/rest/{CANCEL_DOC}"})
         run.update(status="completed", conclusion="cancelled", updated_at=self._stamp())
         return 202, {}
+
+    def _route_list_run_jobs(self, call: Call, repo: Repo, id: int) -> tuple[int, Any, dict[str, str]]:
+        self._run(repo, id)
+        wanted = call.query.get("filter", "latest")
+        if wanted not in ("latest", "all"):
+            raise unprocessable(f"Invalid request.\n\n{json.dumps(wanted)} is not a filter: latest or all.",
+                                doc=JOBS_DOC)
+        jobs = repo.jobs.get(id, [])
+        if wanted == "latest":  # each job as its newest attempt left it
+            newest: dict[str, dict[str, Any]] = {}
+            for job in jobs:
+                newest[job["name"]] = job
+            jobs = list(newest.values())
+        return self._paginate_wrapped(call, "jobs", copy.deepcopy(jobs))
+
+    def rerun_failed_jobs(self, full_name: str, run_id: int, actor: str = "maintainer") -> dict[str, Any]:
+        """What a person's "Re-run failed jobs" does (the route below, without the request)."""
+        repo = self._repo(full_name)
+        self._rerun_failed(repo, run_id, self._know(actor))
+        return self._run_json(repo, self._run(repo, run_id))
+
+    def _route_post_rerun_failed_jobs(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
+        self._rerun_failed(repo, id, call.actor)
+        return 201, {}
+
+    def _rerun_failed(self, repo: Repo, id: int, actor: dict[str, Any] | None) -> None:
+        """The run is queued again as its next attempt; its failed and cancelled jobs are queued in it, the
+        others carried over as they ended. Refused while the run is not finished."""
+        run = self._run(repo, id)
+        if run["status"] != "completed":
+            raise Reply(403, {"message": "This workflow is already running",
+                              "documentation_url": f"https://docs.github.com/rest/{RERUN_FAILED_DOC}"})
+        latest: dict[str, dict[str, Any]] = {}
+        for job in repo.jobs.get(id, []):
+            latest[job["name"]] = job
+        run.update(status="queued", conclusion=None, run_attempt=run["run_attempt"] + 1, updated_at=self._stamp(),
+                   triggering_actor=dict(actor or run["triggering_actor"]))
+        again = [self._new_job(repo, run, job["name"], "queued", None)
+                 for job in latest.values() if job["conclusion"] in RERUN_CONCLUSIONS]
+        repo.jobs.setdefault(id, []).extend(again)
 
     def _route_list_run_artifacts(self, call: Call, repo: Repo, id: int) -> tuple[int, Any, dict[str, str]]:
         self._run(repo, id)

@@ -1,4 +1,4 @@
-"""Check runs: create, update, get, and list for a commit."""
+"""Check runs: create, update (with their buttons, `actions`), get, rerequest, and list for a commit."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from bot.testing.core import R, GitHubCore
-from bot.testing.model import CHECK_TEXT_MAX, NOT_FOUND, Call, Repo, Reply, not_supplied, unprocessable
+from bot.testing.model import CHECK_TEXT_MAX, NOT_FOUND, Call, Repo, Reply, not_supplied, unprocessable, user_json
 
 CHECK_STATUSES = ("queued", "in_progress", "completed")
 CHECK_CONCLUSIONS = (
@@ -24,7 +24,44 @@ class ChecksMixin(GitHubCore):
         ("PATCH", R + "/check-runs/{id}", "patch_check_run"),
         ("GET", R + "/commits/{ref}/check-runs", "list_check_runs"),
         ("GET", R + "/check-runs/{id}/annotations", "list_annotations"),
+        ("POST", R + "/check-runs/{id}/rerequest", "post_rerequest_check_run"),
     ]
+
+    def rerequest_check_run(self, full_name: str, check_id: int) -> dict[str, Any]:
+        """What a person's "Re-run" of a check does to it: queued again, its conclusion cleared (GitHub then sends
+        `check_run` `rerequested` to the App that made it; build it with check_run_payload)."""
+        repo = self._repo(full_name)
+        run = self._check_run(repo, check_id)
+        run.update(status="queued", conclusion=None, completed_at=None)
+        return copy.deepcopy(run)
+
+    def _route_post_rerequest_check_run(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
+        self.rerequest_check_run(repo.full_name, id)
+        return 201, {}
+
+    def check_run_payload(self, full_name: str, check_id: int, action: str, *, sender: str = "maintainer",
+                          identifier: str | None = None) -> dict[str, Any]:
+        """A `check_run` delivery for a check of the fake: `requested_action` (a button, `identifier`) or
+        `rerequested` ("Re-run"). Like GitHub, `pull_requests` lists only same-repository PRs at its head."""
+        repo = self._repo(full_name)
+        run = copy.deepcopy(self._check_run(repo, check_id))
+        if action == "requested_action" and not any(b["identifier"] == identifier for b in run.get("actions", [])):
+            raise ValueError(f"check run {check_id} has no button {identifier!r}: GitHub would send no such press")
+        run.pop("actions", None)  # GitHub's check run JSON does not show them
+        run["pull_requests"] = [
+            {"id": item["id"], "number": item["number"],
+             "url": f"{self.base_url}/repos/{repo.full_name}/pulls/{item['number']}",
+             "head": {"ref": item["head"]["ref"], "sha": item["head"]["sha"]},
+             "base": {"ref": item["base"]["ref"], "sha": item["base"]["sha"]}}
+            for item in repo.items.values()
+            if "head" in item and item["state"] == "open" and item["head"]["sha"] == run["head_sha"]
+            and item["head"]["repo"]["full_name"].lower() == repo.full_name.lower()]
+        payload: dict[str, Any] = {"action": action, "check_run": run,
+                                   "repository": copy.deepcopy(repo.json),
+                                   "sender": user_json(sender), "installation": {"id": repo.installation_id}}
+        if action == "requested_action":
+            payload["requested_action"] = {"identifier": identifier}
+        return payload
 
     def check_runs(self, full_name: str, head_sha: str | None = None) -> list[dict[str, Any]]:
         """Every check run (oldest first), or those on one commit."""
@@ -71,6 +108,7 @@ class ChecksMixin(GitHubCore):
             "pull_requests": [],
         }
         self._keep_annotations(repo, check_id, run, fields)
+        run["actions"] = fields.pop("actions", [])
         _apply(run, fields, stamp)
         repo.check_runs[check_id] = run
         return 201, copy.deepcopy(run)
@@ -90,6 +128,8 @@ class ChecksMixin(GitHubCore):
             if key in body:
                 run[key] = body[key]
         self._keep_annotations(repo, id, run, fields)
+        if "actions" in fields:  # an update with `actions` replaces the buttons; one without leaves them
+            run["actions"] = fields.pop("actions")
         _apply(run, fields, self._stamp())
         return 200, copy.deepcopy(run)
 
@@ -132,6 +172,8 @@ def _check_fields(body: dict[str, Any], doc: str) -> dict[str, Any]:
         out["status"], out["conclusion"] = "completed", conclusion  # a conclusion completes the run
     elif status == "completed":
         raise not_supplied("conclusion", doc=doc)
+    if "actions" in body:
+        out["actions"] = _buttons(body["actions"], doc)
     output = body.get("output")
     if output is not None:
         if not isinstance(output, dict):
@@ -147,6 +189,32 @@ def _check_fields(body: dict[str, Any], doc: str) -> dict[str, Any]:
                                     f"output.{key}; {len(value)} were supplied.", doc=doc)
         out["output"] = {k: output.get(k) for k in ("title", "summary", "text")}
         out["annotations"] = _annotations(output.get("annotations"), doc)
+    return out
+
+
+BUTTONS_MAX = 3
+BUTTON_LIMITS = {"label": 20, "description": 40, "identifier": 20}
+
+
+def _buttons(given: Any, doc: str) -> list[dict[str, str]]:
+    """A check run's `actions`, refused where GitHub refuses them (over 3, a field missing or too long)."""
+    if not isinstance(given, list):
+        raise unprocessable(f"Invalid request.\n\nFor 'properties/actions', {json.dumps(given)} is not an array.",
+                            doc=doc)
+    if len(given) > BUTTONS_MAX:
+        raise unprocessable(f"Invalid request.\n\nOnly {BUTTONS_MAX} actions are allowed per request.", doc=doc)
+    out = []
+    for button in given:
+        if not isinstance(button, dict):
+            raise unprocessable("Invalid request.\n\nAn action is not an object.", doc=doc)
+        missing = [f for f in BUTTON_LIMITS if not isinstance(button.get(f), str) or not button[f]]
+        if missing:
+            raise not_supplied(*missing, doc=doc)
+        for field, limit in BUTTON_LIMITS.items():
+            if len(button[field]) > limit:
+                raise unprocessable(f"Invalid request.\n\nOnly {limit} characters are allowed in actions.{field}; "
+                                    f"{len(button[field])} were supplied.", doc=doc)
+        out.append({f: button[f] for f in BUTTON_LIMITS})
     return out
 
 

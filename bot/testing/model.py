@@ -147,6 +147,7 @@ class Repo:
     runs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # run id -> run JSON
     run_inputs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     artifacts: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # run id -> artifacts
+    jobs: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # run id -> jobs, every attempt
     check_runs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # check run id -> notes
     merge_bases: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (base, head) -> sha

@@ -1,0 +1,69 @@
+"""The `sweep-gate` check run's buttons (issue 17): which it shows, and what a press does.
+
+GitHub shows a check run's buttons (`actions`) to everyone who can read the repository and sends a press as a
+`check_run` `requested_action` event with the button's identifier. So a press counts only from someone with
+write, maintain or admin permission (the same people whose labels count); anyone else's press does nothing but
+a log line.
+
+- "Run the sweep again" (`sweep-again`) does what removing and re-adding the primary label does: a new dispatch
+  id for the same commit and labels (the press is recorded in the status comment's record, written by the bot),
+  and a sweep despite a pin. Offered while one primary label counts and the PR is open.
+- "Approve this commit" (`approve-head`, forks only) does what a writer's primary label does: it approves the
+  head commit of that moment for the primary label on the PR. Offered while that label approves an older head
+  (or the bot does not know which).
+
+A press is named by the check run and the content it showed (its `external_id`, the bot's fingerprint of it):
+GitHub sending the same press again names the same token and starts nothing; after the bot rewrites the check
+(a sweep started, the head approved) a new press has a new token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from bot.rules.fingerprint import digest
+
+SWEEP_AGAIN = "sweep-again"
+APPROVE = "approve-head"
+BUTTONS = (SWEEP_AGAIN, APPROVE)  # the order they are shown in
+# The fork approval codes for which the primary label on the PR approves no current head.
+UNAPPROVED = frozenset({"head_changed", "approval_unknown"})
+
+# What a press does
+RESTART, APPROVE_HEAD = "restart", "approve"
+NOT_A_WRITER, UNKNOWN, NOT_OFFERED, ALREADY_DONE = "not-a-writer", "unknown-button", "not-offered", "already-done"
+
+
+def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[str, ...]:
+    """The buttons for a gate decision's conditions (each with `.name`, `.ok`, `.reason_code`)."""
+    if not open:
+        return ()
+    by_name = {c.name: c for c in conditions}
+    shown = []
+    labels = by_name.get("labels")
+    if labels is not None and labels.ok is True:
+        shown.append(SWEEP_AGAIN)
+    approval = by_name.get("fork_approval")
+    if is_fork and approval is not None and approval.reason_code in UNAPPROVED:
+        shown.append(APPROVE)
+    return tuple(shown)
+
+
+def press(identifier: Any, *, writer: bool | None, offered_now: Iterable[str], token: str,
+          recorded_token: str | None) -> str:
+    """What a press of `identifier` does: RESTART or APPROVE_HEAD, or why it does nothing (a log line)."""
+    if identifier not in BUTTONS:
+        return UNKNOWN
+    if writer is not True:  # GitHub would not confirm write permission: the press counts for nothing
+        return NOT_A_WRITER
+    if identifier not in set(offered_now):
+        return NOT_OFFERED  # pressed on a check that no longer shows it (the state moved on)
+    if identifier == SWEEP_AGAIN:
+        return ALREADY_DONE if token == recorded_token else RESTART
+    return APPROVE_HEAD
+
+
+def press_token(check_run_id: Any, external_id: Any) -> str:
+    """The press's name: the check run and the content it showed when pressed."""
+    return digest(str(check_run_id), str(external_id or ""))[:16]
