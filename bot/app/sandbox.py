@@ -235,19 +235,14 @@ def sweep_run(fake: InMemoryGitHub) -> dict[str, Any]:
 
 
 def seed_jobs(fake: InMemoryGitHub, run_id: int, *, failing: bool) -> None:
-    """JOBS: where the run's jobs are seeded, once the fake has `set_jobs` (issue 17, the run comments' part):
-    a canary and two matrix jobs, the MI355X one failing on the first attempt. Until then the run has no jobs and
-    the bot's run comment has none to name."""
-    set_jobs = getattr(fake, "set_jobs", None)
-    if set_jobs is None:
-        return
+    """The jobs of the run's current attempt: a canary and two matrix jobs, the MI355X one failing on the first."""
     jobs = [
         {"name": "canary / dsr1-fp8-mi355x-sglang", "status": "completed", "conclusion": "success"},
         {"name": "matrix / dsr1-fp8-mi355x-sglang tp8 conc64", "status": "completed",
          "conclusion": "failure" if failing else "success"},
         {"name": "matrix / dsr1-fp8-mi355x-sglang tp4 conc16", "status": "completed", "conclusion": "success"},
     ]
-    set_jobs(DEMO_REPO, run_id, jobs)
+    fake.set_jobs(DEMO_REPO, run_id, jobs)
 
 
 def results_request(fake: InMemoryGitHub, event_type: str) -> dict[str, Any]:
@@ -281,8 +276,7 @@ def lifecycle() -> list[Step]:
         return fake.workflow_run_payload(DEMO_REPO, run_id, "completed", conclusion="failure")
 
     def rerun(fake: InMemoryGitHub) -> dict[str, Any]:
-        # RERUN: once the fake has the rerun-failed-jobs route (issue 17, the run comments' part), the maintainer
-        # presses "Re-run failed jobs" through it; until then the run simply starts again.
+        fake.rerun_failed_jobs(DEMO_REPO, sweep_run(fake)["id"], actor=DEMO_MAINTAINER)  # "Re-run failed jobs"
         run = fake.start_run(DEMO_REPO, sweep_run(fake)["id"])
         return fake.workflow_run_payload(DEMO_REPO, run["id"], "in_progress", sender=DEMO_MAINTAINER)
 
