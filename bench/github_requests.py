@@ -61,6 +61,7 @@ NAMES = [  # (method, path regex, short name) for the Markdown table
     ("POST", r"/actions/workflows/[^/]+/dispatches$", "dispatch"),
     ("GET", r"/actions/runs/\d+$", "read run"),
     ("POST", r"/actions/runs/\d+/cancel$", "cancel run"),
+    ("GET", r"/pulls/\d+/reviews$", "list reviews"),
     ("GET", r"/actions/runs/\d+/jobs$", "list run jobs"),
     ("GET", r"/commits/[^/]+/check-runs$", "list check runs"),
     ("POST", r"/check-runs$", "create check run"),

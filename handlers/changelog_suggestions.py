@@ -13,7 +13,6 @@ from bot.rules.changelog import ChangelogError, check_append
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.changelog.suggestions import MAX_SUGGESTIONS, Suggestion, suggestions
 from bot.rules.fingerprint import digest
-from bot.rules.links import repo_api
 from bot.rules.markers import hidden_record
 
 PURPOSE = "changelog-suggestions"
@@ -59,7 +58,7 @@ async def suggest_fixes(event: sansio.Event, ctx: Context) -> list[Action]:
     path = ctx.policy["paths"]["changelog"]
     if path not in await ctx.pr_files(number):
         return []
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))  # as it is now: a queued payload may be old
+    pull = await ctx.pull(number)  # as it is now: a queued payload may be old
     if pull.get("state") != "open":
         return []
     found, errors = await _fixes(ctx, pull, path)
@@ -72,5 +71,6 @@ async def suggest_fixes(event: sansio.Event, ctx: Context) -> list[Action]:
     return [SuggestionReview(number, PURPOSE, head_sha, body, comments, outdated)]
 
 
+suggest_fixes.runs_last = True  # type: ignore[attr-defined]  # after the gate: its dispatch is what people wait for
 for _action in PR_ACTIONS:
     router.add(suggest_fixes, "pull_request", action=_action)

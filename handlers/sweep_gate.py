@@ -158,11 +158,12 @@ class PRState:
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
     """The PR as it is now (a queued payload may be old), waiting once for the merge commit of a fork that
     asks for a sweep while GitHub computes it (`mergeable` null: its `merge_commit_sha` may be an older head's)."""
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    pull = await ctx.pull(number)
     asks = carries_primary(label_names(pull), ctx.policy)
     if asks and is_fork(pull, ctx.repo) and pull.get("state") == "open" and pull.get("mergeable") is None:
         await asyncio.sleep(MERGE_SHA_WAIT)
-        pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+        ctx.forget(("pull", number))
+        pull = await ctx.pull(number)
     return pull
 
 

@@ -27,7 +27,8 @@ async def test_receive_dry_run_prints_the_plan_and_writes_nothing(tmp_path, caps
     assert "    | ## 中文" in out  # the planned comment is shown in full, both languages
     assert "GitHub write" not in out  # the sandbox prints every write: there must be none
     assert "would comment[sweep-status] on #1" in out and "would check run 'sweep-gate'" in out
-    assert "6 action(s) planned, none made" in out
+    assert "7 action(s) planned, none made" in out
+    assert "retire earlier review[changelog-suggestions] on #1, if any (nothing to suggest" in out  # no new review
 
 
 async def test_receive_without_dry_run_writes_to_the_sandbox(tmp_path, capsys):

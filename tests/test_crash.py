@@ -18,8 +18,10 @@ COUNT = 100
 
 def start(tmp: Path, port: int, workers: int, run: int):
     return start_server_process(
+        # Unpaced: the 100 replies and the sandbox's lifecycle walk make more than the default 80 writes a minute,
+        # and a write waiting out the pacing window (up to 60 s) outlasted the drain's deadline.
         port, {"SWEEPBOT_DB": str(tmp / "journal.db"), "LOG_LEVEL": "INFO", "SWEEPBOT_WORKERS": str(workers),
-               "TMPDIR": str(tmp)},  # the sandbox transcript
+               "SWEEPBOT_WRITES_PER_MINUTE": "0", "TMPDIR": str(tmp)},  # TMPDIR: the sandbox transcript
         cwd=tmp, stdout=open(tmp / f"out-{run}.txt", "w"), stderr=open(tmp / f"log-{run}.jsonl", "w"))
 
 

@@ -16,10 +16,12 @@ FIGURES = {
                        "read file at commit, list label events, read commit, list runs, dispatch, create comment, "
                        "list check runs, create check run"),
     "labeled_redelivered_new_id": (4, 0, "list comments, read PR (304), list files (304), list label events (304)"),
-    "synchronize_new_push": (14, 4, "list files (304), list comments, read PR, compare (merge base), "
+    # the changelog's one-click fixes (issue 17) list the PR's reviews last, after the dispatch; the PR, the merge
+    # base and the files they read too are the gate's, read once per delivery
+    "synchronize_new_push": (15, 4, "list files (304), list comments, read PR, compare (merge base), "
                                     "read file at commit (304), read file at commit, list label events (304), "
                                     "read commit, cancel run, list runs, dispatch, edit comment, list check runs, "
-                                    "create check run"),
+                                    "create check run, list reviews"),
     "two_primaries": (7, 3, "list comments, read PR, list files (304), list label events, cancel run, edit comment, "
                             "update check run"),
     # the second `read commit` is GitHub's merge commit: its parents must include the approved head (issue 15)

@@ -48,7 +48,8 @@ def rerequested(github, check: dict, sender: str = "maintainer") -> dict:
 
 async def test_a_fail_while_the_sweep_runs_flips_to_pass_in_place_when_it_finishes(owned, make_harness):
     """Pins issue 17's "a verdict flipping to PASS when the sweep finishes without a new sign-off": the same
-    verdict comment is edited, no comment is posted, and the `signoff` check run turns to success."""
+    verdict comment is edited, no other comment is posted (the run's own comment is the sweep gate's), and the
+    `signoff` check run turns to success."""
     h = await make_harness()
     run, comment = await signed_while_the_sweep_runs(h, 130)
     before = verdict(owned, 130, comment)
@@ -63,7 +64,8 @@ async def test_a_fail_while_the_sweep_runs_flips_to_pass_in_place_when_it_finish
     assert after["record"]["outcome"] == "pass", after["body"]
     assert after["body"].startswith("### ✅ PASS: sign-off by `amd-owner`")
     assert f"[Run {run['id']}]" in check_line(after["body"], "Sweep")
-    assert len(bot_comments(owned, 130)) == posted, "nothing new is posted"
+    new = [c["body"].split(" -->", 1)[0] for c in bot_comments(owned, 130)[posted:]]
+    assert new == [f"<!-- sweepbot:sweep-run-{run['id']}-1"], "nothing new is posted but the sweep's run comment"
     assert signoff_check(owned, head)["conclusion"] == "success"
     assert "Edit the sign-off" not in after["body"] and "edit the sign-off" not in after["body"], \
         "a PASS never asks to be edited again"

@@ -110,6 +110,9 @@ class Context:
     async def file_at(self, path: str, ref: str) -> bytes | None:
         return await self.reader.file_at(path, ref)
 
+    async def pull(self, number: int) -> dict:
+        return await self.reader.pull(number)
+
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
         return await self.reader.merge_base(base_sha, head_sha)
 
@@ -142,8 +145,10 @@ class Outcome:
 def handler_order(handler: Callable) -> tuple[bool, str, str]:
     """The order the handlers of one event run in, and so the order of their writes: a stable order by module
     and name (the router hands them over as a set), except that a handler marked `runs_first` (the welcome: a new
-    PR hears it before the status table) goes before the others."""
-    return (not getattr(handler, "runs_first", False), handler.__module__, handler.__name__)
+    PR hears it before the status table) goes before the others, and one marked `runs_last` (the changelog's
+    suggestions: the sweep people wait for is dispatched first) after them."""
+    rank = 0 if getattr(handler, "runs_first", False) else 2 if getattr(handler, "runs_last", False) else 1
+    return (rank, handler.__module__, handler.__name__)
 
 
 class Processor:

@@ -65,9 +65,21 @@ class PRReader:
         return self._memo[key]
 
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
-        """The commit a PR's changes are counted from (its base branch may have moved on since)."""
-        compared = await self.gh.getitem(repo_api(self.repo, "compare", f"{base_sha}...{head_sha}", per_page=1))
-        return (compared.get("merge_base_commit") or {}).get("sha") or base_sha
+        """The commit a PR's changes are counted from (its base branch may have moved on since), read once per
+        delivery."""
+        key = ("merge_base", base_sha, head_sha)
+        if key not in self._memo:
+            compared = await self.gh.getitem(repo_api(self.repo, "compare", f"{base_sha}...{head_sha}", per_page=1))
+            self._memo[key] = (compared.get("merge_base_commit") or {}).get("sha") or base_sha
+        return self._memo[key]
+
+    async def pull(self, number: int) -> dict:
+        """The PR as it is when this delivery first asks (a queued payload may be old), read once per delivery;
+        `forget(("pull", number))` reads it again."""
+        key = ("pull", number)
+        if key not in self._memo:
+            self._memo[key] = await self.gh.getitem(repo_api(self.repo, "pulls", number))
+        return self._memo[key]
 
     async def git_commit(self, sha: str) -> dict:
         """A commit as the git database API gives it (message, parents), read once per delivery."""

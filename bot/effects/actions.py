@@ -280,6 +280,9 @@ class SuggestionReview:
         return f"review:{self.number}:{self.purpose}:{self.commit_id}:{digest(self.body, self.comments)}"
 
     def describe(self) -> str:
+        if not self.comments:
+            return f"retire earlier review[{self.purpose}] on #{self.number}, if any (nothing to suggest at " \
+                   f"{self.commit_id[:7]})"
         return (f"review[{self.purpose}] on #{self.number} at {self.commit_id[:7]}: {len(self.comments)} line "
                 "comments; earlier ones retired")
 

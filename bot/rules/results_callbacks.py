@@ -420,13 +420,9 @@ def _ignored(kind: str, payload: Mapping[Any, Any]) -> tuple[tuple[str, ...], in
 
 def _results_url(payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> tuple[str | None, tuple[Rejected, ...]]:
     """(the results link rebuilt, or None; why it was dropped): never refuses the callback."""
-    value = payload.get(RESULTS_URL)
+    value, dropped = _plain_link(payload, RESULTS_URL)
     if value is None:
-        return None, ()
-    if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value):
-        return None, (Rejected(BAD_URL, RESULTS_URL,
-                               f"{RESULTS_URL} {_shown(value)} is not an https:// link of plain URL characters "
-                               f"(no spaces, Markdown or HTML); dropped"),)
+        return None, dropped
     link = checked_link(value, link_hosts, max_length=MAX_URL)
     if link is None:
         return None, (Rejected(LINK_NOT_ALLOWED, RESULTS_URL,
@@ -440,13 +436,9 @@ def _ingest_run_url(payload: Mapping[Any, Any], run_hosts: tuple[str, ...],
     """(the ingest run's page rebuilt from its parts, or None; why it was dropped): never refuses the callback.
     Kept only when it is a run page (optionally of one attempt) of the results repository on one of
     `run_hosts`."""
-    value = payload.get(INGEST_RUN_URL)
+    value, dropped = _plain_link(payload, INGEST_RUN_URL)
     if value is None:
-        return None, ()
-    if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value):
-        return None, (Rejected(BAD_URL, INGEST_RUN_URL,
-                               f"{INGEST_RUN_URL} {_shown(value)} is not an https:// link of plain URL characters "
-                               f"(no spaces, Markdown or HTML); dropped"),)
+        return None, dropped
     checked = checked_link(value, run_hosts, max_length=MAX_URL)
     parts = urlsplit(checked) if checked is not None else None
     page = _RUN_PAGE.fullmatch(parts.path) if parts is not None and not parts.query else None
@@ -457,6 +449,18 @@ def _ingest_run_url(payload: Mapping[Any, Any], run_hosts: tuple[str, ...],
     owner, name, run_id, attempt = page.groups()
     steps = ("attempts", int(attempt)) if attempt else ()
     return web(f"https://{parts.hostname}", owner, name, "actions", "runs", int(run_id), *steps), ()
+
+
+def _plain_link(payload: Mapping[Any, Any], key: str) -> tuple[str | None, tuple[Rejected, ...]]:
+    """(the link under `key` if it is an https:// link of plain URL characters, else None; why it was dropped,
+    when it was sent)."""
+    value = payload.get(key)
+    if value is None:
+        return None, ()
+    if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value):
+        return None, (Rejected(BAD_URL, key, f"{key} {_shown(value)} is not an https:// link of plain URL characters "
+                                             f"(no spaces, Markdown or HTML); dropped"),)
+    return value, ()
 
 
 def _shown(value: Any) -> str:
