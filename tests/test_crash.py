@@ -14,6 +14,7 @@ from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 from harness import free_port, post_webhook, process_health, start_server_process
 
 COUNT = 100
+WALKED = "sweepbot sandbox: every text in full"  # the sandbox's line once its lifecycle walk is over
 
 
 def start(tmp: Path, port: int, workers: int, run: int):
@@ -45,6 +46,13 @@ def backlog(port: int) -> int:
     return process_health(port)["backlog"]
 
 
+def unfinished(journal) -> list[tuple]:
+    """The deliveries not finished yet, for a failure's message."""
+    with sqlite3.connect(journal) as db:
+        return db.execute("SELECT id, event, action, status, attempts, error FROM deliveries"
+                          " WHERE status NOT IN ('done', 'ignored', 'failed')").fetchall()
+
+
 def test_sigkill_with_100_queued_then_restart_processes_each_exactly_once(tmp_path):
     port = free_port()
     ids = [f"crash-{i:03d}" for i in range(COUNT)]
@@ -61,9 +69,13 @@ def test_sigkill_with_100_queued_then_restart_processes_each_exactly_once(tmp_pa
     second = start(tmp_path, port, workers=4, run=2)
     try:
         deadline = time.monotonic() + 60
+        # The sandbox walks its lifecycle beside the replies, one delivery at a time: the backlog is 0 between two of
+        # its steps, so wait for the walk's last line first (waiting for 0 alone raced with its next step).
+        while WALKED not in (tmp_path / "out-2.txt").read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
         while backlog(port) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert backlog(port) == 0
+        assert backlog(port) == 0, unfinished(tmp_path / "journal.db")
     finally:
         second.send_signal(signal.SIGTERM)
         assert second.wait(30) == 0  # a clean, drained stop
