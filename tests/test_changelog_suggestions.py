@@ -10,12 +10,7 @@ from bot.rules.changelog import check_append
 from bot.rules.markers import marker
 from handlers.registry import router_of
 from harness import REPO
-
-CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
-FORK = "partner/InferenceX"
-PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
-HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
-           b"  pr-link: " + PREFIX.encode() + b"1\n")
+from test_sweep_gate import CHANGELOG, FORK, HISTORY, PREFIX
 BODY = b"- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n"
 # no separator line before the entry (line 6), spaces after the colon (line 10), two blank lines at the end
 FIXABLE = HISTORY + BODY + b"  pr-link:   XXX\n\n\n"
