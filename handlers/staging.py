@@ -57,7 +57,6 @@ _APP_RUN_IN_LINK = re.compile(r"/actions/runs/([1-9][0-9]{0,18})$")
 # What a reply record of a shape the templates do not expect raises while rendering.
 RENDER_ERRORS = (jinja2.TemplateError, TypeError, ValueError, LookupError, AttributeError)
 LOGGED_KEYS = 10  # ignored key names in one log line
-VIEWER_PAGE = "inference"  # the viewer's page of a run's performance results
 
 router = routing.Router()
 
@@ -81,9 +80,9 @@ def app_run_url(html_url: str, repository: str, app_run_id: int | None) -> str |
 
 
 def viewer_run_url(viewer: str, run_id: int) -> str:
-    """The results viewer's page of a run (the sweep status comment links the same page, handlers/sweep_gate.py
-    VIEWER_PAGES): what a staged reply links when the service sent no results link the bot accepts."""
-    return links.web(viewer, VIEWER_PAGE, unofficialRun=run_id)
+    """The results viewer's performance page of a run (the one the status comment links): what a staged reply
+    links when the service sent no results link the bot accepts."""
+    return links.viewer_links(viewer, run_id)["perf_url"]
 
 
 def record_problem(record: Any, run_id: int) -> str | None:

@@ -17,12 +17,13 @@ from bot.effects.actions import (Action, Annotation, CancelRun, CheckButton, Che
                                  RemoveLabel)
 from bot.core import offload
 from bot.effects.comments import PER_PAGE
-from bot.rules.changelog import ChangelogLimits, ChangelogResult, check_append, unfinished_check
+from bot.rules.changelog import ChangelogResult, check_append, unfinished_check
+from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
 from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
-from bot.rules.links import Slashed, repo_api, web
+from bot.rules.links import VIEWER_PAGES, Slashed, repo_api, viewer_links, web
 from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
                                     primary_names, sweep_label_names)
@@ -41,7 +42,6 @@ RUN_ACTIONS = ("requested", "in_progress", "completed")
 CHECK_ACTIONS = ("requested_action", "rerequested")
 SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
 MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
-VIEWER_PAGES = {"perf_url": "inference", "eval_url": "evaluation"}
 
 router = routing.Router()
 # Both are keyed by commit SHAs, whose content never changes.
@@ -134,10 +134,6 @@ HOLDING_HEADLINES = (("merged", ("pull_request", "merged")), ("closed", ("pull_r
                      ("paused", ("reuse_pin", "pinned")), ("skipped", ("skip_marker", "present")))
 
 
-def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
-    return {key: web(viewer, page, unofficialRun=run_id) for key, page in VIEWER_PAGES.items()}
-
-
 # -- what the gate reads from GitHub ---------------------------------------------------------------
 
 
@@ -171,24 +167,20 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
     """The PR's change to the changelog, judged from the file at the merge base and at the head."""
     base_sha, head_sha, number = pull["base"]["sha"], pull["head"]["sha"], pull["number"]
     prefix = ctx.policy["pr_link_prefix"]
-    key = (ctx.repo, path, base_sha, head_sha, number, prefix, changelog_limits(ctx.policy))
+    key = (ctx.repo, path, base_sha, head_sha, number, prefix, policy_limits(ctx.policy["limits"]))
     if key not in _changelog_checks:
         merge_base = await ctx.merge_base(base_sha, head_sha)
         base = await ctx.file_at(path, merge_base)
         head = await ctx.file_at(path, head_sha) or b""
         try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
             result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
-                                       limits=changelog_limits(ctx.policy), size=len(head) + len(base or b""))
+                                       limits=policy_limits(ctx.policy["limits"]), size=len(head) + len(base or b""))
         except offload.OffloadFailed:
             result = unfinished_check(len(head))
         # kept per head: only what is shown (the result holds at most limits.changelog_errors errors)
         _changelog_checks[key] = result
     return _changelog_checks[key]
 
-
-def changelog_limits(policy: Mapping[str, Any]) -> ChangelogLimits:
-    limits = policy["limits"]
-    return ChangelogLimits(max_bytes=limits["changelog_bytes"], max_errors=limits["changelog_errors"])
 
 
 def label_generation(events: list[dict[str, Any]], sweep_labels: set[str], trusted: set[str]) -> int | None:

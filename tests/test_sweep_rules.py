@@ -9,8 +9,9 @@ from bot.core.config import default_policy
 from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched, GateInput, decide, dispatch_id
 from bot.rules.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord, shows_status
 from bot.rules.pull_request import last_applied
+from bot.rules.links import viewer_links
 from handlers.sweep_gate import (approval_change, changelog_outcome, check_conclusion, headline, label_generation,
-                                 runs_to_cancel, trusted_labels, viewer_links)
+                                 runs_to_cancel, trusted_labels)
 
 POLICY = default_policy()
 SHA = "a" * 40

@@ -298,7 +298,8 @@ def _status_samples() -> list[dict]:
     from bot.rules.changelog import check_append
     from bot.core.config import default_policy
     from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, GateInput, decide
-    from handlers.sweep_gate import _error, _plain, viewer_links
+    from bot.rules.links import viewer_links
+    from handlers.sweep_gate import _error, _plain
 
     policy = default_policy()
     sha = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"
@@ -445,7 +446,7 @@ def _run_comment_samples() -> list[dict]:
     """Run comments as the sweep gate builds them: a success with its viewer links, a failure naming more
     failed jobs than are shown, a rerun attempt with one hostile job name, and a run cancelled by hand."""
     from bot.rules.run_report import next_step, summarize_jobs
-    from handlers.sweep_gate import viewer_links
+    from bot.rules.links import viewer_links
 
     def jobs(listed):
         s = summarize_jobs({"id": 500 + i, "name": name, "conclusion": c} for i, (name, c) in enumerate(listed))

@@ -51,6 +51,15 @@ def web(base: str, *segments: str | int, **query: str | int | None) -> str:
     return base.rstrip("/") + ("/" + path if path else "") + query_string(query)
 
 
+# The results viewer's pages of a run (policy `results.viewer`): performance and accuracy.
+VIEWER_PAGES = {"perf_url": "inference", "eval_url": "evaluation"}
+
+
+def viewer_links(viewer: str, run_id: int) -> dict[str, str]:
+    """The results viewer's pages of `run_id`, by VIEWER_PAGES key."""
+    return {key: web(viewer, page, unofficialRun=run_id) for key, page in VIEWER_PAGES.items()}
+
+
 def checked_link(url: object, hosts: Iterable[str], *, max_length: int = 2048) -> str | None:
     """An outside link (a callback's results link), rebuilt from its parts if it is `https` on one of `hosts`
     (case-insensitive, no port, no user info): every path segment and the query re-encoded so that no character
