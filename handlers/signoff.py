@@ -368,14 +368,6 @@ async def record_changed(ctx: Context, number: int, record: SweepRecord, exists:
     return await reverify(ctx, number, known=(record, exists))
 
 
-async def pr_of_head(ctx: Context, sha: str) -> int | None:
-    """The open PR whose head is `sha` (a fork's check run names no PR)."""
-    for pull in await ctx.gh.getitem(repo_api(ctx.repo, "commits", sha, "pulls")):
-        if pull.get("state") == "open" and (pull.get("head") or {}).get("sha") == sha:
-            return int(pull["number"])
-    return None
-
-
 async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     """"Re-run" on the bot's own `signoff` check: the current sign-offs are verified again and the check run on
     the PR's head is written again by them. Another app's check, or another check, is not this feature's."""
@@ -384,7 +376,7 @@ async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
         return []
     number = ctx.pr_number
     if number is None and isinstance(check.get("head_sha"), str):
-        number = await pr_of_head(ctx, check["head_sha"])
+        number = await ctx.pr_of_head(check["head_sha"])
     if number is None:
         logs.event("signoff re-run for a commit that is no open PR's head, ignored", sha=str(check.get("head_sha"))[:40])
         return []

@@ -13,8 +13,7 @@ from gidgethub import routing, sansio
 from bot.effects import actions as act
 from bot.delivery import lanes
 from bot.telemetry import logs
-from bot.effects.comments import PER_PAGE, CommentStore
-from bot.rules.links import repo_api
+from bot.effects.comments import CommentStore
 from bot.delivery.journal import Delivery, Journal
 from bot.delivery.runner import Scheduler
 from bot.effects.executor import DryRun, Executor, JournalLedger, Ledger, MemoryLedger
@@ -22,7 +21,7 @@ from bot.github.client import GitHubApp, GitHubClient
 from bot.telemetry.metrics import Metrics
 from bot.core.permissions import PERMISSION_TTL, Permissions
 from bot.core.policy import Policy
-from bot.core.reader import PRReader
+from bot.core.reader import PRReader, open_pr_of_head
 from bot.core.repo_config import ConfigProblem, RepoConfigs
 from bot.core.templates import Templates
 
@@ -113,6 +112,9 @@ class Context:
     async def pull(self, number: int) -> dict:
         return await self.reader.pull(number)
 
+    async def pr_of_head(self, sha: str) -> int | None:
+        return await open_pr_of_head(self.gh, self.repo, sha)
+
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
         return await self.reader.merge_base(base_sha, head_sha)
 
@@ -177,14 +179,7 @@ class Processor:
 
     async def pr_of_sha(self, installation: int, repo: str, sha: str) -> int | None:
         """The open PR of `repo` whose head is `sha` (a fork's run names no PR), as GitHub says."""
-        gh = await self.app.client(installation)
-        for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
-            if pr.get("state") == "open":
-                return int(pr["number"])
-        async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=PER_PAGE)):
-            if (pr.get("head") or {}).get("sha") == sha:
-                return int(pr["number"])
-        return None
+        return await open_pr_of_head(await self.app.client(installation), repo, sha)
 
     def wants(self, event: sansio.Event) -> bool:
         return bool(self.router.fetch(event))

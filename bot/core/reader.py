@@ -91,3 +91,15 @@ class PRReader:
     async def comments(self, number: int) -> list[dict]:
         """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""
         return await self._listing(("comments", number), "issues", number, "comments")
+
+
+async def open_pr_of_head(gh: GitHubAPI, repo: str, sha: str) -> int | None:
+    """The open PR of `repo` whose head is `sha` (a fork's run or check run names no PR), as GitHub says: the
+    commit's PRs, else the open PRs' heads."""
+    for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
+        if pr.get("state") == "open":
+            return int(pr["number"])
+    async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=PER_PAGE)):
+        if (pr.get("head") or {}).get("sha") == sha:
+            return int(pr["number"])
+    return None
