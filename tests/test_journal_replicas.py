@@ -245,3 +245,64 @@ async def test_the_write_budget_uses_the_databases_clock_and_zero_paces_nothing(
     assert await journal.pace("installation:1", 1) == 0
     assert 0 < await journal.pace("installation:1", 1) <= 60
     assert await journal.pace("installation:1", 0) == 0
+
+
+async def test_a_claim_hands_the_last_lane_back_and_says_what_waits_behind_in_one_transaction(replicas):
+    """A worker done with its head asks for the next delivery in one round trip: the release is in the claim."""
+    journal, other = replicas(), replicas()
+    await journal.record(new(1, 8))
+    second = await journal.record(NewDelivery("d2", "issue_comment", "created", REPO, 8, 1, b"{}"))
+    await journal.record(new(3, 9))
+    claim = await journal.claim("a")
+    assert claim.waiting == (("issue_comment", "created"),)  # read with the claim, not a round trip later
+    await journal.finish(claim.delivery.seq, DONE)
+    batches = []
+    real_commit = journal._commit
+    journal._commit = lambda batch: batches.append(len(batch)) or real_commit(batch)
+    claim = await journal.claim("a", release=lane_of(8))
+    assert claim.delivery.seq == second and claim.waiting == ()
+    assert batches == [1]  # one operation, one transaction
+    assert await other.leases() == {lane_of(8): "a"}  # handed back and taken again: its next head is its own
+    await journal.finish(second, DONE)
+    assert (await journal.claim("a", release=lane_of(8))).lane == lane_of(9)
+    assert await other.leases() == {lane_of(9): "a"}
+    assert await journal.claim("b", release=lane_of(9)) is None  # only the holder hands a lane back
+    assert await other.leases() == {lane_of(9): "a"}
+
+
+async def test_recording_a_delivery_or_handing_a_lane_back_notifies_every_replica(replicas):
+    journal, listening = replicas(), replicas()
+    heard: list[float] = []
+    listener = listening.listen(lambda: heard.append(1))
+    try:
+        assert await asyncio.to_thread(listener.listening.wait, 10)
+
+        async def heard_one() -> None:
+            count = len(heard)
+            for _ in range(500):
+                if len(heard) > count:
+                    return
+                await asyncio.sleep(0.01)
+            raise AssertionError("no notification")
+
+        async def silent() -> None:
+            count = len(heard)
+            await asyncio.sleep(0.3)
+            assert len(heard) == count
+
+        waiting = asyncio.create_task(heard_one())
+        await journal.record(new(1, 3))
+        await waiting
+        waiting = asyncio.create_task(silent())
+        await journal.record(new(1, 3))  # a duplicate id: nothing new to claim
+        await waiting
+        claim = await journal.claim("a")
+        waiting = asyncio.create_task(silent())
+        await journal.renew("a")
+        await waiting
+        waiting = asyncio.create_task(heard_one())
+        await journal.release("a", claim.lane)
+        await waiting
+    finally:
+        await asyncio.to_thread(listener.stop)
+    assert not listener.listening.is_set()

@@ -193,3 +193,23 @@ async def test_metrics_backlog_on_postgresql_counts_every_replicas_deliveries(po
     for h in bots:
         await h.idle()
     assert backlog_of(await (await bots[0].client.get("/metrics")).text()) == 0
+
+
+async def test_an_idle_replica_takes_work_another_replica_recorded_at_once_not_at_its_poll(replicas):
+    """Idle workers wait on a notification from the database, not only on their poll (30 s here)."""
+    writer = replicas()
+    recorder = Recorder()
+    replica = ReplicaWorkers(replicas(), recorder.on("idle"), Metrics(), holder="idle", concurrency=2, poll=30.0)
+    await replica.start()
+    try:
+        assert await asyncio.to_thread(replica._listener.listening.wait, 10)
+        await asyncio.sleep(0.1)  # both workers have looked once and wait
+        started = time.monotonic()
+        await writer.record(new(1, 4))
+        await wait_until(lambda: recorder.order == {4: ["d1"]}, "the idle replica ran d1", seconds=10)
+        assert time.monotonic() - started < 5
+        await writer.record(new(2, 4))  # behind a lane this replica handed back with its next claim
+        await wait_until(lambda: recorder.order == {4: ["d1", "d2"]}, "the idle replica ran d2", seconds=10)
+        assert await writer.leases() == {}  # handed back: nothing holds the lane once its head is done
+    finally:
+        await replica.drain(1)

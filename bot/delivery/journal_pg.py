@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import psycopg
 
@@ -84,6 +86,11 @@ MIGRATIONS: tuple[str, ...] = (
 )
 
 LEASE_SECONDS = 15.0  # a replica that stops renewing loses its lanes this long after its last renewal
+# Sent in the transaction that makes work claimable (a delivery recorded, a lane handed back), so idle workers on
+# every replica look at once instead of at their next poll; PostgreSQL delivers it at commit, once per transaction.
+WORK_CHANNEL = "sweepbot_work"
+NOTIFY_WORK = f"NOTIFY {WORK_CHANNEL}"
+LISTEN_RECONNECT = 1.0  # seconds between tries when the listening connection is lost (the poll covers meanwhile)
 CLAIM_TRIES = 8  # candidates looked at in one claim when other replicas take the same lanes meanwhile
 
 # The head of each lane (its lowest unfinished seq), runnable now, whose lane no replica holds; heads that another
@@ -118,6 +125,7 @@ class Claim:
     attempt: int
     effects: dict[str, Effect]
     taken_over: bool  # it was running under a lease that ran out: that replica died (interrupted counts it)
+    waiting: tuple[tuple[str, str | None], ...] = ()  # (event, action) of what waits behind it in its lane
 
     @property
     def lane(self) -> str:
@@ -178,11 +186,21 @@ class PgJournal(Journal):
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
         self._disconnect()
+        self._conn = psycopg.connect(self._url, **self._params())
+        return self._conn
+
+    def _params(self) -> dict[str, Any]:
         params: dict[str, Any] = {"autocommit": True, "application_name": "sweepbot"}
         if "connect_timeout" not in self._conninfo:
             params["connect_timeout"] = max(1, round(self._connect_timeout))
-        self._conn = psycopg.connect(self._url, **params)
-        return self._conn
+        return params
+
+    def listen(self, on_work: Callable[[], None]) -> "WorkListener":
+        """Call `on_work` (from a thread of its own) whenever a replica commits work that may be claimable: a
+        delivery recorded, a lane handed back. Stop it with `stop()`."""
+        listener = WorkListener(self._url, self._params(), on_work, self._describe)
+        listener.start()
+        return listener
 
     def _disconnect(self) -> None:
         if self._conn is not None:
@@ -229,7 +247,10 @@ class PgJournal(Journal):
 
     def _insert(self, db: Statements, params: tuple) -> int | None:
         row = db.execute(INSERT_DELIVERY + " RETURNING seq", params).fetchone()
-        return row[0] if row else None
+        if row is None:
+            return None
+        db.execute(NOTIFY_WORK)
+        return row[0]
 
     def _give_up(self, db: Statements, max_interrupted: int, error: str) -> list[str]:
         # One statement: a row another replica changes meanwhile is either failed here and named, or not at all.
@@ -244,16 +265,22 @@ class PgJournal(Journal):
 
     # -- what several replicas share: lanes under lease, one write budget --------------------------------
 
-    async def claim(self, holder: str, *, lease: float | None = None, now: float | None = None) -> Claim | None:
+    async def claim(self, holder: str, *, lease: float | None = None, now: float | None = None,
+                    release: str | None = None) -> Claim | None:
         """Take the next runnable delivery of a lane that no replica holds, with that lane's lease for `lease`
         seconds (default: the journal's, 15 s). Per PR: the lowest unfinished seq of the lane, and only one at a
         time (the lane is held until released or its lease runs out); a head waiting for its `not_before` holds
         its lane back. None when there is nothing to take. A head left running under a lease that ran out is
-        taken over, its `interrupted` counted (the caller fails it past its limit, as recover does)."""
+        taken over, its `interrupted` counted (the caller fails it past its limit, as recover does).
+        `release`: a lane of `holder` handed back first, in the same transaction (a worker done with its head
+        asks for the next one in one round trip). The claim carries what waits behind it in its lane."""
         seconds = self.lease_seconds if lease is None else lease
         self._holders.add(holder)
+        hand_back = _release_op(holder, release) if release is not None else None
 
         def op(db: Statements) -> Claim | None:
+            if hand_back is not None:
+                hand_back(db)
             at = time.time() if now is None else now
             for _ in range(CLAIM_TRIES):
                 cur = db.execute(CANDIDATE, {"now": at})
@@ -269,7 +296,8 @@ class PgJournal(Journal):
                     " interrupted=interrupted + CASE WHEN status=? THEN 1 ELSE 0 END"
                     f" WHERE seq=? RETURNING {COLUMNS}, body", (RUNNING, RUNNING, seq))
                 d = Delivery(*cur.fetchone())
-                return Claim(d, d.attempts, read_effects(db, seq), taken_over=status == RUNNING)
+                return Claim(d, d.attempts, read_effects(db, seq), taken_over=status == RUNNING,
+                             waiting=tuple(_behind(db, seq, name)))
             return None
 
         return await self._submit(op)
@@ -295,12 +323,7 @@ class PgJournal(Journal):
         """The (event, action) of each unfinished delivery of `lane` after `seq`, in order: what a handler
         running `seq` may leave to a later delivery (the label settle)."""
 
-        def op(db: Statements) -> list[tuple[str, str | None]]:
-            cur = db.execute("SELECT event, action FROM deliveries WHERE lane=? AND seq>?"
-                         " AND status IN (?, ?, ?) ORDER BY seq", (lane, seq, *UNFINISHED))
-            return [kind(event, action) for event, action in cur.fetchall()]
-
-        return await self._submit(op)
+        return await self._submit(lambda db: _behind(db, seq, lane))
 
     async def leases(self) -> dict[str, str]:
         """The lanes held now, and by whom."""
@@ -335,15 +358,71 @@ class PgJournal(Journal):
         return await self._submit(op)
 
 
+class WorkListener:
+    """Its own connection, LISTENing on WORK_CHANNEL: `on_work` is called for each notification, on this thread.
+    A lost connection is opened again after LISTEN_RECONNECT; meanwhile the workers' poll finds the work."""
+
+    def __init__(self, url: str, params: dict[str, Any], on_work: Callable[[], None],
+                 describe: Callable[[BaseException], str]) -> None:
+        self._url = url
+        self._params = params
+        self._on_work = on_work
+        self._describe = describe
+        self._stop = threading.Event()
+        self.listening = threading.Event()  # set while the LISTEN is in place (tests wait for it)
+        self._thread = threading.Thread(target=self._run, name="journal-pg-listen", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        failed = None
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self._url, **self._params) as conn:
+                    conn.execute(f"LISTEN {WORK_CHANNEL}")
+                    self.listening.set()
+                    if failed is not None:
+                        logs.event("listening for work again")
+                        failed = None
+                    while not self._stop.is_set():
+                        for _ in conn.notifies(timeout=0.2):
+                            try:
+                                self._on_work()
+                            except RuntimeError:  # the workers' loop is gone: nobody to wake
+                                pass
+            except (psycopg.Error, OSError) as exc:
+                self.listening.clear()
+                error = self._describe(exc)
+                if error != failed:
+                    logs.event("cannot listen for work; polling meanwhile", logging.WARNING, error=error)
+                failed = error
+                self._stop.wait(LISTEN_RECONNECT)
+        self.listening.clear()
+
+
 def _release_op(holder: str, lane: str | None) -> Op:
     def op(db: Statements) -> list[str]:
         if lane is None:
             cur = db.execute("DELETE FROM lanes WHERE holder=? RETURNING lane", (holder,))
         else:
             cur = db.execute("DELETE FROM lanes WHERE holder=? AND lane=? RETURNING lane", (holder, lane))
-        return sorted(name for (name,) in cur.fetchall())
+        released = sorted(name for (name,) in cur.fetchall())
+        if released:  # the next delivery of those lanes may be claimable now, on any replica
+            db.execute(NOTIFY_WORK)
+        return released
 
     return op
+
+
+def _behind(db: Statements, seq: int, lane: str) -> list[tuple[str, str | None]]:
+    cur = db.execute("SELECT event, action FROM deliveries WHERE lane=? AND seq>?"
+                     " AND status IN (?, ?, ?) ORDER BY seq", (lane, seq, *UNFINISHED))
+    return [kind(event, action) for event, action in cur.fetchall()]
 
 
 def migrate(conn: psycopg.Connection, where: str = "") -> int:

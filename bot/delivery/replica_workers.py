@@ -20,11 +20,11 @@ import uuid
 
 from bot.telemetry import logs
 from bot.delivery.journal import Delivery
-from bot.delivery.journal_pg import Claim, PgJournal
+from bot.delivery.journal_pg import Claim, PgJournal, WorkListener
 from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
 from bot.telemetry.metrics import Metrics
 
-POLL = 0.25  # how often an idle worker looks for work another replica recorded (its own wakes it at once)
+POLL = 0.25  # how often an idle worker looks anyway: a head's not_before passing, a notification lost
 HEARTBEATS_PER_LEASE = 3  # renewals in one lease time: two can be missed before the lease runs out
 BACKLOG_TIMEOUT = 2.0  # how long /metrics waits for the shared backlog before showing the last one it read
 
@@ -54,17 +54,21 @@ class ReplicaWorkers:
         self._lanes: dict[str, asyncio.Task] = {}  # lane -> the worker running its head here
         self._waiting: dict[str, list[tuple[str, str | None]]] = {}
         self._heartbeat: asyncio.Task | None = None
+        self._listener: WorkListener | None = None
         self._backlog = 0  # the shared backlog as last read
 
     async def start(self) -> int:
-        """Start the workers and the heartbeat; nothing to resume here: unfinished rows are claimed."""
+        """Start the workers, the heartbeat and the listener that wakes idle workers when any replica commits
+        work; nothing to resume here: unfinished rows are claimed."""
+        loop = asyncio.get_running_loop()
+        self._listener = self.journal.listen(lambda: loop.call_soon_threadsafe(self._wake.set))
         self._tasks = [asyncio.create_task(self._work(), name=f"replica-worker-{i}") for i in range(self.concurrency)]
         self._heartbeat = asyncio.create_task(self._beat(), name="lease-heartbeat")
         logs.event("replica started", holder=self.holder, lease=self.lease, workers=self.concurrency)
         return 0
 
     def submit(self, queued: object) -> None:
-        """This replica recorded a delivery: look for work now rather than at the next poll."""
+        """This replica recorded a delivery: look for work now (the notification would come a little later)."""
         self._wake.set()
 
     @property
@@ -94,10 +98,13 @@ class ReplicaWorkers:
         return self._backlog
 
     async def _work(self) -> None:
+        done: str | None = None  # the lane this worker ran last: handed back in the same round trip as the claim
         while not self._stopping:
-            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease))
+            # Cleared before the claim looks: work committed while it looks wakes this worker again at once.
+            self._wake.clear()
+            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done))
+            done = None
             if claim is None:
-                self._wake.clear()
                 try:
                     await asyncio.wait_for(self._wake.wait(), self.poll)
                 except asyncio.TimeoutError:
@@ -117,7 +124,9 @@ class ReplicaWorkers:
                 self._busy.discard(run)
                 self._lanes.pop(lane, None)
                 self._waiting.pop(lane, None)
-            await self.runner.write(lambda: self.journal.release(self.holder, lane))
+            done = lane
+        if done is not None:  # stopping: no next claim to hand it back with
+            await self.runner.write(lambda: self.journal.release(self.holder, done))
 
     async def _run(self, claim: Claim) -> None:
         d = claim.delivery
@@ -131,7 +140,7 @@ class ReplicaWorkers:
             # In the database, for whichever replica takes the PR's lane next (nothing is held in memory here).
             await self.runner.write(lambda: self.journal.retry_later(d.seq, time.time(), "moved to its PR's lane"))
             return
-        self._waiting[d.lane] = await self.runner.write(lambda: self.journal.behind(d.seq, d.lane))
+        self._waiting[d.lane] = list(claim.waiting)
         await self.runner.run(d, claim.attempt, claim.effects)  # a retry is a row: its time is in the journal
 
     async def _beat(self) -> None:
@@ -161,6 +170,8 @@ class ReplicaWorkers:
         """SIGTERM: take no more work, let what runs finish up to `timeout`, then hand every lane back at once."""
         self._stopping = True
         self._wake.set()
+        if self._listener is not None:
+            await asyncio.to_thread(self._listener.stop)
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         await finish_in_flight(list(self._busy), self._tasks, timeout, *([self._heartbeat] if self._heartbeat else []))
