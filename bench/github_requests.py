@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import re
 import sys
 import tempfile
@@ -31,7 +32,9 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
 from bot.testing.round_trips import LateGitHub, Trip, critical_path  # noqa: E402
-from handlers import registry, sweep_gate  # noqa: E402
+from bot.rules.markers import marker  # noqa: E402
+from bot.rules.sweep_record import RunRecord, SweepRecord  # noqa: E402
+from handlers import pr_state, registry, sweep_gate  # noqa: E402
 from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
@@ -68,6 +71,10 @@ NAMES = [  # (method, path regex, short name) for the Markdown table
     ("POST", r"/check-runs$", "create check run"),
     ("PATCH", r"/check-runs/\d+$", "update check run"),
     ("GET", r"/collaborators/[^/]+/permission$", "read permission"),
+    ("POST", r"/issues/comments/\d+/reactions$", "add reaction"),
+    ("DELETE", r"/issues/comments/\d+/reactions/\d+$", "remove reaction"),
+    ("GET", r"/actions/runs/\d+/artifacts$", "list run artifacts"),
+    ("POST", r"/dispatches$", "repository dispatch"),
 ]
 
 
@@ -388,9 +395,56 @@ async def opened_no_changelog(key: str) -> Count:
         return counted(h, "opened, README.md only, no sweep label")
 
 
+RESULTS_SERVICE = "SemiAnalysisAI/InferenceX-app"  # the example policy's results repository
+
+
+def finished_sweep(fake: InMemoryGitHub, number: int) -> dict:
+    """A successful sweep the bot dispatched for PR `number`'s head, with its results artifact, in the record of
+    the bot's status comment (as the gate would have left it)."""
+    pr = fake.pull(REPO, number)
+    dispatch_id = f"sw-{number}-{1:012x}"
+    run = fake.add_run(REPO, "run-sweep.yml", head_sha=pr["head"]["sha"], head_branch=pr["head"]["ref"],
+                       event="workflow_dispatch", conclusion="success", inputs={"dispatch-id": dispatch_id},
+                       actor=fake.bot_login)
+    fake.add_artifact(REPO, run["id"], "results_bmk_dsr1")
+    record = SweepRecord().add_run(RunRecord(dispatch_id, run["id"], pr["head"]["sha"], "run-sweep.yml",
+                                             "completed", "success", run["html_url"]))
+    fake.add_comment(REPO, number, f"{marker(pr_state.STATUS_PURPOSE)}\n{record.line()}\n", user=fake.bot_login,
+                     user_type="Bot")
+    return run
+
+
+@contextlib.contextmanager
+def fake_now() -> Any:
+    """The bot's clock on the fake GitHub's (its runs start on 2026-01-01, their artifacts expire 90 days later)."""
+    saved = pr_state.utcnow
+    pr_state.utcnow = lambda: dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+    try:
+        yield
+    finally:
+        pr_state.utcnow = saved
+
+
+async def use_pins_and_stages(key: str) -> Count:
+    with fake_now():
+        return await _use_pins_and_stages(key)
+
+
+async def _use_pins_and_stages(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        h.github.add_repo(RESULTS_SERVICE, installation_id=1)
+        h.github.label_issue(REPO, 40, PRIMARY, actor="maintainer")
+        run = finished_sweep(h.github, 40)
+        reset(h)
+        comment = h.github.add_comment(REPO, 40, f"/use {run['id']}", user="maintainer",
+                                       author_association="MEMBER")
+        await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 40, comment))
+        return counted(h, "`/use <run>` by a maintainer: pinned, staged, replied")
+
+
 GATE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
     labeled, labeled_redelivered_new_id, synchronize_new_push, two_primaries, fork_labeled_by_writer,
-    fork_labeled_by_non_writer, invalid_changelog, run_completed, opened_no_changelog,
+    fork_labeled_by_non_writer, invalid_changelog, run_completed, opened_no_changelog, use_pins_and_stages,
 ]
 
 def table(counts: list[Count]) -> str:
