@@ -4,8 +4,11 @@ Each scenario starts a real bot (journal, workers, webhook server: `tests/harnes
 `InMemoryGitHub` behind respx, sends signed webhooks and counts what reached GitHub. "Warm" means the
 process has already handled one event: the installation token, the App's identity (`GET /app`) and the
 repository's `.github/sweepbot.yml` are cached. Two tables: the welcome and autolabel scenarios (every feature
-but the sweep gate) and the sweep-gate scenarios (every feature). The test suite runs the same functions
-(`tests/test_welcome.py`, `tests/test_gate_requests.py`), so the numbers cannot drift from the code silently.
+but the sweep gate) and the sweep-gate scenarios (every feature). Every request is answered 50 ms late
+(`bot/testing/round_trips.py`), so that the requests a delivery makes together overlap: beside each count, the
+round trips on its critical path (the longest chain of requests made one after another; what a person waits
+for). The test suite runs the same functions (`tests/test_welcome.py`, `tests/test_gate_requests.py`), so the
+numbers cannot drift from the code silently.
 
     .venv/bin/python bench/github_requests.py
 """

@@ -77,7 +77,7 @@ async def test_the_gate_figures_say_what_the_scenarios_are_about(app_key):
 
 
 def is_dispatch(trip) -> bool:
-    return trip.method == "POST" and trip.path.endswith("/dispatches")
+    return trip.method == "POST" and "/actions/workflows/" in trip.path and trip.path.endswith("/dispatches")
 
 
 # issue 19: the round trips a person waits for, from the delivery's first request to the dispatch (before: 10,
