@@ -28,7 +28,14 @@ processing. Everything runs in one process on one machine: the fake GitHub answe
 the CPU (and the GIL) with the bot (the time spent inside it is printed); round trips to api.github.com (tens to
 hundreds of ms each, several in sequence per PR) are not in these figures.
 
+`--github-latency MS` answers every fake GitHub request MS ms late (an asyncio sleep in the respx side effect, so
+the bot's requests wait as they would on api.github.com) and prints the round trips on each delivery's critical
+path: the longest chain of requests made one after another (`bot/testing/round_trips.py`), up to the dispatch and
+up to the status comment. `--one-at-a-time` posts the next PR's label only once the previous delivery is handled
+(no queue: the figures are one delivery's own), `--fork` makes every PR a fork's (the writer's label approves it).
+
     .venv/bin/python bench/gate_latency.py [--prs 200] [--workers 8] [--senders 20] [--opened-first] [--one-loop]
+        [--github-latency 150] [--one-at-a-time] [--fork]
 """
 
 from __future__ import annotations
@@ -60,6 +67,7 @@ from bot.effects.comments import purpose_of  # noqa: E402
 from bot.core.config import Settings  # noqa: E402
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub  # noqa: E402
+from bot.testing.round_trips import LateGitHub, critical_path  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -135,19 +143,27 @@ def timed_handle(fake: InMemoryGitHub, clock: Clock):
     return handle
 
 
-def seed(fake: InMemoryGitHub, prs: int) -> None:
+def delivery_of_request() -> str | None:
+    return logs.CONTEXT.get().get("delivery")
+
+
+def seed(fake: InMemoryGitHub, prs: int, fork: bool = False) -> None:
     fake.add_repo(REPO, default_branch="main", installation_id=1)
     fake.set_rate_limit(1_000_000)  # ~20 requests a PR; GitHub's 5,000 an hour is not the subject
     fake.set_permission(REPO, MAINTAINER, "write")
     add_sweep_workflows(fake, REPO)
     for number in range(1, prs + 1):
-        add_changelog_pull(fake, number)
+        add_changelog_pull(fake, number, fork)
 
 
-def add_changelog_pull(fake: InMemoryGitHub, number: int) -> None:
-    """A same-repository PR appending one valid entry to the changelog (base: a one-entry history)."""
+def add_changelog_pull(fake: InMemoryGitHub, number: int, fork: bool = False) -> None:
+    """A PR appending one valid entry to the changelog (base: a one-entry history); a fork's has its merge commit
+    computed already."""
     pull = fake.add_pull(REPO, number=number, title=f"Tune MI355X recipe {number}", user=f"dev{number}",
-                         head_ref=f"bench-{number}", files=[CHANGELOG])
+                         head_ref=f"bench-{number}", files=[CHANGELOG],
+                         head_repo=f"dev{number}/InferenceX" if fork else None)
+    if fork:
+        fake.update_pull(REPO, number, merge_commit_sha=f"{number:040x}")
     fake.set_file(REPO, CHANGELOG, HISTORY, ref=pull["base"]["sha"])
     fake.set_file(REPO, CHANGELOG, HISTORY + "\n" + appended_entry(number), ref=pull["head"]["sha"])
 
@@ -159,10 +175,20 @@ def quantiles(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered) * 1000, p99 * 1000, ordered[-1] * 1000
 
 
-async def post_all(h: Harness, payloads: dict[int, dict[str, Any]], senders: int, clock: Clock) -> list[int]:
-    """Every `labeled` delivery, back to back from `senders` clients; the time before each POST is its start."""
+async def post_all(h: Harness, payloads: dict[int, dict[str, Any]], senders: int, clock: Clock,
+                   one_at_a_time: bool = False) -> list[int]:
+    """Every `labeled` delivery, back to back from `senders` clients (or each once the one before is handled);
+    the time before each POST is its start."""
     queue = collections.deque(sorted(payloads))
     statuses: list[int] = []
+    if one_at_a_time:
+        for number in sorted(payloads):
+            clock.sent[number] = time.perf_counter()
+            resp = await h.post("pull_request", payloads[number], delivery=labeled_id(number))
+            await resp.release()
+            statuses.append(resp.status)
+            await h.bot.wait_idle(60)
+        return statuses
 
     async def sender() -> None:
         while queue:
@@ -186,15 +212,17 @@ class Collect(logging.Handler):
 
 
 async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders: int = 20, *,
-              worker_thread: bool = True, opened_first: bool = False) -> dict[str, Any]:
+              worker_thread: bool = True, opened_first: bool = False, latency: float = 0.0,
+              one_at_a_time: bool = False, fork: bool = False) -> dict[str, Any]:
     fake = InMemoryGitHub()
-    seed(fake, prs)
+    seed(fake, prs, fork)
     warm_up = prs + 1
-    add_changelog_pull(fake, warm_up)
+    add_changelog_pull(fake, warm_up, fork)
     fake.label_issue(REPO, warm_up, WARM_UP_LABEL, actor=MAINTAINER)
     clock = Clock()
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
-        router.route(host="api.github.com").mock(side_effect=timed_handle(fake, clock))
+        late = LateGitHub(timed_handle(fake, clock), latency, delivery_of_request)
+        router.route(host="api.github.com").mock(side_effect=late if latency > 0 else timed_handle(fake, clock))
         h = await start_harness(Path(tmp), fake, key, settle_seconds=0.0, writes_per_minute=0, workers=workers,
                                 worker_thread=worker_thread)
         try:
@@ -217,9 +245,10 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
                 fake.label_issue(REPO, number, LABEL, actor=MAINTAINER)
                 payloads[number] = fake.pull_request_payload(REPO, number, "labeled", sender=MAINTAINER, label=LABEL)
             fake.reset_requests()
+            late.reset()
             clock.timing = True
             started = time.perf_counter()
-            statuses = await post_all(h, payloads, senders, clock)
+            statuses = await post_all(h, payloads, senders, clock, one_at_a_time)
             posted = time.perf_counter() - started
             await h.bot.wait_idle(300)
             clock.timing = False
@@ -230,7 +259,8 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
     return {"fake": fake, "clock": clock, "statuses": collections.Counter(statuses), "posted_s": posted,
             "started": started, "journal": collections.Counter(r.status if r else "missing" for r in rows),
             "health": health, "prs": prs, "workers": workers, "senders": senders, "worker_thread": worker_thread,
-            "opened_first": opened_first}
+            "opened_first": opened_first, "latency": latency, "trips": dict(late.trips),
+            "one_at_a_time": one_at_a_time, "fork": fork}
 
 
 def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[str]:
@@ -252,21 +282,33 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
     state = ("each PR opened and handled first (status comment edited, changelog check cached)"
              if result["opened_first"] else "PRs the bot has not seen (status comment created)")
     warm = "warm, PRs opened first" if result["opened_first"] else "warm"
-    lines = [f"sweep gate latency: {prs} same-repository PRs, {state}; {result['workers']} workers {where}, "
+    kind = "fork" if result["fork"] else "same-repository"
+    pace = "one at a time (each once the one before is handled)" if result["one_at_a_time"] else "unpaced"
+    lines = [f"sweep gate latency: {prs} {kind} PRs {pace}, {state}; {result['workers']} workers {where}, "
              f"{result['senders']} senders, writes unpaced, settle_seconds=0, fake GitHub in-process, "
-             f"{os.cpu_count()} cores"]
+             f"every request answered {result['latency'] * 1000:g} ms late, {os.cpu_count()} cores"]
     if dispatch:
         med, p99, mx = quantiles(dispatch)
-        lines.append(f"labeled -> dispatch, {warm}, {prs} PRs unpaced: median {med:.0f} ms, p99 {p99:.0f} ms, "
+        lines.append(f"labeled -> dispatch, {warm}, {prs} PRs {pace}: median {med:.0f} ms, p99 {p99:.0f} ms, "
                      f"max {mx:.0f} ms")
     if status:
         med, p99, mx = quantiles(status)
-        lines.append(f"labeled -> status comment written, {warm}, {prs} PRs unpaced: median {med:.0f} ms, "
+        lines.append(f"labeled -> status comment written, {warm}, {prs} PRs {pace}: median {med:.0f} ms, "
                      f"p99 {p99:.0f} ms, max {mx:.0f} ms")
     if service:
         med, p99, mx = quantiles(service)
         lines.append(f"of labeled -> dispatch, in a worker (its first GitHub request -> dispatch): median "
                      f"{med:.0f} ms, p99 {p99:.0f} ms, max {mx:.0f} ms; the rest: intake, journal, queue")
+    if result["latency"] > 0:
+        latency_ms = result["latency"] * 1000
+        trips = [result["trips"].get(labeled_id(n), []) for n in numbers]
+        to_dispatch = [critical_path(t, lambda trip: trip.method == "POST" and trip.path.endswith("/dispatches"))
+                       for t in trips]
+        whole = [critical_path(t) for t in trips]
+        for name, values in (("to the dispatch", to_dispatch), ("whole delivery", whole)):
+            med, p99, mx = quantiles([v / 1000 for v in values])
+            lines.append(f"round trips on the critical path, {name} (every request answered {latency_ms:g} ms "
+                         f"late): median {med:g}, p99 {p99:g}, max {mx:g}")
     lines.append(f"throughput: {len(dispatch)} dispatches in {span:.2f} s from the first POST "
                  f"({len(dispatch) / span if span > 0 else 0:.0f}/s); all {prs} deliveries posted in "
                  f"{result['posted_s']:.2f} s; {clock.in_fake:.2f} s of CPU inside the fake GitHub")
@@ -319,6 +361,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="deliver and handle every PR's `opened` first (untimed), as in production")
     parser.add_argument("--one-loop", action="store_true",
                         help="workers on the server's event loop (the test harness's way), not their own thread")
+    parser.add_argument("--github-latency", type=float, default=0.0, metavar="MS",
+                        help="answer every fake GitHub request MS ms late and count the round trips (default 0)")
+    parser.add_argument("--one-at-a-time", action="store_true",
+                        help="post each PR's label once the previous delivery is handled (no queue)")
+    parser.add_argument("--fork", action="store_true", help="every PR from a fork, approved by a writer's label")
     args = parser.parse_args(argv)
 
     from bot.app.sandbox import _generate_key
@@ -330,7 +377,9 @@ def main(argv: list[str] | None = None) -> int:
     bot_log.setLevel(logging.WARNING)
     try:
         result = asyncio.run(run(_generate_key(), args.prs, args.workers, max(1, args.senders),
-                                 worker_thread=not args.one_loop, opened_first=args.opened_first))
+                                 worker_thread=not args.one_loop, opened_first=args.opened_first,
+                                 latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time,
+                                 fork=args.fork))
     finally:
         bot_log.handlers[:], level, bot_log.propagate = saved
         bot_log.setLevel(level)

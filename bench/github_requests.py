@@ -4,8 +4,11 @@ Each scenario starts a real bot (journal, workers, webhook server: `tests/harnes
 `InMemoryGitHub` behind respx, sends signed webhooks and counts what reached GitHub. "Warm" means the
 process has already handled one event: the installation token, the App's identity (`GET /app`) and the
 repository's `.github/sweepbot.yml` are cached. Two tables: the welcome and autolabel scenarios (every feature
-but the sweep gate) and the sweep-gate scenarios (every feature). The test suite runs the same functions
-(`tests/test_welcome.py`, `tests/test_gate_requests.py`), so the numbers cannot drift from the code silently.
+but the sweep gate) and the sweep-gate scenarios (every feature). Every request is answered 50 ms late
+(`bot/testing/round_trips.py`), so that the requests a delivery makes together overlap: beside each count, the
+round trips on its critical path (the longest chain of requests made one after another; what a person waits
+for). The test suite runs the same functions (`tests/test_welcome.py`, `tests/test_gate_requests.py`), so the
+numbers cannot drift from the code silently.
 
     .venv/bin/python bench/github_requests.py
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import re
 import sys
 import tempfile
@@ -30,7 +34,10 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
-from handlers import registry, sweep_gate  # noqa: E402
+from bot.testing.round_trips import LateGitHub, Trip, critical_path  # noqa: E402
+from bot.rules.markers import marker  # noqa: E402
+from bot.rules.sweep_record import RunRecord, SweepRecord  # noqa: E402
+from handlers import pr_state, registry, sweep_gate  # noqa: E402
 from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
@@ -67,6 +74,10 @@ NAMES = [  # (method, path regex, short name) for the Markdown table
     ("POST", r"/check-runs$", "create check run"),
     ("PATCH", r"/check-runs/\d+$", "update check run"),
     ("GET", r"/collaborators/[^/]+/permission$", "read permission"),
+    ("POST", r"/issues/comments/\d+/reactions$", "add reaction"),
+    ("DELETE", r"/issues/comments/\d+/reactions/\d+$", "remove reaction"),
+    ("GET", r"/actions/runs/\d+/artifacts$", "list run artifacts"),
+    ("POST", r"/dispatches$", "repository dispatch"),
 ]
 
 
@@ -84,10 +95,21 @@ def short_name(r: RecordedRequest) -> str:
     return f"{r.method} {r.path}"
 
 
+# Every request of a scenario is answered this late, so that requests made together overlap and the round trips
+# on the critical path can be told apart from the requests made (bot/testing/round_trips.py).
+LATENCY = 0.05
+
+
 @dataclass
 class Count:
     scenario: str
     requests: list[RecordedRequest]  # everything the fake answered during the scenario, in order
+    trips: tuple[Trip, ...] = ()  # the same requests as the bot waited for them
+
+    @property
+    def round_trips(self) -> int:
+        """Round trips on the critical path: the longest chain of requests made one after another."""
+        return critical_path([t for t in self.trips if not (t.path == "/app" or t.path.startswith("/app/"))])
 
     @property
     def work(self) -> list[RecordedRequest]:
@@ -124,17 +146,31 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
     fake.set_permission(REPO, "maintainer", "write")
     if setup is not None:
         setup(fake)
+    late = LateGitHub(fake.handle, LATENCY)
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
-        router.route(host="api.github.com").mock(side_effect=fake.handle)
+        router.route(host="api.github.com").mock(side_effect=late)
         h = await start_harness(Path(tmp), fake, key, router=features or router_without(*PR_WORKFLOW),
                                   **settings)
+        h.late = late
         try:
             if warm:  # a push to another branch: token, App identity and policy cached, nothing else done
                 await h.deliver("push", fake.push_payload(REPO, ref="refs/heads/warm-up", after="0" * 40))
             fake.reset_requests()
+            late.reset()
             yield h
         finally:
             await stop_harness(h)
+
+
+def reset(h: Harness) -> None:
+    """Count from here: what came before is the scenario's setting."""
+    h.github.reset_requests()
+    h.late.reset()
+
+
+def counted(h: Harness, scenario: str) -> Count:
+    """What reached the fake GitHub since the last reset, and when."""
+    return Count(scenario, list(h.github.requests), tuple(h.late.trips.get(None, ())))
 
 
 def pull(number: int, files: list[str], **kw) -> Callable[[InMemoryGitHub], None]:
@@ -159,37 +195,37 @@ async def opened(h: Harness, number: int, delivery: str | None = None) -> None:
 async def welcome_zero_comments(key: str) -> Count:
     async with stage(key, setup=pull(2, [BENCH_ONLY])) as h:
         await opened(h, 2)
-        return Count("welcome, PR with 0 comments", list(h.github.requests))
+        return counted(h, "welcome, PR with 0 comments")
 
 
 async def welcome_zero_comments_cold(key: str) -> Count:
     async with stage(key, warm=False, setup=pull(2, [BENCH_ONLY])) as h:
         await opened(h, 2)
-        return Count("welcome, PR with 0 comments, cold (first event of the process)", list(h.github.requests))
+        return counted(h, "welcome, PR with 0 comments, cold (first event of the process)")
 
 
 async def opened_with_new_label(key: str) -> Count:
     async with stage(key, setup=pull(1, [CHANGELOG])) as h:
         await opened(h, 1)
-        return Count("opened: welcome + `perf-changelog` label new to the repo", list(h.github.requests))
+        return counted(h, "opened: welcome + `perf-changelog` label new to the repo")
 
 
 async def redelivery_same_id(key: str) -> Count:
     async with stage(key, setup=pull(1, [CHANGELOG])) as h:
         payload = h.github.pull_request_payload(REPO, 1, "opened", sender="partner")
         await h.deliver("pull_request", payload, delivery="original")
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("pull_request", payload, delivery="original")
-        return Count("opened redelivered, same delivery id", list(h.github.requests))
+        return counted(h, "opened redelivered, same delivery id")
 
 
 async def redelivery_new_id(key: str) -> Count:
     async with stage(key, setup=pull(1, [CHANGELOG])) as h:
         payload = h.github.pull_request_payload(REPO, 1, "opened", sender="partner")  # as GitHub redelivers it
         await h.deliver("pull_request", payload, delivery="original")
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("pull_request", payload, delivery="redelivered")
-        return Count("opened redelivered, new delivery id", list(h.github.requests))
+        return counted(h, "opened redelivered, new delivery id")
 
 
 async def welcome_150_comments(key: str) -> Count:
@@ -199,7 +235,7 @@ async def welcome_150_comments(key: str) -> Count:
 
     async with stage(key, setup=setup) as h:
         await opened(h, 2)
-        return Count("welcome, PR with 150 comments", list(h.github.requests))
+        return counted(h, "welcome, PR with 150 comments")
 
 
 async def redelivery_150_comments(key: str) -> Count:
@@ -210,33 +246,33 @@ async def redelivery_150_comments(key: str) -> Count:
     async with stage(key, setup=setup) as h:
         await opened(h, 2)  # the welcome is comment 121, on page 2
         chatter(h.github, 2, 29)
-        h.github.reset_requests()
+        reset(h)
         await opened(h, 2)
-        return Count("opened redelivered, 150 comments, welcome on page 2", list(h.github.requests))
+        return counted(h, "opened redelivered, 150 comments, welcome on page 2")
 
 
 async def synchronize_no_change(key: str) -> Count:
     async with stage(key, setup=pull(1, [CHANGELOG])) as h:
         await opened(h, 1)
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "synchronize", sender="partner"))
-        return Count("synchronize, no label change", list(h.github.requests))
+        return counted(h, "synchronize, no label change")
 
 
 async def synchronize_removes_label(key: str) -> Count:
     async with stage(key, setup=pull(1, [CHANGELOG, "configs/amd-master.yaml"])) as h:
         await opened(h, 1)
         h.github.pull_files(REPO, 1)[:] = [{"filename": CHANGELOG}]
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "synchronize", sender="partner"))
-        return Count("synchronize removing the bot's `amd` label", list(h.github.requests))
+        return counted(h, "synchronize removing the bot's `amd` label")
 
 
 async def help_reply(key: str) -> Count:
     async with stage(key, setup=pull(1, [CHANGELOG])) as h:
         asked = h.github.add_comment(REPO, 1, "/help", user="partner")
         await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 1, asked))
-        return Count("`/help` reply", list(h.github.requests))
+        return counted(h, "`/help` reply")
 
 
 SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
@@ -299,15 +335,15 @@ async def add_label(h: Harness, number: int, name: str, *, by: str = "maintainer
 async def labeled(key: str) -> Count:
     async with gate_stage(key, gate_pull(40)) as h:
         await add_label(h, 40, PRIMARY)
-        return Count("labeled: valid changelog append, primary label by a maintainer", list(h.github.requests))
+        return counted(h, "labeled: valid changelog append, primary label by a maintainer")
 
 
 async def labeled_redelivered_new_id(key: str) -> Count:
     async with gate_stage(key, gate_pull(40)) as h:
         await add_label(h, 40, PRIMARY, delivery="original")
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("pull_request", labeled_payload(h, 40, PRIMARY, "maintainer"), delivery="redelivered")
-        return Count("labeled redelivered, new delivery id", list(h.github.requests))
+        return counted(h, "labeled redelivered, new delivery id")
 
 
 async def synchronize_new_push(key: str) -> Count:
@@ -315,35 +351,35 @@ async def synchronize_new_push(key: str) -> Count:
         await add_label(h, 40, PRIMARY)
         h.github.push_commit(REPO, 40, sha="9" * 40, message="Tune the recipe")
         h.github.set_file(REPO, CHANGELOG, HISTORY + ENTRY, ref="9" * 40)
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("pull_request", h.github.pull_request_payload(REPO, 40, "synchronize", sender="partner"))
-        return Count("synchronize: new head with a valid append, sweep running", list(h.github.requests))
+        return counted(h, "synchronize: new head with a valid append, sweep running")
 
 
 async def two_primaries(key: str) -> Count:
     async with gate_stage(key, gate_pull(40)) as h:
         await add_label(h, 40, PRIMARY)
-        h.github.reset_requests()
+        reset(h)
         await add_label(h, 40, SECOND_PRIMARY)
-        return Count("labeled: a second primary label, sweep running", list(h.github.requests))
+        return counted(h, "labeled: a second primary label, sweep running")
 
 
 async def fork_labeled_by_writer(key: str) -> Count:
     async with gate_stage(key, gate_pull(40, fork=True)) as h:
         await add_label(h, 40, PRIMARY)
-        return Count("fork PR labeled by a writer (trusted workflow)", list(h.github.requests))
+        return counted(h, "fork PR labeled by a writer (trusted workflow)")
 
 
 async def fork_labeled_by_non_writer(key: str) -> Count:
     async with gate_stage(key, gate_pull(40, fork=True)) as h:
         await add_label(h, 40, PRIMARY, by="drive-by")
-        return Count("fork PR labeled by a non-writer (label removed, reply)", list(h.github.requests))
+        return counted(h, "fork PR labeled by a non-writer (label removed, reply)")
 
 
 async def invalid_changelog(key: str) -> Count:
     async with gate_stage(key, gate_pull(40, entry=TBD_ENTRY)) as h:
         await add_label(h, 40, PRIMARY)
-        return Count("labeled, changelog `pr-link: TBD` (annotated check run)", list(h.github.requests))
+        return counted(h, "labeled, changelog `pr-link: TBD` (annotated check run)")
 
 
 async def run_completed(key: str) -> Count:
@@ -351,30 +387,78 @@ async def run_completed(key: str) -> Count:
         await add_label(h, 40, PRIMARY)
         (run,) = h.github.runs(REPO, "run-sweep.yml")
         payload = h.github.workflow_run_payload(REPO, run["id"], "completed", conclusion="success")
-        h.github.reset_requests()
+        reset(h)
         await h.deliver("workflow_run", payload)
-        return Count("`workflow_run` completed for the dispatched run", list(h.github.requests))
+        return counted(h, "`workflow_run` completed for the dispatched run")
 
 
 async def opened_no_changelog(key: str) -> Count:
     async with gate_stage(key, gate_pull(40, entry=None, files=("README.md",))) as h:
         await opened(h, 40)
-        return Count("opened, README.md only, no sweep label", list(h.github.requests))
+        return counted(h, "opened, README.md only, no sweep label")
+
+
+RESULTS_SERVICE = "SemiAnalysisAI/InferenceX-app"  # the example policy's results repository
+
+
+def finished_sweep(fake: InMemoryGitHub, number: int) -> dict:
+    """A successful sweep the bot dispatched for PR `number`'s head, with its results artifact, in the record of
+    the bot's status comment (as the gate would have left it)."""
+    pr = fake.pull(REPO, number)
+    dispatch_id = f"sw-{number}-{1:012x}"
+    run = fake.add_run(REPO, "run-sweep.yml", head_sha=pr["head"]["sha"], head_branch=pr["head"]["ref"],
+                       event="workflow_dispatch", conclusion="success", inputs={"dispatch-id": dispatch_id},
+                       actor=fake.bot_login)
+    fake.add_artifact(REPO, run["id"], "results_bmk_dsr1")
+    record = SweepRecord().add_run(RunRecord(dispatch_id, run["id"], pr["head"]["sha"], "run-sweep.yml",
+                                             "completed", "success", run["html_url"]))
+    fake.add_comment(REPO, number, f"{marker(pr_state.STATUS_PURPOSE)}\n{record.line()}\n", user=fake.bot_login,
+                     user_type="Bot")
+    return run
+
+
+@contextlib.contextmanager
+def fake_now() -> Any:
+    """The bot's clock on the fake GitHub's (its runs start on 2026-01-01, their artifacts expire 90 days later)."""
+    saved = pr_state.utcnow
+    pr_state.utcnow = lambda: dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+    try:
+        yield
+    finally:
+        pr_state.utcnow = saved
+
+
+async def use_pins_and_stages(key: str) -> Count:
+    with fake_now():
+        return await _use_pins_and_stages(key)
+
+
+async def _use_pins_and_stages(key: str) -> Count:
+    async with gate_stage(key, gate_pull(40)) as h:
+        h.github.add_repo(RESULTS_SERVICE, installation_id=1)
+        h.github.label_issue(REPO, 40, PRIMARY, actor="maintainer")
+        run = finished_sweep(h.github, 40)
+        reset(h)
+        comment = h.github.add_comment(REPO, 40, f"/use {run['id']}", user="maintainer",
+                                       author_association="MEMBER")
+        await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 40, comment))
+        return counted(h, "`/use <run>` by a maintainer: pinned, staged, replied")
 
 
 GATE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
     labeled, labeled_redelivered_new_id, synchronize_new_push, two_primaries, fork_labeled_by_writer,
-    fork_labeled_by_non_writer, invalid_changelog, run_completed, opened_no_changelog,
+    fork_labeled_by_non_writer, invalid_changelog, run_completed, opened_no_changelog, use_pins_and_stages,
 ]
 
 def table(counts: list[Count]) -> str:
     lines = [
-        "| Scenario | Requests after the token | GET | POST | PATCH | DELETE | Writes | Requests, in order |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| Scenario | Requests after the token | Round trips (critical path) | GET | POST | PATCH | DELETE | Writes "
+        "| Requests, in order of sending |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for c in counts:
-        lines.append(f"| {c.scenario} | {c.total} | {c.method('GET')} | {c.method('POST')} | {c.method('PATCH')} "
-                     f"| {c.method('DELETE')} | {c.writes} | {c.sequence} |")
+        lines.append(f"| {c.scenario} | {c.total} | {c.round_trips} | {c.method('GET')} | {c.method('POST')} "
+                     f"| {c.method('PATCH')} | {c.method('DELETE')} | {c.writes} | {c.sequence} |")
     return "\n".join(lines)
 
 

@@ -15,6 +15,7 @@ For an `issue_comment` on a pull request (handlers/registry.py builds one dispat
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Mapping
@@ -106,7 +107,8 @@ def authority_outcome(allowed: bool | None) -> str | None:
 def answered(comment_id: int, accepted: bool, *, edited: bool) -> list[Action]:
     """👀 replaced by 👍 or 👎; after an edit the opposite one may stand from the comment's earlier command."""
     shown, other = (ACCEPTED, REFUSED) if accepted else (REFUSED, ACCEPTED)
-    return [Unreact(comment_id, SEEN), React(comment_id, shown)] + ([Unreact(comment_id, other)] if edited else [])
+    # the answer first, then 👀 taken off: the maintainer sees the answer one round trip sooner
+    return [React(comment_id, shown), Unreact(comment_id, SEEN)] + ([Unreact(comment_id, other)] if edited else [])
 
 
 class Dispatcher:
@@ -161,8 +163,9 @@ class Dispatcher:
             logs.event("command edited in by someone else than its author: not run", comment=call.comment_id,
                        editor=call.editor)
             return []
-        await ctx.apply(React(call.comment_id, SEEN))  # before the slow checks: the maintainer sees it was heard
-        refusal = authority_outcome(await ctx.writer(call.author))
+        # 👀 while the author's permission is read: the maintainer sees it was heard without waiting for the check
+        _, allowed = await asyncio.gather(ctx.apply(React(call.comment_id, SEEN)), ctx.writer(call.author))
+        refusal = authority_outcome(allowed)
         if refusal is not None:
             variables = route.refusal(ctx, call, refusal)
             return [reply_comment(ctx, call.number, call.comment_id, variables),

@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import datetime as dt
 from typing import Any, Mapping, Protocol
 
@@ -148,15 +150,23 @@ def pull_is_fork(ctx: Context, pull: Mapping[str, Any]) -> bool:
     return is_fork(pull, ctx.repo) if pull else False
 
 
+async def nothing() -> None:
+    """An awaitable of nothing, for a read `asyncio.gather` makes only when it is needed."""
+    return None
+
+
 async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], record: SweepRecord
                        ) -> tuple[dict | None, pins.Verdict]:
     """(the run, its verdict as a pinned id): `not-found` when the repository has no such run."""
-    run = await read_run(ctx, run_id)
+    # a run the record names is one the bot dispatched, most likely: its artifacts are read with it
+    listed = any(entry.run_id == run_id for entry in record.runs)
+    run, early = await asyncio.gather(read_run(ctx, run_id), run_artifacts(ctx, run_id) if listed else nothing())
     if run is None:
         return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
     dispatched = recorded_run(ctx, run, record) is not None
+    artifacts = (early if early is not None else await run_artifacts(ctx, run_id)) if dispatched else ()
     verdict = pins.check_run(
         run, pinned=True, dispatched=dispatched, fork=pull_is_fork(ctx, pull),
-        artifacts=await run_artifacts(ctx, run_id) if dispatched else (),
+        artifacts=artifacts,
         labels=label_names(pull), policy=ctx.policy, now=utcnow())
     return run, verdict

@@ -14,6 +14,7 @@ registry)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from typing import Any
@@ -98,29 +99,44 @@ async def pin_requested(record_changed: pr_state.RecordChanged, ctx: Context, ca
     """A maintainer's `/use` or `/reuse-sweep-run` (the dispatcher checked both): judge the run, record the pin
     (the gate's record holds it), stage it for `/use`, and reply."""
     number, comment, command, requester = call.number, call.comment, call.command, call.author
-    record, exists = await pr_state.load_record(ctx, number)
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
-    outcome, run, verdict, others = await choose(ctx, command, pull, record)
+    # the record and the PR together; the PR through the delivery's reader, so the gate recording the pin reads
+    # it no more
+    (record, exists), pull = await asyncio.gather(pr_state.load_record(ctx, number), ctx.pull(number))
+    # a run the record names is most likely pinned: the gate recording it needs the PR's files, read meanwhile
+    likely = command.run_id is not None and any(entry.run_id == command.run_id for entry in record.runs)
+    (outcome, run, verdict, others), _ = await asyncio.gather(
+        choose(ctx, command, pull, record), ctx.pr_files(number) if likely else pr_state.nothing())
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
                                 fork=pr_state.pull_is_fork(ctx, pull))
     if outcome != "accepted":  # a refused command leaves an earlier pin as it was
         return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
                 *answered(call.comment_id, False, edited=call.edited)]
+    later: list[Action] = []
     pin = Pin(run["id"], call.comment_id, requester, str(comment.get("updated_at") if call.edited
                                                           else comment.get("created_at") or ""),
               had_primary=has_primary(ctx, pull))
     if record.pin is None or record.pin.created_at <= pin.created_at:  # else a newer pin already won
         # The pin is recorded (the status comment holds it) before the reply says "pinned" and before staging
-        # is asked for: if recording fails, neither happens.
+        # is asked for: if recording fails, neither happens. What else the change calls for (the check run, a
+        # sign-off verified again) is written after the reply and its reaction, which the maintainer waits for.
         for action in await record_changed(ctx, number, record.pinned(pin), exists):
-            await ctx.apply(action)
+            if records_the_pin(action):
+                await ctx.apply(action)
+            else:
+                later.append(action)
         record = record.pinned(pin)
-    if command.kind == "use":
-        await stage(ctx, number, call.comment_id, run, requester, variables, has_primary(ctx, pull))
+    answer = answered(call.comment_id, True, edited=call.edited)
+    if command.kind == "use" and await stage(ctx, number, call.comment_id, run, requester, variables,
+                                             has_primary(ctx, pull), answer=answer):
+        answer = []  # given with the reply, before the staging request
     if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
         variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
-    return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
-            *answered(call.comment_id, True, edited=call.edited)]
+    return [pr_state.reply_comment(ctx, number, call.comment_id, variables), *answer, *later]
+
+
+def records_the_pin(action: Action) -> bool:
+    """The write that records a pin: the gate's status comment, which holds the record."""
+    return isinstance(action, Comment) and action.purpose == pr_state.STATUS_PURPOSE
 
 
 def pin_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
@@ -147,20 +163,24 @@ def has_primary(ctx: Context, pull: dict) -> bool:
 
 
 async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester: str,
-                variables: dict[str, Any], primary: bool) -> None:
+                variables: dict[str, Any], primary: bool, *, answer: tuple[Action, ...] | list[Action] = ()) -> bool:
     """`/use <run_id>` asks the results service to stage the run; the reply says so, and is what the service
-    updates (its id goes into the request). Sets `variables["staging"]`."""
+    updates (its id goes into the request). Sets `variables["staging"]`. Whether the reply was posted, and
+    `answer` (the command's reactions) with it, before the request: what the maintainer waits for goes first."""
     if not primary:
         variables["staging"] = pr_state.staging_state("needs_primary", ctx.policy)
-        return
+        return False
     variables["staging"] = pr_state.staging_state("requested", ctx.policy)
     posted = await ctx.apply(pr_state.reply_comment(ctx, number, comment_id, variables))
+    for action in answer:
+        await ctx.apply(action)
     try:
         await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["stage"],
                                            staging_payload(number, run, requester, int(posted.id or 0))))
     except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
         logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
         variables["staging"] = pr_state.staging_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
+    return True
 
 
 def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:

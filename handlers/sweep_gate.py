@@ -169,9 +169,10 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
     prefix = ctx.policy["pr_link_prefix"]
     key = (ctx.repo, path, base_sha, head_sha, number, prefix, policy_limits(ctx.policy["limits"]))
     if key not in _changelog_checks:
-        merge_base = await ctx.merge_base(base_sha, head_sha)
+        # the head's bytes are read while the merge base is asked for; the base's need its answer
+        merge_base, head = await asyncio.gather(ctx.merge_base(base_sha, head_sha), ctx.file_at(path, head_sha))
         base = await ctx.file_at(path, merge_base)
-        head = await ctx.file_at(path, head_sha) or b""
+        head = head or b""
         try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
             result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
                                        limits=policy_limits(ctx.policy["limits"]), size=len(head) + len(base or b""))
@@ -242,7 +243,9 @@ async def applied_labels(ctx: Context, pull: Mapping[str, Any], fork: bool, reco
         return Labelling()
     events = await ctx.label_events(pull["number"])
     actors = {_actor_of(e) for e in events} - {"", ctx.bot_login}
-    standing = {a.casefold(): (True if not fork else await ctx.writer(a)) for a in actors}
+    ordered = sorted(actors)
+    writers = await asyncio.gather(*(ctx.writer(a) for a in ordered)) if fork else [True] * len(ordered)
+    standing = {a.casefold(): writer for a, writer in zip(ordered, writers)}
     trusted = {a for a, writer in standing.items() if writer}
     generation = label_generation(events, sweep, trusted)
     if not fork:
@@ -283,20 +286,43 @@ async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
     return _commits[key]
 
 
+async def _nothing() -> None:
+    return None
+
+
+async def _false() -> bool:
+    return False
+
+
 async def read_state(ctx: Context, number: int, record: SweepRecord, exists: bool) -> PRState:
-    pull = await read_pull(ctx, number)
+    """What the gate decides on. The reads that need only the PR's number go together, then those that need only
+    the PR (its changelog at the head and the merge base, its label events, its head commit), then the ones that
+    need their answers (the changelog at the merge base; a fork's merge commit once a writer's label counts)."""
+    pull, files = await asyncio.gather(read_pull(ctx, number), ctx.pr_files(number))
     fork = is_fork(pull, ctx.repo)
     path = ctx.policy["paths"]["changelog"]
-    touches = path in await ctx.pr_files(number)
-    changelog = await check_changelog(ctx, pull, path) if touches else None
-    labelling = await applied_labels(ctx, pull, fork, record)
+    touches = path in files
     names = label_names(pull)
     primaries = primary_names(ctx.policy)
-    wants_sweep = carries_primary(names, ctx.policy) or labelling.counts(primaries)
-    message = (await commit_facts(ctx, pull["head"]["sha"]))[0] if wants_sweep else ""
-    merge_parents = None
-    if fork and labelling.counts(primaries) and pull.get("merge_commit_sha") and pull.get("mergeable") is not None:
-        merge_parents = (await commit_facts(ctx, pull["merge_commit_sha"]))[1]
+    labelled = carries_primary(names, ctx.policy)
+
+    async def labels_and_commits() -> tuple[Labelling, tuple[str, tuple[str, ...]] | None, tuple[str, ...] | None]:
+        """The labelling, then what it calls for: the head's message (when only a held label asks for a sweep)
+        and a fork's merge commit (once a writer's label counts), read while the changelog is checked."""
+        labelling = await applied_labels(ctx, pull, fork, record)
+        counts = labelling.counts(primaries)
+        merge_sha = pull.get("merge_commit_sha")
+        wants_merge = fork and counts and bool(merge_sha) and pull.get("mergeable") is not None
+        facts, merge = await asyncio.gather(
+            commit_facts(ctx, pull["head"]["sha"]) if counts and not labelled else _nothing(),
+            commit_facts(ctx, merge_sha) if wants_merge else _nothing())
+        return labelling, facts, (merge[1] if merge is not None else None)
+
+    changelog, (labelling, held_facts, merge_parents), head_facts = await asyncio.gather(
+        check_changelog(ctx, pull, path) if touches else _nothing(), labels_and_commits(),
+        commit_facts(ctx, pull["head"]["sha"]) if labelled else _nothing())
+    facts = head_facts or held_facts
+    message = facts[0] if facts is not None else ""
     return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
 
 
@@ -483,12 +509,18 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
         return []  # a title or body edit changes nothing the gate looks at
     pull = data["pull_request"]
     number = pull["number"]
-    record, exists = await pr_state.load_record(ctx, number)
+    settling = (event.event, action) in lanes.SETTLING and ctx.superseded(lanes.SETTLING)
+    labelling = action in ("labeled", "unlabeled") and is_fork(pull, ctx.repo)
+    sender = (data.get("sender") or {}).get("login") or ""
+    asks_writer = labelling and bool(sender) and sender != ctx.bot_login
+    # read together: the record, the sender's permission (a fork's label), and, unless a later label change
+    # waiting in the lane makes this delivery give way, the PR and its files the gate reads next
+    ahead = (ctx.pull(number), ctx.pr_files(number)) if not settling or labelling else ()
+    (record, exists), writer, *_ = await asyncio.gather(
+        pr_state.load_record(ctx, number), ctx.writer(sender) if asks_writer else _false(), *ahead)
     change = None
-    if action in ("labeled", "unlabeled") and is_fork(pull, ctx.repo):
+    if labelling:
         label = (data.get("label") or {}).get("name")
-        sender = (data.get("sender") or {}).get("login") or ""
-        writer = (await ctx.writer(sender)) if sender and sender != ctx.bot_login else False
         change = approval_change(action, label, sender, is_fork=True, writer=writer, head_sha=pull["head"]["sha"],
                                  at=str(pull.get("updated_at") or ""), policy=ctx.policy)
     if change is not None:

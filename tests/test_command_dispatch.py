@@ -91,7 +91,8 @@ def delivery(body: str | None, *, action: str = "created", before: str | None = 
 def refused(outcome: str, *, edited: bool = False, text: str = "/use 5") -> list[Action]:
     reply = reply_comment(StubContext(), NUMBER, COMMENT_ID,
                           {"template": "pin_reply", "command": text, "outcome": outcome})
-    return [reply, Unreact(COMMENT_ID, "eyes"), React(COMMENT_ID, "-1")] + (
+    # the answer before 👀 comes off: the maintainer sees it one round trip sooner (issue 19)
+    return [reply, React(COMMENT_ID, "-1"), Unreact(COMMENT_ID, "eyes")] + (
         [Unreact(COMMENT_ID, "+1")] if edited else [])
 
 

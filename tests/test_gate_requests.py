@@ -10,35 +10,44 @@ from harness import load_bench
 
 BENCH = load_bench("github_requests")
 
-# scenario -> (requests after the token, writes, requests in order), every feature, warm process.
+# scenario -> (requests after the token, writes, round trips on the critical path, requests in order of sending),
+# every feature, warm process. Today's (before issue 19) round trips were the request counts: every request waited
+# for the one before it; labeled 13, synchronize 15, fork labeled by a writer 15.
 FIGURES = {
-    "labeled": (13, 3, "list comments, read PR, list files, compare (merge base), read file at commit, "
-                       "read file at commit, list label events, read commit, list runs, dispatch, create comment, "
-                       "list check runs, create check run"),
-    "labeled_redelivered_new_id": (4, 0, "list comments, read PR (304), list files (304), list label events (304)"),
+    "labeled": (13, 3, 8, "list comments, read PR, list files, list label events, read commit, compare (merge "
+                          "base), read file at commit, read file at commit, list runs, dispatch, create comment, "
+                          "list check runs, create check run"),
+    "labeled_redelivered_new_id": (4, 0, 2, "list comments, read PR (304), list files (304), list label events "
+                                            "(304)"),
     # the changelog's one-click fixes (issue 17) list the PR's reviews last, after the dispatch; the PR, the merge
     # base and the files they read too are the gate's, read once per delivery
-    "synchronize_new_push": (15, 4, "list files (304), list comments, read PR, compare (merge base), "
-                                    "read file at commit (304), read file at commit, list label events (304), "
-                                    "read commit, cancel run, list runs, dispatch, edit comment, list check runs, "
-                                    "create check run, list reviews"),
-    "two_primaries": (7, 3, "list comments, read PR, list files (304), list label events, cancel run, edit comment, "
-                            "update check run"),
+    "synchronize_new_push": (15, 4, 12, "list files (304), list comments, read PR, list label events (304), read "
+                                        "commit, compare (merge base), read file at commit, read file at commit "
+                                        "(304), cancel run, list runs, dispatch, edit comment, list check runs, "
+                                        "create check run, list reviews"),
+    "two_primaries": (7, 3, 5, "list comments, read PR, list files (304), list label events, cancel run, edit "
+                               "comment, update check run"),
     # the second `read commit` is GitHub's merge commit: its parents must include the approved head (issue 15)
-    "fork_labeled_by_writer": (15, 3, "list comments, read permission, read PR, list files, compare (merge base), "
-                                      "read file at commit, read file at commit, list label events, read commit, "
-                                      "read commit, list runs, dispatch, create comment, list check runs, "
-                                      "create check run"),
-    "fork_labeled_by_non_writer": (14, 4, "list comments, read permission, read PR, list files, "
-                                          "compare (merge base), read file at commit, read file at commit, "
-                                          "list label events, read commit, remove label, create comment, "
-                                          "create comment, list check runs, create check run"),
-    "invalid_changelog": (11, 2, "list comments, read PR, list files, compare (merge base), read file at commit, "
-                                 "read file at commit, list label events, read commit, create comment, "
-                                 "list check runs, create check run"),
-    "run_completed": (8, 3, "list comments, list run jobs, read PR (304), list files (304), list label events (304), "
-                            "edit comment, update check run, create comment"),
-    "opened_no_changelog": (5, 1, "list files, list comments, read PR, list check runs, create check run"),
+    "fork_labeled_by_writer": (15, 3, 8, "read permission, list comments, read PR, list files, list label events, "
+                                         "read commit, compare (merge base), read file at commit, read file at "
+                                         "commit, read commit, list runs, dispatch, create comment, list check "
+                                         "runs, create check run"),
+    "fork_labeled_by_non_writer": (14, 4, 8, "read permission, list comments, read PR, list files, list label "
+                                             "events, read commit, compare (merge base), read file at commit, "
+                                             "read file at commit, remove label, create comment, create comment, "
+                                             "list check runs, create check run"),
+    "invalid_changelog": (11, 2, 6, "list comments, read PR, list files, list label events, read commit, compare "
+                                    "(merge base), read file at commit, read file at commit, create comment, list "
+                                    "check runs, create check run"),
+    "run_completed": (8, 3, 7, "list comments, list run jobs, read PR (304), list files (304), list label events "
+                               "(304), edit comment, update check run, create comment"),
+    "opened_no_changelog": (5, 1, 4, "list files, list comments, read PR, list check runs, create check run"),
+    # before issue 19: 21 requests, 21 round trips (the gate read the PR again, 👀 was listed to be taken off)
+    "use_pins_and_stages": (19, 7, 12, "read permission, add reaction, list comments, read PR, read run, list run "
+                                       "artifacts, list files, list label events, read commit, compare (merge base), "
+                                       "read file at commit, read file at commit, edit comment, create comment, add "
+                                       "reaction, remove reaction, repository dispatch, list check runs, create "
+                                       "check run"),
 }
 
 
@@ -49,7 +58,7 @@ def test_every_gate_scenario_has_its_figures_pinned():
 @pytest.mark.parametrize("name", list(FIGURES))
 async def test_gate_request_figures(app_key, name):
     count = await getattr(BENCH, name)(app_key)
-    assert (count.total, count.writes, count.sequence) == FIGURES[name]
+    assert (count.total, count.writes, count.round_trips, count.sequence) == FIGURES[name]
     assert count.auth == 0  # warm: token, App identity and policy cached
 
 
@@ -65,3 +74,41 @@ async def test_the_gate_figures_say_what_the_scenarios_are_about(app_key):
     fork = await BENCH.fork_labeled_by_writer(app_key)
     assert any(r.path.endswith("/e2e-tests.yml/dispatches") for r in fork.work), "the trusted workflow"
     assert (await BENCH.labeled_redelivered_new_id(app_key)).writes == 0
+
+
+def is_dispatch(trip) -> bool:
+    return trip.method == "POST" and "/actions/workflows/" in trip.path and trip.path.endswith("/dispatches")
+
+
+# issue 19: the round trips a person waits for, from the delivery's first request to the dispatch (before: 10,
+# 12 on a fork, 11 on a new push; all its reads were made one after another)
+DISPATCH_ROUND_TRIPS = {"labeled": 5, "fork_labeled_by_writer": 5, "synchronize_new_push": 8}
+
+
+@pytest.mark.parametrize("name", list(DISPATCH_ROUND_TRIPS))
+async def test_round_trips_to_the_dispatch(app_key, name):
+    from bot.testing.round_trips import critical_path
+
+    count = await getattr(BENCH, name)(app_key)
+    assert critical_path(list(count.trips), is_dispatch) == DISPATCH_ROUND_TRIPS[name]
+
+
+def is_reply(trip) -> bool:
+    return trip.method == "POST" and trip.path.endswith("/issues/40/comments")
+
+
+def is_accepted(trip) -> bool:
+    return trip.method == "POST" and trip.path.endswith("/reactions")
+
+
+async def test_round_trips_to_the_reply_and_its_reaction(app_key):
+    """`/use`: the reply and the 👍 in 7 and 8 round trips (before issue 19: 17 and 21); the pin is recorded in
+    the status comment before the reply says so, the check run and the staging request come after the 👍."""
+    from bot.testing.round_trips import chain_depths, critical_path
+
+    count = await BENCH.use_pins_and_stages(app_key)
+    trips = list(count.trips)
+    assert critical_path(trips, is_reply) == 7
+    depths = chain_depths(trips)
+    reactions = [d for t, d in zip(trips, depths) if is_accepted(t)]
+    assert reactions == [1, 8]  # 👀 at once, 👍 right after the reply

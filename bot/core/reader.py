@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from gidgethub.abc import GitHubAPI
 
@@ -11,26 +12,55 @@ from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
 from bot.rules.links import Slashed, repo_api
 
+READS_IN_FLIGHT = 4  # one delivery's reads of GitHub at once: independent reads overlap, no burst on GitHub
+
 
 class PRReader:
     """Reads of one repository for one delivery, memoised: every listing is read once (every page), a file at a
-    commit once. The executor drops a listing it has changed (`forget`) or appends what it created."""
+    commit once. The executor drops a listing it has changed (`forget`) or appends what it created.
+
+    Reads may run together (`asyncio.gather`): at most READS_IN_FLIGHT at once, and two asking for the same key
+    share the one request in flight."""
 
     def __init__(self, gh: GitHubAPI, repo: str):
         self.gh, self.repo = gh, repo
         self._memo: dict[Any, Any] = {}
+        self._in_flight: dict[Any, asyncio.Future] = {}
+        self._bound = asyncio.Semaphore(READS_IN_FLIGHT)
 
     def forget(self, key: tuple) -> None:
         """Drop a memoised listing, so the next read asks GitHub again."""
         self._memo.pop(key, None)
+        self._in_flight.pop(key, None)
+
+    async def _once(self, key: Any, read: Callable[[], Awaitable[Any]]) -> Any:
+        """`read()`'s answer for `key`, read once per delivery: a caller arriving while it is in flight waits for
+        the same answer (a failure is not kept: the next caller asks again)."""
+        if key in self._memo:
+            return self._memo[key]
+        pending = self._in_flight.get(key)
+        if pending is None:
+            pending = self._in_flight[key] = asyncio.ensure_future(self._bounded(read))
+            try:
+                value = await asyncio.shield(pending)
+            finally:
+                if self._in_flight.get(key) is pending:
+                    del self._in_flight[key]
+            self._memo[key] = value
+            return value
+        return await asyncio.shield(pending)
+
+    async def _bounded(self, read: Callable[[], Awaitable[Any]]) -> Any:
+        async with self._bound:
+            return await read()
 
     async def _listing(self, key: tuple, *path: str | int, keep: Callable[[dict], bool] = lambda item: True
                        ) -> list[dict]:
         """Every page of this repository's list endpoint `path`, read once per delivery."""
-        if key not in self._memo:
+        async def read() -> list[dict]:
             url = repo_api(self.repo, *path, per_page=PER_PAGE)
-            self._memo[key] = [item async for item in self.gh.getiter(url) if keep(item)]
-        return self._memo[key]
+            return [item async for item in self.gh.getiter(url) if keep(item)]
+        return await self._once(key, read)
 
     async def pr_file_entries(self, number: int) -> list[dict]:
         """The changed files of a PR as GitHub lists them (every page; a rename carries `previous_filename`)."""
@@ -51,42 +81,33 @@ class PRReader:
 
     async def file_at(self, path: str, ref: str) -> bytes | None:
         """The exact bytes of a file at a commit, or None where it does not exist (above 1 MB via the blob API)."""
-        key = ("file", path, ref)
-        if key not in self._memo:
+        async def read() -> bytes | None:
             item = await get_or_none(self.gh, repo_api(self.repo, "contents", Slashed(path), ref=ref))
-            data = None
-            if isinstance(item, dict) and item.get("type", "file") == "file":
-                if item.get("encoding") == "base64":
-                    data = base64.b64decode(item.get("content") or "")
-                else:  # GitHub sends no content for files over 1 MB
-                    blob = await self.gh.getitem(repo_api(self.repo, "git", "blobs", item["sha"]))
-                    data = base64.b64decode(blob.get("content") or "")
-            self._memo[key] = data
-        return self._memo[key]
+            if not isinstance(item, dict) or item.get("type", "file") != "file":
+                return None
+            if item.get("encoding") == "base64":
+                return base64.b64decode(item.get("content") or "")
+            # GitHub sends no content for files over 1 MB
+            blob = await self.gh.getitem(repo_api(self.repo, "git", "blobs", item["sha"]))
+            return base64.b64decode(blob.get("content") or "")
+        return await self._once(("file", path, ref), read)
 
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
         """The commit a PR's changes are counted from (its base branch may have moved on since), read once per
         delivery."""
-        key = ("merge_base", base_sha, head_sha)
-        if key not in self._memo:
+        async def read() -> str:
             compared = await self.gh.getitem(repo_api(self.repo, "compare", f"{base_sha}...{head_sha}", per_page=1))
-            self._memo[key] = (compared.get("merge_base_commit") or {}).get("sha") or base_sha
-        return self._memo[key]
+            return (compared.get("merge_base_commit") or {}).get("sha") or base_sha
+        return await self._once(("merge_base", base_sha, head_sha), read)
 
     async def pull(self, number: int) -> dict:
         """The PR as it is when this delivery first asks (a queued payload may be old), read once per delivery;
         `forget(("pull", number))` reads it again."""
-        key = ("pull", number)
-        if key not in self._memo:
-            self._memo[key] = await self.gh.getitem(repo_api(self.repo, "pulls", number))
-        return self._memo[key]
+        return await self._once(("pull", number), lambda: self.gh.getitem(repo_api(self.repo, "pulls", number)))
 
     async def git_commit(self, sha: str) -> dict:
         """A commit as the git database API gives it (message, parents), read once per delivery."""
-        key = ("commit", sha)
-        if key not in self._memo:
-            self._memo[key] = await self.gh.getitem(repo_api(self.repo, "git", "commits", sha))
-        return self._memo[key]
+        return await self._once(("commit", sha), lambda: self.gh.getitem(repo_api(self.repo, "git", "commits", sha)))
 
     async def comments(self, number: int) -> list[dict]:
         """Every comment on an issue or PR; the executor appends what it creates, so the list stays current."""

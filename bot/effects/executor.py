@@ -328,6 +328,15 @@ class Executor:
         made = await self.gh.post(self._reactions_url(action.comment_id), data={"content": action.content})
         return Result("reacted", made.get("id"))
 
+    def _made(self, action: act.Action) -> Result | None:
+        """What this delivery (or an earlier attempt of it) made for `action`, as its ledger holds it: a reaction
+        to take off again needs no listing to find its id."""
+        row = self.ledger.get(action.key)
+        if row is None or row.state != EFFECT_DONE:
+            return None
+        made = Result.from_json(row.result)
+        return made if made.id else None
+
     async def find_reaction(self, action: act.React | act.Unreact) -> Result | None:
         url = self._reactions_url(action.comment_id, content=action.content, per_page=PER_PAGE)
         async for reaction in self.gh.getiter(url):
@@ -336,7 +345,7 @@ class Executor:
         return None
 
     async def unreact(self, action: act.Unreact) -> Result:
-        found = await self.find_reaction(action)
+        found = self._made(act.React(action.comment_id, action.content)) or await self.find_reaction(action)
         if found is None:
             return Result("absent")
         try:
