@@ -22,7 +22,7 @@ from bot.rules.codeowners import parse as parse_codeowners
 from bot.rules.markers import (hidden_record, is_bots, marker, purpose_of, read_hidden_record, sender_login,
                                sent_by)
 from bot.rules.links import Slashed, repo_api, web
-from bot.rules.pull_request import label_names
+from bot.rules.pull_request import label_names, own_check_run
 from bot.core.processing import Context
 from bot.rules.dispatched_runs import not_the_bots
 from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
@@ -372,7 +372,7 @@ async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     """"Re-run" on the bot's own `signoff` check: the current sign-offs are verified again and the check run on
     the PR's head is written again by them. Another app's check, or another check, is not this feature's."""
     check = event.data.get("check_run") or {}
-    if not rules.own_check_run(check, CHECK_NAME, ctx.bot_login):
+    if not own_check_run(check, CHECK_NAME, ctx.bot_login):
         return []
     number = ctx.pr_number
     if number is None and isinstance(check.get("head_sha"), str):

@@ -26,7 +26,7 @@ from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogO
 from bot.rules.links import VIEWER_PAGES, Slashed, repo_api, viewer_links, web
 from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
-                                    primary_names, sweep_label_names)
+                                    own_check_run, primary_names, sweep_label_names)
 from bot.rules import check_buttons, run_report
 from bot.rules.run_summary import summary_tokens
 from bot.core.processing import Context
@@ -590,24 +590,13 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     return await evaluate(ctx, number, record, exists, may_start=False) + finished
 
 
-def ours(ctx: Context, check: Mapping[str, Any]) -> bool:
-    """Whether a `check_run` event is about this App's `sweep-gate` (others' checks, and the sign-off's, are not)."""
-    slug = (check.get("app") or {}).get("slug")
-    return check.get("name") == CHECK_NAME and isinstance(slug, str) and f"{slug}[bot]" == ctx.bot_login
-
-
 async def pr_of_check(ctx: Context, check: Mapping[str, Any]) -> int | None:
     """The open PR whose head is the check's commit: named by the payload for a same-repository PR; a fork's
     check names none, so GitHub is asked."""
     if ctx.pr_number is not None:
         return ctx.pr_number
     sha = check.get("head_sha")
-    if not isinstance(sha, str):
-        return None
-    for pull in await ctx.gh.getitem(repo_api(ctx.repo, "commits", sha, "pulls")):
-        if pull.get("state") == "open" and (pull.get("head") or {}).get("sha") == sha:
-            return int(pull["number"])
-    return None
+    return await ctx.pr_of_head(sha) if isinstance(sha, str) else None
 
 
 def _now() -> str:
@@ -619,7 +608,7 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     queued); a button press (`requested_action`) by a writer restarts the sweep or approves a fork's head."""
     data = event.data
     check = data.get("check_run") or {}
-    if not ours(ctx, check):
+    if not own_check_run(check, CHECK_NAME, ctx.bot_login):  # others' checks, and the sign-off's, are not ours
         return []
     number = await pr_of_check(ctx, check)
     if number is None:

@@ -7,6 +7,7 @@ import pytest
 from bot.rules import signoff as rules
 from bot.rules.checklist import compare, template_items
 from bot.rules.codeowners import parse
+from bot.rules.pull_request import own_check_run
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
 SHA, OLD = "a" * 40, "b" * 40
@@ -294,7 +295,7 @@ BOT = "sweepbot-test[bot]"
     (None, False),
 ])
 def test_own_check_run(check, own):
-    assert rules.own_check_run(check, "signoff", BOT) is own
+    assert own_check_run(check, "signoff", BOT) is own
 
 
 def test_a_signoff_knows_when_it_was_last_written():

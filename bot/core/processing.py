@@ -113,7 +113,7 @@ class Context:
         return await self.reader.pull(number)
 
     async def pr_of_head(self, sha: str) -> int | None:
-        return await open_pr_of_head(self.gh, self.repo, sha)
+        return await open_pr_of_head(self.gh, self.repo, sha, head_only=True)
 
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
         return await self.reader.merge_base(base_sha, head_sha)
@@ -144,7 +144,7 @@ class Outcome:
     handlers: list[str]
 
 
-def handler_order(handler: Callable) -> tuple[bool, str, str]:
+def handler_order(handler: Callable) -> tuple[int, str, str]:
     """The order the handlers of one event run in, and so the order of their writes: a stable order by module
     and name (the router hands them over as a set), except that a handler marked `runs_first` (the welcome: a new
     PR hears it before the status table) goes before the others, and one marked `runs_last` (the changelog's

@@ -114,11 +114,12 @@ class PRReader:
         return await self._listing(("comments", number), "issues", number, "comments")
 
 
-async def open_pr_of_head(gh: GitHubAPI, repo: str, sha: str) -> int | None:
-    """The open PR of `repo` whose head is `sha` (a fork's run or check run names no PR), as GitHub says: the
-    commit's PRs, else the open PRs' heads."""
+async def open_pr_of_head(gh: GitHubAPI, repo: str, sha: str, *, head_only: bool = False) -> int | None:
+    """The open PR of `repo` with the commit `sha` (a fork's run or check run names no PR), as GitHub says: the
+    commit's open PRs, else the open PRs' heads. `head_only`: only a PR whose head `sha` is now (a check run's
+    Re-run or button on an older head belongs to no PR)."""
     for pr in await gh.getitem(repo_api(repo, "commits", sha, "pulls")):
-        if pr.get("state") == "open":
+        if pr.get("state") == "open" and (not head_only or (pr.get("head") or {}).get("sha") == sha):
             return int(pr["number"])
     async for pr in gh.getiter(repo_api(repo, "pulls", state="open", per_page=PER_PAGE)):
         if (pr.get("head") or {}).get("sha") == sha:

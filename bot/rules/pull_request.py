@@ -1,5 +1,5 @@
 """What a pull request says, each fact read one way: whether it comes from a fork, which of its labels are the
-policy's sweep labels (SPEC §2), and which label event put a label on it.
+policy's sweep labels (SPEC §2), which label event put a label on it, and whether a check run on it is this App's.
 
 GitHub treats `AMD` and `amd` as one label and `Acme/InferenceX` and `acme/inferencex` as one repository, so
 every comparison here casefolds; the config check, the gate, the pins and the autolabels all ask here.
@@ -61,3 +61,12 @@ def last_applied(events: Iterable[Mapping[str, Any]], label: str) -> Mapping[str
         if label_key((event.get("label") or {}).get("name") or "") == wanted:
             found = event if event.get("event") == "labeled" else None
     return found
+
+
+def own_check_run(check: Any, name: str, bot_login: str) -> bool:
+    """Whether a `check_run` payload's run is this App's check run `name` (its app's slug is the bot's login
+    without `[bot]`): a re-run asked of another app's check, or of another check, is not this one's."""
+    if not isinstance(check, Mapping) or check.get("name") != name:
+        return False
+    slug = (check.get("app") or {}).get("slug") if isinstance(check.get("app"), Mapping) else None
+    return isinstance(slug, str) and bool(slug) and f"{slug}[bot]".casefold() == bot_login.casefold()

@@ -303,15 +303,6 @@ def _written(record: Mapping[str, Any]) -> tuple[str, int]:
     return str(record.get("signed_at") or ""), parsed[1] if parsed else 0
 
 
-def own_check_run(check: Any, name: str, bot_login: str) -> bool:
-    """Whether a `check_run` payload's run is this App's check run `name` (its app's slug is the bot's login
-    without `[bot]`): a re-run asked of another app's check, or of another check, is not this one's."""
-    if not isinstance(check, Mapping) or check.get("name") != name:
-        return False
-    slug = (check.get("app") or {}).get("slug") if isinstance(check.get("app"), Mapping) else None
-    return isinstance(slug, str) and bool(slug) and f"{slug}[bot]".casefold() == bot_login.casefold()
-
-
 def judge_result(payload: Any) -> dict[str, Any] | str:
     """The judge workflow's `signoff-judged` callback: {pr, signoff, head_sha, verdict, summary, run_id,
     dispatch_id, ignored}, or the reason it is refused. The payload is held to bot.rules.message_schemas'
