@@ -46,12 +46,18 @@ def from_a_bot(user: Mapping[str, Any], bot_login: str) -> bool:
 # -- the gate's record -----------------------------------------------------------------------------
 
 
+async def own_comment(ctx: Context, number: int, purpose: str) -> dict[str, Any] | None:
+    """The bot's own comment of `purpose` on PR `number` (only the bot's comments count), or None."""
+    for comment in await ctx.comments(number):
+        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == purpose:
+            return comment
+    return None
+
+
 async def load_record(ctx: Context, number: int) -> tuple[SweepRecord, bool]:
     """(the record in the bot's status comment on PR `number`, whether that comment exists)."""
-    for comment in await ctx.comments(number):
-        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == STATUS_PURPOSE:
-            return SweepRecord.parse(comment.get("body")), True
-    return SweepRecord(), False
+    comment = await own_comment(ctx, number, STATUS_PURPOSE)
+    return (SweepRecord.parse(comment.get("body")), True) if comment is not None else (SweepRecord(), False)
 
 
 class RecordChanged(Protocol):

@@ -28,7 +28,7 @@ from bot.rules import pins, pull_request
 from bot.effects.actions import Action, Comment, RepositoryDispatch
 from bot.rules.commands import Command
 from bot.rules.links import repo_api, web
-from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.rules.markers import hidden_record, read_hidden_record
 from bot.rules.run_summary import summarize
 from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, SweepRecord
@@ -49,17 +49,22 @@ def run_day(run: dict) -> str:
     return str(run.get("run_started_at") or run.get("created_at") or "")[:10]
 
 
+def run_fields(pr_number: int, run: dict) -> dict[str, str]:
+    """What both requests to the results service say of the run: the PR, the run, its attempt and its day."""
+    return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
+            "run-date": run_day(run)}
+
+
 def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
     """The `stage-results` client_payload (kebab-case, all strings), as the results service reads it."""
-    return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
-            "run-date": run_day(run), "requested-by": requester, "comment-id": str(reply_id)}
+    return {**run_fields(pr_number, run), "requested-by": requester, "comment-id": str(reply_id)}
 
 
 def ingest_payload(pr_number: int, run: dict, merge_sha: str, pinned_by: str, notice_id: int) -> dict[str, str]:
     """The `ingest-results` client_payload (kebab-case, all strings): which merged PR, which run (and attempt and
     date) to ingest, the merge commit, who pinned the run, and the merge notice the service may update."""
-    return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
-            "run-date": run_day(run), "merge-sha": merge_sha or "", "pinned-by": pinned_by, "comment-id": str(notice_id)}
+    return {**run_fields(pr_number, run), "merge-sha": merge_sha or "", "pinned-by": pinned_by,
+            "comment-id": str(notice_id)}
 
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
@@ -199,10 +204,8 @@ def ingest_requested(shown: Any, run_id: int) -> bool:
 
 async def shown_ingest_request(ctx: Context, number: int) -> Any:
     """The hidden record of the bot's merge notice on PR `number`, or None."""
-    for comment in await ctx.comments(number):
-        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == MERGE_PURPOSE:
-            return read_hidden_record(INGEST_RECORD, comment.get("body"))
-    return None
+    notice = await pr_state.own_comment(ctx, number, MERGE_PURPOSE)
+    return read_hidden_record(INGEST_RECORD, notice.get("body")) if notice is not None else None
 
 
 def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: dict | None,

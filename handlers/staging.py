@@ -38,7 +38,7 @@ from bot.core.processing import Context
 from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
                                          parse_callback)
 from bot.github.client import get_or_none
-from handlers.pr_state import load_record, reply_comment, reply_record, staging_state
+from handlers.pr_state import load_record, own_comment, reply_comment, reply_record, staging_state
 
 INGEST_PURPOSE = "ingest-{run_id}"
 INGEST_RECORD = "ingest"  # the report's hidden line: <!-- sweepbot-ingest {"app_run_id": ...} -->
@@ -225,13 +225,10 @@ async def stage_progress(ctx: Context, callback: Callback) -> list[Action]:
 
 async def shown_ingest_run(ctx: Context, number: int, run_id: int) -> int | None:
     """The app run the PR's ingest report for `run_id` shows, if there is one that says."""
-    purpose = INGEST_PURPOSE.format(run_id=run_id)
-    for comment in await ctx.comments(number):
-        if is_bots(comment, ctx.bot_login) and purpose_of(comment.get("body")) == purpose:
-            shown = read_hidden_record(INGEST_RECORD, comment.get("body"))
-            app_run = shown.get("app_run_id") if isinstance(shown, dict) else None
-            return app_run if type(app_run) is int else None
-    return None
+    report = await own_comment(ctx, number, INGEST_PURPOSE.format(run_id=run_id))
+    shown = read_hidden_record(INGEST_RECORD, report.get("body")) if report is not None else None
+    app_run = shown.get("app_run_id") if isinstance(shown, dict) else None
+    return app_run if type(app_run) is int else None
 
 
 async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:

@@ -286,10 +286,6 @@ async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
     return _commits[key]
 
 
-async def _nothing() -> None:
-    return None
-
-
 async def _false() -> bool:
     return False
 
@@ -314,13 +310,13 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         merge_sha = pull.get("merge_commit_sha")
         wants_merge = fork and counts and bool(merge_sha) and pull.get("mergeable") is not None
         facts, merge = await asyncio.gather(
-            commit_facts(ctx, pull["head"]["sha"]) if counts and not labelled else _nothing(),
-            commit_facts(ctx, merge_sha) if wants_merge else _nothing())
+            commit_facts(ctx, pull["head"]["sha"]) if counts and not labelled else pr_state.nothing(),
+            commit_facts(ctx, merge_sha) if wants_merge else pr_state.nothing())
         return labelling, facts, (merge[1] if merge is not None else None)
 
     changelog, (labelling, held_facts, merge_parents), head_facts = await asyncio.gather(
-        check_changelog(ctx, pull, path) if touches else _nothing(), labels_and_commits(),
-        commit_facts(ctx, pull["head"]["sha"]) if labelled else _nothing())
+        check_changelog(ctx, pull, path) if touches else pr_state.nothing(), labels_and_commits(),
+        commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing())
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
     return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
