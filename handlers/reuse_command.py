@@ -27,7 +27,7 @@ from bot.telemetry import logs
 from bot.rules import pins, pull_request
 from bot.effects.actions import Action, Comment, RepositoryDispatch
 from bot.rules.commands import Command
-from bot.rules.links import repo_api, web
+from bot.rules.links import web
 from bot.rules.markers import hidden_record, read_hidden_record
 from bot.rules.run_summary import summarize
 from bot.core.processing import Context
@@ -293,7 +293,7 @@ async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
     if run_id is None:
         variables["outcome"] = "nothing_to_stage"
     else:
-        pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+        pull = await ctx.pull(number)
         run, verdict = await pr_state.judge_pinned(ctx, run_id, pull, record)
         variables["run"] = {"id": run_id,
                             "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id)}

@@ -227,7 +227,7 @@ async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff,
 
 
 async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Action]:
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    pull = await ctx.pull(number)
     if pull.get("state") != "open":
         logs.event("sign-off on a closed PR left alone", signoff=signoff.key)
         return []
@@ -258,7 +258,7 @@ async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool]
     comments = await verdict_comments(ctx, number)
     if not comments:
         return []
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    pull = await ctx.pull(number)
     if pull.get("state") != "open":
         logs.event("sign-offs of a closed PR left alone", pr=number)
         return []
@@ -283,7 +283,7 @@ async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool]
 
 async def restate(ctx: Context, number: int, changed: dict[str, dict[str, Any]]) -> list[Action]:
     """Re-render the verdicts in `changed` and the check run on the PR's head."""
-    pull = await ctx.gh.getitem(repo_api(ctx.repo, "pulls", number))
+    pull = await ctx.pull(number)
     records = {**await verdicts(ctx, number), **changed}
     actions: list[Action] = [verdict_comment(ctx, number, record) for record in changed.values()]
     if pull.get("state") == "open":
