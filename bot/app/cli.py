@@ -84,15 +84,10 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
         return 2
     runner = web.AppRunner(make_app(bot), access_log=None, shutdown_timeout=5)
     await runner.setup()
-    try:  # listen before any worker starts: a port in use leaves nothing running behind it
-        site = web.TCPSite(runner, settings.host, settings.port)
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
+    # listen before any worker starts: a port in use leaves nothing running behind it
+    site = await listen(runner, settings.host, settings.port, "set PORT to another port")
+    if site is None:
         await bot.stop()
-        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)  # not asyncio's "error while ..."
-        print(f"sweepbot: cannot listen on {settings.host}:{settings.port}: {reason} (set PORT to another port)",
-              file=sys.stderr)
         return 2
     if recorder is not None and settings.workers > 0:  # with no worker nothing is walked: no transcript
         try:
@@ -131,6 +126,20 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
         if recorder is not None and recorder.transcript is not None:
             recorder.transcript.close()
     return 0
+
+
+async def listen(runner: web.AppRunner, host: str, port: int, hint: str) -> web.TCPSite | None:
+    """The site listening on host:port, or None after one line saying why it cannot (a port in use: `hint` says
+    what to change), with `runner` cleaned up."""
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        reason = os.strerror(exc.errno).lower() if exc.errno else str(exc)  # not asyncio's "error while ..."
+        print(f"sweepbot: cannot listen on {host}:{port}: {reason} ({hint})", file=sys.stderr)
+        return None
+    return site
 
 
 def _open_transcript(recorder: Any, path: Path | None) -> Path:
@@ -394,13 +403,7 @@ async def setup(options: setup_page.SetupOptions, host: str, port: int, out: Tex
     page = setup_page.SetupPage(dataclasses.replace(options, on_saved=saved))
     runner = web.AppRunner(page.app, access_log=None, shutdown_timeout=2)
     await runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-    except OSError as exc:
-        await runner.cleanup()
-        print(f"sweepbot: cannot listen on {host}:{port}: {exc.strerror or exc} (choose another with --port)",
-              file=sys.stderr)
+    if await listen(runner, host, port, "choose another with --port") is None:
         return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
