@@ -34,7 +34,7 @@ for _path in (str(ROOT), str(ROOT / "tests")):
 
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
-from bot.testing.round_trips import LateGitHub, Trip, critical_path  # noqa: E402
+from bot.testing.round_trips import LateGitHub, Trip, chain_depths, critical_path  # noqa: E402
 from bot.rules.markers import marker  # noqa: E402
 from bot.rules.sweep_record import RunRecord, SweepRecord  # noqa: E402
 from handlers import pr_state, registry, sweep_gate  # noqa: E402
@@ -133,7 +133,16 @@ class Count:
 
     @property
     def sequence(self) -> str:
-        return ", ".join(short_name(r) for r in self.work) or "none"
+        """The requests round trip by round trip ("→" between two), sorted by name within one: requests made
+        together are answered in any order, so the order they were answered in is not a figure."""
+        work = [(r, t) for r, t in zip(self.requests, self.trips, strict=True) if not is_auth(r)]
+        if not work:
+            return "none"
+        depths = chain_depths([t for _, t in work])
+        waves: dict[int, list[str]] = {}
+        for (r, _), depth in zip(work, depths):
+            waves.setdefault(depth, []).append(short_name(r))
+        return " → ".join(", ".join(sorted(waves[d])) for d in sorted(waves))
 
 
 @contextlib.asynccontextmanager
@@ -453,7 +462,7 @@ GATE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
 def table(counts: list[Count]) -> str:
     lines = [
         "| Scenario | Requests after the token | Round trips (critical path) | GET | POST | PATCH | DELETE | Writes "
-        "| Requests, in order of sending |",
+        "| Requests, round trip by round trip |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for c in counts:

@@ -10,44 +10,43 @@ from harness import load_bench
 
 BENCH = load_bench("github_requests")
 
-# scenario -> (requests after the token, writes, round trips on the critical path, requests in order of sending),
-# every feature, warm process. Today's (before issue 19) round trips were the request counts: every request waited
+# scenario -> (requests after the token, writes, round trips on the critical path, the requests round trip by
+# round trip, sorted by name within one), every feature, warm process. Today's (before issue 19) round trips were the request counts: every request waited
 # for the one before it; labeled 13, synchronize 15, fork labeled by a writer 15.
 FIGURES = {
-    "labeled": (13, 3, 8, "list comments, read PR, list files, list label events, read commit, compare (merge "
-                          "base), read file at commit, read file at commit, list runs, dispatch, create comment, "
-                          "list check runs, create check run"),
-    "labeled_redelivered_new_id": (4, 0, 2, "list comments, read PR (304), list files (304), list label events "
-                                            "(304)"),
+    "labeled": (13, 3, 8, "list comments, list files, read PR → compare (merge base), list label events, read "
+                "commit, read file at commit → read file at commit → list runs → dispatch → create comment → list "
+                "check runs → create check run"),
+    "labeled_redelivered_new_id": (4, 0, 2, "list comments, list files (304), read PR (304) → list label events "
+                                   "(304)"),
     # the changelog's one-click fixes (issue 17) list the PR's reviews last, after the dispatch; the PR, the merge
     # base and the files they read too are the gate's, read once per delivery
-    "synchronize_new_push": (15, 4, 12, "list files (304), list comments, read PR, list label events (304), read "
-                                        "commit, compare (merge base), read file at commit, read file at commit "
-                                        "(304), cancel run, list runs, dispatch, edit comment, list check runs, "
-                                        "create check run, list reviews"),
-    "two_primaries": (7, 3, 5, "list comments, read PR, list files (304), list label events, cancel run, edit "
-                               "comment, update check run"),
+    "synchronize_new_push": (15, 4, 12, "list files (304) → list comments → read PR → compare (merge base), list "
+                             "label events (304), read commit, read file at commit → read file at commit (304) → "
+                             "cancel run → list runs → dispatch → edit comment → list check runs → create check "
+                             "run → list reviews"),
+    "two_primaries": (7, 3, 5, "list comments, list files (304), read PR → list label events → cancel run → edit "
+                      "comment → update check run"),
     # the second `read commit` is GitHub's merge commit: its parents must include the approved head (issue 15)
-    "fork_labeled_by_writer": (15, 3, 8, "read permission, list comments, read PR, list files, list label events, "
-                                         "read commit, compare (merge base), read file at commit, read file at "
-                                         "commit, read commit, list runs, dispatch, create comment, list check "
-                                         "runs, create check run"),
-    "fork_labeled_by_non_writer": (14, 4, 8, "read permission, list comments, read PR, list files, list label "
-                                             "events, read commit, compare (merge base), read file at commit, "
-                                             "read file at commit, remove label, create comment, create comment, "
-                                             "list check runs, create check run"),
-    "invalid_changelog": (11, 2, 6, "list comments, read PR, list files, list label events, read commit, compare "
-                                    "(merge base), read file at commit, read file at commit, create comment, list "
-                                    "check runs, create check run"),
-    "run_completed": (8, 3, 7, "list comments, list run jobs, read PR (304), list files (304), list label events "
-                               "(304), edit comment, update check run, create comment"),
-    "opened_no_changelog": (5, 1, 4, "list files, list comments, read PR, list check runs, create check run"),
+    "fork_labeled_by_writer": (15, 3, 8, "list comments, list files, read PR, read permission → compare (merge "
+                               "base), list label events, read commit, read file at commit → read commit, read "
+                               "file at commit → list runs → dispatch → create comment → list check runs → create "
+                               "check run"),
+    "fork_labeled_by_non_writer": (14, 4, 8, "list comments, list files, read PR, read permission → compare (merge "
+                                   "base), list label events, read commit, read file at commit → read file at "
+                                   "commit → remove label → create comment → create comment → list check runs → "
+                                   "create check run"),
+    "invalid_changelog": (11, 2, 6, "list comments, list files, read PR → compare (merge base), list label events, "
+                          "read commit, read file at commit → read file at commit → create comment → list check "
+                          "runs → create check run"),
+    "run_completed": (8, 3, 7, "list comments → list run jobs → list files (304), read PR (304) → list label "
+                      "events (304) → edit comment → update check run → create comment"),
+    "opened_no_changelog": (5, 1, 4, "list files → list comments, read PR → list check runs → create check run"),
     # before issue 19: 21 requests, 21 round trips (the gate read the PR again, 👀 was listed to be taken off)
-    "use_pins_and_stages": (19, 7, 12, "read permission, add reaction, list comments, read PR, read run, list run "
-                                       "artifacts, list files, list label events, read commit, compare (merge base), "
-                                       "read file at commit, read file at commit, edit comment, create comment, add "
-                                       "reaction, remove reaction, repository dispatch, list check runs, create "
-                                       "check run"),
+    "use_pins_and_stages": (19, 7, 12, "add reaction, read permission → list comments, read PR → list files, list "
+                            "run artifacts, read run → compare (merge base), list label events, read commit, read "
+                            "file at commit → read file at commit → edit comment → create comment → add reaction → "
+                            "remove reaction → repository dispatch → list check runs → create check run"),
 }
 
 
@@ -112,3 +111,23 @@ async def test_round_trips_to_the_reply_and_its_reaction(app_key):
     depths = chain_depths(trips)
     reactions = [d for t, d in zip(trips, depths) if is_accepted(t)]
     assert reactions == [1, 8]  # 👀 at once, 👍 right after the reply
+
+
+def test_the_sequence_does_not_depend_on_which_of_two_requests_in_flight_was_answered_first():
+    """Regression: CI failed on `fork_labeled_by_writer` when GitHub's merge commit and a changelog file, read
+    together, came back in the other order; the sequence listed them in the order they were answered."""
+    from bot.testing.model import RecordedRequest
+    from bot.testing.round_trips import Trip
+
+    def req(path: str) -> RecordedRequest:
+        return RecordedRequest("GET", path, {}, None, 200, None)
+
+    pr = ("/repos/o/r/pulls/1", 0.0, 0.05)
+    commit = ("/repos/o/r/git/commits/abc", 0.05, 0.10)
+    contents = ("/repos/o/r/contents/perf-changelog.yaml", 0.05, 0.11)
+    orders = []
+    for answered in ([pr, commit, contents], [pr, contents, commit]):
+        count = BENCH.Count("x", [req(path) for path, *_ in answered],
+                            tuple(Trip("GET", path, sent, done) for path, sent, done in answered))
+        orders.append(count.sequence)
+    assert orders[0] == orders[1] == "read PR → read commit, read file at commit"

@@ -419,17 +419,17 @@ BENCH = load_bench("github_requests")
 
 # scenario -> (requests after the token, writes, requests in order); the README's table is printed from these.
 FIGURES = {
-    "welcome_zero_comments": (3, 1, "list files, list comments, create comment"),
-    "welcome_zero_comments_cold": (4, 1, "read sweepbot.yml, list files, list comments, create comment"),
-    "opened_with_new_label": (7, 3, "list files, list comments, create comment, list PR labels, look up label, "
-                                    "create label, add labels"),
+    "welcome_zero_comments": (3, 1, "list files → list comments → create comment"),
+    "welcome_zero_comments_cold": (4, 1, "read sweepbot.yml → list files → list comments → create comment"),
+    "opened_with_new_label": (7, 3, "list files → list comments → create comment → list PR labels → look up label "
+                              "→ create label → add labels"),
     "redelivery_same_id": (0, 0, "none"),
-    "redelivery_new_id": (3, 0, "list files (304), list comments, list PR labels"),
-    "welcome_150_comments": (4, 1, "list files, list comments, list comments p2, create comment"),
-    "redelivery_150_comments": (3, 0, "list files (304), list comments (304), list comments p2"),
+    "redelivery_new_id": (3, 0, "list files (304) → list comments → list PR labels"),
+    "welcome_150_comments": (4, 1, "list files → list comments → list comments p2 → create comment"),
+    "redelivery_150_comments": (3, 0, "list files (304) → list comments (304) → list comments p2"),
     "synchronize_no_change": (1, 0, "list files (304)"),
-    "synchronize_removes_label": (4, 1, "list files, list PR labels, list label events, remove label"),
-    "help_reply": (2, 1, "list comments, create comment"),
+    "synchronize_removes_label": (4, 1, "list files → list PR labels → list label events → remove label"),
+    "help_reply": (2, 1, "list comments → create comment"),
 }
 
 
