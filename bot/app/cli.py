@@ -21,11 +21,12 @@ from gidgethub import sansio
 from bot.telemetry import logs
 from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.core.templates import Templates
-from bot.github.client import GitHubApp, http_timeout, WritePacer
+from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
-from bot.app.runtime import Bot, log_secrets
+from bot.app.runtime import Bot, live_github, log_secrets
+from bot.app.worker_process import WorkerProcess, WorkersUnavailable
 from bot.app.server import make_app
 from bot.app import setup_page
 from bot.app.webhook_signature import sign
@@ -35,9 +36,7 @@ def build_github(settings: Settings, metrics: Metrics, out: TextIO,
                  on_write: Any = None) -> tuple[GitHubApp, Any]:
     """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
     if settings.live:
-        return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
-                         metrics=metrics, timeout=http_timeout(settings.http_timeout),
-                         pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute)), None
+        return live_github(settings, metrics), None
     from bot.app.sandbox import demo_github, sandbox_app
 
     fake = demo_github(out, on_write=on_write)
@@ -77,7 +76,7 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
         recorder = Recorder(out)
     app, fake = build_github(settings, metrics, out, on_write=recorder)
     try:
-        bot = Bot(settings, app)
+        bot = Bot(settings, app, apart=WorkerProcess(settings) if settings.worker_process and not sandbox else None)
     except JournalUnavailable as exc:  # a bad or unreachable database: said once, without its password
         print(f"sweepbot: {exc}", file=sys.stderr)
         await app.close()
@@ -97,7 +96,14 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
             await bot.stop()
             print(f"sweepbot: cannot write the sandbox transcript: {exc}", file=sys.stderr)
             return 2
-    await bot.start()
+    try:
+        await bot.start()
+    except WorkersUnavailable as exc:  # the workers' process said why on stderr
+        print(f"sweepbot: {exc}", file=sys.stderr)
+        await site.stop()
+        await runner.cleanup()
+        await bot.stop()
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -15,19 +15,27 @@ from bot.telemetry import logs
 
 from bot.core import offload
 from bot.core.config import Settings
-from bot.github.client import GitHubApp, SharedWritePacer
-from bot.delivery.journal import Delivery, JournalBackend, NewDelivery
+from bot.github.client import GitHubApp, SharedWritePacer, WritePacer, http_timeout
+from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, Queued
 from bot.delivery.journal_open import open_journal
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
 from bot.delivery.runner import Scheduler
 from bot.delivery.workers import Workers
+from bot.telemetry.metrics import Metrics, merged_exposition
 
 HEALTH_PROBE_TIMEOUT = 2.0  # each journal or database probe of /readyz and /healthz
 LOOP_ANSWER_TIMEOUT = 1.0  # /livez: the workers' loop must run a no-op within this long
 # How long a thread may hold the GIL while another waits (CPython's default is 5 ms): intake waits less.
 SWITCH_INTERVAL = 0.001
+
+
+def live_github(settings: Settings, metrics: Metrics) -> GitHubApp:
+    """The App against the GitHub that settings name (no request is made until one is needed)."""
+    return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
+                     metrics=metrics, timeout=http_timeout(settings.http_timeout),
+                     pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute))
 
 
 def default_router() -> routing.Router:
@@ -39,7 +47,9 @@ def default_router() -> routing.Router:
 class Bot:
     def __init__(self, settings: Settings, app: GitHubApp, *, router: routing.Router | None = None,
                  templates: Templates | None = None, configs: RepoConfigs | None = None,
-                 journal: JournalBackend | None = None):
+                 journal: JournalBackend | None = None, apart: Any = None):
+        """`apart`: a WorkerProcess (bot/app/worker_process.py) running the workers in a process of their own;
+        this one is then the intake. Only a live App can be handed over, the sandbox's in-memory GitHub cannot."""
         self.settings = settings
         self.app = app
         self.metrics = app.metrics
@@ -49,10 +59,17 @@ class Bot:
         self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
         self.workers: Scheduler | None = None
         self._loop: WorkerLoop | None = None
+        self.apart = apart if settings.workers > 0 else None
         self._stopped = False
 
-    async def start(self) -> None:
+    async def start(self) -> int:
+        """Start the workers (here, on their thread, or in their process); returns how many deliveries they
+        resumed from the journal (0 on PostgreSQL: there they are claimed)."""
         await self.journal.prune()
+        if self.apart is not None:
+            await self.apart.start()
+            return 0
+        resumed = 0
         if self.settings.workers > 0:
             if self.settings.worker_thread:
                 self._loop = WorkerLoop()
@@ -69,7 +86,8 @@ class Bot:
                     self.journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
             else:
                 self.workers = Workers(self.journal, self._process, self.metrics, **options)
-            await self._on_workers(self.workers.start())
+            resumed = await self._on_workers(self.workers.start())
+        return resumed
 
     @property
     def shared(self) -> bool:
@@ -83,16 +101,36 @@ class Bot:
         return await self._loop.run(coro)
 
     def enqueue(self, new: NewDelivery, seq: int) -> None:
-        if self.workers is None:
+        self.enqueue_queued(new.queued(seq))
+
+    def enqueue_queued(self, queued: Queued) -> None:
+        if self.apart is not None:
+            self.apart.submit(queued)
+        elif self.workers is None:
             return  # intake only (SWEEPBOT_WORKERS=0): stays queued in the journal for the next start
-        if self._loop is None:
-            self.workers.submit(new.queued(seq))
+        elif self._loop is None:
+            self.workers.submit(queued)
         else:
-            self._loop.call(self.workers.submit, new.queued(seq))
+            self._loop.call(self.workers.submit, queued)
 
     async def wait_idle(self, timeout: float | None = None) -> None:
-        if self.workers is not None:
+        if self.apart is not None:
+            await self.apart.ask("idle", timeout)
+        elif self.workers is not None:
             await self._on_workers(self.workers.wait_idle(timeout))
+
+    async def metrics_text(self) -> bytes:
+        """/metrics: this process's figures, with the workers' process's added in when they run apart."""
+        if self.apart is not None:
+            try:
+                theirs = await self.apart.ask("metrics", HEALTH_PROBE_TIMEOUT)
+            except Exception:  # not running: the intake's own figures still answer
+                return self.metrics.render()
+            return merged_exposition([self.metrics.render(), theirs.encode()])
+        self.metrics.backlog.set(await self.workers.backlog() if self.workers else 0)  # on PostgreSQL: every replica's
+        if self.workers is not None and hasattr(self.workers, "holder"):
+            self.metrics.replica_lanes.labels(self.workers.holder).set(len(self.workers.held()))
+        return self.metrics.render()
 
     def _process(self, d: Delivery, effects: dict) -> Awaitable[None]:
         """The scheduler's one call into the processor: the delivery, its ledger rows, this journal and scheduler."""
@@ -114,6 +152,8 @@ class Bot:
         if self._stopped:
             return
         self._stopped = True
+        if self.apart is not None:
+            await self.apart.stop(self.settings.drain_timeout)
         if self.workers is not None:
             await self._on_workers(self.workers.drain(self.settings.drain_timeout))
         await self._on_workers(self.app.close())  # its HTTP connections belong to the workers' loop
@@ -126,6 +166,15 @@ class Bot:
         """/livez: the server's loop answers (this runs on it) and so does the workers' loop; never GitHub
         or the database. Not live means only a restart helps."""
         report: dict[str, Any] = {"ok": True, "server_loop": "answering"}
+        if self.apart is not None and self.apart.state == "running":  # one that is starting again is live
+            try:
+                theirs = await self.apart.ask("liveness", LOOP_ANSWER_TIMEOUT)
+                report["ok"] = theirs["ok"]
+                report["workers_loop"] = theirs["server_loop"]
+            except Exception as exc:
+                report["ok"] = False
+                report["workers_loop"] = (f"not answering within {LOOP_ANSWER_TIMEOUT:g} s"
+                                          if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}")
         if self._loop is not None:
             try:
                 await asyncio.wait_for(self._loop.run(_answer()), LOOP_ANSWER_TIMEOUT)
@@ -140,6 +189,8 @@ class Bot:
         """'running', 'none configured', or why the workers are not running."""
         if self.settings.workers <= 0:
             return "none configured"
+        if self.apart is not None:
+            return self.apart.state
         if self.workers is None:
             return "not started"
         if self._loop is not None and not self._loop.thread.is_alive():
@@ -163,7 +214,17 @@ class Bot:
             report["ok"] = False
             report["journal"] = f"workers cannot write: {self.workers.journal_error}"
         report["workers_state"] = self._workers_state()
+        if self.apart is not None and report["workers_state"] == "running":
+            try:
+                theirs = await self.apart.ask("readiness", HEALTH_PROBE_TIMEOUT)
+                report["workers_state"] = theirs["workers_state"]
+                if not theirs["ok"] and report["journal"] == "writable":
+                    report["journal"] = f"workers cannot write: {theirs['journal']}"
+            except Exception as exc:
+                report["workers_state"] = f"not answering: {type(exc).__name__}: {exc}".rstrip(": ")
         if report["workers_state"] not in ("running", "none configured"):
+            report["ok"] = False
+        if report["journal"] != "writable":
             report["ok"] = False
         return report
 
@@ -181,20 +242,47 @@ class Bot:
         report["backlog"] = counts.get("queued", 0) + counts.get("running", 0) + counts.get("retrying", 0)
         report["retrying"] = counts.get("retrying", 0)
         report["failed"] = counts.get("failed", 0)
-        report["workers"] = self.workers.concurrency if self.workers else 0
-        if self.shared:
-            report["database"] = await self._database_health()
+        if self.apart is None:
+            report.update(await self._details())
+        else:
+            report.update(await self._details_apart())
+        if "database" in report:
             report["ok"] = report["ok"] and report["database"]["reachable"]
-        report["last_github_error"] = self.metrics.last_github_error
+        return report
+
+    async def _details(self) -> dict[str, Any]:
+        """What the workers know: GitHub's errors, each installation's authentication, unreconciled effects,
+        repositories whose config is refused."""
+        found: dict[str, Any] = {"workers": self.workers.concurrency if self.workers else 0}
+        if self.shared:
+            found["database"] = await self._database_health()
+        found["last_github_error"] = self.metrics.last_github_error
         problems = self.app.auth_problems
-        report["authentication"] = {str(i): reason for i, reason in problems.items()} or "ok"
-        report["installations"] = {str(i): state for i, state in self.app.installations().items()}
-        report["unreconciled_effects"] = list(self.metrics.unreconciled)
-        report["config_errors"] = {
+        found["authentication"] = {str(i): reason for i, reason in problems.items()} or "ok"
+        found["installations"] = {str(i): state for i, state in self.app.installations().items()}
+        found["unreconciled_effects"] = list(self.metrics.unreconciled)
+        found["config_errors"] = {
             repo: list(problem.errors) for repo, problem in self.configs.problems.items()
         }
-        report["warnings"] = self._warnings(problems, report["unreconciled_effects"], report["config_errors"])
-        return report
+        found["warnings"] = self._warnings(problems, found["unreconciled_effects"], found["config_errors"])
+        return found
+
+    async def _details_apart(self) -> dict[str, Any]:
+        """The workers' process's details, and that process itself; a warning when it cannot say."""
+        assert self.apart is not None
+        process = {"pid": self.apart.proc.pid if self.apart.proc else None, "state": self.apart.state,
+                   "restarts": self.apart.restarts}
+        try:
+            theirs = await self.apart.ask("health", HEALTH_PROBE_TIMEOUT)
+        except Exception as exc:
+            return {"workers": self.settings.workers, "workers_process": process, "last_github_error": None,
+                    "authentication": "unknown", "installations": {}, "unreconciled_effects": [],
+                    "config_errors": {},
+                    "warnings": [{"name": "workers_process_not_answering", "state": self.apart.state,
+                                  "error": f"{type(exc).__name__}: {exc}"}]}
+        keys = ("workers", "database", "last_github_error", "authentication", "installations",
+                "unreconciled_effects", "config_errors", "warnings")
+        return {"workers_process": process, **{key: theirs[key] for key in keys if key in theirs}}
 
     @staticmethod
     def _warnings(auth: dict[int, str], unreconciled: list[dict], config_errors: dict[str, list[str]]) -> list[dict]:

@@ -232,10 +232,7 @@ async def healthz(request: web.Request) -> web.Response:
 
 async def metrics(request: web.Request) -> web.Response:
     bot: Bot = request.app[BOT_KEY]
-    bot.metrics.backlog.set(await bot.workers.backlog() if bot.workers else 0)  # on PostgreSQL: every replica's
-    if bot.workers is not None and hasattr(bot.workers, "holder"):
-        bot.metrics.replica_lanes.labels(bot.workers.holder).set(len(bot.workers.held()))
-    return web.Response(body=bot.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+    return web.Response(body=await bot.metrics_text(), headers={"Content-Type": CONTENT_TYPE})
 
 
 def make_app(bot: "Bot") -> web.Application:

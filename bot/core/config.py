@@ -58,6 +58,9 @@ class Settings:
     http_timeout: float = 10.0
     # workers (and their GitHub requests) on a thread and event loop of their own, apart from intake
     worker_thread: bool = True
+    # live `serve`: the workers in a process of their own, the webhook intake alone in the server's (the sandbox's
+    # in-memory GitHub stays in one process); False: on a thread of the server's process (worker_thread)
+    worker_process: bool = True
     # a label event waits this long before it is handled, so a burst of them ends in one decision; 0: at once
     settle_seconds: float = 3.0
     # on PostgreSQL: a replica that stops renewing its lanes (killed, cut off) loses them after this long
@@ -154,6 +157,17 @@ def _seconds(*, zero: bool) -> Callable[[str], float]:
     return read
 
 
+SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
+                "off": False}
+
+
+def _switch(raw: str) -> bool:
+    try:
+        return SWITCH_WORDS[raw.strip().lower()]
+    except KeyError:
+        raise _NotAccepted("1 or 0 (also true/false, yes/no, on/off)") from None
+
+
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -196,6 +210,7 @@ ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("SWEEPBOT_HTTP_TIMEOUT", "http_timeout", _seconds(zero=False)),
     ("SWEEPBOT_SETTLE_SECONDS", "settle_seconds", _seconds(zero=True)),
     ("SWEEPBOT_LEASE_SECONDS", "lease_seconds", _seconds(zero=False)),
+    ("SWEEPBOT_WORKER_PROCESS", "worker_process", _switch),
 )
 
 

@@ -6,6 +6,9 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
@@ -45,3 +48,41 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _Families:
+    """A collector that yields families already gathered (the merge of several processes' texts)."""
+
+    def __init__(self, families: list[Metric]):
+        self.families = families
+
+    def collect(self) -> list[Metric]:
+        return self.families
+
+
+def merged_exposition(texts: list[bytes]) -> bytes:
+    """Several processes' /metrics texts as one: each family once, a sample that more than one reports summed
+    (the intake counts the deliveries it accepts, the workers those they finish), a `_created` time the
+    earliest."""
+    families: dict[str, Metric] = {}
+    values: dict[str, dict[tuple, Sample]] = {}
+    for text in texts:
+        for family in text_string_to_metric_families(text.decode()):
+            if family.name not in families:
+                families[family.name] = Metric(family.name, family.documentation, family.type)
+                values[family.name] = {}
+            held = values[family.name]
+            for sample in family.samples:
+                key = (sample.name, tuple(sorted(sample.labels.items())))
+                before = held.get(key)
+                if before is None:
+                    held[key] = sample
+                elif sample.name.endswith("_created"):
+                    held[key] = sample._replace(value=min(before.value, sample.value))
+                else:
+                    held[key] = sample._replace(value=before.value + sample.value)
+    for name, family in families.items():
+        family.samples = list(values[name].values())
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Families(list(families.values())))
+    return generate_latest(registry)
