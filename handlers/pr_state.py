@@ -7,9 +7,9 @@
   reuse commands write it, a staging callback re-renders it;
 - the bot's own sweeps of a PR and what a pinned run is worth now: the reuse commands and the sign-off judge
   by them;
-- the hand-off by which another feature asks the gate to act on a record it changed (`RecordChanged`): the
-  registry wires the gate's, then the sign-off's (`in_turn`), into the reuse feature, so no feature imports
-  another.
+- the hand-off by which another feature asks the gate to act on a record it changed (`RecordChanged`, and the
+  reads it will make, `ReadAhead`): the registry wires the gate's, then the sign-off's (`in_turn`), into the
+  reuse feature, so no feature imports another.
 """
 
 from __future__ import annotations
@@ -65,6 +65,19 @@ class RecordChanged(Protocol):
     status comment, decides again without starting a sweep, and returns what is left to write."""
 
     async def __call__(self, ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]: ...
+
+
+class ReadAhead(Protocol):
+    """What a `RecordChanged` will read to act on the change (the gate's view of the PR), read while the change
+    itself is written: the delivery's reader keeps the answers, so acting on it later reads nothing again. Only
+    reads: it writes nothing, so it may run beside another feature's writes."""
+
+    async def __call__(self, ctx: Context, number: int, record: SweepRecord, exists: bool) -> None: ...
+
+
+async def no_read_ahead(ctx: Context, number: int, record: SweepRecord, exists: bool) -> None:
+    """A `ReadAhead` that reads nothing (the record's change is acted on by reading then)."""
+    return None
 
 
 def in_turn(*told: RecordChanged) -> RecordChanged:
@@ -161,12 +174,32 @@ async def nothing() -> None:
     return None
 
 
-async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], record: SweepRecord
-                       ) -> tuple[dict | None, pins.Verdict]:
-    """(the run, its verdict as a pinned id): `not-found` when the repository has no such run."""
-    # a run the record names is one the bot dispatched, most likely: its artifacts are read with it
-    listed = any(entry.run_id == run_id for entry in record.runs)
-    run, early = await asyncio.gather(read_run(ctx, run_id), run_artifacts(ctx, run_id) if listed else nothing())
+PinnedReads = tuple[dict | None, list[dict] | None]  # a run id's run (None: no such run) and artifacts (None: unread)
+
+
+async def read_pinned(ctx: Context, run_id: int) -> PinnedReads:
+    """The run a command names and its artifacts, read together, before the record says whether the bot
+    dispatched it (the id is in the command): `/use <id>` reads them beside the record and the PR. The artifacts
+    are None when the run does not exist or they could not be listed (`judge_pinned` lists them again)."""
+    run, artifacts = await asyncio.gather(read_run(ctx, run_id), run_artifacts(ctx, run_id), return_exceptions=True)
+    for answer in (run, artifacts):
+        if isinstance(answer, BaseException) and not isinstance(answer, Exception):
+            raise answer  # cancelled: nothing of it is kept
+    if isinstance(run, Exception):
+        raise run
+    return run, (artifacts if run is not None and not isinstance(artifacts, Exception) else None)
+
+
+async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], record: SweepRecord,
+                       read: PinnedReads | None = None) -> tuple[dict | None, pins.Verdict]:
+    """(the run, its verdict as a pinned id): `not-found` when the repository has no such run. `read`: the run
+    and its artifacts as `read_pinned` read them already."""
+    if read is not None:
+        run, early = read
+    else:
+        # a run the record names is one the bot dispatched, most likely: its artifacts are read with it
+        listed = any(entry.run_id == run_id for entry in record.runs)
+        run, early = await asyncio.gather(read_run(ctx, run_id), run_artifacts(ctx, run_id) if listed else nothing())
     if run is None:
         return None, pins.Verdict(False, NOT_FOUND, {"run_id": run_id})
     dispatched = recorded_run(ctx, run, record) is not None

@@ -18,8 +18,10 @@ FEATURES: dict[str, Feature] = {
     "help": help_command.feature,
     "config_refresh": Feature(config_refresh.router),
     "sweep_gate": Feature(sweep_gate.router),
-    # A pin set or withdrawn: the gate records it, then the sign-offs are verified again by it.
-    "reuse": reuse_command.feature(record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed)),
+    # A pin set or withdrawn: the gate records it, then the sign-offs are verified again by it; what the gate
+    # reads for it is read while the pin's reply is written.
+    "reuse": reuse_command.feature(record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed),
+                                   read_ahead=sweep_gate.read_ahead),
     "staging": Feature(staging.router),
     "signoff": Feature(signoff.router),
     "default_branch_changelog": Feature(default_branch_changelog.router),

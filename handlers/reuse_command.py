@@ -9,8 +9,8 @@ redelivered `closed` event, or another `/use` of the same run, finds the record 
 executor's ledger stops a repeat within one delivery; the record stops it across deliveries and a lost journal).
 
 The command dispatcher (handlers/commands.py) decides that a command runs and that its author may run it; the
-pin itself lives in the gate's record, which the gate writes when told (`RecordChanged`, wired by the
-registry)."""
+pin itself lives in the gate's record: written into the status comment's record before the reply says so,
+then shown by the gate, which renders the status again when told (`RecordChanged`, wired by the registry)."""
 
 from __future__ import annotations
 
@@ -82,11 +82,12 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
             "stage_command": f"/{commands['stage']}", "ingest": None}
 
 
-async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
-                 ) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
-    """(outcome, run, verdict, others) for an authorized pin command."""
+async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord,
+                 named: pr_state.PinnedReads | None = None) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
+    """(outcome, run, verdict, others) for an authorized pin command; `named`: the run the command names and its
+    artifacts, read already (pr_state.read_pinned)."""
     if command.run_id is not None:
-        run, verdict = await pr_state.judge_pinned(ctx, command.run_id, pull, record)
+        run, verdict = await pr_state.judge_pinned(ctx, command.run_id, pull, record, named)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
     labels = pull_request.label_names(pull)
     runs = [run for run, _ in await pr_state.candidate_runs(ctx, record)]
@@ -100,17 +101,24 @@ async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
     return "accepted", chosen.run, chosen.verdict, others
 
 
-async def pin_requested(record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand) -> list[Action]:
+async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhead, ctx: Context,
+                        call: CommentCommand) -> list[Action]:
     """A maintainer's `/use` or `/reuse-sweep-run` (the dispatcher checked both): judge the run, record the pin
-    (the gate's record holds it), stage it for `/use`, and reply."""
+    (the gate's record holds it), reply, stage it for `/use`, and let the gate show it.
+
+    The order is what the maintainer waits for, and what keeps the reply true: the pin is written into the
+    record of the status comment as `list comments` gave it (one edit, the rest of the comment as it was), then
+    the reply says "pinned", then 👍, then 👀 goes and staging is asked for; the gate's reads for the pin are
+    made meanwhile, and the gate renders the status with the pin (and the check run) last. A reply saying
+    "pinned" is never on GitHub before the pin is: if recording fails, neither the reply nor staging happens; a
+    retry finds the pin recorded (the same edit, nothing to send) and the reply made (found, not made again)."""
     number, comment, command, requester = call.number, call.comment, call.command, call.author
-    # the record and the PR together; the PR through the delivery's reader, so the gate recording the pin reads
-    # it no more
-    (record, exists), pull = await asyncio.gather(pr_state.load_record(ctx, number), ctx.pull(number))
-    # a run the record names is most likely pinned: the gate recording it needs the PR's files, read meanwhile
-    likely = command.run_id is not None and any(entry.run_id == command.run_id for entry in record.runs)
-    (outcome, run, verdict, others), _ = await asyncio.gather(
-        choose(ctx, command, pull, record), ctx.pr_files(number) if likely else pr_state.nothing())
+    # the record, the PR (through the delivery's reader: the gate reads it no more) and the run the command names
+    # with its artifacts, together: the run id is in the command, and nothing about the run depends on the others
+    (record, exists), pull, named = await asyncio.gather(
+        pr_state.load_record(ctx, number), ctx.pull(number),
+        pr_state.read_pinned(ctx, command.run_id) if command.run_id is not None else pr_state.nothing())
+    outcome, run, verdict, others = await choose(ctx, command, pull, record, named)
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
                                 fork=pr_state.pull_is_fork(ctx, pull))
     if outcome != "accepted":  # a refused command leaves an earlier pin as it was
@@ -120,22 +128,38 @@ async def pin_requested(record_changed: pr_state.RecordChanged, ctx: Context, ca
     pin = Pin(run["id"], call.comment_id, requester, str(comment.get("updated_at") if call.edited
                                                           else comment.get("created_at") or ""),
               had_primary=has_primary(ctx, pull))
-    if record.pin is None or record.pin.created_at <= pin.created_at:  # else a newer pin already won
-        # The pin is recorded (the status comment holds it) before the reply says "pinned" and before staging
-        # is asked for: if recording fails, neither happens. What else the change calls for (the check run, a
-        # sign-off verified again) is written after the reply and its reaction, which the maintainer waits for.
-        for action in await record_changed(ctx, number, record.pinned(pin), exists):
-            if records_the_pin(action):
+    wins = record.pin is None or record.pin.created_at <= pin.created_at  # else a newer pin already won
+    status = await pr_state.own_comment(ctx, number, pr_state.STATUS_PURPOSE) if wins else None
+    reading = asyncio.ensure_future(read_ahead(ctx, number, record.pinned(pin), exists)) if status else None
+    try:
+        if status is not None:
+            body = record.pinned(pin).written_into(status.get("body"))
+            await ctx.apply(Comment(number, pr_state.STATUS_PURPOSE, body))
+        elif wins:  # no status comment to write it into (an accepted pin names a run its record holds): the gate
+            # writes the comment, with the pin, before the reply; what else it calls for comes after the reply
+            for action in await record_changed(ctx, number, record.pinned(pin), exists):
+                if records_the_pin(action):
+                    await ctx.apply(action)
+                else:
+                    later.append(action)
+        if wins:
+            record = record.pinned(pin)
+        answer = answered(call.comment_id, True, edited=call.edited)
+        if command.kind == "use" and await stage(ctx, number, call.comment_id, run, requester, variables,
+                                                 has_primary(ctx, pull), answer=answer):
+            answer = []  # given with the reply, before the staging request
+        if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
+            variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
+        elif answer:  # the reply and its 👍 now, before the gate renders the status
+            await ctx.apply(pr_state.reply_comment(ctx, number, call.comment_id, variables))
+            for action in answer:
                 await ctx.apply(action)
-            else:
-                later.append(action)
-        record = record.pinned(pin)
-    answer = answered(call.comment_id, True, edited=call.edited)
-    if command.kind == "use" and await stage(ctx, number, call.comment_id, run, requester, variables,
-                                             has_primary(ctx, pull), answer=answer):
-        answer = []  # given with the reply, before the staging request
-    if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
-        variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
+            answer = []
+    finally:
+        if reading is not None:  # what failed to be read is read again by the gate
+            await asyncio.gather(reading, return_exceptions=True)
+    if status is not None:  # the gate shows the pin: the status comment rendered whole, the check run
+        later = await record_changed(ctx, number, record, exists)
     return [pr_state.reply_comment(ctx, number, call.comment_id, variables), *answer, *later]
 
 
@@ -310,9 +334,11 @@ async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
 router.add(merged, "pull_request", action="closed")
 
 
-def feature(record_changed: pr_state.RecordChanged) -> Feature:
-    """The reuse feature, its pins kept by `record_changed` (the gate's; handlers/registry.py wires it)."""
-    pin = CommandRoute(functools.partial(pin_requested, record_changed), refusal=pin_refusal)
+def feature(record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhead = pr_state.no_read_ahead
+            ) -> Feature:
+    """The reuse feature, its pins kept by `record_changed` (the gate's; handlers/registry.py wires it, and the
+    gate's reads for a pin, `read_ahead`, made while the pin's reply is written)."""
+    pin = CommandRoute(functools.partial(pin_requested, record_changed, read_ahead), refusal=pin_refusal)
     return Feature(router, commands={"use": pin, "reuse": pin,
                                      "stage": CommandRoute(stage_requested, refusal=stage_refusal)},
                    comment_changed=(functools.partial(pin_comment_changed, record_changed),))

@@ -487,6 +487,12 @@ async def record_changed(ctx: Context, number: int, record: SweepRecord, exists:
     return await evaluate(ctx, number, record, exists, may_start=False)
 
 
+async def read_ahead(ctx: Context, number: int, record: SweepRecord, exists: bool) -> None:
+    """What `record_changed` reads (handlers/pr_state.py `ReadAhead`), read now and kept by the delivery's reader:
+    a pin's reply goes out while these are read, and the status is rendered from them after it."""
+    await read_state(ctx, number, record, exists)
+
+
 async def _report(ctx: Context, comment: Comment) -> None:
     """Say on the PR that the dispatch failed; the failure itself is re-raised by the caller either way."""
     try:

@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from bot.rules.markers import marker
-from bot.rules.sweep_record import RunRecord, SweepRecord
+from bot.rules.sweep_record import Pin, RunRecord, SweepRecord
 from handlers import pr_state
 from harness import REPO
 from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, push,  # noqa: F401
@@ -303,6 +303,85 @@ async def test_a_failed_staging_request_is_shown_failed_in_the_same_reply(repo, 
     body = english(reply_comment_of(repo, 52, c)["body"])
     assert "No ref found" in body
     assert pin(repo, 52).run_id == run["id"], "the pin stands; only staging failed"
+
+
+# -- the order of a pin's writes (issue 19): on GitHub before the reply says so ----------------------
+
+
+def pin_row(github, number: int) -> str:
+    return next(line for line in english(status(github, number)).splitlines() if "**Reuse pin:**" in line)
+
+
+async def test_the_reply_is_sent_only_once_the_status_comments_record_holds_the_pin(repo, make_harness):
+    """The pin goes into the record of the status comment as `list comments` gave it, the rest of the comment as
+    it was, before the reply; the gate renders the status whole, with the pin, after the 👍."""
+    h = await make_harness()
+    at_reply: list = []
+
+    def on_write(request) -> None:
+        if request.method == "POST" and request.path.endswith("/issues/53/comments"):
+            at_reply.append((pin(repo, 53), reactions(repo, {"id": command_id[0]}) if command_id else None))
+
+    command_id: list[int] = []
+    repo.on_write = on_write
+    open_pull(repo, 53)
+    repo.add_repo(RESULTS, installation_id=1)
+    repo.label_issue(REPO, 53, FAIL_FAST, actor="maintainer")
+    run = finished_run(repo, 53)
+    c = repo.add_comment(REPO, 53, f"/use {run['id']}", user="maintainer", author_association="MEMBER")
+    command_id.append(c["id"])
+    await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 53, c))
+    ((recorded, standing),) = at_reply  # one reply
+    assert recorded is not None and recorded.run_id == run["id"] and recorded.comment_id == c["id"]
+    assert standing == ["eyes"], "the 👍 comes after the reply"
+    assert reactions(repo, c) == ["+1"]
+    assert str(run["id"]) in pin_row(repo, 53), "the status, rendered whole, shows the pin"
+    assert len(repo.repository_dispatches(RESULTS)) == 1
+
+
+async def test_a_502_after_github_made_the_reply_leaves_one_reply_and_the_pin(repo, make_harness):
+    h = await make_harness()
+    repo.fail_after_commit("POST", r"/issues/54/comments$", 502)
+    run, c = await pinned_and_staged(h, repo, 54)
+    assert "Staging" in english(reply_comment_of(repo, 54, c)["body"])  # one reply (one found), staged
+    assert reactions(repo, c) == ["+1"]
+    assert pin(repo, 54).run_id == run["id"] and str(run["id"]) in pin_row(repo, 54)
+    (staged,) = repo.repository_dispatches(RESULTS)
+    assert staged["client_payload"]["comment-id"] == str(reply_comment_of(repo, 54, c)["id"])
+
+
+@pytest.mark.parametrize("journal", ["kept", "lost"])
+async def test_dying_between_recording_the_pin_and_replying_leaves_one_reply_and_the_pin(repo, make_harness,
+                                                                                         journal):
+    """The attempt ends after the pin is on GitHub and before the reply is (GitHub never saw it): the retry, or
+    the delivery sent again under a new id when the journal is lost, finds the pin recorded (nothing to edit),
+    replies once and stages once."""
+    h = await make_harness()
+    open_pull(repo, 55)
+    repo.add_repo(RESULTS, installation_id=1)
+    repo.label_issue(REPO, 55, FAIL_FAST, actor="maintainer")
+    run = finished_run(repo, 55)
+    c = repo.add_comment(REPO, 55, f"/use {run['id']}", user="maintainer", author_association="MEMBER")
+    payload = repo.issue_comment_payload(REPO, 55, c)
+    if journal == "kept":  # the attempt fails at the reply; the journal retries it
+        repo.raise_next("POST", r"/issues/55/comments$", RuntimeError("the process died"))
+        await h.deliver("issue_comment", payload, delivery="use-1")
+        assert (await h.journal_row("use-1")).attempts == 2
+    else:  # as the process left it, GitHub holding the pin and no reply; a new process, no journal of it
+        written = repo.comments(REPO, 55)[0]
+        head, _, rest = written["body"].partition("\n")
+        rest = "\n".join(line for line in rest.split("\n") if not line.startswith("<!-- sweepbot-record "))
+        left = SweepRecord.parse(written["body"]).pinned(Pin(run["id"], c["id"], "maintainer", c["created_at"]))
+        written["body"] = f"{head}\n{left.line()}\n{rest}"
+        assert pin(repo, 55) == left.pin
+        repo.reset_requests()
+        await h.deliver("issue_comment", payload, delivery="use-2")
+        # the pin needed no edit; the one edit of the status comment is the gate's render of it
+        assert repo.count("PATCH", rf"/issues/comments/{written['id']}$") == 1
+    reply_comment_of(repo, 55, c)  # exactly one
+    assert reactions(repo, c) == ["+1"]
+    assert pin(repo, 55).run_id == run["id"] and str(run["id"]) in pin_row(repo, 55)
+    assert len(repo.repository_dispatches(RESULTS)) == 1
 
 
 async def test_a_first_primary_added_after_the_pin_stages_it_without_forcing_a_sweep(repo, make_harness):

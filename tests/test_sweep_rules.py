@@ -226,3 +226,19 @@ def test_a_run_seen_for_the_first_time_fills_in_the_id_its_dispatch_answer_lacke
     entry = record.by_dispatch("sw-5-aaaaaaaaaaaa")
     record = record.observe(entry, 77, status="completed", conclusion="success")
     assert record.runs == (RunRecord("sw-5-aaaaaaaaaaaa", 77, SHA, "w", "completed", "success"),)
+
+
+def test_a_record_written_into_a_status_comment_replaces_its_record_and_keeps_the_rest():
+    """A pin goes onto GitHub before the status is rendered again (issue 19): the record line changes, every other
+    line stays, the purpose marker is left to the comment store."""
+    run = RunRecord("sw-1", 7, SHA, "run-sweep.yml", "completed", "success")
+    before = SweepRecord().add_run(run)
+    text = f"{before.line()}\n### Sweep gate for `aaaaaaa`\n\n- ✅ **Reuse pin:** none\n"
+    body = "<!-- sweepbot:sweep-status -->\n" + text
+    after = before.pinned(Pin(7, 99, "maintainer", "2026-01-01T00:00:00Z"))
+    written = after.written_into(body)
+    assert written == text.replace(before.line(), after.line())
+    assert SweepRecord.parse(written) == after
+    assert after.written_into(after.written_into(body)) == written, "the same again: nothing to edit"
+    assert after.written_into("<!-- sweepbot:sweep-status -->\nno record") == after.line() + "\nno record"
+    assert SweepRecord.parse(after.written_into(None)) == after

@@ -47,11 +47,16 @@ def hidden_record(name: str, data: Any) -> str:
     return f"<!-- sweepbot-{name} {text.replace('>', JSON_GT)} -->"
 
 
+def is_hidden_record(name: str, line: str) -> bool:
+    """Whether `line` is a `hidden_record(name, ...)` line (readable or not)."""
+    return line.startswith(f"<!-- sweepbot-{name} ") and line.endswith(" -->")
+
+
 def read_hidden_record(name: str, body: str | None) -> Any:
     """The data of the first `hidden_record(name, ...)` line of `body`; None when there is none or it is unreadable."""
     prefix = f"<!-- sweepbot-{name} "
     for line in (body or "").splitlines():
-        if line.startswith(prefix) and line.endswith(" -->"):
+        if is_hidden_record(name, line):
             try:
                 return json.loads(line[len(prefix):-len(" -->")])
             except ValueError:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.rules.markers import hidden_record, read_hidden_record
+from bot.rules.markers import hidden_record, is_hidden_record, purpose_of, read_hidden_record
 from bot.rules.pull_request import label_key, sweep_label_names
 
 VERSION = 1
@@ -171,6 +171,18 @@ class SweepRecord:
         if self.restart is not None:
             data["restart"] = self.restart.__dict__
         return hidden_record(RECORD, data)
+
+    def written_into(self, body: str | None) -> str:
+        """A status comment's text (what follows its purpose marker) with this record in place of the one it
+        holds, the rest as it is: a change the record needs on GitHub before the status is rendered again (a pin,
+        recorded before the reply says so). No record line in `body`: this one goes first."""
+        lines = (body or "").split("\n")
+        if lines and purpose_of(lines[0]) is not None:
+            lines = lines[1:]
+        at = next((i for i, line in enumerate(lines) if is_hidden_record(RECORD, line)), None)
+        if at is None:
+            return "\n".join([self.line(), *lines])
+        return "\n".join([*lines[:at], self.line(), *lines[at + 1:]])
 
 
 def shows_status(files_touch_changelog: bool, labels: Iterable[str], policy: Mapping[str, Any], exists: bool) -> bool:
