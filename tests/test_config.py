@@ -397,6 +397,7 @@ BAD_SETTINGS = [
     ("SWEEPBOT_SETTLE_SECONDS", "-1", "a number of seconds 0 or more and below 3600"),
     ("SWEEPBOT_DB", "mysql://u:pw@db/x", "a file path (SQLite) or a postgresql:// or postgres:// URL"),
     ("LOG_LEVEL", "verbose", "one of DEBUG, INFO, WARNING, ERROR (any case)"),
+    ("SWEEPBOT_WORKER_PROCESS", "maybe", "1 or 0 (also true/false, yes/no, on/off)"),
     ("GITHUB_API_URL", "api.github.com", "an http:// or https:// URL of GitHub's REST API, e.g."
      " https://api.github.com or https://HOST/api/v3 for GitHub Enterprise Server"),
     ("GITHUB_API_URL", "ftp://ghe.example/api/v3", "an http:// or https:// URL of GitHub's REST API, e.g."
@@ -450,8 +451,10 @@ def test_an_unreadable_private_key_path_is_one_line(clean_env, tmp_path, capsys)
     ({"LOG_LEVEL": "warning"}, "log_level", "WARNING"), ({}, "log_level", None),
     ({"GITHUB_API_URL": "http://127.0.0.1:9/"}, "api_url", "http://127.0.0.1:9"),
     ({"SWEEPBOT_DB": "postgres://u@db/x"}, "db_path", "postgres://u@db/x"), ({"SWEEPBOT_DB": ""}, "db_path", DEFAULT_DB),
+    ({}, "worker_process", True), ({"SWEEPBOT_WORKER_PROCESS": " Off "}, "worker_process", False),
+    ({"SWEEPBOT_WORKER_PROCESS": "yes"}, "worker_process", True),
 ], ids=["port-padded", "port-blank", "no-workers", "timeout-fraction", "settle-zero", "level-any-case", "level-unset",
-        "api-loopback", "postgres-url", "db-blank"])
+        "api-loopback", "postgres-url", "db-blank", "apart-by-default", "apart-off", "apart-yes"])
 def test_good_settings_are_read(env, field, expected):
     assert getattr(Settings.from_env(env, dotenv=False), field) == expected
 

@@ -184,3 +184,37 @@ def test_the_workers_on_a_thread_when_asked(tmp_path, fake, app_key):
     finally:
         bot.send_signal(signal.SIGTERM)
         assert bot.wait(60) == 0
+
+
+# ---- the pure parts: the settings handed over, the two processes' /metrics texts made one ---------------------
+
+
+def test_the_settings_handed_to_the_workers_process_are_the_intakes():
+    from bot.app.worker_process import decode_settings, encode_settings
+    from bot.core.config import Settings
+
+    settings = Settings(app_id="7", private_key="pem", webhook_secrets=("a", "b"), workers=3, settle_seconds=0.5)
+    assert decode_settings(json.loads(json.dumps(encode_settings(settings)))) == settings
+    assert decode_settings({**encode_settings(settings), "from_a_newer_intake": 1}) == settings  # ignored
+
+
+def test_two_metrics_texts_become_one_with_shared_samples_added_up():
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from bot.telemetry.metrics import Metrics, merged_exposition
+
+    intake, workers = Metrics(), Metrics()
+    intake.deliveries.labels("pull_request", "accepted").inc(5)
+    workers.deliveries.labels("pull_request", "accepted").inc(2)  # never happens, but would add up
+    workers.deliveries.labels("pull_request", "failed").inc()
+    workers.github_requests.labels("GET", "200").inc(9)
+    workers.handler_seconds.labels("pull_request").observe(0.2)
+    text = merged_exposition([intake.render(), workers.render()]).decode()
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    values = {(s.name, tuple(sorted(s.labels.items()))): s.value for f in families.values() for s in f.samples}
+    assert values[("sweepbot_deliveries_total", (("event", "pull_request"), ("outcome", "accepted")))] == 7
+    assert values[("sweepbot_deliveries_total", (("event", "pull_request"), ("outcome", "failed")))] == 1
+    assert values[("sweepbot_handler_seconds_count", (("event", "pull_request"),))] == 1
+    assert text.count("# TYPE sweepbot_deliveries_total counter") == 1
+    created = [v for (name, _), v in values.items() if name == "sweepbot_deliveries_created"]
+    assert created and all(v <= time.time() for v in created), "a creation time is the earliest, not a sum of two"
