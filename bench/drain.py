@@ -126,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deliveries", type=int, default=2000, help="PR-opened deliveries per phase")
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--workers", type=int, default=8)
+    parser.add_argument("--fake-niceness", type=int, default=0,
+                        help="run the fake GitHub at this niceness: a stand-in for a GitHub that is not on this "
+                             "machine (its CPU then yields to the bot's intake, as a remote GitHub's does)")
     parser.add_argument("--modes", default="process,thread",
                         help="where the workers run, one server each: process (their own, the default), thread")
     args = parser.parse_args(argv)
@@ -133,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     rows, lookups = [], {}
     first = 1
     with FakeGitHubProcess() as fake:
+        if args.fake_niceness:
+            os.setpriority(os.PRIO_PROCESS, fake._proc.pid, args.fake_niceness)
         fake.add_repo(REPO, default_branch="main", installation_id=1)
         fake.set_rate_limit(1_000_000)  # 8,000 PRs cost ~60,000 requests; GitHub's 5,000 an hour is not the subject
         with tempfile.TemporaryDirectory() as folder:  # the baseline: intake alone, nothing drains
@@ -157,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                 finally:
                     stop_bot(proc)
     print(f"drain benchmark: {args.deliveries} PR-opened deliveries per phase (~23 KB), concurrency "
-          f"{args.concurrency}, {args.workers} workers, unpaced, fake GitHub in its own process, "
+          f"{args.concurrency}, {args.workers} workers, unpaced, fake GitHub in its own process "
+          f"(niceness {args.fake_niceness}), "
           f"{os.cpu_count()} cores, all on one machine")
     print(f"workers off (intake alone, same run): {off['acks_per_s']:.0f} acks/s, ack p50 {off['p50_ms']:.2f} ms, "
           f"p99 {off['p99_ms']:.2f} ms, max {off['max_ms']:.1f} ms")

@@ -55,11 +55,12 @@ class Bot:
         self.metrics = app.metrics
         self.templates = templates or Templates()
         self.configs = configs or RepoConfigs()
-        self.journal = journal or open_journal(settings.db_path)  # SQLite file or postgresql:// URL
+        self.apart = apart if settings.workers > 0 else None
+        # SQLite file or postgresql:// URL; beside a workers' process, this process is the intake
+        self.journal = journal or open_journal(settings.db_path, intake=self.apart is not None)
         self.processor = Processor(app, router or default_router(), self.configs, self.templates, self.metrics)
         self.workers: Scheduler | None = None
         self._loop: WorkerLoop | None = None
-        self.apart = apart if settings.workers > 0 else None
         self._stopped = False
 
     async def start(self) -> int:

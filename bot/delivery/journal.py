@@ -410,14 +410,19 @@ class Journal:
                                                        (status, limit)))
         return await self._submit(lambda db: fetch(db, "ORDER BY seq DESC LIMIT ?", (limit,)))
 
+    async def _query(self, fn: Op) -> Any:
+        """A read for the health and metrics endpoints: through the writer here; a backend that can read
+        beside its writer (SQLite in WAL mode) does, so an ack never waits behind a count."""
+        return await self._submit(fn)
+
     async def oldest_pending(self) -> float | None:
         """When the oldest unfinished delivery arrived (its age is the backlog's lag)."""
-        return await self._submit(lambda db: db.execute(
+        return await self._query(lambda db: db.execute(
             "SELECT MIN(received_at) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0])
 
     async def unfinished_count(self) -> int:
         """How many deliveries wait or run (queued, running, retrying): the backlog, on every replica."""
-        return await self._submit(lambda db: int(db.execute(
+        return await self._query(lambda db: int(db.execute(
             "SELECT COUNT(*) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0]))
 
     async def counts(self) -> dict[str, int]:
@@ -425,7 +430,7 @@ class Journal:
             rows = db.execute("SELECT status, COUNT(*) FROM deliveries GROUP BY status").fetchall()
             return {status: int(n) for status, n in rows}
 
-        return await self._submit(op)
+        return await self._query(op)
 
     async def prune(self, older_than_days: float = 30.0) -> int:
         """Forget finished deliveries older than the cut-off; failed ones stay until handled."""

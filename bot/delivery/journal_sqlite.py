@@ -7,6 +7,7 @@ migrates, inserts, commits a batch (one transaction, a savepoint per operation) 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import sqlite3
 import time
 from typing import Any
@@ -15,6 +16,11 @@ from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, Journal, Jour
                                   refuse_newer_schema)
 
 # Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
+BUSY_TIMEOUT_MS = 5000
+# The intake beside a workers' process asks for the write lock this often: SQLite's own busy handler sleeps up to
+# 100 ms between tries, and a waiter that sleeps through the moments the lock is free can lose it again and again.
+INTAKE_LOCK_POLL = 0.0005
+
 MIGRATIONS = (
     """
     CREATE TABLE IF NOT EXISTS deliveries (
@@ -57,9 +63,16 @@ MIGRATIONS = (
 class SqliteJournal(Journal):
     """SQLite journal with one writer thread; concurrent writes are committed together (group commit)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, *, intake: bool = False):
+        """`intake`: this is the webhook intake's connection, beside a workers' process writing the same file. It
+        leaves the WAL's checkpoints (tens of milliseconds, paid by whichever commit crosses the threshold) to the
+        workers, and asks for the write lock every INTAKE_LOCK_POLL instead of by SQLite's backoff, so that an ack
+        waits for the workers' transaction in hand and no longer."""
         super().__init__(path, "journal-writer")
         self.path = path
+        self.intake = intake
+        self._reads = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="journal-reader")
+        self._reader: sqlite3.Connection | None = None  # opened on the reader's thread at its first read
         try:
             self._conn = self._connect()
         except sqlite3.Error as exc:
@@ -71,8 +84,11 @@ class SqliteJournal(Journal):
         conn.execute("PRAGMA journal_mode=WAL")
         # FULL: the WAL is synced at every commit, so an acknowledged delivery survives a power cut too.
         conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA busy_timeout=5000")
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         migrate(conn, self.path)
+        if self.intake:
+            conn.execute("PRAGMA wal_autocheckpoint=0")
+            conn.execute("PRAGMA busy_timeout=0")  # _begin asks again itself
         return conn
 
     def _disconnect(self) -> None:
@@ -83,7 +99,7 @@ class SqliteJournal(Journal):
         conn = self._conn
         results: list[tuple[asyncio.Future | None, Any, BaseException | None]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
             for fn, fut in batch:
                 conn.execute("SAVEPOINT op")
                 try:
@@ -103,6 +119,44 @@ class SqliteJournal(Journal):
                 pass
             results = [(fut, None, exc) for _, fut in batch]
         return results
+
+    async def _query(self, fn: Op) -> Any:
+        """On a connection of its own, on its own thread: WAL readers neither wait for the writer nor hold it."""
+        if self._closed:
+            raise RuntimeError("journal is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._reads, self._read, fn)
+
+    def _read(self, fn: Op) -> Any:
+        if self._reader is None:
+            self._reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._reader.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return fn(self._reader)
+
+    def _close_reader(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def close(self) -> None:
+        if not self._closed:
+            self._reads.submit(self._close_reader)
+            self._reads.shutdown(wait=True)
+        super().close()
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """BEGIN IMMEDIATE: the write lock, waited for by SQLite's busy handler, or for the intake by polling."""
+        if not self.intake:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                    raise
+            time.sleep(INTAKE_LOCK_POLL)
 
     def _insert(self, db: Statements, params: tuple) -> int | None:
         cur = db.execute(INSERT_DELIVERY, params)
