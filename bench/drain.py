@@ -1,10 +1,11 @@
 """Intake while the workers drain: the bot live against the fake GitHub in its own process, unpaced.
 
 2,000 signed PR-opened deliveries (about 23 KB each, as GitHub sends them) at concurrency 20, from a cold
-start (the process's first deliveries), then 2,000 more on the same process (warm), once with the workers in a
-process of their own (live `serve`'s default) and once on a thread of the server's. First, in the same run, the
-baseline: 2,000 to a server with the workers off. Reported: ack rate and latency while the workers write, beside
-the baseline, the time until every delivery is done, and that every PR got exactly one welcome. Run as
+start (the process's first deliveries), then three times 2,000 more on the same process (warm), once with the
+workers in a process of their own (live `serve`'s default) and once on a thread of the server's. First, in the
+same run, the baseline: as many rounds to a server with the workers off. Reported: ack rate and latency while
+the workers write, beside the baseline (medians of the warm phases), the time until every delivery is done, and
+that every PR got exactly one welcome. Run as
 `bench/intake.py --drain` or `python bench/drain.py`.
 """
 
@@ -129,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fake-niceness", type=int, default=0,
                         help="run the fake GitHub at this niceness: a stand-in for a GitHub that is not on this "
                              "machine (its CPU then yields to the bot's intake, as a remote GitHub's does)")
+    parser.add_argument("--warm-rounds", type=int, default=3,
+                        help="phases after the cold one on each server (and rounds to the workers-off server beside "
+                             "its first); the summary compares their medians")
     parser.add_argument("--modes", default="process,thread",
                         help="where the workers run, one server each: process (their own, the default), thread")
     args = parser.parse_args(argv)
@@ -143,9 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as folder:  # the baseline: intake alone, nothing drains
             port, proc = start_bot(fake, folder, 0, False)
             try:
-                bodies = seed(fake, first, args.deliveries)
-                off = asyncio.run(send(f"http://127.0.0.1:{port}/webhook", bodies, args.concurrency))
-                first += args.deliveries
+                offs = []
+                for _ in range(1 + args.warm_rounds):
+                    bodies = seed(fake, first, args.deliveries)
+                    offs.append(asyncio.run(send(f"http://127.0.0.1:{port}/webhook", bodies, args.concurrency)))
+                    first += args.deliveries
             finally:
                 stop_bot(proc)
         for mode in modes:
@@ -153,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                 port, proc = start_bot(fake, folder, args.workers, mode == "process")
                 since_app = fake.count("GET", r"^/app$")
                 try:
-                    for name in ("cold", "warm"):
+                    for name in ["cold"] + [f"warm {i}" for i in range(1, args.warm_rounds + 1)]:
                         row = phase(name, fake, port, first, args.deliveries, args.concurrency)
                         row["mode"] = mode
                         rows.append(row)
@@ -165,8 +171,12 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.concurrency}, {args.workers} workers, unpaced, fake GitHub in its own process "
           f"(niceness {args.fake_niceness}), "
           f"{os.cpu_count()} cores, all on one machine")
-    print(f"workers off (intake alone, same run): {off['acks_per_s']:.0f} acks/s, ack p50 {off['p50_ms']:.2f} ms, "
-          f"p99 {off['p99_ms']:.2f} ms, max {off['max_ms']:.1f} ms")
+    off = {key: statistics.median(o[key] for o in offs[1:] or offs) for key in ("acks_per_s", "p50_ms", "p99_ms",
+                                                                                 "max_ms")}
+    off["statuses"] = dict(sum((collections.Counter(o["statuses"]) for o in offs), collections.Counter()))
+    print(f"workers off (intake alone, same run, median of {len(offs[1:] or offs)} warm rounds): "
+          f"{off['acks_per_s']:.0f} acks/s, ack p50 {off['p50_ms']:.2f} ms, p99 {off['p99_ms']:.2f} ms, "
+          f"max {off['max_ms']:.1f} ms; its cold round: p99 {offs[0]['p99_ms']:.2f} ms")
     print("| workers | phase | acks/s | ack p50 ms | ack p99 ms | p99 ÷ workers off | ack max ms | all done after s "
           "| welcomed once | doubled |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -174,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r['mode']} | {r['name']} | {r['acks_per_s']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
               f"{r['p99_ms'] / off['p99_ms']:.2f}x | {r['max_ms']:.1f} | {r['drained_s']:.1f} | "
               f"{r['welcomed_once']}/{r['prs']} | {r['doubled']} |")
+    for mode in modes:
+        warm = [r for r in rows if r["mode"] == mode and r["name"] != "cold"]
+        if warm:
+            p99 = statistics.median(r["p99_ms"] for r in warm)
+            print(f"{mode}, median of {len(warm)} warm phases: {statistics.median(r['acks_per_s'] for r in warm):.0f}"
+                  f" acks/s, ack p99 {p99:.2f} ms = {p99 / off['p99_ms']:.2f}x the workers-off p99")
     print(f"GET /app calls per server: {lookups}; statuses: "
           + ", ".join(f"{r['mode']} {r['name']} {r['statuses']}" for r in rows) + f", off {off['statuses']}")
     return 0

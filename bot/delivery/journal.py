@@ -340,7 +340,7 @@ class Journal:
                               " WHERE status=? AND attempts>0 ORDER BY seq", (QUEUED,)).fetchall()
             return [Queued(seq, name, not_before, kind(event, action)) for seq, name, not_before, event, action in rows]
 
-        return await self._submit(op)
+        return await self._query(op)  # a read every second: never inside the writer's transaction
 
     async def relane(self, seq: int, number: int) -> str:
         """A delivery found to belong to PR `number`: it moves to that PR's lane; returns the lane."""
