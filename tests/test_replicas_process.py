@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import signal
 import time
 import urllib.error
@@ -79,8 +80,8 @@ def holder_of(log) -> str:
     return next(line["holder"] for line in log_lines(log) if line["msg"] == "replica started")
 
 
-def stopped(proc) -> bool:
-    with open(f"/proc/{proc.pid}/stat") as stat:
+def stopped(pid: int) -> bool:
+    with open(f"/proc/{pid}/stat") as stat:
         return stat.read().rsplit(")", 1)[1].split()[0] == "T"
 
 
@@ -93,13 +94,22 @@ def running_lanes(db: str, holder: str) -> dict[str, tuple[int, str]]:
     return {lane: (seq, delivery) for lane, seq, delivery in rows}
 
 
-def freeze_while_running_a_lane(proc, db: str, holder: str, tries: int = 100) -> dict[str, tuple[int, str]]:
-    """SIGSTOP `proc` at a moment it holds a lease on a lane and runs that lane's head; returns those lanes,
-    read once the process is stopped and two reads 0.1 s apart agree (what it sent before it stopped has
-    landed; its leases last 3 s), so they are what it holds when it dies."""
+def freeze_while_running_a_lane(proc, port: int, db: str, holder: str, tries: int = 100
+                                ) -> dict[str, tuple[int, str]]:
+    """SIGSTOP the replica (its intake `proc` and its workers' process, which runs the lanes) at a moment it
+    holds a lease on a lane and runs that lane's head; returns those lanes, read once the process is stopped and
+    two reads 0.1 s apart agree (what it sent before it stopped has landed; its leases last 3 s), so they are
+    what it holds when it dies."""
+    pids = [proc.pid, process_health(port)["workers_process"]["pid"]]
+
+    def signal_all(sig: int) -> None:
+        for pid in pids:
+            os.kill(pid, sig)
+
     for _ in range(tries):
-        proc.send_signal(signal.SIGSTOP)
-        wait_until_blocking(lambda: stopped(proc), "the replica stopped", seconds=10, every=0.01)
+        signal_all(signal.SIGSTOP)
+        wait_until_blocking(lambda: all(stopped(pid) for pid in pids), "the replica stopped", seconds=10,
+                            every=0.01)
         reads = [running_lanes(db, holder)]
         while len(reads) < 2 or reads[-1] != reads[-2]:
             assert len(reads) < 20, "the lanes of a stopped replica kept changing"
@@ -107,8 +117,9 @@ def freeze_while_running_a_lane(proc, db: str, holder: str, tries: int = 100) ->
             reads.append(running_lanes(db, holder))
         if reads[-1]:
             return reads[-1]
-        proc.send_signal(signal.SIGCONT)  # between two lanes: let it take the next one
-        wait_until_blocking(lambda: not stopped(proc), "the replica running again", seconds=10, every=0.01)
+        signal_all(signal.SIGCONT)  # between two lanes: let it take the next one
+        wait_until_blocking(lambda: not any(stopped(pid) for pid in pids), "the replica running again", seconds=10,
+                            every=0.01)
     raise AssertionError(f"the replica never ran a lane under lease in {tries} tries")
 
 
@@ -162,8 +173,9 @@ def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tm
         assert statuses == [202] * len(deliveries)  # every one acknowledged: committed before the answer
         wait_until_blocking(lambda: fake.count("POST", r"/issues/\d+/comments$") >= 30, "30 welcomes posted")
         dead = holder_of(tmp_path / "log-0.jsonl")
-        held = freeze_while_running_a_lane(procs[0], postgres_db, dead)
-        procs[0].send_signal(signal.SIGKILL)  # mid-drain, with lanes under lease and writes under way
+        held = freeze_while_running_a_lane(procs[0], ports[0], postgres_db, dead)
+        procs[0].send_signal(signal.SIGKILL)  # mid-drain, with lanes under lease and writes under way; its workers'
+        # process, stopped, dies with it (the kernel's parent-death signal)
         procs[0].wait(10)
         wait_drained(postgres_db)
         assert welcomes(fake, repo, prs) == collections.Counter({n: 1 for n in range(1, prs + 1)})
@@ -185,7 +197,7 @@ def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tm
         for proc in procs:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
-                proc.wait(30)
+                proc.wait(60)  # the workers drain (20 s at most), then the intake ends
     with psycopg.connect(postgres_db) as conn:  # SIGTERM handed the survivors' leases back; the dead one's ran out
         assert conn.execute("SELECT count(*) FROM lanes WHERE expires_at > clock_timestamp()").fetchone() == (0,)
 
