@@ -173,17 +173,13 @@ class Bot:
                 report["ok"] = theirs["ok"]
                 report["workers_loop"] = theirs["server_loop"]
             except Exception as exc:
-                report["ok"] = False
-                report["workers_loop"] = (f"not answering within {LOOP_ANSWER_TIMEOUT:g} s"
-                                          if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}")
+                report["ok"], report["workers_loop"] = False, _unanswered(exc)
         if self._loop is not None:
             try:
                 await asyncio.wait_for(self._loop.run(_answer()), LOOP_ANSWER_TIMEOUT)
                 report["workers_loop"] = "answering"
             except Exception as exc:  # a stopped or stuck loop: the wait runs out
-                report["ok"] = False
-                report["workers_loop"] = (f"not answering within {LOOP_ANSWER_TIMEOUT:g} s"
-                                          if isinstance(exc, TimeoutError) else f"{type(exc).__name__}: {exc}")
+                report["ok"], report["workers_loop"] = False, _unanswered(exc)
         return report
 
     def _workers_state(self) -> str:
@@ -295,6 +291,13 @@ class Bot:
         warnings += [{"name": "repository_config_invalid", "repo": repo, "errors": errors}
                      for repo, errors in sorted(config_errors.items())]
         return warnings
+
+
+def _unanswered(exc: BaseException) -> str:
+    """Why the workers' loop (on its thread or in its process) gave /livez no answer."""
+    if isinstance(exc, TimeoutError):
+        return f"not answering within {LOOP_ANSWER_TIMEOUT:g} s"
+    return f"{type(exc).__name__}: {exc}"
 
 
 async def _answer() -> None:
