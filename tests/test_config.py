@@ -389,6 +389,8 @@ BAD_SETTINGS = [
     ("PORT", "80.5", "a TCP port, a whole number from 1 to 65535"),
     ("SWEEPBOT_WORKERS", "x", "a whole number of workers, 0 or more (0: journal only)"),
     ("SWEEPBOT_WORKERS", "-1", "a whole number of workers, 0 or more (0: journal only)"),
+    ("SWEEPBOT_GITHUB_IN_FLIGHT", "0", "a whole number of requests from 1 to 100 (GitHub allows 100 at once)"),
+    ("SWEEPBOT_GITHUB_IN_FLIGHT", "101", "a whole number of requests from 1 to 100 (GitHub allows 100 at once)"),
     ("SWEEPBOT_WRITES_PER_MINUTE", "lots", "a whole number of writes, 0 or more (0: unpaced)"),
     ("SWEEPBOT_HTTP_TIMEOUT", "10s", SECONDS_ABOVE_0),
     ("SWEEPBOT_HTTP_TIMEOUT", "0", SECONDS_ABOVE_0),

@@ -44,7 +44,7 @@ class Settings:
     log_level: str | None = None  # None: INFO live, WARNING in the sandbox (logging_level)
     api_url: str = DEFAULT_API_URL
     db_path: str = DEFAULT_DB
-    workers: int = 8
+    workers: int = 64  # deliveries under way at once; their GitHub requests share `github_in_flight`
     max_attempts: int = 3
     retry_delay: float = 2.0
     drain_timeout: float = 20.0
@@ -56,6 +56,8 @@ class Settings:
     retry_for: float = 6 * 3600.0
     # seconds one GitHub request may take before the client gives up (read; connect is at most 5)
     http_timeout: float = 10.0
+    # GitHub requests under way at once from the App (GitHub's limit is 100); replicas on PostgreSQL split it
+    github_in_flight: int = 90
     # workers (and their GitHub requests) on a thread and event loop of their own, apart from intake
     worker_thread: bool = True
     # live `serve`: the workers in a process of their own, the webhook intake alone in the server's (the sandbox's
@@ -208,6 +210,8 @@ ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("SWEEPBOT_WRITES_PER_MINUTE", "writes_per_minute",
      _whole(0, None, "a whole number of writes, 0 or more (0: unpaced)")),
     ("SWEEPBOT_HTTP_TIMEOUT", "http_timeout", _seconds(zero=False)),
+    ("SWEEPBOT_GITHUB_IN_FLIGHT", "github_in_flight",
+     _whole(1, 100, "a whole number of requests from 1 to 100 (GitHub allows 100 at once)")),
     ("SWEEPBOT_SETTLE_SECONDS", "settle_seconds", _seconds(zero=True)),
     ("SWEEPBOT_LEASE_SECONDS", "lease_seconds", _seconds(zero=False)),
     ("SWEEPBOT_WORKER_PROCESS", "worker_process", _switch),

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import copy
+import heapq
+import itertools
 import logging
 import random
 import time
@@ -29,6 +31,9 @@ TOKEN_RENEW_MARGIN = 60.0  # renew installation tokens at least this long before
 ETAG_CACHE_SIZE = 512
 DEFAULT_PER_PAGE = 30  # GitHub's page size when a list request names none
 SECONDARY_LIMIT_WAIT = 60.0  # GitHub: with no retry-after or reset header, wait at least a minute
+# GitHub allows no more than 100 requests under way at once (REST and GraphQL together, a secondary limit): the
+# process keeps under it with room for the App's other clients (a person's script, a second deploy starting)
+IN_FLIGHT = 90
 WRITE_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
 # Sending these twice leaves GitHub as sending them once; a POST may create a second thing.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE"})
@@ -117,6 +122,70 @@ class WritePacer:
                 await self._sleep(delay)
                 self._sent.popleft()
             self._sent.append(time.monotonic())
+
+
+class InFlightBudget:
+    """At most `limit` requests to GitHub under way at once from this process. A request that finds them all taken
+    waits; the oldest delivery's requests go first (`priority`: when its client was made; equal ones in the order
+    they came), so with many deliveries at once each finishes in about its own round trips, one after another,
+    instead of all of them slowing together. The limit may change while requests wait (a replica's share of the
+    App's budget, `share`). A request holds a place only while it is sent and answered, never while it sleeps
+    before a retry. Used from one event loop (the workers'), as the App's httpx client is."""
+
+    def __init__(self, limit: int = IN_FLIGHT, metrics: Metrics | None = None):
+        self.limit = max(1, limit)
+        self.in_flight = 0
+        self.most = 0  # the most under way at once so far (tests, benchmarks)
+        self.waited = 0  # requests that found the budget spent and waited for a place
+        self._waiters: list[tuple[float, int, asyncio.Future]] = []  # a heap: (priority, arrival, place)
+        self._arrivals = itertools.count()
+        self._metrics = metrics
+
+    def share(self, limit: int) -> None:
+        """A new limit (at least 1); requests waiting go at once if it grew."""
+        self.limit = max(1, limit)
+        self._admit()
+
+    async def acquire(self, priority: float = 0.0) -> None:
+        if self.in_flight < self.limit and not self._waiters:
+            self._enter()
+            return
+        self.waited += 1
+        place = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrivals), place))
+        try:
+            await place
+        except BaseException:
+            if place.done() and not place.cancelled():
+                self.release()  # it was given a place as it was cancelled: hand it on
+            else:
+                place.cancel()  # skipped when its turn comes
+            raise
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        if self._metrics is not None:
+            self._metrics.github_in_flight.set(self.in_flight)
+        self._admit()
+
+    async def __aenter__(self) -> None:
+        await self.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.release()
+
+    def _enter(self) -> None:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        if self._metrics is not None:
+            self._metrics.github_in_flight.set(self.in_flight)
+
+    def _admit(self) -> None:
+        while self._waiters and self.in_flight < self.limit:
+            _, _, place = heapq.heappop(self._waiters)
+            if not place.done():
+                self._enter()
+                place.set_result(None)
 
 
 class SharedWritePacer:
@@ -210,8 +279,11 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
 
     def __init__(self, http: httpx.AsyncClient, *, state: InstallationState | None, retry: RetryPolicy,
                  metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
-                 **kwargs: Any):
+                 budget: InFlightBudget | None = None, priority: float | None = None, **kwargs: Any):
         self._state = state
+        self._budget = budget
+        # a client serves one delivery: its requests wait for a place in the budget by the delivery's age
+        self._priority = time.monotonic() if priority is None else priority
         self._safe = IDEMPOTENT_METHODS | ({"POST"} if idempotent_posts else set())
         self._retry = retry
         self._metrics = metrics
@@ -263,7 +335,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
             if self._before_write is not None and method not in self._safe:
                 await self._before_write()  # the caller's hook (the executor's ledger intent), as late as possible
             try:
-                status, resp_headers, content = await super()._request(method, url, headers, body)
+                status, resp_headers, content = await self._send(method, url, headers, body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 self._metrics.github_requests.labels(method, "error").inc()
                 if method not in self._safe and not isinstance(exc, NOT_SENT_ERRORS):
@@ -292,6 +364,15 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
                 logs.event("github write", method=method, path=_path(url), status=status,
                            ms=round((time.monotonic() - started) * 1000, 1))
             return status, resp_headers, content
+
+    async def _send(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
+        if self._budget is None:
+            return await super()._request(method, url, headers, body)
+        await self._budget.acquire(self._priority)
+        try:
+            return await super()._request(method, url, headers, body)
+        finally:
+            self._budget.release()
 
     async def _authorised(self, headers: Mapping[str, str]) -> Mapping[str, str]:
         """The headers with a token valid now: taken at each send, so a long wait never outlives its token."""
@@ -383,7 +464,8 @@ class GitHubApp:
 
     def __init__(self, *, app_id: str, private_key: str, api_url: str, metrics: Metrics,
                  http: httpx.AsyncClient | None = None, retry: RetryPolicy | None = None,
-                 pacer_factory: Callable[[], WritePacer] | None = None, timeout: httpx.Timeout | None = None):
+                 pacer_factory: Callable[[], WritePacer] | None = None, timeout: httpx.Timeout | None = None,
+                 in_flight: int = IN_FLIGHT):
         self.app_id = str(app_id)
         self._private_key = private_key
         logs.register_secret(private_key)
@@ -394,6 +476,7 @@ class GitHubApp:
         self.http = http or httpx.AsyncClient(timeout=self.timeout, http2=False)
         self.retry = retry or RetryPolicy()
         self._pacer_factory = pacer_factory or WritePacer
+        self.budget = InFlightBudget(in_flight, metrics)  # every client of this App, every installation
         # set by a replica on PostgreSQL: installation id -> the pacer every replica shares for it
         self.shared_pacer: Callable[[int], WritePacer | SharedWritePacer] | None = None
         self._tokens: cachetools.TLRUCache = cachetools.TLRUCache(
@@ -436,7 +519,8 @@ class GitHubApp:
     def app_client(self) -> GitHubClient:
         """Authenticates as the App itself (JWT), for /app endpoints."""
         return GitHubClient(self.http, state=None, retry=self.retry, metrics=self.metrics, base_url=self.api_url,
-                            app_id=self.app_id, private_key=self._private_key, idempotent_posts=True)
+                            app_id=self.app_id, private_key=self._private_key, idempotent_posts=True,
+                            budget=self.budget, priority=0.0)  # a token renewal: every delivery waits on it
 
     def invalidate_token(self, installation_id: int) -> None:
         self._tokens.pop(installation_id, None)
@@ -479,7 +563,7 @@ class GitHubApp:
     async def client(self, installation_id: int) -> GitHubClient:
         await self.token(installation_id)  # fail here, before any handler runs, when the App cannot authenticate
         return GitHubClient(self.http, state=self._state(installation_id), retry=self.retry, metrics=self.metrics,
-                            base_url=self.api_url, tokens=TokenSource(self, installation_id))
+                            base_url=self.api_url, tokens=TokenSource(self, installation_id), budget=self.budget)
 
     async def bot_login(self) -> str:
         """The login of the App's bot user, e.g. `sweepbot[bot]`: looked up once, however many ask at start."""

@@ -28,6 +28,8 @@ class Metrics:
             "sweepbot_github_requests", "GitHub API requests by method and status", ["method", "status"],
             registry=self.registry,
         )
+        self.github_in_flight = Gauge("sweepbot_github_in_flight", "GitHub requests under way now (this process)",
+                                      registry=self.registry)
         self.backlog = Gauge("sweepbot_backlog", "Deliveries waiting or running", registry=self.registry)
         self.replica_lanes = Gauge("sweepbot_replica_lanes", "PR lanes this replica holds a lease on (PostgreSQL)",
                                    ["replica"], registry=self.registry)
