@@ -14,7 +14,7 @@ import pytest
 from bot.github.client import SharedWritePacer
 from bot.delivery.journal import DONE, NewDelivery
 from bot.telemetry.metrics import Metrics
-from bot.delivery.replica_workers import ReplicaWorkers
+from bot.delivery.replica_workers import Doorbell, ReplicaWorkers
 from harness import REPO, Sleeps, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
@@ -213,3 +213,92 @@ async def test_an_idle_replica_takes_work_another_replica_recorded_at_once_not_a
         assert await writer.leases() == {}  # handed back: nothing holds the lane once its head is done
     finally:
         await replica.drain(1)
+
+
+# -- the doorbell: idle workers woken one at a time (issue 19) -------------------------------------------------
+
+
+async def test_a_ring_wakes_one_idle_worker_and_a_ring_with_none_waiting_is_kept():
+    bell = Doorbell(poll=30.0)
+    woken: list[int] = []
+
+    async def idle(i: int) -> None:
+        await bell.wait()
+        woken.append(i)
+
+    tasks = [asyncio.create_task(idle(i)) for i in range(4)]
+    await asyncio.sleep(0)
+    bell.ring()
+    await asyncio.sleep(0)
+    assert woken == [3]  # one: the last to go idle (the first is the watch, which also polls)
+    bell.ring()
+    bell.ring()
+    await asyncio.sleep(0)
+    assert woken == [3, 2, 1]
+    bell.ring()
+    await asyncio.sleep(0.01)
+    assert woken == [3, 2, 1, 0]  # the watch, once nobody else sleeps
+    bell.ring()  # nobody waits: kept
+    await asyncio.wait_for(bell.wait(), 1)
+    await asyncio.gather(*tasks)
+
+
+async def test_only_the_watch_looks_at_each_poll():
+    bell = Doorbell(poll=0.05)
+    looks = collections.Counter()
+
+    async def idle(i: int) -> None:
+        for _ in range(4):
+            await bell.wait()
+            looks[i] += 1
+
+    tasks = [asyncio.create_task(idle(i)) for i in range(8)]
+    await asyncio.sleep(0.33)
+    assert sum(looks.values()) <= 7 and set(looks) == {0}  # about one look a poll, all the watch's
+    bell.ring_all()
+    await asyncio.sleep(0)
+    assert all(looks[i] >= 1 for i in range(8))
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_an_idle_replica_of_many_workers_claims_about_once_a_poll_not_once_per_worker(replicas):
+    """Regression (issue 19): every idle worker looked at every poll and every notification, so 32 workers made
+    32 claims a poll on an idle replica, and a burst woke them all onto one delivery."""
+    journal = replicas()
+    claims = collections.Counter()
+    claim = journal.claim
+
+    async def counted(*args, **kwargs):
+        claims["all"] += 1
+        return await claim(*args, **kwargs)
+
+    journal.claim = counted
+    recorder = Recorder()
+    replica = ReplicaWorkers(journal, recorder.on("many"), Metrics(), holder="many", concurrency=32, poll=0.1)
+    await replica.start()
+    try:
+        await asyncio.sleep(0.3)  # every worker has looked once; then the watch looks at each poll
+        before = claims["all"]
+        await asyncio.sleep(1.0)
+        assert claims["all"] - before <= 15  # about 10 polls, not 32 × 10
+        writer = replicas()
+        for i in range(20):
+            await writer.record(new(i, 100 + i))
+        await wait_until(lambda: len(recorder.order) == 20, "the burst ran", seconds=20)
+        assert sum(len(v) for v in recorder.order.values()) == 20
+    finally:
+        await replica.drain(1)
+
+
+async def test_replicas_split_githubs_budget_of_requests_under_way(postgres_db, make_harness):  # noqa: F811
+    """GitHub allows the App 100 requests under way at once, whatever the number of replicas: each takes an
+    equal share of SWEEPBOT_GITHUB_IN_FLIGHT, and a replica that stops gives its share back to the others."""
+    bots = [await make_harness(db_path=postgres_db, github_in_flight=60, lease_seconds=0.9, worker_thread=False)
+            for _ in range(3)]
+    await wait_until(lambda: [h.bot.app.budget.limit for h in bots] == [20, 20, 20], "three shares", seconds=10)
+    await bots[2].bot.workers.drain(1)
+    await wait_until(lambda: [h.bot.app.budget.limit for h in bots[:2]] == [30, 30], "two shares", seconds=10)
+    with psycopg.connect(postgres_db) as conn:
+        assert conn.execute("SELECT count(*) FROM replicas").fetchone() == (2,)

@@ -34,7 +34,7 @@ SWITCH_INTERVAL = 0.001
 def live_github(settings: Settings, metrics: Metrics) -> GitHubApp:
     """The App against the GitHub that settings name (no request is made until one is needed)."""
     return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
-                     metrics=metrics, timeout=http_timeout(settings.http_timeout),
+                     metrics=metrics, timeout=http_timeout(settings.http_timeout), in_flight=settings.github_in_flight,
                      pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute))
 
 
@@ -81,7 +81,7 @@ class Bot:
                 from bot.delivery.replica_workers import ReplicaWorkers
 
                 self.workers = ReplicaWorkers(self.journal, self._process, self.metrics,
-                                              lease=self.settings.lease_seconds, **options)
+                                              lease=self.settings.lease_seconds, on_replicas=self._share, **options)
                 limit = self.settings.writes_per_minute
                 self.app.shared_pacer = lambda installation: SharedWritePacer(
                     self.journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
@@ -89,6 +89,10 @@ class Bot:
                 self.workers = Workers(self.journal, self._process, self.metrics, **options)
             resumed = await self._on_workers(self.workers.start())
         return resumed
+
+    def _share(self, replicas: int) -> None:
+        """This replica's part of GitHub's budget of requests under way at once: an equal share of the App's."""
+        self.app.budget.share(self.settings.github_in_flight // replicas)
 
     @property
     def shared(self) -> bool:

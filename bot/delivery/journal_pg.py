@@ -83,6 +83,14 @@ MIGRATIONS: tuple[str, ...] = (
         sent DOUBLE PRECISION[] NOT NULL
     );
     """,
+    # 3: the replicas at work, each seen at its heartbeat, so that they split GitHub's budget of requests under
+    # way at once between them (`present`)
+    """
+    CREATE TABLE replicas (
+        holder  TEXT PRIMARY KEY,
+        seen_at TIMESTAMPTZ NOT NULL
+    );
+    """,
 )
 
 LEASE_SECONDS = 15.0  # a replica that stops renewing loses its lanes this long after its last renewal
@@ -314,6 +322,26 @@ class PgJournal(Journal):
             return sorted(name for (name,) in cur.fetchall())
 
         return await self._submit(op)
+
+    async def present(self, holder: str, *, lease: float | None = None) -> int:
+        """The heartbeat's other half: `holder` is at work now. Returns how many replicas are (each seen within one
+        lease time, this one counted); one not seen for two is forgotten."""
+        seconds = self.lease_seconds if lease is None else lease
+
+        def op(db: Statements) -> int:
+            db.execute("INSERT INTO replicas (holder, seen_at) VALUES (?, clock_timestamp())"
+                       " ON CONFLICT (holder) DO UPDATE SET seen_at = EXCLUDED.seen_at", (holder,))
+            db.execute("DELETE FROM replicas WHERE seen_at < clock_timestamp() - make_interval(secs => ?)",
+                       (2 * seconds,))
+            cur = db.execute("SELECT count(*) FROM replicas WHERE seen_at > clock_timestamp()"
+                             " - make_interval(secs => ?)", (seconds,))
+            return int(cur.fetchone()[0])
+
+        return await self._submit(op)
+
+    async def absent(self, holder: str) -> None:
+        """`holder` stops (SIGTERM): the others take its share of the budget at their next heartbeat."""
+        await self._submit(lambda db: db.execute("DELETE FROM replicas WHERE holder=?", (holder,)))
 
     async def release(self, holder: str, lane: str | None = None) -> list[str]:
         """Hand a lane back (its head finished or will wait), or every lane of `holder` (SIGTERM); returns them."""

@@ -12,11 +12,13 @@ holds its lane back on every replica, and survives restarts.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import os
 import socket
 import time
 import uuid
+from typing import Callable
 
 from bot.telemetry import logs
 from bot.delivery.journal import Delivery
@@ -29,6 +31,61 @@ HEARTBEATS_PER_LEASE = 3  # renewals in one lease time: two can be missed before
 BACKLOG_TIMEOUT = 2.0  # how long /metrics waits for the shared backlog before showing the last one it read
 
 
+class Doorbell:
+    """Wakes this replica's idle workers one at a time. A ring wakes the idle worker that went idle last (kept for
+    the next one to wait when none waits); only one idle worker, the watch, also looks every `poll`. A worker that
+    finds work rings again, so a burst is taken worker after worker, and an idle replica makes one claim a poll
+    and one a notification, not one for each of its workers."""
+
+    def __init__(self, poll: float):
+        self.poll = poll
+        self._rung = False
+        self._sleepers: collections.deque[asyncio.Future] = collections.deque()
+        self._watch: asyncio.Future | None = None
+
+    def ring(self) -> None:
+        while self._sleepers:
+            sleeper = self._sleepers.pop()
+            if not sleeper.done():
+                sleeper.set_result(None)
+                return
+        if self._watch is not None and not self._watch.done():
+            self._watch.set_result(None)
+            return
+        self._rung = True
+
+    def ring_all(self) -> None:
+        """Every idle worker (stopping)."""
+        for waiter in (*self._sleepers, self._watch):
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
+        self._rung = True
+
+    async def wait(self) -> None:
+        """Until a ring, or for the watch until `poll` has passed."""
+        if self._rung:
+            self._rung = False
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        if self._watch is not None:
+            self._sleepers.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._sleepers:
+                    self._sleepers.remove(waiter)
+            return
+        self._watch = waiter
+        try:
+            await asyncio.wait_for(waiter, self.poll)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            # the watch is free again. If it found work, its ring wakes a sleeper, which finds none and waits as
+            # the next watch; if not, it comes back as the watch
+            self._watch = None
+
+
 def replica_name() -> str:
     """Who holds a lease: host, process and a random part (a restarted process is a new holder)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -38,8 +95,12 @@ class ReplicaWorkers:
     def __init__(self, journal: PgJournal, process: Process, metrics: Metrics, *, holder: str | None = None,
                  lease: float | None = None, poll: float = POLL, concurrency: int = 8, max_attempts: int = 3,
                  retry_delay: float = 2.0, retry_for: float = RETRY_FOR, max_retry_delay: float = MAX_RETRY_DELAY,
-                 resolve: Resolve | None = None) -> None:
+                 resolve: Resolve | None = None, on_replicas: Callable[[int], None] | None = None) -> None:
+        """`on_replicas(n)`: called with how many replicas are at work (this one counted) at start and at each
+        heartbeat, to split what they share (GitHub's budget of requests under way at once)."""
         self.journal = journal
+        self.on_replicas = on_replicas
+        self.replicas = 1
         self.metrics = metrics
         self.concurrency = concurrency
         self.runner = Runner(journal, process, metrics, max_attempts=max_attempts, retry_delay=retry_delay,
@@ -47,7 +108,7 @@ class ReplicaWorkers:
         self.holder = holder or replica_name()
         self.lease = journal.lease_seconds if lease is None else lease
         self.poll = poll
-        self._wake = asyncio.Event()
+        self._doorbell = Doorbell(poll)
         self._tasks: list[asyncio.Task] = []
         self._busy: set[asyncio.Task] = set()
         self._stopping = False
@@ -60,8 +121,9 @@ class ReplicaWorkers:
     async def start(self) -> int:
         """Start the workers, the heartbeat and the listener that wakes idle workers when any replica commits
         work; nothing to resume here: unfinished rows are claimed."""
+        await self._present()
         loop = asyncio.get_running_loop()
-        self._listener = self.journal.listen(lambda: loop.call_soon_threadsafe(self._wake.set))
+        self._listener = self.journal.listen(lambda: loop.call_soon_threadsafe(self._doorbell.ring))
         self._tasks = [asyncio.create_task(self._work(), name=f"replica-worker-{i}") for i in range(self.concurrency)]
         self._heartbeat = asyncio.create_task(self._beat(), name="lease-heartbeat")
         logs.event("replica started", holder=self.holder, lease=self.lease, workers=self.concurrency)
@@ -69,7 +131,7 @@ class ReplicaWorkers:
 
     def submit(self, queued: object) -> None:
         """This replica recorded a delivery: look for work now (the notification would come a little later)."""
-        self._wake.set()
+        self._doorbell.ring()
 
     @property
     def journal_error(self) -> str | None:
@@ -100,16 +162,13 @@ class ReplicaWorkers:
     async def _work(self) -> None:
         done: str | None = None  # the lane this worker ran last: handed back in the same round trip as the claim
         while not self._stopping:
-            # Cleared before the claim looks: work committed while it looks wakes this worker again at once.
-            self._wake.clear()
             claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done))
             done = None
             if claim is None:
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self.poll)
-                except asyncio.TimeoutError:
-                    pass
+                # a ring while the claim looked was kept: work committed meanwhile is looked for at once
+                await self._doorbell.wait()
                 continue
+            self._doorbell.ring()  # more may be waiting: the next idle worker looks
             lane = claim.lane
             run = asyncio.create_task(self._run(claim), name=f"run-{claim.delivery.id}")
             self._lanes[lane] = run
@@ -152,10 +211,24 @@ class ReplicaWorkers:
             except Exception as exc:  # the database is away: the leases may run out; work stops on them below
                 logs.event("lease heartbeat failed", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
                 continue
+            await self._present()
             for lane, task in list(self._lanes.items()):
                 if lane not in kept:
                     logs.event("lease lost: another replica may run this lane now", logging.ERROR, lane=lane)
                     task.cancel()  # its ledger rows stay: whoever takes the lane reconciles them
+
+    async def _present(self) -> None:
+        """Say this replica is at work, and pass on how many are (their count as last read if it cannot be read)."""
+        try:
+            count = await self.journal.present(self.holder, lease=self.lease)
+        except Exception as exc:
+            logs.event("could not count the replicas", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+            return
+        if count != self.replicas:
+            logs.event("replicas at work", count=count, holder=self.holder)
+        self.replicas = max(1, count)
+        if self.on_replicas is not None:
+            self.on_replicas(self.replicas)
 
     async def wait_idle(self, timeout: float | None = None) -> None:
         """Until no delivery is unfinished anywhere (tests and benchmarks)."""
@@ -169,13 +242,14 @@ class ReplicaWorkers:
     async def drain(self, timeout: float) -> int:
         """SIGTERM: take no more work, let what runs finish up to `timeout`, then hand every lane back at once."""
         self._stopping = True
-        self._wake.set()
+        self._doorbell.ring_all()
         if self._listener is not None:
             await asyncio.to_thread(self._listener.stop)
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         await finish_in_flight(list(self._busy), self._tasks, timeout, *([self._heartbeat] if self._heartbeat else []))
         try:
+            await self.journal.absent(self.holder)
             released = await self.journal.release(self.holder)
         except Exception as exc:  # the database is away: the leases run out on their own
             logs.event("could not hand the leases back", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
