@@ -34,7 +34,7 @@ path: the longest chain of requests made one after another (`bot/testing/round_t
 up to the status comment. `--one-at-a-time` posts the next PR's label only once the previous delivery is handled
 (no queue: the figures are one delivery's own), `--fork` makes every PR a fork's (the writer's label approves it).
 
-    .venv/bin/python bench/gate_latency.py [--prs 200] [--workers 8] [--senders 20] [--opened-first] [--one-loop]
+    .venv/bin/python bench/gate_latency.py [--prs 200] [--workers 64] [--in-flight 90] [--senders 20] [--opened-first] [--one-loop]
         [--github-latency 150] [--one-at-a-time] [--fork]
 """
 
@@ -213,7 +213,8 @@ class Collect(logging.Handler):
 
 async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders: int = 20, *,
               worker_thread: bool = True, opened_first: bool = False, latency: float = 0.0,
-              one_at_a_time: bool = False, fork: bool = False) -> dict[str, Any]:
+              one_at_a_time: bool = False, fork: bool = False,
+              in_flight: int = Settings.github_in_flight) -> dict[str, Any]:
     fake = InMemoryGitHub()
     seed(fake, prs, fork)
     warm_up = prs + 1
@@ -224,7 +225,7 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
         late = LateGitHub(timed_handle(fake, clock), latency, delivery_of_request)
         router.route(host="api.github.com").mock(side_effect=late if latency > 0 else timed_handle(fake, clock))
         h = await start_harness(Path(tmp), fake, key, settle_seconds=0.0, writes_per_minute=0, workers=workers,
-                                worker_thread=worker_thread)
+                                worker_thread=worker_thread, github_in_flight=in_flight)
         try:
             # Untimed warm-up, one delivery: a label that is not a sweep label on one more PR. The gate reads that PR
             # and its changelog and writes its status comment and check run, but starts nothing; the installation
@@ -258,7 +259,7 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
             await stop_harness(h)
     return {"fake": fake, "clock": clock, "statuses": collections.Counter(statuses), "posted_s": posted,
             "started": started, "journal": collections.Counter(r.status if r else "missing" for r in rows),
-            "health": health, "prs": prs, "workers": workers, "senders": senders, "worker_thread": worker_thread,
+            "health": health, "prs": prs, "workers": workers, "in_flight": in_flight, "senders": senders, "worker_thread": worker_thread,
             "opened_first": opened_first, "latency": latency, "trips": dict(late.trips),
             "one_at_a_time": one_at_a_time, "fork": fork}
 
@@ -285,6 +286,7 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
     kind = "fork" if result["fork"] else "same-repository"
     pace = "one at a time (each once the one before is handled)" if result["one_at_a_time"] else "unpaced"
     lines = [f"sweep gate latency: {prs} {kind} PRs {pace}, {state}; {result['workers']} workers {where}, "
+             f"at most {result['in_flight']} GitHub requests under way at once, "
              f"{result['senders']} senders, writes unpaced, settle_seconds=0, fake GitHub in-process, "
              f"every request answered {result['latency'] * 1000:g} ms late, {os.cpu_count()} cores"]
     if dispatch:
@@ -357,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=Settings.workers,
                         help=f"worker concurrency (default: the bot's, {Settings.workers})")
     parser.add_argument("--senders", type=int, default=20, help="concurrent webhook senders (default 20)")
+    parser.add_argument("--in-flight", type=int, default=Settings.github_in_flight,
+                        help=f"GitHub requests under way at once (default: the bot's, {Settings.github_in_flight})")
     parser.add_argument("--opened-first", action="store_true",
                         help="deliver and handle every PR's `opened` first (untimed), as in production")
     parser.add_argument("--one-loop", action="store_true",
@@ -379,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         result = asyncio.run(run(_generate_key(), args.prs, args.workers, max(1, args.senders),
                                  worker_thread=not args.one_loop, opened_first=args.opened_first,
                                  latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time,
-                                 fork=args.fork))
+                                 fork=args.fork, in_flight=args.in_flight))
     finally:
         bot_log.handlers[:], level, bot_log.propagate = saved
         bot_log.setLevel(level)

@@ -74,10 +74,11 @@ def settings(tmp_path, **changes: Any) -> Settings:
     return dataclasses.replace(base, **changes)
 
 
-def github_app(key: str, sleeps: Sleeps | None = None, **retry: Any) -> GitHubApp:
+def github_app(key: str, sleeps: Sleeps | None = None, *, in_flight: int = Settings.github_in_flight,
+               **retry: Any) -> GitHubApp:
     return GitHubApp(app_id="1", private_key=key, api_url="https://api.github.com", metrics=Metrics(),
                      retry=RetryPolicy(sleep=sleeps or Sleeps(), **retry),
-                     pacer_factory=lambda: WritePacer(sleep=sleeps or Sleeps()))
+                     pacer_factory=lambda: WritePacer(sleep=sleeps or Sleeps()), in_flight=in_flight)
 
 
 class Harness:
@@ -119,7 +120,8 @@ class Harness:
 
 async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, **changes: Any) -> Harness:
     sleeps = Sleeps()
-    bot = Bot(settings(tmp_path, **changes), github_app(key, sleeps), router=router)
+    chosen = settings(tmp_path, **changes)
+    bot = Bot(chosen, github_app(key, sleeps, in_flight=chosen.github_in_flight), router=router)
     await bot.start()
     client = TestClient(TestServer(make_app(bot)))
     await client.start_server()

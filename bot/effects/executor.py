@@ -366,6 +366,9 @@ class Executor:
             return found
         answer = await self.gh.post(repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"), data={
             "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
+        waited_for = getattr(self.gh, "waited_for", None)  # a dry run's client has none
+        if waited_for is not None:
+            waited_for()  # the sweep is started: this delivery's other requests may wait behind others'
         run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
         if run_id is None:  # a GitHub that answers 204 without run details: the run is found by its dispatch-id
             raise NotListedYet(f"{action.describe()}: dispatched, but its run is not listed yet")

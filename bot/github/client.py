@@ -126,7 +126,8 @@ class WritePacer:
 
 class InFlightBudget:
     """At most `limit` requests to GitHub under way at once from this process. A request that finds them all taken
-    waits; the oldest delivery's requests go first (`priority`: when its client was made; equal ones in the order
+    waits; the oldest delivery's requests go first (`priority`: (0, when its client was made), or (1, ...) once
+    its client `waited_for` what a person waits for; equal ones in the order
     they came), so with many deliveries at once each finishes in about its own round trips, one after another,
     instead of all of them slowing together. The limit may change while requests wait (a replica's share of the
     App's budget, `share`). A request holds a place only while it is sent and answered, never while it sleeps
@@ -137,7 +138,7 @@ class InFlightBudget:
         self.in_flight = 0
         self.most = 0  # the most under way at once so far (tests, benchmarks)
         self.waited = 0  # requests that found the budget spent and waited for a place
-        self._waiters: list[tuple[float, int, asyncio.Future]] = []  # a heap: (priority, arrival, place)
+        self._waiters: list[tuple[tuple[int, float], int, asyncio.Future]] = []  # a heap: (priority, arrival, place)
         self._arrivals = itertools.count()
         self._metrics = metrics
 
@@ -146,7 +147,7 @@ class InFlightBudget:
         self.limit = max(1, limit)
         self._admit()
 
-    async def acquire(self, priority: float = 0.0) -> None:
+    async def acquire(self, priority: tuple[int, float] = (0, 0.0)) -> None:
         if self.in_flight < self.limit and not self._waiters:
             self._enter()
             return
@@ -282,8 +283,9 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
                  budget: InFlightBudget | None = None, priority: float | None = None, **kwargs: Any):
         self._state = state
         self._budget = budget
-        # a client serves one delivery: its requests wait for a place in the budget by the delivery's age
-        self._priority = time.monotonic() if priority is None else priority
+        # a client serves one delivery: its requests wait for a place in the budget by the delivery's age. A list,
+        # shared by this client's views (announcing_writes), so that `waited_for` holds for all of them
+        self._priority = [0, time.monotonic() if priority is None else priority]
         self._safe = IDEMPOTENT_METHODS | ({"POST"} if idempotent_posts else set())
         self._retry = retry
         self._metrics = metrics
@@ -312,6 +314,11 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         view = copy.copy(self)
         view._before_write = before_write
         return view
+
+    def waited_for(self) -> None:
+        """What a person waits for in this delivery is done (the dispatch): its later requests (the status comment,
+        the check run) wait for a place behind every request of the deliveries that have not got there yet."""
+        self._priority[0] = 1
 
     async def sleep(self, seconds: float) -> None:
         await self._retry.sleep(seconds)
@@ -368,7 +375,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
     async def _send(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
         if self._budget is None:
             return await super()._request(method, url, headers, body)
-        await self._budget.acquire(self._priority)
+        await self._budget.acquire((self._priority[0], self._priority[1]))
         try:
             return await super()._request(method, url, headers, body)
         finally:
