@@ -34,8 +34,14 @@ path: the longest chain of requests made one after another (`bot/testing/round_t
 up to the status comment. `--one-at-a-time` posts the next PR's label only once the previous delivery is handled
 (no queue: the figures are one delivery's own), `--fork` makes every PR a fork's (the writer's label approves it).
 
+`--in-flight N` sets the bot's budget of GitHub requests under way at once (`SWEEPBOT_GITHUB_IN_FLIGHT`). `--live`
+runs the bot as live `sweepbot serve` does, with its webhook intake and its workers in processes of their own,
+against the fake GitHub in a process of its own (`bot.testing.server`): this process only sends, so the bot's CPU
+is not shared with the fake's or the sender's, as on a real deployment; the times come from the fake's log of
+requests, and no round trips are counted.
+
     .venv/bin/python bench/gate_latency.py [--prs 200] [--workers 64] [--in-flight 90] [--senders 20] [--opened-first] [--one-loop]
-        [--github-latency 150] [--one-at-a-time] [--fork]
+        [--github-latency 150] [--one-at-a-time] [--fork] [--live]
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ import json
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -83,6 +90,7 @@ HISTORY = f"""\
   pr-link: {PREFIX}1033
 """
 STATUS_PURPOSE = "sweep-status"
+LIVE_LOG = subprocess.DEVNULL  # --live: where the bot's log goes (BENCH_LOG_LEVEL=WARNING shows it on stderr)
 
 
 def appended_entry(number: int) -> str:
@@ -107,6 +115,7 @@ class Clock:
     writes: collections.Counter = field(default_factory=collections.Counter)
     failed: list[str] = field(default_factory=list)  # requests of a labeled delivery answered >= 400
     unattributed: int = 0  # requests during the timed phase outside a labeled delivery's context
+    live_requests: int = 0  # --live: every request the fake answered in the timed phase
     timing: bool = False
 
 
@@ -264,11 +273,126 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
             "one_at_a_time": one_at_a_time, "fork": fork}
 
 
+def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, one_at_a_time: bool, fork: bool,
+             in_flight: int, fake_niceness: int = 0) -> dict[str, Any]:
+    """`--live`: as `sweepbot serve` runs for real. The bot in processes of its own (the webhook intake, and its
+    workers in a process of their own), the fake GitHub in another (`bot.testing.server`, every request answered
+    `latency` late), this one only sends. Times come from the fake's log of requests (stamped as each arrives)."""
+    import sqlite3
+    import urllib.request
+
+    import aiohttp
+
+    from bot.app.webhook_signature import sign
+    from bot.testing.server import FakeGitHubProcess
+    from harness import SECRET, free_port, process_health, start_server_process
+
+    def drained(port: int, timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process_health(port).get("backlog") == 0:
+                return
+            time.sleep(0.01)
+        raise RuntimeError(f"not drained within {timeout} s")
+
+    clock = Clock()
+    log = None if os.environ.get("BENCH_LOG_LEVEL") else LIVE_LOG  # None: the bot's stderr is this one's
+    with tempfile.TemporaryDirectory() as tmp, FakeGitHubProcess() as fake:
+        if fake_niceness:
+            os.setpriority(os.PRIO_PROCESS, fake._proc.pid, fake_niceness)
+        seed(fake, prs, fork)  # the same calls, made in the fake's process
+        warm_up = prs + 1
+        add_changelog_pull(fake, warm_up, fork)
+        fake.label_issue(REPO, warm_up, WARM_UP_LABEL, actor=MAINTAINER)
+        fake.set_latency(None, r"^/", latency)
+        port = free_port()
+        env = {"APP_ID": "1", "PRIVATE_KEY": key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
+               "SWEEPBOT_DB": str(Path(tmp) / "journal.db"), "SWEEPBOT_WORKERS": str(workers),
+               "SWEEPBOT_WRITES_PER_MINUTE": "0", "SWEEPBOT_SETTLE_SECONDS": "0",
+               "SWEEPBOT_GITHUB_IN_FLIGHT": str(in_flight), "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "ERROR")}
+        proc = start_server_process(port, env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=log)
+        url = f"http://127.0.0.1:{port}/webhook"
+        statuses: collections.Counter = collections.Counter()
+
+        async def post(session: aiohttp.ClientSession, delivery: str, payload: dict[str, Any]) -> int:
+            body = json.dumps(payload).encode()
+            headers = {"Content-Type": "application/json", "X-GitHub-Event": "pull_request",
+                       "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign(body, SECRET)}
+            async with session.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+                return resp.status
+
+        async def send_all(payloads: dict[int, dict[str, Any]]) -> None:
+            queue = collections.deque(sorted(payloads))
+            async with aiohttp.ClientSession() as session:
+                async def sender() -> None:
+                    while queue:
+                        number = queue.popleft()
+                        clock.sent[number] = time.time()
+                        statuses[await post(session, labeled_id(number), payloads[number])] += 1
+                        if one_at_a_time:
+                            await asyncio.to_thread(drained, port)
+                await asyncio.gather(*(sender() for _ in range(1 if one_at_a_time else senders)))
+
+        async def warm() -> None:
+            async with aiohttp.ClientSession() as session:
+                await post(session, "warm-up", fake.pull_request_payload(REPO, warm_up, "labeled", sender=MAINTAINER,
+                                                                         label=WARM_UP_LABEL))
+
+        try:
+            asyncio.run(warm())
+            drained(port)
+            assert not fake.runs(REPO), "the warm-up's label started a sweep"
+            payloads = {}
+            for number in range(1, prs + 1):
+                fake.label_issue(REPO, number, LABEL, actor=MAINTAINER)
+                payloads[number] = fake.pull_request_payload(REPO, number, "labeled", sender=MAINTAINER, label=LABEL)
+            since = len(fake.requests())
+            started = time.time()
+            asyncio.run(send_all(payloads))
+            posted = time.time() - started
+            drained(port)
+            health = process_health(port)
+            made = fake.requests(since)
+            runs = fake.runs(REPO)
+        finally:
+            proc.terminate()
+            proc.wait(60)
+        with sqlite3.connect(Path(tmp) / "journal.db") as db:
+            journal = collections.Counter(dict(db.execute(
+                "SELECT status, count(*) FROM deliveries WHERE id LIKE 'labeled-%' GROUP BY status").fetchall()))
+    for r in made:
+        number = pr_of_path(r.path)
+        if number is not None:
+            clock.first_request.setdefault(number, r.at)
+        if r.method == "POST" and r.path.endswith("/dispatches"):
+            clock.dispatched[int(((r.json or {}).get("inputs") or {}).get("pr-number", -1))].append(r.at)
+        elif r.method == "POST" and r.path.endswith("/comments") and number is not None:
+            if purpose_of((r.json or {}).get("body")) == STATUS_PURPOSE:
+                clock.status_written[number].append(r.at)
+        if r.status >= 400:
+            clock.failed.append(f"{r.method} {r.path} -> {r.status}")
+    clock.live_requests = len(made)
+    return {"fake": None, "runs": runs, "fake_niceness": fake_niceness, "clock": clock, "statuses": statuses, "posted_s": posted, "started": started,
+            "journal": journal, "health": health, "prs": prs, "workers": workers, "in_flight": in_flight,
+            "senders": senders, "worker_thread": True, "opened_first": False, "latency": latency, "trips": {},
+            "one_at_a_time": one_at_a_time, "fork": fork, "live": True}
+
+
+def pr_of_path(path: str) -> int | None:
+    """The PR a request names in its path (`/pulls/N…`, `/issues/N…`); None for the others (compare, contents)."""
+    parts = path.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part in ("pulls", "issues") and parts[i + 1].isdigit():
+            return int(parts[i + 1])
+    return None
+
+
 def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[str]:
     fake: InMemoryGitHub = result["fake"]
     clock: Clock = result["clock"]
     prs, numbers = result["prs"], range(1, result["prs"] + 1)
-    runs = fake.runs(REPO)
+    runs = result["runs"] if result.get("live") else fake.runs(REPO)
     per_pr_runs = collections.Counter(str((r.get("inputs") or {}).get("pr-number")) for r in runs)
     doubled = sorted(n for n, times in clock.dispatched.items() if len(times) > 1)
     missing = sorted(set(numbers) - set(clock.dispatched))
@@ -280,6 +404,8 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
     requests = [clock.requests[n] for n in numbers]
     writes = [clock.writes[n] for n in numbers]
     where = "on their own thread and loop" if result["worker_thread"] else "on the server's loop"
+    if result.get("live"):
+        where = "in a process of their own beside the intake's (live `sweepbot serve`)"
     state = ("each PR opened and handled first (status comment edited, changelog check cached)"
              if result["opened_first"] else "PRs the bot has not seen (status comment created)")
     warm = "warm, PRs opened first" if result["opened_first"] else "warm"
@@ -287,7 +413,9 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
     pace = "one at a time (each once the one before is handled)" if result["one_at_a_time"] else "unpaced"
     lines = [f"sweep gate latency: {prs} {kind} PRs {pace}, {state}; {result['workers']} workers {where}, "
              f"at most {result['in_flight']} GitHub requests under way at once, "
-             f"{result['senders']} senders, writes unpaced, settle_seconds=0, fake GitHub in-process, "
+             f"{result['senders']} senders, writes unpaced, settle_seconds=0, "
+             f"fake GitHub {'in a process of its own' if result.get('live') else 'in-process'}"
+             f"{' at niceness %d' % result['fake_niceness'] if result.get('fake_niceness') else ''}, "
              f"every request answered {result['latency'] * 1000:g} ms late, {os.cpu_count()} cores"]
     if dispatch:
         med, p99, mx = quantiles(dispatch)
@@ -301,7 +429,7 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
         med, p99, mx = quantiles(service)
         lines.append(f"of labeled -> dispatch, in a worker (its first GitHub request -> dispatch): median "
                      f"{med:.0f} ms, p99 {p99:.0f} ms, max {mx:.0f} ms; the rest: intake, journal, queue")
-    if result["latency"] > 0:
+    if result["latency"] > 0 and not result.get("live"):  # the fake in its own process notes no round trips
         latency_ms = result["latency"] * 1000
         trips = [result["trips"].get(labeled_id(n), []) for n in numbers]
         to_dispatch = [critical_path(t, lambda trip: trip.method == "POST" and trip.path.endswith("/dispatches"))
@@ -311,12 +439,16 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
             med, p99, mx = quantiles([v / 1000 for v in values])
             lines.append(f"round trips on the critical path, {name} (every request answered {latency_ms:g} ms "
                          f"late): median {med:g}, p99 {p99:g}, max {mx:g}")
+    inside = "" if result.get("live") else f"; {clock.in_fake:.2f} s of CPU inside the fake GitHub"
     lines.append(f"throughput: {len(dispatch)} dispatches in {span:.2f} s from the first POST "
                  f"({len(dispatch) / span if span > 0 else 0:.0f}/s); all {prs} deliveries posted in "
-                 f"{result['posted_s']:.2f} s; {clock.in_fake:.2f} s of CPU inside the fake GitHub")
-    lines.append(f"GitHub requests per labeled PR: median {statistics.median(requests):g} "
-                 f"(writes {statistics.median(writes):g}), min {min(requests)}, max {max(requests)}; "
-                 f"outside a labeled delivery: {clock.unattributed}")
+                 f"{result['posted_s']:.2f} s{inside}")
+    if result.get("live"):
+        lines.append(f"GitHub requests: {clock.live_requests} for {prs} PRs ({clock.live_requests / prs:.1f} a PR)")
+    else:
+        lines.append(f"GitHub requests per labeled PR: median {statistics.median(requests):g} "
+                     f"(writes {statistics.median(writes):g}), min {min(requests)}, max {max(requests)}; "
+                     f"outside a labeled delivery: {clock.unattributed}")
     lines.append(f"runs: {len(runs)} for {prs} PRs ({sum(1 for n in numbers if per_pr_runs[str(n)] == 1)} PRs "
                  f"with exactly one); dispatch POSTs doubled: {len(doubled)}, missing: {len(missing)}")
     lines.append("settle_seconds=0 here: the default 3 s label settle window adds 3 s to every figure above; "
@@ -338,7 +470,7 @@ def problems(result: dict[str, Any]) -> list[str]:
     fake: InMemoryGitHub = result["fake"]
     clock: Clock = result["clock"]
     prs, numbers = result["prs"], range(1, result["prs"] + 1)
-    runs = fake.runs(REPO)
+    runs = result["runs"] if result.get("live") else fake.runs(REPO)
     per_pr = collections.Counter(str((r.get("inputs") or {}).get("pr-number")) for r in runs)
     found = []
     if len(runs) != prs:
@@ -370,6 +502,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--one-at-a-time", action="store_true",
                         help="post each PR's label once the previous delivery is handled (no queue)")
     parser.add_argument("--fork", action="store_true", help="every PR from a fork, approved by a writer's label")
+    parser.add_argument("--live", action="store_true",
+                        help="the bot as live `sweepbot serve` runs it (intake and workers in processes of their own) "
+                             "against the fake GitHub in a process of its own; no round-trip counts")
+    parser.add_argument("--fake-niceness", type=int, default=0,
+                        help="--live: the fake GitHub's niceness, a stand-in for a GitHub that is not on this machine "
+                             "(the bot's workers run at 10)")
     args = parser.parse_args(argv)
 
     from bot.app.sandbox import _generate_key
@@ -380,10 +518,15 @@ def main(argv: list[str] | None = None) -> int:
     bot_log.handlers[:], bot_log.propagate = [collect], False
     bot_log.setLevel(logging.WARNING)
     try:
-        result = asyncio.run(run(_generate_key(), args.prs, args.workers, max(1, args.senders),
-                                 worker_thread=not args.one_loop, opened_first=args.opened_first,
-                                 latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time,
-                                 fork=args.fork, in_flight=args.in_flight))
+        if args.live:
+            result = run_live(_generate_key(), args.prs, args.workers, max(1, args.senders),
+                              latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time, fork=args.fork,
+                              in_flight=args.in_flight, fake_niceness=args.fake_niceness)
+        else:
+            result = asyncio.run(run(_generate_key(), args.prs, args.workers, max(1, args.senders),
+                                     worker_thread=not args.one_loop, opened_first=args.opened_first,
+                                     latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time,
+                                     fork=args.fork, in_flight=args.in_flight))
     finally:
         bot_log.handlers[:], level, bot_log.propagate = saved
         bot_log.setLevel(level)

@@ -19,3 +19,15 @@ def test_five_prs_give_five_dispatches_and_the_figures(capsys):
     assert "GitHub requests per labeled PR: median " in out
     assert "runs: 5 for 5 PRs (5 PRs with exactly one)" in out
     assert "checked: exactly 5 runs" in out
+
+
+def test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_figures(capsys):
+    """--live: the intake, the workers' process and the fake GitHub each in a process of their own; the times
+    come from the fake's log of requests, each stamped as it arrived."""
+    assert gate_latency.main(["--prs", "4", "--live", "--github-latency", "20", "--in-flight", "7"]) == 0
+    out = capsys.readouterr().out
+    assert "in a process of their own beside the intake's (live `sweepbot serve`)" in out
+    assert "at most 7 GitHub requests under way at once" in out and "fake GitHub in a process of its own" in out
+    assert "labeled -> dispatch, warm, 4 PRs unpaced: median " in out
+    assert "GitHub requests: 52 for 4 PRs (13.0 a PR)" in out
+    assert "acks: {202: 4}; journal: {'done': 4}" in out and "checked: exactly 4 runs" in out

@@ -8,6 +8,7 @@ in the final class's MRO.
 from __future__ import annotations
 
 import datetime as dt
+import dataclasses
 import hashlib
 import http
 import json
@@ -318,6 +319,7 @@ class GitHubCore:
         return httpx.Response(status, headers=headers, content=content, request=request)
 
     def _record(self, recorded: RecordedRequest) -> None:
+        recorded = dataclasses.replace(recorded, at=time.time())
         self.requests.append(recorded)
         if recorded.method != "GET" and self.on_write is not None:
             self.on_write(recorded)

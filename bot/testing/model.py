@@ -44,6 +44,7 @@ class RecordedRequest:
     status: int
     token: str | None
     route_status: int | None = None
+    at: float = dataclasses.field(default=0.0, compare=False)  # time.time() when the fake recorded it
 
 
 class Reply(Exception):
