@@ -279,21 +279,16 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
     workers in a process of their own), the fake GitHub in another (`bot.testing.server`, every request answered
     `latency` late), this one only sends. Times come from the fake's log of requests (stamped as each arrives)."""
     import sqlite3
-    import urllib.request
 
     import aiohttp
 
     from bot.app.webhook_signature import sign
     from bot.testing.server import FakeGitHubProcess
     from harness import SECRET, free_port, process_health, start_server_process
+    from slow_github import drained as drained_since
 
-    def drained(port: int, timeout: float = 300.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if process_health(port).get("backlog") == 0:
-                return
-            time.sleep(0.01)
-        raise RuntimeError(f"not drained within {timeout} s")
+    def drained(port: int) -> None:
+        drained_since(port, time.perf_counter())
 
     clock = Clock()
     log = None if os.environ.get("BENCH_LOG_LEVEL") else LIVE_LOG  # None: the bot's stderr is this one's

@@ -15,6 +15,7 @@ import yaml
 
 from bot.core.resources import APP_PACKAGE, resource_file
 from bot.delivery.journal import is_postgres
+from bot.github.client import IN_FLIGHT
 from bot.rules.pull_request import label_key
 from bot.rules.value_kinds import kind_in_words
 
@@ -57,7 +58,7 @@ class Settings:
     # seconds one GitHub request may take before the client gives up (read; connect is at most 5)
     http_timeout: float = 10.0
     # GitHub requests under way at once from the App (GitHub's limit is 100); replicas on PostgreSQL split it
-    github_in_flight: int = 90
+    github_in_flight: int = IN_FLIGHT
     # workers (and their GitHub requests) on a thread and event loop of their own, apart from intake
     worker_thread: bool = True
     # live `serve`: the workers in a process of their own, the webhook intake alone in the server's (the sandbox's

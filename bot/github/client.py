@@ -280,12 +280,12 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
 
     def __init__(self, http: httpx.AsyncClient, *, state: InstallationState | None, retry: RetryPolicy,
                  metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
-                 budget: InFlightBudget | None = None, priority: float | None = None, **kwargs: Any):
+                 budget: InFlightBudget | None = None, age: float | None = None, **kwargs: Any):
         self._state = state
         self._budget = budget
         # a client serves one delivery: its requests wait for a place in the budget by the delivery's age. A list,
         # shared by this client's views (announcing_writes), so that `waited_for` holds for all of them
-        self._priority = [0, time.monotonic() if priority is None else priority]
+        self._priority = [0, time.monotonic() if age is None else age]
         self._safe = IDEMPOTENT_METHODS | ({"POST"} if idempotent_posts else set())
         self._retry = retry
         self._metrics = metrics
@@ -375,7 +375,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
     async def _send(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
         if self._budget is None:
             return await super()._request(method, url, headers, body)
-        await self._budget.acquire((self._priority[0], self._priority[1]))
+        await self._budget.acquire(tuple(self._priority))
         try:
             return await super()._request(method, url, headers, body)
         finally:
@@ -527,7 +527,7 @@ class GitHubApp:
         """Authenticates as the App itself (JWT), for /app endpoints."""
         return GitHubClient(self.http, state=None, retry=self.retry, metrics=self.metrics, base_url=self.api_url,
                             app_id=self.app_id, private_key=self._private_key, idempotent_posts=True,
-                            budget=self.budget, priority=0.0)  # a token renewal: every delivery waits on it
+                            budget=self.budget, age=0.0)  # a token renewal: every delivery waits on it
 
     def invalidate_token(self, installation_id: int) -> None:
         self._tokens.pop(installation_id, None)
