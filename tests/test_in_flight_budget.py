@@ -119,3 +119,34 @@ def test_the_in_flight_setting_sizes_the_live_apps_budget():
     settings = Settings.from_env({"SWEEPBOT_GITHUB_IN_FLIGHT": "30"}, dotenv=False)
     assert live_github(settings, Metrics()).budget.limit == 30
     assert Settings().github_in_flight == IN_FLIGHT
+
+
+async def test_a_delivery_past_its_dispatch_waits_behind_a_younger_one_that_is_not(github, app_key):
+    """The oldest delivery's requests go first, until it has done what a person waits for (`waited_for`): then a
+    younger delivery's requests, still before their dispatch, go ahead of its status comment."""
+    github.add_repo(REPO, installation_id=1)
+    bot = app(app_key, 1)
+    older = await bot.client(1)
+    younger = await bot.client(1)
+    assert older._priority < younger._priority
+    order: list[str] = []
+
+    async def request(client, name: str) -> None:
+        await bot.budget.acquire(tuple(client._priority))
+        order.append(name)
+        bot.budget.release()
+
+    await bot.budget.acquire()  # the one place, held
+    tasks = [asyncio.create_task(request(younger, "younger")), asyncio.create_task(request(older, "older"))]
+    await asyncio.sleep(0)
+    bot.budget.release()
+    await asyncio.gather(*tasks)
+    assert order == ["older", "younger"]
+    older.announcing_writes(lambda: None).waited_for()  # a view of the client: the same standing
+    order.clear()
+    await bot.budget.acquire()
+    tasks = [asyncio.create_task(request(older, "older")), asyncio.create_task(request(younger, "younger"))]
+    await asyncio.sleep(0)
+    bot.budget.release()
+    await asyncio.gather(*tasks)
+    assert order == ["younger", "older"]
