@@ -23,6 +23,7 @@ import gidgethub.httpx
 import httpx
 from gidgethub import sansio
 
+from bot.github.connections import ConnectionShards
 from bot.telemetry import logs
 from bot.telemetry.metrics import Metrics
 
@@ -278,9 +279,9 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
 
     _before_write: Callable[[], Awaitable[None]] | None = None
 
-    def __init__(self, http: httpx.AsyncClient, *, state: InstallationState | None, retry: RetryPolicy,
-                 metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
-                 budget: InFlightBudget | None = None, age: float | None = None, **kwargs: Any):
+    def __init__(self, http: httpx.AsyncClient | ConnectionShards, *, state: InstallationState | None,
+                 retry: RetryPolicy, metrics: Metrics, tokens: "TokenSource | None" = None,
+                 idempotent_posts: bool = False, budget: InFlightBudget | None = None, age: float | None = None, **kwargs: Any):
         self._state = state
         self._budget = budget
         # a client serves one delivery: its requests wait for a place in the budget by the delivery's age. A list,
@@ -290,7 +291,8 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         self._retry = retry
         self._metrics = metrics
         self._tokens = tokens
-        super().__init__(http, USER_AGENT, cache=state.etags if state else None, **kwargs)
+        self._shards = http if isinstance(http, ConnectionShards) else ConnectionShards([http])
+        super().__init__(self._shards.clients[0], USER_AGENT, cache=state.etags if state else None, **kwargs)
 
     # gidgethub keeps the rate limit per client object; clients are made per delivery, so share it per installation.
     @property
@@ -374,12 +376,16 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
 
     async def _send(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
         if self._budget is None:
-            return await super()._request(method, url, headers, body)
+            return await self._transport(method, url, headers, body)
         await self._budget.acquire(tuple(self._priority))
         try:
-            return await super()._request(method, url, headers, body)
+            return await self._transport(method, url, headers, body)
         finally:
             self._budget.release()
+
+    async def _transport(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
+        response = await self._shards.request(method, url, headers, body)
+        return response.status_code, response.headers, response.content
 
     async def _authorised(self, headers: Mapping[str, str]) -> Mapping[str, str]:
         """The headers with a token valid now: taken at each send, so a long wait never outlives its token."""
@@ -467,7 +473,7 @@ class TokenSource:
 
 
 class GitHubApp:
-    """The App's view of GitHub: one shared httpx client, tokens per installation, state per installation."""
+    """The App's view of GitHub: shared connections, tokens per installation, state per installation."""
 
     def __init__(self, *, app_id: str, private_key: str, api_url: str, metrics: Metrics,
                  http: httpx.AsyncClient | None = None, retry: RetryPolicy | None = None,
@@ -480,7 +486,8 @@ class GitHubApp:
         self.api_url = api_url
         self.metrics = metrics
         self.timeout = timeout or HTTP_TIMEOUT
-        self.http = http or httpx.AsyncClient(timeout=self.timeout, http2=False)
+        # one pool of connections for a client given (a test's, the sandbox's), else pools for the whole budget
+        self.http = ConnectionShards([http]) if http is not None else ConnectionShards.for_budget(in_flight, self.timeout)
         self.retry = retry or RetryPolicy()
         self._pacer_factory = pacer_factory or WritePacer
         self.budget = InFlightBudget(in_flight, metrics)  # every client of this App, every installation
