@@ -273,8 +273,23 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
             "one_at_a_time": one_at_a_time, "fork": fork}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def cpu_of(processes: dict[str, list[int]]) -> dict[str, float]:
+    """Name -> CPU seconds used so far by its processes."""
+    return {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in processes.items()}
+
+
 def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, one_at_a_time: bool, fork: bool,
-             in_flight: int, fake_niceness: int = 0) -> dict[str, Any]:
+             in_flight: int, fake_niceness: int = 0, opened_first: bool = False) -> dict[str, Any]:
     """`--live`: as `sweepbot serve` runs for real. The bot in processes of its own (the webhook intake, and its
     workers in a process of their own), the fake GitHub in another (`bot.testing.server`, every request answered
     `latency` late), this one only sends. Times come from the fake's log of requests (stamped as each arrives)."""
@@ -334,19 +349,32 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
                 await post(session, "warm-up", fake.pull_request_payload(REPO, warm_up, "labeled", sender=MAINTAINER,
                                                                          label=WARM_UP_LABEL))
 
+        async def open_all() -> None:
+            async with aiohttp.ClientSession() as session:
+                for number in range(1, prs + 1):
+                    await post(session, f"opened-{number}", fake.pull_request_payload(REPO, number, "opened",
+                                                                                      sender=f"dev{number}"))
+
         try:
             asyncio.run(warm())
             drained(port)
             assert not fake.runs(REPO), "the warm-up's label started a sweep"
+            if opened_first:  # untimed, as in the in-process run
+                asyncio.run(open_all())
+                drained(port)
+                assert not fake.runs(REPO), "a PR without a sweep label was dispatched on `opened`"
             payloads = {}
             for number in range(1, prs + 1):
                 fake.label_issue(REPO, number, LABEL, actor=MAINTAINER)
                 payloads[number] = fake.pull_request_payload(REPO, number, "labeled", sender=MAINTAINER, label=LABEL)
             since = len(fake.requests())
+            processes = {"intake": [proc.pid], "workers": children(proc.pid), "fake GitHub": [fake._proc.pid]}
+            cpu_before = cpu_of(processes)
             started = time.time()
             asyncio.run(send_all(payloads))
             posted = time.time() - started
             drained(port)
+            cpu = {name: used - cpu_before[name] for name, used in cpu_of(processes).items()}
             health = process_health(port)
             made = fake.requests(since)
             runs = fake.runs(REPO)
@@ -370,8 +398,8 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
     clock.live_requests = len(made)
     return {"fake": None, "runs": runs, "fake_niceness": fake_niceness, "clock": clock, "statuses": statuses, "posted_s": posted, "started": started,
             "journal": journal, "health": health, "prs": prs, "workers": workers, "in_flight": in_flight,
-            "senders": senders, "worker_thread": True, "opened_first": False, "latency": latency, "trips": {},
-            "one_at_a_time": one_at_a_time, "fork": fork, "live": True}
+            "senders": senders, "worker_thread": True, "opened_first": opened_first, "latency": latency, "trips": {},
+            "one_at_a_time": one_at_a_time, "fork": fork, "live": True, "cpu": cpu}
 
 
 def pr_of_path(path: str) -> int | None:
@@ -440,6 +468,8 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
                  f"{result['posted_s']:.2f} s{inside}")
     if result.get("live"):
         lines.append(f"GitHub requests: {clock.live_requests} for {prs} PRs ({clock.live_requests / prs:.1f} a PR)")
+        lines.append("CPU from the first POST until drained, a PR: " + ", ".join(
+            f"{name} {seconds * 1000 / prs:.1f} ms" for name, seconds in result["cpu"].items()))
     else:
         lines.append(f"GitHub requests per labeled PR: median {statistics.median(requests):g} "
                      f"(writes {statistics.median(writes):g}), min {min(requests)}, max {max(requests)}; "
@@ -516,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.live:
             result = run_live(_generate_key(), args.prs, args.workers, max(1, args.senders),
                               latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time, fork=args.fork,
-                              in_flight=args.in_flight, fake_niceness=args.fake_niceness)
+                              in_flight=args.in_flight, fake_niceness=args.fake_niceness,
+                              opened_first=args.opened_first)
         else:
             result = asyncio.run(run(_generate_key(), args.prs, args.workers, max(1, args.senders),
                                      worker_thread=not args.one_loop, opened_first=args.opened_first,

@@ -30,4 +30,15 @@ def test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_fig
     assert "at most 7 GitHub requests under way at once" in out and "fake GitHub in a process of its own" in out
     assert "labeled -> dispatch, warm, 4 PRs unpaced: median " in out
     assert "GitHub requests: 52 for 4 PRs (13.0 a PR)" in out
+    assert "CPU from the first POST until drained, a PR: intake " in out and ", fake GitHub " in out
     assert "acks: {202: 4}; journal: {'done': 4}" in out and "checked: exactly 4 runs" in out
+
+
+def test_live_with_the_prs_opened_first_the_label_reads_no_changelog_again(capsys):
+    """--live --opened-first: each PR opened and handled (untimed) before its label, as in production; the
+    labeled delivery then finds the changelog check, the merge base and the commit already read."""
+    assert gate_latency.main(["--prs", "3", "--live", "--opened-first", "--github-latency", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "each PR opened and handled first" in out and "labeled -> dispatch, warm, PRs opened first" in out
+    assert "GitHub requests: 27 for 3 PRs (9.0 a PR)" in out
+    assert "checked: exactly 3 runs" in out
