@@ -275,7 +275,7 @@ class Token:
 
 
 class GitHubClient(gidgethub.httpx.GitHubAPI):
-    """gidgethub over the shared httpx client, with retries, pacing and metrics."""
+    """gidgethub over the App's shared connections, with retries, pacing and metrics."""
 
     _before_write: Callable[[], Awaitable[None]] | None = None
 

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
-# Connections per pool. httpcore's pool (1.0.x) scans its connections and waiting requests at every request, so
-# its cost per request grows with its size: on this machine 300 requests, 90 at a time, cost 17 ms of CPU each
-# through one pool keeping 90 connections, and about 1.2 ms through six pools of 15 (`bench/connections.py`).
+# Connections per pool. httpcore 1.0.9's pool checks every connection's socket each time a request joins or leaves
+# it, so a pool's cost per request grows with its size (one pool keeping 90: 16 ms of CPU a request on this
+# machine; six pools of 15: 1.2 ms, `bench/connections.py`). And it closes a connection that falls idle whenever
+# it holds more than its keep-alive number in all, so a pool must keep open as many as it may hold.
 SHARD_CONNECTIONS = 15
 
 
