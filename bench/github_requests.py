@@ -302,13 +302,15 @@ TBD_ENTRY = ENTRY.replace(b"XXX", b"TBD")
 PRIMARY, SECOND_PRIMARY = "full-sweep-fail-fast", "full-sweep-enabled"
 
 
-def gate_pull(number: int, *, entry: bytes | None = ENTRY, fork: bool = False,
-              files: tuple[str, ...] = (CHANGELOG,)) -> Callable[[InMemoryGitHub], None]:
+def gate_pull(number: int, *, entry: bytes | None = ENTRY, fork: bool = False, files: tuple[str, ...] = (CHANGELOG,),
+              workflows: bool = True) -> Callable[[InMemoryGitHub], None]:
     """The repository's sweep workflows and one PR whose changelog gains `entry` (base and head bytes by SHA),
     carrying the autolabel its files earn (applied by the bot, as on `opened`: the autolabels cost nothing here
-    but their `list files`); a fork PR has its merge commit computed already."""
+    but their `list files`); a fork PR has its merge commit computed already. `workflows=False`: a further PR,
+    the workflows are there already."""
     def setup(fake: InMemoryGitHub) -> None:
-        add_sweep_workflows(fake, REPO)
+        if workflows:
+            add_sweep_workflows(fake, REPO)
         pr = fake.add_pull(REPO, number=number, user="partner", title="MI355X recipe", head_ref=f"recipe-{number}",
                            head_repo=FORK if fork else None, files=list(files))
         fake.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])

@@ -9,6 +9,7 @@ import gidgethub
 import httpx
 from gidgethub.abc import GitHubAPI
 
+from bot.core.shared_reads import SharedReads
 from bot.github.client import get_or_none
 from bot.rules.links import api, repo_api
 from bot.telemetry import logs
@@ -18,22 +19,21 @@ PERMISSION_TTL = 300.0  # a role granted or taken away counts within five minute
 
 
 class Permissions:
-    """The permission lookups of one delivery. `cache` is the process's (a TTL cache, PERMISSION_TTL) or, where
-    none is given, one that lives as long as the delivery."""
+    """The permission lookups of one delivery. `reads` are the process's (over a TTL cache, PERMISSION_TTL: the
+    deliveries that ask about one person at once share one request) or, where none are given, this delivery's."""
 
-    def __init__(self, gh: GitHubAPI, repo: str, cache: MutableMapping[Any, Any] | None = None):
+    def __init__(self, gh: GitHubAPI, repo: str, reads: SharedReads | None = None):
         self.gh, self.repo = gh, repo
-        self._cache: MutableMapping[Any, Any] = cache if cache is not None else {}
+        self._reads = reads if reads is not None else SharedReads()
+        self._cache: MutableMapping[Any, Any] = self._reads.cache
 
     async def role(self, login: str) -> str:
         """The person's role on the repository: admin, maintain, write, triage, read or none."""
-        key = (self.repo, login.casefold())
-        cache = self._cache
-        if key not in cache:
+        async def read() -> str:
             answer = await get_or_none(self.gh, repo_api(self.repo, "collaborators", login, "permission")) or {}
             # `permission` is the legacy field (maintain reads as write); `role_name` is the real role.
-            cache[key] = answer.get("role_name") or answer.get("permission") or "none"
-        return cache[key]
+            return answer.get("role_name") or answer.get("permission") or "none"
+        return await self._reads.get((self.repo, login.casefold()), read)
 
     async def writer(self, login: str) -> bool | None:
         """Whether `login` has write, maintain or admin permission, as the collaborator-permission API says

@@ -23,6 +23,7 @@ from bot.core.permissions import PERMISSION_TTL, Permissions
 from bot.core.policy import Policy
 from bot.core.reader import PRReader, open_pr_of_head
 from bot.core.repo_config import ConfigProblem, RepoConfigs
+from bot.core.shared_reads import SharedReads
 from bot.core.templates import Templates
 
 
@@ -43,7 +44,7 @@ class Context:
     templates: Templates
     configs: RepoConfigs
     _apply: Callable[[act.Action], Awaitable[act.Result]] | None = None
-    permission_cache: MutableMapping[Any, Any] | None = None  # the process's; None: this delivery's own
+    permission_reads: SharedReads | None = None  # the process's; None: this delivery's own
     waiting: Callable[[], list[tuple[str, str | None]]] = lambda: []  # (event, action) queued behind this one
     last_try: bool = False  # a transient failure now is not retried: the delivery's retry window is over
     reader: PRReader = field(init=False)
@@ -51,7 +52,7 @@ class Context:
 
     def __post_init__(self) -> None:
         self.reader = PRReader(self.gh, self.repo)
-        self.permissions = Permissions(self.gh, self.repo, self.permission_cache)
+        self.permissions = Permissions(self.gh, self.repo, self.permission_reads)
 
     def superseded(self, kinds: set[tuple[str, str | None]]) -> bool:
         """Whether a later delivery of one of `kinds` waits in this PR's lane (it will decide on newer state)."""
@@ -166,7 +167,7 @@ class Processor:
         self.store = store or CommentStore()
         self.known_labels: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.known_checks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
-        self.permissions: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL)
+        self.permissions = SharedReads(cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL))
 
     async def process_delivery(self, d: Delivery, effects: dict, journal: Journal, scheduler: Scheduler | None
                                ) -> None:
@@ -198,7 +199,7 @@ class Processor:
         bot_login = await self.app.bot_login()
         default_branch = event.data["repository"].get("default_branch") or "main"
         policy = await self.configs.policy(gh, repo, default_branch)
-        ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs, permission_cache=self.permissions,
+        ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs, permission_reads=self.permissions,
                       waiting=waiting or (lambda: []), last_try=last_try)
         if dry_run:
             writer: Executor | DryRun = DryRun(ctx, report or print)

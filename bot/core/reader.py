@@ -8,6 +8,7 @@ from typing import Any, Awaitable, Callable
 
 from gidgethub.abc import GitHubAPI
 
+from bot.core.shared_reads import SharedReads
 from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
 from bot.rules.links import Slashed, repo_api
@@ -24,31 +25,17 @@ class PRReader:
 
     def __init__(self, gh: GitHubAPI, repo: str):
         self.gh, self.repo = gh, repo
-        self._memo: dict[Any, Any] = {}
-        self._in_flight: dict[Any, asyncio.Future] = {}
+        self._reads = SharedReads()  # memoised for this delivery
         self._bound = asyncio.Semaphore(READS_IN_FLIGHT)
 
     def forget(self, key: tuple) -> None:
         """Drop a memoised listing, so the next read asks GitHub again."""
-        self._memo.pop(key, None)
-        self._in_flight.pop(key, None)
+        self._reads.forget(key)
 
     async def _once(self, key: Any, read: Callable[[], Awaitable[Any]]) -> Any:
-        """`read()`'s answer for `key`, read once per delivery: a caller arriving while it is in flight waits for
-        the same answer (a failure is not kept: the next caller asks again)."""
-        if key in self._memo:
-            return self._memo[key]
-        pending = self._in_flight.get(key)
-        if pending is None:
-            pending = self._in_flight[key] = asyncio.ensure_future(self._bounded(read))
-            try:
-                value = await asyncio.shield(pending)
-            finally:
-                if self._in_flight.get(key) is pending:
-                    del self._in_flight[key]
-            self._memo[key] = value
-            return value
-        return await asyncio.shield(pending)
+        """`read()`'s answer for `key`, read once per delivery (`SharedReads`: a caller arriving while it is in
+        flight waits for the same answer; a failure is not kept)."""
+        return await self._reads.get(key, lambda: self._bounded(read))
 
     async def _bounded(self, read: Callable[[], Awaitable[Any]]) -> Any:
         async with self._bound:

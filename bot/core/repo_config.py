@@ -14,6 +14,7 @@ from bot.telemetry import logs
 from bot.core.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
 from bot.rules.links import Slashed, repo_api
 from bot.core.policy import Policy
+from bot.core.shared_reads import SharedReads
 from bot.github.client import get_or_none
 
 CACHE_TTL = 3600.0  # a missed push event heals within the hour
@@ -39,18 +40,16 @@ class RepoConfigs:
     def __init__(self, defaults: dict[str, Any] | None = None, ttl: float = CACHE_TTL):
         self.defaults = defaults or default_policy()
         self._frozen_defaults = Policy(self.defaults)
-        self._cache: cachetools.TTLCache = cachetools.TTLCache(maxsize=1024, ttl=ttl)
+        # a burst of deliveries on a cold process (or after the expiry) reads the file once, not once each
+        self._reads = SharedReads(cachetools.TTLCache(maxsize=1024, ttl=ttl))
         self._last_good: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)
         self.problems: dict[str, ConfigProblem] = {}
 
     def invalidate(self, repo: str) -> None:
-        self._cache.pop(repo, None)
+        self._reads.forget(repo)
 
     async def policy(self, gh: GitHubAPI, repo: str, default_branch: str) -> Policy:
-        loaded = self._cache.get(repo)
-        if loaded is None:
-            loaded = await self._load(gh, repo, default_branch)
-            self._cache[repo] = loaded
+        loaded = await self._reads.get(repo, lambda: self._load(gh, repo, default_branch))
         return loaded.policy
 
     async def _load(self, gh: GitHubAPI, repo: str, default_branch: str) -> _Loaded:
