@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.core.shared_reads import SharedReads
+from bot.github.shared_reads import SharedReads
 from harness import REPO, load_bench
 
 BENCH = load_bench("github_requests")
@@ -114,3 +114,24 @@ async def test_one_writers_labels_on_many_forks_at_once_read_the_permission_once
         assert len(dispatches) == len(numbers)
         permission = [r for r in h.github.requests if r.path.endswith("/collaborators/maintainer/permission")]
         assert len(permission) == 1
+
+
+async def test_a_label_new_to_the_repository_is_looked_up_and_created_once_for_a_burst(app_key):
+    """Regression: eight PRs touching the changelog, opened at once, each looked up the `perf-changelog` label
+    GitHub did not have yet and each tried to create it (8 lookups, 8 creates, 7 refused as existing). Now the
+    first delivery's lookup and create serve them all, and every PR still gets the label."""
+    numbers = range(2, 10)
+
+    def setup(fake):
+        for number in numbers:
+            fake.add_pull(REPO, number=number, user="partner", head_repo=BENCH.FORK, files=[BENCH.CHANGELOG])
+
+    async with BENCH.stage(app_key, setup=setup, workers=8) as h:
+        for number in numbers:
+            await h.post("pull_request", h.github.pull_request_payload(REPO, number, "opened", sender="partner"))
+        await h.bot.wait_idle(30)
+        names = [BENCH.short_name(r) for r in h.github.requests]
+        assert names.count("look up label") == 1 and names.count("create label") == 1
+        labelled = [r for r in h.github.requests if r.method == "POST" and r.path.endswith("/labels")
+                    and "/issues/" in r.path]
+        assert len(labelled) == len(numbers)

@@ -9,7 +9,7 @@ import gidgethub
 import httpx
 from gidgethub.abc import GitHubAPI
 
-from bot.core.shared_reads import SharedReads
+from bot.github.shared_reads import SharedReads
 from bot.github.client import get_or_none
 from bot.rules.links import api, repo_api
 from bot.telemetry import logs

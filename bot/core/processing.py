@@ -23,7 +23,7 @@ from bot.core.permissions import PERMISSION_TTL, Permissions
 from bot.core.policy import Policy
 from bot.core.reader import PRReader, open_pr_of_head
 from bot.core.repo_config import ConfigProblem, RepoConfigs
-from bot.core.shared_reads import SharedReads
+from bot.github.shared_reads import SharedReads
 from bot.core.templates import Templates
 
 
@@ -165,7 +165,7 @@ class Processor:
         self.templates = templates
         self.metrics = metrics
         self.store = store or CommentStore()
-        self.known_labels: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
+        self.known_labels = SharedReads(cachetools.TTLCache(maxsize=4096, ttl=3600))
         self.known_checks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.permissions = SharedReads(cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL))
 

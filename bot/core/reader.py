@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable
 
 from gidgethub.abc import GitHubAPI
 
-from bot.core.shared_reads import SharedReads
+from bot.github.shared_reads import SharedReads
 from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
 from bot.rules.links import Slashed, repo_api

@@ -14,7 +14,7 @@ from bot.telemetry import logs
 from bot.core.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
 from bot.rules.links import Slashed, repo_api
 from bot.core.policy import Policy
-from bot.core.shared_reads import SharedReads
+from bot.github.shared_reads import SharedReads
 from bot.github.client import get_or_none
 
 CACHE_TTL = 3600.0  # a missed push event heals within the hour

@@ -16,6 +16,7 @@ from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
 from bot.rules.markers import fit, is_bots, purpose_of
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, GitHubClient, get_or_none
+from bot.github.shared_reads import SharedReads
 from bot.delivery.failures import NeedsAPerson, NotListedYet
 from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
 from bot.rules.links import repo_api
@@ -115,14 +116,14 @@ Reconcile = Callable[["Executor", Any], Awaitable[Result | None]]
 class Executor:
     """Applies actions for one delivery; every GitHub write of the bot goes through here."""
 
-    def __init__(self, ctx: Target, store: CommentStore, known_labels: cachetools.TTLCache, ledger: Ledger, *,
+    def __init__(self, ctx: Target, store: CommentStore, known_labels: SharedReads, ledger: Ledger, *,
                  request_window: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
                  on_unreconciled: Callable[[str], None] | None = None,
                  known_checks: cachetools.TTLCache | None = None):
         self.ctx = ctx
         self.gh = ctx.gh  # while an action is sent: the client that writes the ledger's intent first
         self.store = store
-        self.known_labels = known_labels  # (repo, label) pairs seen to exist, to spare a lookup per event
+        self.known_labels = known_labels  # (repo, label) -> seen to exist, to spare a lookup per event
         # (repo, sha, name) -> (check run id, fingerprint of what it shows), to spare a lookup per event
         self.known_checks = known_checks if known_checks is not None else cachetools.TTLCache(maxsize=64, ttl=600)
         self.ledger = ledger
@@ -275,22 +276,26 @@ class Executor:
         return Result("removed")
 
     async def ensure_label(self, action: act.EnsureLabel) -> Result:
-        if (self.ctx.repo, action.name) in self.known_labels:
+        key = (self.ctx.repo, action.name)
+        if key in self.known_labels.cache:
             return Result("exists")
-        if await self.find_label(action) is not None:
-            return Result("exists")
+        # deliveries adding a label new to the repository at once look it up and create it once, for all of them
+        return Result(await self.known_labels.get(key, lambda: self._ensure_label(action)))
+
+    async def _ensure_label(self, action: act.EnsureLabel) -> str:
+        if await get_or_none(self.gh, repo_api(self.ctx.repo, "labels", action.name)) is not None:
+            return "exists"
         try:
             await self.gh.post(repo_api(self.ctx.repo, "labels"), data={
                 "name": action.name, "color": action.color, "description": action.description})
         except gidgethub.InvalidField:
             pass  # created meanwhile by someone else
-        self.known_labels[(self.ctx.repo, action.name)] = True
-        return Result("created")
+        return "created"
 
     async def find_label(self, action: act.EnsureLabel) -> Result | None:
         if await get_or_none(self.gh, repo_api(self.ctx.repo, "labels", action.name)) is None:
             return None
-        self.known_labels[(self.ctx.repo, action.name)] = True
+        self.known_labels.cache[(self.ctx.repo, action.name)] = "exists"
         return Result("created")
 
     # -- issues --------------------------------------------------------------------------------
