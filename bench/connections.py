@@ -63,7 +63,8 @@ def setups(in_flight: int) -> list[tuple[str, ConnectionShards]]:
     kept = httpx.Limits(max_connections=100, max_keepalive_connections=in_flight)
     return [
         ("one pool, httpx's default (20 kept open)", ConnectionShards([httpx.AsyncClient(timeout=HTTP_TIMEOUT)])),
-        (f"one pool keeping {in_flight} open", ConnectionShards([httpx.AsyncClient(timeout=HTTP_TIMEOUT, limits=kept)])),
+        (f"one pool keeping {in_flight} open",
+         ConnectionShards([httpx.AsyncClient(timeout=HTTP_TIMEOUT, limits=kept)])),
         ("ConnectionShards.for_budget (pools of 15)", ConnectionShards.for_budget(in_flight, HTTP_TIMEOUT)),
     ]
 

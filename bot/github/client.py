@@ -279,9 +279,9 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
 
     _before_write: Callable[[], Awaitable[None]] | None = None
 
-    def __init__(self, http: httpx.AsyncClient | ConnectionShards, *, state: InstallationState | None,
-                 retry: RetryPolicy, metrics: Metrics, tokens: "TokenSource | None" = None,
-                 idempotent_posts: bool = False, budget: InFlightBudget | None = None, age: float | None = None, **kwargs: Any):
+    def __init__(self, http: ConnectionShards, *, state: InstallationState | None, retry: RetryPolicy,
+                 metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
+                 budget: InFlightBudget | None = None, age: float | None = None, **kwargs: Any):
         self._state = state
         self._budget = budget
         # a client serves one delivery: its requests wait for a place in the budget by the delivery's age. A list,
@@ -291,8 +291,9 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         self._retry = retry
         self._metrics = metrics
         self._tokens = tokens
-        self._shards = http if isinstance(http, ConnectionShards) else ConnectionShards([http])
-        super().__init__(self._shards.clients[0], USER_AGENT, cache=state.etags if state else None, **kwargs)
+        self._shards = http
+        # gidgethub wants a client; every request goes out through `_transport` instead
+        super().__init__(http.clients[0], USER_AGENT, cache=state.etags if state else None, **kwargs)
 
     # gidgethub keeps the rate limit per client object; clients are made per delivery, so share it per installation.
     @property
@@ -487,7 +488,8 @@ class GitHubApp:
         self.metrics = metrics
         self.timeout = timeout or HTTP_TIMEOUT
         # one pool of connections for a client given (a test's, the sandbox's), else pools for the whole budget
-        self.http = ConnectionShards([http]) if http is not None else ConnectionShards.for_budget(in_flight, self.timeout)
+        self.http = (ConnectionShards([http]) if http is not None
+                     else ConnectionShards.for_budget(in_flight, self.timeout))
         self.retry = retry or RetryPolicy()
         self._pacer_factory = pacer_factory or WritePacer
         self.budget = InFlightBudget(in_flight, metrics)  # every client of this App, every installation
