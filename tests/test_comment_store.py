@@ -14,6 +14,7 @@ from bot.rules.markers import BODY_LIMIT, fit, marker, purpose_of
 from bot.rules.commands import find_commands
 from bot.core.config import default_policy
 from bot.github.client import GitHubClient, RetryPolicy
+from bot.github.connections import ConnectionShards
 from bot.telemetry.metrics import Metrics
 from harness import REPO
 
@@ -133,7 +134,7 @@ async def gh(github):
     github.add_pull(REPO, number=1, user="partner", head_repo="partner/InferenceX")
     github.add_token(TOKEN, github.bot_login)
     async with httpx.AsyncClient() as http:
-        yield YieldingClient(http, state=None, retry=RetryPolicy(attempts=1), metrics=Metrics(),
+        yield YieldingClient(ConnectionShards([http]), state=None, retry=RetryPolicy(attempts=1), metrics=Metrics(),
                              base_url="https://api.github.com", oauth_token=TOKEN)
 
 
