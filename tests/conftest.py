@@ -1,6 +1,7 @@
 import os
 from pathlib import Path
 
+import httpx
 import hypothesis
 import pytest
 import respx
@@ -24,19 +25,41 @@ def fresh_commit_caches():
     yield
 
 
+LAYOUTS = ("inline", "apart")
+
+
 @pytest.fixture
-def github():
-    """The shared stateful fake GitHub; every httpx request in a test goes to it (respx)."""
-    fake = InMemoryGitHub()
+def layout(request) -> str:
+    """Where the bot's workers run: "inline" (on the test's own loop, the default) or "apart" (in a process of
+    their own, as live `sweepbot serve` runs them, talking to the fake GitHub over real HTTP). A test asks for
+    both with `@both_layouts`."""
+    return getattr(request, "param", "inline")
+
+
+both_layouts = pytest.mark.parametrize("layout", LAYOUTS, indirect=True)
+
+
+@pytest.fixture
+def github(layout):
+    """The shared stateful fake GitHub; every httpx request in a test goes to it (respx). In the "apart" layout
+    it answers at a loopback address of its own too, served by the harness, for the workers' process."""
+    if layout == "apart":
+        from harness import free_port
+
+        fake = InMemoryGitHub(f"http://127.0.0.1:{free_port()}")
+    else:
+        fake = InMemoryGitHub()
+    host = httpx.URL(fake.base_url)
     # Routes not matched here (any other host) raise respx's AllMockedAssertionError.
     with respx.mock(assert_all_called=False) as router:
-        router.route(host="api.github.com").mock(side_effect=fake.handle)
+        router.route(host=host.host, **({"port": host.port} if host.port else {})).mock(side_effect=fake.handle)
         yield fake
 
 
 # -- the bot under test ------------------------------------------------------------------------
 
 from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
+from handlers.registry import router as full_router  # noqa: E402
 from harness import REPO, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -59,15 +82,26 @@ def seed(fake) -> None:
 
 
 @pytest.fixture
-async def make_harness(github, tmp_path, app_key):
-    """Start a bot (settings overridable) against the fake GitHub; stopped at teardown."""
+async def make_harness(github, tmp_path, app_key, layout):
+    """Start a bot (settings overridable) against the fake GitHub; stopped at teardown. In the "apart" layout
+    the workers run in their own process: `leave_out` names the features its router leaves out (a router object
+    cannot cross), and `patches` what the test monkeypatched that the workers' process must see too
+    (tests/apart_worker.py)."""
     started = []
 
-    async def make(**changes):
+    async def make(*, leave_out: tuple[str, ...] | None = None, patches: dict | None = None, **changes):
         if not github.has_repo(REPO):
             seed(github)
         # the welcome and the autolabels, not the PR workflow (handlers.registry.PR_WORKFLOW): see there
-        changes.setdefault("router", router_without(*PR_WORKFLOW))
+        if "router" not in changes:
+            changes["router"] = router_without(*PR_WORKFLOW)
+            leave_out = PR_WORKFLOW if leave_out is None else leave_out
+        elif changes["router"] is full_router and leave_out is None:
+            leave_out = ()
+        if layout == "apart":
+            if leave_out is None:
+                raise ValueError("the apart layout needs the features left out (leave_out=), not a router")
+            changes.update(apart={"leave_out": list(leave_out), "patches": patches or {}})
         h = await start_harness(tmp_path, github, app_key, **changes)
         started.append(h)
         return h

@@ -6,10 +6,14 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
+import httpx
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app.cli import sign
@@ -18,6 +22,8 @@ from bot.github.client import GitHubApp, RetryPolicy, WritePacer
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot
 from bot.app.server import make_app
+from bot.app.worker_process import WorkerProcess
+from bot.testing.server import FakeServer
 
 SECRET = "test-secret"
 COMMENT_LIMIT = 65_536  # GitHub's limit on a comment body: the worst case of every parser of comments
@@ -87,6 +93,7 @@ class Harness:
         self.client = client
         self.github = github
         self.sleeps = sleeps
+        self.served: web.AppRunner | None = None  # the fake over HTTP, for workers in their own process
 
     async def post(self, event: str | None, payload: Any = None, *, delivery: str | None = None,
                    secret: str | None = SECRET, body: bytes | None = None, content_type: str = "application/json",
@@ -118,19 +125,44 @@ class Harness:
         return await self.bot.journal.get(delivery)
 
 
-async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, **changes: Any) -> Harness:
+async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, apart: dict | None = None,
+                        **changes: Any) -> Harness:
+    """A bot against the fake `github`. `apart` (tests/apart_worker.py's spec): its workers in a process of their
+    own, as live `sweepbot serve` runs them, the fake served at its own address (`github.base_url`) for them."""
     sleeps = Sleeps()
     chosen = settings(tmp_path, **changes)
-    bot = Bot(chosen, github_app(key, sleeps, in_flight=chosen.github_in_flight), router=router)
+    app = github_app(key, sleeps, in_flight=chosen.github_in_flight)
+    served = workers = None
+    if apart is not None:
+        served = await serve_fake(github)
+        chosen = dataclasses.replace(chosen, app_id="1", private_key=key, api_url=github.base_url,
+                                     writes_per_minute=0)  # the workers' own pacer would really wait
+        app = GitHubApp(app_id="1", private_key=key, api_url=github.base_url, metrics=Metrics())
+        workers = WorkerProcess(chosen, command=(sys.executable, str(Path(__file__).with_name("apart_worker.py")),
+                                                 json.dumps(apart)))
+    bot = Bot(chosen, app, router=router, apart=workers)
     await bot.start()
     client = TestClient(TestServer(make_app(bot)))
     await client.start_server()
-    return Harness(bot, client, github, sleeps)
+    h = Harness(bot, client, github, sleeps)
+    h.served = served
+    return h
+
+
+async def serve_fake(github: Any) -> web.AppRunner:
+    """The fake GitHub answering over real HTTP at its own base URL (a loopback port), on this loop."""
+    url = httpx.URL(github.base_url)
+    runner = web.AppRunner(FakeServer(github).app, access_log=None, shutdown_timeout=1.0)
+    await runner.setup()
+    await web.TCPSite(runner, url.host, url.port).start()
+    return runner
 
 
 async def stop_harness(h: Harness) -> None:
     await h.client.close()
     await h.bot.stop()
+    if h.served is not None:
+        await h.served.cleanup()
 
 
 def load_bench(script: str) -> Any:

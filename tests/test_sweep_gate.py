@@ -12,6 +12,7 @@ from bot.app.sandbox import add_sweep_workflows
 from bot.rules.sweep_record import SweepRecord
 from handlers import registry
 from handlers import sweep_gate
+from conftest import both_layouts
 from harness import REPO
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -30,9 +31,13 @@ def make_harness(make_harness):
     """Every feature, as `sweepbot serve` runs them."""
 
     async def make(**changes):
-        return await make_harness(**{"router": registry.router, **changes})
+        return await make_harness(**{"router": registry.router, "patches": APART_PATCHES, **changes})
 
     return make
+
+
+# What no_merge_wait sets, for the workers' process of the "apart" layout too.
+APART_PATCHES = {"handlers.sweep_gate.MERGE_SHA_WAIT": 0.0}
 
 
 @pytest.fixture(autouse=True)
@@ -119,6 +124,7 @@ def english(body: str) -> str:
 # -- same-repository PRs -----------------------------------------------------------------------------
 
 
+@both_layouts
 async def test_synchronize_with_one_primary_and_a_valid_append_dispatches_once(repo, make_harness):
     open_pull(repo, 5)
     repo.label_issue(REPO, 5, FAIL_FAST, actor="maintainer")
@@ -146,6 +152,7 @@ async def test_synchronize_with_one_primary_and_a_valid_append_dispatches_once(r
     assert len(status_comments(repo, 5)) == 1 and len(gate_checks(repo, pr["head"]["sha"])) == 1
 
 
+@both_layouts
 async def test_two_primaries_start_nothing_and_say_pick_one(repo, make_harness):
     open_pull(repo, 6)
     h = await make_harness()
@@ -208,6 +215,30 @@ async def test_a_storm_of_five_label_events_ends_in_one_dispatch_for_the_final_s
     assert check(repo, repo.pull(REPO, 8)["head"]["sha"])["conclusion"] == "success"
 
 
+@both_layouts
+async def test_a_burst_of_label_changes_to_a_running_bot_dispatches_once_for_the_final_set(repo, make_harness,
+                                                                                          layout):
+    """Regression: in the production layout (the workers in their own process) a burst of label changes never
+    dispatched. Every held delivery failed as a bug (`TypeError: unhashable type: 'list'` in
+    `Context.superseded`): the lane's waiting kinds crossed the process boundary as JSON lists. The burst is
+    posted to a running bot well inside the settle (the production default, 3 s), as a maintainer clicks."""
+    open_pull(repo, 18)
+    h = await make_harness(settle_seconds=3.0)
+    burst = [("labeled", ENABLED), ("labeled", "all-evals"), ("unlabeled", ENABLED), ("labeled", FAIL_FAST),
+             ("labeled", "documentation")]
+    ids = [f"burst-{layout}-{i}" for i in range(len(burst))]
+    for delivery, (action, name) in zip(ids, burst):
+        (repo.label_issue if action == "labeled" else repo.unlabel_issue)(REPO, 18, name, actor="maintainer")
+        await send_only(h, 18, action, name, delivery=delivery)
+    await h.idle()
+    rows = [await h.journal_row(d) for d in ids]
+    assert [(r.status, r.attempts) for r in rows] == [("done", 1)] * len(ids), [r.error for r in rows]
+    (run,) = runs(repo)
+    got = inputs(repo, run)
+    assert (got["sweep-label"], got["all-evals"], got["canary"]) == (FAIL_FAST, "true", "true")
+    assert repo.count("POST", r"/dispatches$") == 1
+
+
 async def send_only(h, number: int, action: str, name: str, *, delivery: str | None = None):
     """Post without waiting for the workers (a burst)."""
     payload = h.github.pull_request_payload(REPO, number, action, sender="maintainer", label=name)
@@ -215,6 +246,7 @@ async def send_only(h, number: int, action: str, name: str, *, delivery: str | N
     assert resp.status == 202
 
 
+@both_layouts
 async def test_a_new_push_cancels_the_old_run_and_dispatches_a_new_one(repo, make_harness):
     open_pull(repo, 9)
     h = await make_harness()
@@ -231,6 +263,7 @@ async def test_a_new_push_cancels_the_old_run_and_dispatches_a_new_one(repo, mak
     assert len(status_comments(repo, 9)) == 1
 
 
+@both_layouts
 async def test_a_draft_starts_nothing_until_ready_for_review(repo, make_harness):
     open_pull(repo, 10, draft=True)
     h = await make_harness()
@@ -381,6 +414,7 @@ async def test_a_dispatch_failing_for_a_while_tells_the_pr_it_tries_again(repo, 
 # -- fork PRs ----------------------------------------------------------------------------------------
 
 
+@both_layouts
 async def test_a_fork_labelled_by_a_writer_runs_the_trusted_workflow_on_the_approved_head(repo, make_harness):
     pr = open_pull(repo, 20, fork=True)
     h = await make_harness()
@@ -439,6 +473,7 @@ async def test_a_forged_record_in_someone_elses_comment_approves_nothing(repo, m
     assert SweepRecord.parse(status(repo, 23)).approvals == ()
 
 
+@both_layouts
 async def test_closing_without_merging_cancels_the_running_sweep(repo, make_harness):
     open_pull(repo, 24)
     h = await make_harness()
@@ -450,6 +485,7 @@ async def test_closing_without_merging_cancels_the_running_sweep(repo, make_harn
     assert "closed" in english(status(repo, 24)).lower()
 
 
+@both_layouts
 async def test_taking_a_modifier_off_again_restarts_the_sweep(repo, make_harness):
     """Regression: the set {primary} ran, was superseded by {primary, all-evals} and cancelled; taking the
     modifier off gave the first dispatch id again, found the cancelled run and started nothing."""
@@ -464,6 +500,7 @@ async def test_taking_a_modifier_off_again_restarts_the_sweep(repo, make_harness
     assert [r["conclusion"] for r in sorted(runs(repo), key=lambda r: r["id"])[:2]] == ["cancelled", "cancelled"]
 
 
+@both_layouts
 async def test_removing_and_re_adding_the_primary_reruns_a_finished_sweep_and_a_redelivery_does_not(
         repo, make_harness):
     open_pull(repo, 31)
@@ -478,6 +515,7 @@ async def test_removing_and_re_adding_the_primary_reruns_a_finished_sweep_and_a_
     assert len(runs(repo)) == 2
 
 
+@both_layouts
 async def test_a_drive_by_label_on_an_approved_fork_does_not_restart_its_sweep(repo, make_harness):
     open_pull(repo, 32, fork=True)
     h = await make_harness()

@@ -190,12 +190,14 @@ def test_the_workers_on_a_thread_when_asked(tmp_path, fake, app_key):
 
 
 def test_the_settings_handed_to_the_workers_process_are_the_intakes():
-    from bot.app.worker_process import decode_settings, encode_settings
+    from bot.app.worker_messages import Start, decode_message
     from bot.core.config import Settings
 
     settings = Settings(app_id="7", private_key="pem", webhook_secrets=("a", "b"), workers=3, settle_seconds=0.5)
-    assert decode_settings(json.loads(json.dumps(encode_settings(settings)))) == settings
-    assert decode_settings({**encode_settings(settings), "from_a_newer_intake": 1}) == settings  # ignored
+    sent = json.loads(json.dumps(Start(settings).encode()))
+    assert decode_message(sent) == Start(settings)
+    sent["settings"]["from_a_newer_intake"] = 1
+    assert decode_message(sent) == Start(settings)  # ignored
 
 
 def test_two_metrics_texts_become_one_with_shared_samples_added_up():

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from bot.app.worker_messages import Answer, Ask, BadMessage, Message, Ready, Start, Stop, Submit, decode_message
 from bot.core.config import Settings
 from bot.delivery.journal import Queued
 from bot.telemetry import logs
@@ -41,18 +42,8 @@ class WorkersUnavailable(RuntimeError):
     """The workers' process did not start, or ended while asked something; the message says which."""
 
 
-def encode_settings(settings: Settings) -> dict[str, Any]:
-    return dataclasses.asdict(settings)
-
-
-def decode_settings(values: dict[str, Any]) -> Settings:
-    known = {f.name for f in dataclasses.fields(Settings)}
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
-    return Settings(**fields)
-
-
 class Channel:
-    """One end of the socket pair: JSON lines out, JSON lines in."""
+    """One end of the socket pair: typed messages (bot/app/worker_messages.py) out and in, one JSON line each."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         self.reader, self.writer = reader, writer
@@ -61,17 +52,25 @@ class Channel:
     async def over(cls, sock: socket.socket) -> "Channel":
         return cls(*await asyncio.open_connection(sock=sock, limit=LINE_LIMIT))
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: Message) -> None:
         if not self.writer.is_closing():
-            self.writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+            self.writer.write(json.dumps(message.encode(), separators=(",", ":")).encode() + b"\n")
 
-    async def receive(self) -> dict[str, Any] | None:
-        """The next message, or None once the other end has gone."""
-        try:
-            line = await self.reader.readline()
-        except (ConnectionError, ValueError):  # reset, or a line past LINE_LIMIT
-            return None
-        return json.loads(line) if line else None
+    async def receive(self) -> Message | None:
+        """The next message, or None once the other end has gone. A line of no known shape is logged and
+        skipped: what it named stays in the journal, and the next start of the workers resumes it."""
+        while True:
+            try:
+                line = await self.reader.readline()
+            except (ConnectionError, ValueError):  # reset, or a line past LINE_LIMIT
+                return None
+            if not line:
+                return None
+            try:
+                return decode_message(json.loads(line))
+            except (ValueError, BadMessage) as exc:
+                logs.event("message between the intake and the workers refused", logging.ERROR,
+                           error=f"{type(exc).__name__}: {exc}"[:500])
 
     def close(self) -> None:
         self.writer.close()
@@ -81,8 +80,11 @@ class WorkerProcess:
     """The intake's side: starts the workers' process, names each delivery it journals, asks it for its health,
     starts it again when it ends unasked, and stops it (drained) with the server."""
 
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, *, command: tuple[str, ...] = ()):
+        """`command`: how to start the workers' process, before its two arguments (the socket's descriptor and
+        this process's pid); by default this module run by this interpreter."""
         self.settings = dataclasses.replace(settings, worker_process=False, worker_thread=False)
+        self.command = command or (sys.executable, "-m", "bot.app.worker_process")
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self.last_exit: int | None = None
@@ -104,27 +106,27 @@ class WorkerProcess:
         ours, theirs = socket.socketpair()
         with theirs:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bot.app.worker_process", str(theirs.fileno()), str(os.getpid())],
+                [*self.command, str(theirs.fileno()), str(os.getpid())],
                 pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
         self._channel = await Channel.over(ours)
-        self._channel.send({"op": "settings", "settings": encode_settings(self.settings)})
+        self._channel.send(Start(self.settings))
         self._started_at = time.monotonic()
         try:
             message = await asyncio.wait_for(self._channel.receive(), START_TIMEOUT)
         except TimeoutError:
             message = None
-        if not message or message.get("op") != "ready":
+        if not isinstance(message, Ready):
             code = await self._reap(kill=True)
             raise WorkersUnavailable(f"the workers' process did not start (exit {code})")
         self._ready = True
-        logs.event("workers process started", pid=self.proc.pid, resumed=message.get("resumed", 0))
+        logs.event("workers process started", pid=self.proc.pid, resumed=message.resumed)
 
     async def _watch(self) -> None:
         """Read answers until the workers' process goes; then, unless it was asked to stop, start it again."""
         while True:
             channel = self._channel
             while channel is not None and (message := await channel.receive()) is not None:
-                future = self._answers.pop(message.get("id"), None)
+                future = self._answers.pop(message.id, None) if isinstance(message, Answer) else None
                 if future is not None and not future.done():
                     future.set_result(message)
             self._ready = False
@@ -177,7 +179,7 @@ class WorkerProcess:
         """Name a journaled delivery to the workers. Without a running process nothing is lost: the next one
         resumes the journal's backlog when it starts."""
         if self._channel is not None:
-            self._channel.send({"op": "submit", "queued": dataclasses.asdict(queued)})
+            self._channel.send(Submit(queued))
 
     async def ask(self, what: str, timeout: float | None = None) -> Any:
         """The workers' answer to one of ASKS: their liveness, readiness or health report, their metrics text,
@@ -190,14 +192,14 @@ class WorkerProcess:
         asked = self._asked
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._answers[asked] = future
-        self._channel.send({"op": "ask", "id": asked, "what": what, "timeout": timeout})
+        self._channel.send(Ask(asked, what, timeout))
         try:
-            message = await asyncio.wait_for(future, None if timeout is None else timeout + 1.0)
+            message: Answer = await asyncio.wait_for(future, None if timeout is None else timeout + 1.0)
         finally:
             self._answers.pop(asked, None)
-        if "error" in message:
-            raise WorkersUnavailable(message["error"])
-        return message.get("value")
+        if message.error is not None:
+            raise WorkersUnavailable(message.error)
+        return message.value
 
     async def stop(self, timeout: float) -> None:
         """Ask the workers to finish what is in flight (at most `timeout`) and end; kill them past that."""
@@ -205,7 +207,7 @@ class WorkerProcess:
         if self._watcher is None:
             return
         if self._ready and self._channel is not None:
-            self._channel.send({"op": "stop", "timeout": timeout})
+            self._channel.send(Stop(timeout))
             try:
                 await asyncio.wait_for(self._stopped.wait(), timeout + 5.0)
             except TimeoutError:
@@ -233,9 +235,11 @@ def _end_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-async def _answer(bot: Any, channel: Channel, message: dict[str, Any]) -> None:
-    what, timeout = message.get("what"), message.get("timeout")
+async def _answer(bot: Any, channel: Channel, message: Ask) -> None:
+    what, timeout = message.what, message.timeout
     try:
+        if what not in ASKS:
+            raise ValueError(f"no question {what!r}")
         if what == "idle":
             await bot.wait_idle(timeout)
             value: Any = True
@@ -243,9 +247,9 @@ async def _answer(bot: Any, channel: Channel, message: dict[str, Any]) -> None:
             value = (await bot.metrics_text()).decode()
         else:
             value = await getattr(bot, what)()
-        channel.send({"op": "answer", "id": message["id"], "value": value})
+        channel.send(Answer(message.id, value=value))
     except Exception as exc:
-        channel.send({"op": "answer", "id": message["id"], "error": f"{type(exc).__name__}: {exc}"})
+        channel.send(Answer(message.id, error=f"{type(exc).__name__}: {exc}"))
 
 
 async def _serve_workers(fd: int) -> int:
@@ -255,9 +259,9 @@ async def _serve_workers(fd: int) -> int:
 
     channel = await Channel.over(socket.socket(fileno=fd))
     first = await channel.receive()
-    if not first or first.get("op") != "settings":
+    if not isinstance(first, Start):
         return 2
-    settings = decode_settings(first["settings"])
+    settings = first.settings
     logs.setup(settings.logging_level())
     log_secrets(settings)
     try:
@@ -269,22 +273,21 @@ async def _serve_workers(fd: int) -> int:
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     resumed = await bot.start()
-    channel.send({"op": "ready", "resumed": resumed})
+    channel.send(Ready(resumed))
     asks: set[asyncio.Task] = set()
     drain_timeout = settings.drain_timeout
 
     async def read() -> None:
         nonlocal drain_timeout
         while (message := await channel.receive()) is not None:
-            op = message.get("op")
-            if op == "submit":
-                bot.enqueue_queued(Queued(**message["queued"]))
-            elif op == "ask":
+            if isinstance(message, Submit):
+                bot.enqueue_queued(message.queued)
+            elif isinstance(message, Ask):
                 task = asyncio.create_task(_answer(bot, channel, message))
                 asks.add(task)
                 task.add_done_callback(asks.discard)
-            elif op == "stop":
-                drain_timeout = float(message.get("timeout") or drain_timeout)
+            elif isinstance(message, Stop):
+                drain_timeout = message.timeout or drain_timeout
                 break
 
     reading = asyncio.create_task(read())
