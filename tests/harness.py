@@ -26,6 +26,8 @@ from bot.app.worker_process import WorkerProcess
 from bot.testing.server import FakeServer
 
 SECRET = "test-secret"
+HEALTH_TOKEN = "test-health-token-0123"  # /healthz's details, for the tests that read them
+HEALTH_HEADERS = {"Authorization": f"Bearer {HEALTH_TOKEN}"}
 COMMENT_LIMIT = 65_536  # GitHub's limit on a comment body: the worst case of every parser of comments
 REPO = "acme/InferenceX"
 
@@ -76,7 +78,8 @@ def settings(tmp_path, **changes: Any) -> Settings:
     base = Settings(app_id="1", private_key="unused", webhook_secrets=(SECRET,), db_path=str(tmp_path / "journal.db"),
                     workers=4, retry_delay=0.01, drain_timeout=2.0, read_timeout=1.0,
                     worker_thread=False,  # one loop: tests read the fake GitHub between deliveries
-                    settle_seconds=0.0)  # label events at once unless a test holds them
+                    settle_seconds=0.0,  # label events at once unless a test holds them
+                    health_token=HEALTH_TOKEN)
     return dataclasses.replace(base, **changes)
 
 
@@ -142,7 +145,7 @@ async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, 
                                                  json.dumps(apart)))
     bot = Bot(chosen, app, router=router, apart=workers)
     await bot.start()
-    client = TestClient(TestServer(make_app(bot)))
+    client = TestClient(TestServer(make_app(bot)), headers=HEALTH_HEADERS)
     await client.start_server()
     h = Harness(bot, client, github, sleeps)
     h.served = served
@@ -195,7 +198,7 @@ def free_port() -> int:
 
 
 def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr, timeout: float = 30.0):
-    """`sweepbot serve` in the sandbox as a child process, returned once /healthz answers."""
+    """`sweepbot serve` as a child process, returned once /readyz answers 200."""
     import os
     import subprocess
     import sys
@@ -203,20 +206,20 @@ def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr,
     import urllib.request
 
     full_env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
-    full_env.update(HOST="127.0.0.1", PORT=str(port), **env)
+    full_env.update(HOST="127.0.0.1", PORT=str(port), SWEEPBOT_HEALTH_TOKEN=HEALTH_TOKEN, **env)
     proc = subprocess.Popen([sys.executable, "-m", "bot.app.cli", "serve"], cwd=cwd, env=full_env, stdout=stdout,
                             stderr=stderr)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).read()
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1).read()
             return proc
         except OSError:
             if proc.poll() is not None:
                 raise RuntimeError(f"sweepbot serve exited with {proc.returncode}") from None
             time.sleep(0.1)
     proc.kill()
-    raise RuntimeError(f"sweepbot serve did not answer /healthz within {timeout} s")
+    raise RuntimeError(f"sweepbot serve was not ready (/readyz) within {timeout} s")
 
 
 def post_webhook(port: int, event: str, delivery: str, payload: dict, secret: str) -> int:
@@ -231,13 +234,14 @@ def post_webhook(port: int, event: str, delivery: str, payload: dict, secret: st
         return resp.status
 
 
-def process_health(port: int) -> dict:
+def process_health(port: int, timeout: float = 5.0) -> dict:
     """/healthz of a bot process; its body also when it answers 503 (not ok)."""
     import urllib.error
     import urllib.request
 
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as resp:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/healthz", headers=HEALTH_HEADERS)
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         return json.loads(exc.read())

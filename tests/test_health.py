@@ -7,10 +7,13 @@ bot that served every other one out of rotation.
 
 from __future__ import annotations
 
+import json
 import threading
 
+import pytest
+
 from bot.app import runtime
-from harness import REPO, wait_until
+from harness import HEALTH_TOKEN, REPO, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
 
 OTHER_REPO = "other-org/benchmarks"  # installed through a second installation, 2
@@ -76,7 +79,7 @@ async def test_the_journal_unreachable_makes_the_bot_not_ready_but_still_live(ha
     assert (await _get(harness, "/readyz"))[0] == 200
     harness.bot.journal.close()
     status, ready = await _get(harness, "/readyz")
-    assert status == 503 and ready["ok"] is False and "not writable" in ready["journal"]
+    assert status == 503 and ready == {"ok": False}
     assert (await _get(harness, "/livez"))[0] == 200  # a restart would not bring the journal back
     status, health = await _get(harness, "/healthz")
     assert status == 503 and "not writable" in health["journal"]
@@ -88,42 +91,44 @@ async def test_the_database_unreachable_makes_a_replica_not_ready_but_still_live
     assert (await _get(h, "/readyz"))[0] == 200
     h.bot.journal.close()
     status, ready = await _get(h, "/readyz")
-    assert status == 503 and "not writable" in ready["journal"]
+    assert status == 503 and ready == {"ok": False}
     assert (await _get(h, "/livez"))[0] == 200
     status, health = await _get(h, "/healthz")
-    assert status == 503 and health["database"]["reachable"] is False
+    assert status == 503 and health["database"]["reachable"] is False and "not writable" in health["journal"]
 
 
 async def test_workers_that_have_all_ended_make_the_bot_not_ready(harness):
-    assert (await _get(harness, "/readyz"))[1]["workers_state"] == "running"
+    assert (await _get(harness, "/healthz"))[1]["workers_state"] == "running"
     for task in harness.bot.workers._tasks:
         task.cancel()
 
-    async def not_ready() -> dict | None:
-        status, ready = await _get(harness, "/readyz")
-        return ready if status == 503 else None
+    async def not_ready() -> bool:
+        return (await _get(harness, "/readyz"))[0] == 503
 
-    ready = await wait_until(not_ready, "/readyz says the workers have ended")
-    assert ready["workers_state"] == "stopped: every worker task has ended" and ready["journal"] == "writable"
+    await wait_until(not_ready, "/readyz says the workers have ended")
+    health = (await _get(harness, "/healthz"))[1]
+    assert health["workers_state"] == "stopped: every worker task has ended" and health["journal"] == "writable"
 
 
 async def test_intake_only_is_ready_without_workers(make_harness):
     h = await make_harness(workers=0)
-    status, ready = await _get(h, "/readyz")
-    assert status == 200 and ready["workers_state"] == "none configured"
+    assert (await _get(h, "/readyz"))[0] == 200
+    assert (await _get(h, "/healthz"))[1]["workers_state"] == "none configured"
 
 
 async def test_a_stuck_workers_loop_makes_the_bot_not_live(make_harness, monkeypatch):
     monkeypatch.setattr(runtime, "LOOP_ANSWER_TIMEOUT", 0.05)
     h = await make_harness(worker_thread=True)
-    assert (await _get(h, "/livez"))[1] == {"ok": True, "server_loop": "answering", "workers_loop": "answering"}
+    assert (await _get(h, "/livez"))[1] == {"ok": True}
+    assert (await _get(h, "/healthz"))[1]["live"] == {"ok": True, "server_loop": "answering",
+                                                     "workers_loop": "answering"}
     release = threading.Event()
     h.bot._loop.call(release.wait)  # a handler that blocks its loop and never yields
     try:
-        status, live = await _get(h, "/livez")
-        assert status == 503 and live["workers_loop"] == "not answering within 0.05 s"
+        assert await _get(h, "/livez") == (503, {"ok": False})
         status, health = await _get(h, "/healthz")
         assert status == 503 and health["live"]["ok"] is False
+        assert health["live"]["workers_loop"] == "not answering within 0.05 s"
     finally:
         release.set()
     await wait_until(lambda: _livez_ok(h), "the workers' loop answers again")
@@ -131,3 +136,32 @@ async def test_a_stuck_workers_loop_makes_the_bot_not_live(make_harness, monkeyp
 
 async def _livez_ok(h) -> bool:
     return (await _get(h, "/livez"))[0] == 200
+
+
+# -- what anyone who reaches the port may read ---------------------------------------------------------------
+
+
+async def _get_as(h, path: str, headers: dict[str, str]) -> tuple[int, dict]:
+    resp = await h.client.get(path, headers=headers)
+    return resp.status, await resp.json()
+
+
+@pytest.mark.parametrize("headers", [{"Authorization": ""}, {"Authorization": "Bearer guess-the-token-000"},
+                                     {"Authorization": f"Bearer {HEALTH_TOKEN[:-1]}"}], ids=["none", "wrong", "a prefix"])
+async def test_healthz_tells_a_stranger_only_whether_the_bot_is_healthy(make_harness, headers):
+    """Regression: /healthz on the webhook's port told anyone the repository names, config errors, installation
+    ids and the workers' pid; /livez and /readyz their loops' and journal's states."""
+    h = await make_harness()
+    await h.deliver("pull_request", h.github.pull_request_payload(REPO, 1, "opened"), delivery="seen-1")
+    assert "installations" in (await _get(h, "/healthz"))[1], "the token reads the details"
+    status, shown = await _get_as(h, "/healthz", headers)
+    assert status == 200 and set(shown) == {"ok", "details"} and shown["ok"] is True
+    assert REPO not in json.dumps(shown) and "SWEEPBOT_HEALTH_TOKEN" in shown["details"]
+    assert await _get_as(h, "/livez", headers) == (200, {"ok": True})
+    assert await _get_as(h, "/readyz", headers) == (200, {"ok": True})
+
+
+async def test_without_a_health_token_set_nobody_reads_the_details(make_harness):
+    h = await make_harness(health_token=None)
+    status, shown = await _get(h, "/healthz")  # the harness's client sends a token the bot does not know
+    assert status == 200 and set(shown) == {"ok", "details"}

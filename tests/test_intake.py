@@ -72,7 +72,8 @@ async def test_oversized_declared_body_is_413_before_reading(harness):
     assert await _count(harness) == 0
 
 
-async def test_oversized_streamed_body_is_413(harness):
+async def test_a_streamed_body_of_unknown_length_is_411_before_reading(harness):
+    """GitHub says how long its payload is; a body streamed in chunks (no Content-Length) is not read at all."""
     async def chunks():
         piece = b" " * (1024 * 1024)
         for _ in range(26):
@@ -81,7 +82,7 @@ async def test_oversized_streamed_body_is_413(harness):
     resp = await harness.client.post("/webhook", data=chunks(), headers={
         "Content-Type": "application/json", "X-GitHub-Event": "push", "X-GitHub-Delivery": "big",
         "X-Hub-Signature-256": "sha256=" + "0" * 64})
-    assert resp.status == 413
+    assert resp.status == 411
     assert await _count(harness) == 0
 
 
@@ -129,7 +130,8 @@ async def test_slow_client_gets_408_and_does_not_stall_others(harness):
     host, port = harness.client.server.host, harness.client.server.port
     reader, writer = await asyncio.open_connection(host, port)
     writer.write(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nContent-Length: 100\r\n\r\n{")
+                 b"X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nContent-Length: 100\r\n"
+                 b"X-Hub-Signature-256: sha256=" + b"0" * 64 + b"\r\n\r\n{")
     await writer.drain()
     started = asyncio.get_running_loop().time()
     fast = await harness.post("ping", {"zen": "x"})
@@ -150,7 +152,7 @@ async def test_healthz_and_metrics(harness):
     metrics = await harness.client.get("/metrics")
     text = await metrics.text()
     assert metrics.headers["Content-Type"].startswith("text/plain")
-    assert 'sweepbot_deliveries_total{event="star",outcome="ignored"} 1.0' in text
+    assert 'sweepbot_deliveries_total{event="other",outcome="ignored"} 1.0' in text, "not an event the App asks for"
     assert "sweepbot_backlog" in text and "sweepbot_handler_seconds" in text
 
 

@@ -27,6 +27,7 @@ from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot, live_github, log_secrets
 from bot.app.worker_process import WorkerProcess, WorkersUnavailable
+from bot.app.header_deadline import DeadlineSite
 from bot.app.server import make_app
 from bot.app import setup_page
 from bot.app.webhook_signature import sign
@@ -134,10 +135,11 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
     return 0
 
 
-async def listen(runner: web.AppRunner, host: str, port: int, hint: str) -> web.TCPSite | None:
-    """The site listening on host:port, or None after one line saying why it cannot (a port in use: `hint` says
-    what to change), with `runner` cleaned up."""
-    site = web.TCPSite(runner, host, port)
+async def listen(runner: web.AppRunner, host: str, port: int, hint: str) -> web.BaseSite | None:
+    """The site listening on host:port (each request's headers must arrive in time: bot/app/header_deadline.py),
+    or None after one line saying why it cannot (a port in use: `hint` says what to change), with `runner`
+    cleaned up."""
+    site = DeadlineSite(runner, host, port)
     try:
         await site.start()
     except OSError as exc:

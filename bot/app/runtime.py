@@ -337,5 +337,5 @@ class WorkerLoop:
 
 
 def log_secrets(settings: Settings) -> None:
-    for secret in settings.webhook_secrets:
+    for secret in (*settings.webhook_secrets, settings.health_token):
         logs.register_secret(secret)

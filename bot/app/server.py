@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
 import math
@@ -18,7 +19,7 @@ from bot.delivery import lanes
 
 from bot.telemetry import logs
 from bot.delivery.journal import IGNORED, QUEUED, NewDelivery
-from bot.telemetry.metrics import CONTENT_TYPE
+from bot.telemetry.metrics import CONTENT_TYPE, counted_event
 from bot.app.webhook_signature import signature_ok
 
 if TYPE_CHECKING:
@@ -29,14 +30,19 @@ CHUNK = 64 * 1024
 BOT_KEY = web.AppKey("bot", object)
 
 
+SIGNATURE_FORM = re.compile(r"sha256=[0-9a-fA-F]{64}")
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
+def _refused_unread(status: int, message: str) -> web.Response:
+    """A refusal before the body was read: the connection is closed after it, so its body is never read."""
+    response = _error(status, message)
+    response.force_close()
+    return response
+
+
 async def _read_body(request: web.Request, timeout: float) -> bytes | web.Response:
-    declared = request.content_length
-    if declared is not None and declared > MAX_BODY:
-        return _error(413, f"payload over {MAX_BODY} bytes")
     chunks, size = [], 0
     try:
         async with asyncio.timeout(timeout):
@@ -158,16 +164,29 @@ def describe(event: str, data: dict[str, Any], delivery_id: str, body: bytes, wa
     )
 
 
+def _unauthorized(request: web.Request, bot: "Bot", *, read: bool) -> web.Response:
+    bot.metrics.deliveries.labels(counted_event(request.headers.get("X-GitHub-Event")), "unauthorized").inc()
+    logs.event("webhook refused: bad or missing X-Hub-Signature-256", logging.WARNING,
+               delivery=request.headers.get("X-GitHub-Delivery", "")[:64])
+    message = "missing or invalid X-Hub-Signature-256"
+    return _error(401, message) if read else _refused_unread(401, message)
+
+
 async def webhook(request: web.Request) -> web.Response:
     bot: Bot = request.app[BOT_KEY]
+    # what can be refused from the headers alone is refused before a byte of the body is read
+    if not SIGNATURE_FORM.fullmatch(request.headers.get("X-Hub-Signature-256", "")):
+        return _unauthorized(request, bot, read=False)
+    declared = request.content_length
+    if declared is None:  # GitHub always says how long its payload is
+        return _refused_unread(411, "Content-Length is required")
+    if declared > MAX_BODY:
+        return _refused_unread(413, f"payload over {MAX_BODY} bytes")
     body = await _read_body(request, bot.settings.read_timeout)
     if isinstance(body, web.Response):
         return body
     if not signature_ok(body, request.headers.get("X-Hub-Signature-256"), bot.settings.webhook_secrets):
-        bot.metrics.deliveries.labels(request.headers.get("X-GitHub-Event", "unknown")[:64], "unauthorized").inc()
-        logs.event("webhook refused: bad or missing X-Hub-Signature-256", logging.WARNING,
-                   delivery=request.headers.get("X-GitHub-Delivery", "")[:64])
-        return _error(401, "missing or invalid X-Hub-Signature-256")
+        return _unauthorized(request, bot, read=True)
     if request.content_type != "application/json":
         return _error(415, "expected Content-Type: application/json (set the webhook's content type to JSON)")
     event = request.headers.get("X-GitHub-Event")
@@ -179,7 +198,7 @@ async def webhook(request: web.Request) -> web.Response:
     try:
         data = parse_payload(body)
     except BadPayload as exc:
-        bot.metrics.deliveries.labels(event, "malformed").inc()
+        bot.metrics.deliveries.labels(counted_event(event), "malformed").inc()
         logs.event("webhook refused: malformed payload", logging.WARNING, delivery=delivery_id, event=event,
                    error=str(exc))
         return _error(400, str(exc))
@@ -195,14 +214,14 @@ async def webhook(request: web.Request) -> web.Response:
             logs.event("journal write failed", logging.ERROR, error=f"{type(exc).__name__}: {exc}")
             return _error(503, "could not record the delivery; try again")
         if seq is None:
-            bot.metrics.deliveries.labels(event, "duplicate").inc()
+            bot.metrics.deliveries.labels(counted_event(event), "duplicate").inc()
             logs.event("duplicate delivery ignored")
             return web.json_response({"status": "duplicate"}, status=200)
         if not wanted:
-            bot.metrics.deliveries.labels(event, "ignored").inc()
+            bot.metrics.deliveries.labels(counted_event(event), "ignored").inc()
             logs.event("delivery recorded, no handler wants it")
             return web.json_response({"status": "ignored"}, status=202)
-        bot.metrics.deliveries.labels(event, "accepted").inc()
+        bot.metrics.deliveries.labels(counted_event(event), "accepted").inc()
         logs.event("delivery accepted")
         bot.enqueue(new, seq)
     return web.json_response({"status": "queued"}, status=202)
@@ -212,22 +231,42 @@ def _health_response(report: dict[str, Any]) -> web.Response:
     return web.json_response(report, status=200 if report["ok"] else 503)
 
 
+def _state_only(report: dict[str, Any]) -> web.Response:
+    """What anyone who reaches the port may read: healthy or not, nothing else (the reasons are in /healthz)."""
+    return _health_response({"ok": bool(report["ok"])})
+
+
+def may_see_details(request: web.Request, bot: "Bot") -> bool:
+    """Whether the request may read /healthz's details: it bears the health token, or the bot runs the sandbox
+    (its GitHub is in memory: nothing to hide)."""
+    if not bot.settings.live:
+        return True
+    token = bot.settings.health_token
+    given = request.headers.get("Authorization", "")
+    return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
 async def livez(request: web.Request) -> web.Response:
     """Liveness: the server's loop and the workers' loop answer (never GitHub, never the database)."""
     bot: Bot = request.app[BOT_KEY]
-    return _health_response(await bot.liveness())
+    return _state_only(await bot.liveness())
 
 
 async def readyz(request: web.Request) -> web.Response:
     """Readiness: the journal or database answers and the workers run; 503 takes this process out of rotation."""
     bot: Bot = request.app[BOT_KEY]
-    return _health_response(await bot.readiness())
+    return _state_only(await bot.readiness())
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """The details as JSON; 503 exactly when /livez or /readyz would be, never for a warning."""
+    """The details as JSON, for a request bearing the health token; 503 exactly when /livez or /readyz would be,
+    never for a warning. Without the token: only whether the bot is healthy."""
     bot: Bot = request.app[BOT_KEY]
-    return _health_response(await bot.health())
+    report = await bot.health()
+    if may_see_details(request, bot):
+        return _health_response(report)
+    return _health_response({"ok": bool(report["ok"]),
+                             "details": "send Authorization: Bearer <SWEEPBOT_HEALTH_TOKEN> to read them"})
 
 
 async def metrics(request: web.Request) -> web.Response:

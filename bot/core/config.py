@@ -68,6 +68,9 @@ class Settings:
     settle_seconds: float = 3.0
     # on PostgreSQL: a replica that stops renewing its lanes (killed, cut off) loses them after this long
     lease_seconds: float = 15.0
+    # /healthz shows its details (repositories, installations, errors) only to a request bearing this token;
+    # without one set, live /healthz says only whether the bot is healthy
+    health_token: str | None = field(default=None, repr=False)
 
     @property
     def live(self) -> bool:
@@ -164,6 +167,17 @@ SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "f
                 "off": False}
 
 
+HEALTH_TOKEN_LENGTH = 16
+
+
+def _token(raw: str) -> str:
+    text = raw.strip()
+    if len(text) < HEALTH_TOKEN_LENGTH or not text.isascii() or not text.isprintable() or " " in text:
+        raise _NotAccepted(f"at least {HEALTH_TOKEN_LENGTH} printable ASCII characters without spaces",
+                           shown=f"{len(text)} characters")
+    return text
+
+
 def _switch(raw: str) -> bool:
     try:
         return SWITCH_WORDS[raw.strip().lower()]
@@ -216,6 +230,7 @@ ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("SWEEPBOT_SETTLE_SECONDS", "settle_seconds", _seconds(zero=True)),
     ("SWEEPBOT_LEASE_SECONDS", "lease_seconds", _seconds(zero=False)),
     ("SWEEPBOT_WORKER_PROCESS", "worker_process", _switch),
+    ("SWEEPBOT_HEALTH_TOKEN", "health_token", _token),
 )
 
 

@@ -18,7 +18,7 @@ from bot.delivery.journal import Delivery, Journal
 from bot.delivery.runner import Scheduler
 from bot.effects.executor import DryRun, Executor, JournalLedger, Ledger, MemoryLedger
 from bot.github.client import GitHubApp, GitHubClient
-from bot.telemetry.metrics import Metrics
+from bot.telemetry.metrics import Metrics, counted_event
 from bot.core.permissions import PERMISSION_TTL, Permissions
 from bot.core.policy import Policy
 from bot.core.reader import PRReader, open_pr_of_head
@@ -215,7 +215,7 @@ class Processor:
                 await writer.apply(action)
         planned = [a for a, _ in writer.applied]
         results = [r.outcome for _, r in writer.applied]
-        self.metrics.handler_seconds.labels(event.event).observe(time.monotonic() - started)
+        self.metrics.handler_seconds.labels(counted_event(event.event)).observe(time.monotonic() - started)
         logs.event("delivery handled", handlers=names, actions=[type(a).__name__ for a in planned],
                    results=results, ms=round((time.monotonic() - started) * 1000, 1))
         return Outcome(planned, results, names)

@@ -20,7 +20,7 @@ from bot.telemetry import logs
 from bot.delivery.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
 from bot.delivery.journal import DONE, FAILED, Delivery, JournalBackend, Queued
 from bot.delivery.lanes import unresolved_sha
-from bot.telemetry.metrics import Metrics
+from bot.telemetry.metrics import Metrics, counted_event
 
 Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows
 Resolve = Callable[[int, str, str], Awaitable["int | None"]]  # (installation, repo, head SHA) -> its open PR
@@ -133,7 +133,7 @@ class Runner:
             except Exception as exc:
                 return await self._failed(d, attempt, exc)
             await self.write(lambda: self.journal.finish(d.seq, DONE))
-            self.metrics.deliveries.labels(d.event, "done").inc()
+            self.metrics.deliveries.labels(counted_event(d.event), "done").inc()
             logs.event("delivery done", attempt=attempt)
             return None
 
@@ -141,7 +141,7 @@ class Runner:
         """Fail a delivery without running it (interrupted by crashes again and again)."""
         await self.write(lambda: self.journal.finish(d.seq, FAILED, error))
         logs.event("delivery failed: interrupted again and again", logging.ERROR, delivery=d.id)
-        self.metrics.deliveries.labels(d.event, "failed").inc()
+        self.metrics.deliveries.labels(counted_event(d.event), "failed").inc()
 
     async def _failed(self, d: Delivery, attempt: int, exc: Exception) -> float | None:
         kind = classify(exc)
@@ -150,13 +150,13 @@ class Runner:
         too_old = time.time() - d.received_at > self.retry_for
         if kind == PERMANENT or (kind == BUG and attempt >= self.max_attempts) or (kind == TRANSIENT and too_old):
             await self.write(lambda: self.journal.finish(d.seq, FAILED, error))
-            self.metrics.deliveries.labels(d.event, "failed").inc()
+            self.metrics.deliveries.labels(counted_event(d.event), "failed").inc()
             logs.event("delivery failed", logging.ERROR, error=error, kind=kind, attempt=attempt, trace=trace)
             return None
         delay = retry_delay(kind, attempt, base=self.retry_delay, cap=self.max_retry_delay)
         not_before = time.time() + delay
         await self.write(lambda: self.journal.retry_later(d.seq, not_before, error))
-        self.metrics.deliveries.labels(d.event, "retrying").inc()
+        self.metrics.deliveries.labels(counted_event(d.event), "retrying").inc()
         logs.event("delivery failed, will retry", logging.WARNING, attempt=attempt, error=error, kind=kind,
                    retry_in=round(delay, 2), trace=trace if kind == BUG else None)
         return not_before

@@ -11,6 +11,18 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+# The events whose deliveries are counted by name: the manifest's (app.yaml), and what GitHub sends every App.
+# Any other name is counted as "other", so no request (signed or not) adds a series of its own.
+COUNTED_EVENTS = frozenset({
+    "pull_request", "issue_comment", "push", "workflow_run", "repository_dispatch", "pull_request_review",
+    "pull_request_review_comment", "check_run", "check_suite", "ping", "installation",
+    "installation_repositories", "installation_target", "github_app_authorization", "meta"})
+OTHER_EVENT = "other"
+
+
+def counted_event(event: str | None) -> str:
+    """The event's name as /metrics counts it: one of COUNTED_EVENTS, else "other"."""
+    return event if event in COUNTED_EVENTS else OTHER_EVENT
 
 
 class Metrics:
