@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.app import cli
 from bot.core.config import ConfigError, Settings
-from bot.github.client import WritePacer
+from bot.github.client import TRUSTED, UNTRUSTED, SharedWritePacer, Turns, WritePacer
 from bot.telemetry.metrics import Metrics
 from harness import Sleeps
 
@@ -81,3 +83,67 @@ async def test_sandbox_is_unpaced(capsys):
         assert app._pacer_factory().limit == 0  # the in-memory GitHub has no write limits to respect
     finally:
         await app.close()
+
+
+# -- outsiders go last ---------------------------------------------------------------------------------------
+
+
+class HeldSleeps:
+    """Sleeps that last until the test lets them end, so writes queue behind the pacer."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.calls: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+        await self.release.wait()
+
+
+async def test_a_writers_write_goes_before_every_outsiders_waiting():
+    """Regression: refused commands' writes queued in the one installation pacer in arrival order, so an
+    outsider editing a refused command 24 times a second delayed a maintainer's dispatch by 55 s."""
+    sleeps = HeldSleeps()
+    pacer = WritePacer(limit=1, window=60.0, sleep=sleeps)
+    await pacer.acquire()  # the window's one write is spent: the next waits for it
+    order: list[str] = []
+
+    async def write(name: str, priority: int) -> None:
+        await pacer.acquire(priority)
+        order.append(name)
+
+    waiting = [asyncio.create_task(write(f"outsider-{i}", UNTRUSTED)) for i in range(5)]
+    await asyncio.sleep(0)
+    waiting.append(asyncio.create_task(write("maintainer", TRUSTED)))
+    await asyncio.sleep(0)
+    sleeps.release.set()
+    await asyncio.gather(*waiting)
+    assert order[:2] == ["outsider-0", "maintainer"], "the one already sleeping for its slot, then the writer"
+    assert order[2:] == [f"outsider-{i}" for i in range(1, 5)]
+
+
+async def test_a_cancelled_wait_hands_its_turn_on():
+    turns = Turns()
+    await turns.acquire()
+    first = asyncio.create_task(turns.acquire(UNTRUSTED))
+    second = asyncio.create_task(turns.acquire(UNTRUSTED))
+    await asyncio.sleep(0)
+    first.cancel()
+    turns.release()
+    await asyncio.wait_for(second, 5)
+    assert turns.waiting() == 0
+
+
+async def test_outsiders_together_take_at_most_a_quarter_of_a_shared_budget():
+    """Across replicas the slots are reserved in the database in the order asked: an untrusted write first takes
+    one of its own, smaller budget."""
+    asked: list[tuple[str, int]] = []
+
+    async def budget(key: str, limit: int, window: float) -> float:
+        asked.append((key, limit))
+        return 0.0
+
+    pacer = SharedWritePacer(budget, "installation:1", limit=80)
+    await pacer.acquire(TRUSTED)
+    await pacer.acquire(UNTRUSTED)
+    assert asked == [("installation:1", 80), ("installation:1:untrusted", 20), ("installation:1", 80)]

@@ -96,8 +96,49 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay, self.base_delay * 2 ** (attempt - 1)))
 
 
+TRUSTED, UNTRUSTED = 0, 1  # write priorities: a delivery from someone the bot does not trust goes last
+
+
+class Turns:
+    """A lock taken in order of priority (lower first), then of arrival: whoever waits with a lower priority
+    goes before every waiter of a higher one, whenever they came."""
+
+    def __init__(self) -> None:
+        self._held = False
+        self._waiters: list[tuple[int, int, asyncio.Future]] = []  # a heap: (priority, arrival, turn)
+        self._arrivals = itertools.count()
+
+    async def acquire(self, priority: int = TRUSTED) -> None:
+        if not self._held and not self._waiters:
+            self._held = True
+            return
+        turn = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (priority, next(self._arrivals), turn))
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release()  # given the turn as it was cancelled: hand it on
+            else:
+                turn.cancel()  # skipped when its turn comes
+            raise
+
+    def release(self) -> None:
+        while self._waiters:
+            _, _, turn = heapq.heappop(self._waiters)
+            if not turn.done():
+                turn.set_result(None)  # held on, by the next one
+                return
+        self._held = False
+
+    def waiting(self) -> int:
+        return sum(1 for _, _, turn in self._waiters if not turn.done())
+
+
 class WritePacer:
     """At most `limit` content-creating requests in any `window` seconds (GitHub's secondary limit is ~80/min).
+    Writes wait their turn by priority: an UNTRUSTED delivery's (a command refused to someone without write
+    permission) go after every TRUSTED one waiting, so outsiders cannot delay a maintainer's dispatch.
 
     A limit of 0 paces nothing: acquire() never waits (GitHub Enterprise Server without secondary limits).
     """
@@ -106,14 +147,15 @@ class WritePacer:
         self.limit = limit
         self.window = window
         self._sent: collections.deque[float] = collections.deque()
-        self._lock = asyncio.Lock()
+        self._turns = Turns()
         self._sleep = sleep or asyncio.sleep
         self.waited = 0.0
 
-    async def acquire(self) -> None:
+    async def acquire(self, priority: int = TRUSTED) -> None:
         if self.limit <= 0:
             return
-        async with self._lock:
+        await self._turns.acquire(priority)
+        try:
             now = time.monotonic()
             while self._sent and now - self._sent[0] >= self.window:
                 self._sent.popleft()
@@ -123,6 +165,8 @@ class WritePacer:
                 await self._sleep(delay)
                 self._sent.popleft()
             self._sent.append(time.monotonic())
+        finally:
+            self._turns.release()
 
 
 class InFlightBudget:
@@ -200,10 +244,17 @@ class SharedWritePacer:
         self._sleep = sleep or asyncio.sleep
         self.waited = 0.0
 
-    async def acquire(self) -> None:
+    async def acquire(self, priority: int = TRUSTED) -> None:
+        """Reserve the next slot. The slots are reserved in the database in the order asked, on every replica,
+        so an UNTRUSTED write first waits for one of its own, smaller budget (a quarter of the limit): outsiders
+        together never take more than that share of the installation's writes."""
         if self.limit <= 0:
             return
-        delay = await self._budget(self.key, self.limit, self.window)
+        if priority != TRUSTED:
+            await self._wait(await self._budget(f"{self.key}:untrusted", max(1, self.limit // 4), self.window))
+        await self._wait(await self._budget(self.key, self.limit, self.window))
+
+    async def _wait(self, delay: float) -> None:
         if delay > 0:
             self.waited += delay
             await self._sleep(delay)
@@ -287,6 +338,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         # a client serves one delivery: its requests wait for a place in the budget by the delivery's age. A list,
         # shared by this client's views (announcing_writes), so that `waited_for` holds for all of them
         self._priority = [0, time.monotonic() if age is None else age]
+        self._write_priority = [TRUSTED]  # shared by the views too, as `_priority`
         self._safe = IDEMPOTENT_METHODS | ({"POST"} if idempotent_posts else set())
         self._retry = retry
         self._metrics = metrics
@@ -318,6 +370,11 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         view._before_write = before_write
         return view
 
+    def untrusted(self) -> None:
+        """This delivery comes from someone without write permission (a refused command): its writes wait behind
+        those of every other delivery of the installation (WritePacer's priorities)."""
+        self._write_priority[0] = UNTRUSTED
+
     def waited_for(self) -> None:
         """What a person waits for in this delivery is done (the dispatch): its later requests (the status comment,
         the check run) wait for a place behind every request of the deliveries that have not got there yet."""
@@ -334,7 +391,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
                 logs.event("rate limit exhausted, waiting for reset", logging.WARNING, seconds=round(wait, 1))
                 await self.sleep(wait)
         if self._state and method in WRITE_METHODS:
-            await self._state.pacer.acquire()
+            await self._state.pacer.acquire(self._write_priority[0])
 
     async def _request(self, method: str, url: str, headers: Mapping[str, str], body: bytes = b"") -> tuple:
         attempt, renewed = 0, False
