@@ -1,12 +1,14 @@
 """Verify a CODEOWNER's sign-off: one bilingual verdict per sign-off, edited in place, and a `signoff` check run.
 
-A verdict keeps up with its inputs: when a sweep the bot dispatched for the PR finishes, a pin is set or
+A sign-off is for one commit (bot.rules.signoff.written_on): a review's or a line comment's own, a comment's the
+PR's head when it was written, by the PR's timeline; a later push makes it stale until re-signed. A verdict keeps up with its inputs: when a sweep the bot dispatched for the PR finishes, a pin is set or
 withdrawn (the reuse feature's record change, handed over by handlers/registry.py), the base branch changes or
 someone asks the `signoff` check to run again, the current sign-offs (bot.rules.signoff.current) are verified
 again and each verdict whose text changed is edited in place; a new head makes them stale until re-signed."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -16,6 +18,7 @@ from gidgethub import routing, sansio
 from bot.telemetry import logs
 from bot.rules import signoff as rules
 from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow
+from bot.effects.comments import PER_PAGE
 from bot.rules.fingerprint import digest
 from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
@@ -32,6 +35,7 @@ from handlers import pr_state
 CHECK_NAME = "signoff"
 RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
 RECORD_ONLY = ("signoff", "signed_at")  # the record's keys that the text does not show
+HEAD_CHANGES = ("committed", "head_ref_force_pushed")  # the timeline events that say when the PR's head changed
 JUDGE_INPUTS = ("pr-number", "head-sha", "signoff-id", "dispatch-id")
 POSTED = (("issue_comment", "created"), ("issue_comment", "edited"), ("pull_request_review", "submitted"),
           ("pull_request_review", "edited"), ("pull_request_review_comment", "created"),
@@ -99,6 +103,17 @@ async def changed_paths(ctx: Context, number: int) -> list[str]:
         if entry.get("previous_filename") and entry["previous_filename"] not in paths:
             paths.append(entry["previous_filename"])
     return paths
+
+
+async def timeline(ctx: Context, number: int) -> list[dict[str, Any]]:
+    """The PR's head changes as its timeline lists them, every page (bot.rules.signoff.head_at reads them)."""
+    url = repo_api(ctx.repo, "issues", number, "timeline", per_page=PER_PAGE)
+    return [event async for event in ctx.gh.getiter(url) if event.get("event") in HEAD_CHANGES]
+
+
+async def bound_to(ctx: Context, number: int, signoff: rules.Signoff) -> str:
+    """The commit `signoff` is for (bot.rules.signoff.written_on): a comment's needs the PR's timeline."""
+    return rules.written_on(signoff, await timeline(ctx, number) if signoff.source == "comment" else ())
 
 
 async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer: str) -> rules.Check:
@@ -195,14 +210,14 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
 # -- verifying -------------------------------------------------------------------------------------
 
 
-def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks: list[rules.Check],
+def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str, checks: list[rules.Check],
               template: Template | None, judge: dict[str, Any] | None) -> dict[str, Any]:
     base = pull["base"]["ref"]
     covered = ctx.policy["signoff"]["verified_items"]
     return {
         "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
         "signed_at": signoff.signed_at,
-        "head_sha": pull["head"]["sha"], "current_sha": pull["head"]["sha"], "state": rules.FRESH,
+        "head_sha": bound, "current_sha": pull["head"]["sha"], "state": rules.freshness(bound, pull["head"]["sha"]),
         "outcome": rules.outcome(checks),
         "checks": [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in rules.ordered(checks)],
         "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
@@ -212,17 +227,20 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
     }
 
 
-async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, before: dict[str, Any] | None,
-                     known: tuple[SweepRecord, bool] | None = None) -> dict[str, Any]:
-    """The verdict's record for `signoff` on the PR as it is now (its base branch's CODEOWNERS and checklist;
-    the gate's record, or `known`)."""
+async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str,
+                     before: dict[str, Any] | None, known: tuple[SweepRecord, bool] | None = None) -> dict[str, Any]:
+    """The verdict's record for `signoff`, a sign-off of commit `bound`, on the PR as it is now (its base
+    branch's CODEOWNERS and checklist; the gate's record, or `known`); the judge is asked only of a sign-off of
+    the head."""
     files = await changed_paths(ctx, pull["number"])
     owner = await codeowner(ctx, pull, files, signoff.signer)
     sweep, reuse = await sweep_and_reuse(ctx, pull, files, known)
     listed, template = await checklist(ctx, pull, signoff)
-    judge = await ask_judge(ctx, pull["number"], pull["head"]["sha"], signoff, before)
-    record = variables(ctx, pull, signoff, [owner, sweep, reuse, listed], template, judge)
-    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer, outcome=record["outcome"])
+    fresh = bound == pull["head"]["sha"]
+    judge = await ask_judge(ctx, pull["number"], bound, signoff, before) if fresh else None
+    record = variables(ctx, pull, signoff, bound, [owner, sweep, reuse, listed], template, judge)
+    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer, outcome=record["outcome"],
+               commit=bound[:12], fresh=fresh)
     return record
 
 
@@ -231,8 +249,8 @@ async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Acti
     if pull.get("state") != "open":
         logs.event("sign-off on a closed PR left alone", signoff=signoff.key)
         return []
-    records = await verdicts(ctx, number)
-    records[signoff.key] = await verdict_of(ctx, pull, signoff, records.get(signoff.key))
+    records, bound = await asyncio.gather(verdicts(ctx, number), bound_to(ctx, number, signoff))
+    records[signoff.key] = await verdict_of(ctx, pull, signoff, bound, records.get(signoff.key))
     return [verdict_comment(ctx, number, records[signoff.key]), check_run(ctx, pull, records)]
 
 
@@ -253,8 +271,9 @@ async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | 
 async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool] | None = None,
                    check: bool = False) -> list[Action]:
     """Verify the current sign-offs again (bot.rules.signoff.current: each signer's newest on the PR's head), each
-    in its own verdict, edited only where its text changed; one that is gone or no longer a sign-off is
-    withdrawn. The check run is written when a verdict changed, or always with `check` (a re-run asked for)."""
+    in its own verdict, for the commit it was already bound to, edited only where its text changed; one that is
+    gone or no longer a sign-off is withdrawn. The check run is written when a verdict changed, or always with
+    `check` (a re-run asked for)."""
     comments = await verdict_comments(ctx, number)
     if not comments:
         return []
@@ -270,7 +289,7 @@ async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool]
         if signoff is None:
             record = {**records[key], "state": rules.WITHDRAWN}
         else:
-            record = await verdict_of(ctx, pull, signoff, records[key], known)
+            record = await verdict_of(ctx, pull, signoff, records[key]["head_sha"], records[key], known)
         comment = verdict_comment(ctx, number, record)
         if marker(comment.purpose) + "\n" + comment.body != comments[key][1]:  # the same text: nothing to write
             changed[key] = record
@@ -384,14 +403,15 @@ async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
 
 
 async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
-    """A new head: every verdict for an earlier one is stale, and the check run on the new head says so."""
-    pull = event.data["pull_request"]
+    """A new head: every verdict for an earlier one is stale, and so is a comment's verdict for the new head
+    written before the push (bot.rules.signoff.after_push, by the time GitHub gives the push); the check run on
+    the new head says so."""
+    data = event.data
+    pull = data["pull_request"]
     records = await verdicts(ctx, pull["number"])
     if not records:
         return []
-    head = pull["head"]["sha"]
-    changed = {key: {**r, "state": rules.STALE, "current_sha": head} for key, r in records.items()
-               if r.get("state") != rules.WITHDRAWN and r.get("head_sha") != head and r.get("current_sha") != head}
+    changed = rules.after_push(records, str(data.get("before") or ""), pull["head"]["sha"], rules.push_time(pull))
     return await restate(ctx, pull["number"], changed)
 
 

@@ -277,6 +277,7 @@ async def test_an_edited_signoff_updates_the_same_verdict_comment(owned, make_ha
 
 
 async def test_an_edit_after_a_push_verifies_the_new_head(owned, make_harness):
+    """The edit is the comment's latest writing (GitHub's `updated_at`): it is a sign-off of the head then."""
     h = await make_harness()
     await ready(h, 66)
     comment = await sign(h, 66, "amd-owner")
@@ -284,7 +285,7 @@ async def test_an_edit_after_a_push_verifies_the_new_head(owned, make_harness):
     await h.deliver("pull_request", owned.pull_request_payload(REPO, 66, "synchronize"))
     finished_run(owned, 66)  # the new head swept green too
     old_body = comment["body"]
-    comment["body"] = old_body + "\n\n- re-checked after the push"
+    comment = owned.edit_comment(REPO, comment["id"], old_body + "\n\n- re-checked after the push")
     await h.deliver("issue_comment", owned.issue_comment_payload(REPO, 66, comment, "edited",
                                                                   changes={"body": {"from": old_body}}))
     record = verdict(owned, 66, comment)["record"]
@@ -439,13 +440,15 @@ async def test_the_real_template_with_one_item_reworded_fails_naming_that_item(r
     assert "deprecated model" in problem and "an old model" in problem
 
 
-async def test_one_verification_reads_ten_things_and_writes_the_verdict_and_the_check(owned, make_harness):
-    """Pins the request count the README quotes for one verification (one owning team, one pin)."""
+async def test_one_verification_reads_eleven_things_and_writes_the_verdict_and_the_check(owned, make_harness):
+    """Pins the request count the README quotes for one verification (one owning team, one pin; a comment reads
+    the PR's timeline for the head it was written on, issue 27: ten reads before)."""
     h = await make_harness()
     await ready(h, 82, files=(CHANGELOG, "configs/nvidia-master.yaml"))
     owned.reset_requests()
     await sign(h, 82, "nv-member")
     work = [(r.method, r.path.split("/", 4)[-1]) for r in owned.requests if not r.path.startswith("/app")]
     reads = [path for method, path in work[:-3] if method == "GET"]
-    assert len(reads) == 10 and len(work) == 13, work
+    assert len(reads) == 11 and len(work) == 14, work
+    assert sum(1 for path in reads if path.endswith("/timeline")) == 1
     assert [m for m, _ in work[-3:]] == ["POST", "GET", "POST"]  # the verdict; the check run looked for, created

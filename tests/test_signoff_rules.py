@@ -304,3 +304,102 @@ def test_a_signoff_knows_when_it_was_last_written():
     assert rules.signoff_in("comment", holder, PHRASE).signed_at == "2026-01-03T00:00:00Z"
     review = {"id": 8, "body": PHRASE, "user": {"login": "a"}, "submitted_at": "2026-01-02T00:00:00Z"}
     assert rules.signoff_in("review", review, PHRASE).signed_at == "2026-01-02T00:00:00Z"
+
+
+# -- which commit a sign-off is for (issue 27) ----------------------------------------------------
+
+def committed(sha, date):
+    return {"event": "committed", "sha": sha, "committer": {"name": "v", "email": "v@x", "date": date}}
+
+
+def force_pushed(sha, at):
+    return {"event": "head_ref_force_pushed", "commit_id": sha, "created_at": at}
+
+
+T = "2026-01-01T00:00:{:02d}Z".format  # T(5): second 5
+
+
+@pytest.mark.parametrize(("timeline", "when", "head"), [
+    ([committed("x", T(1))], T(5), "x"),
+    ([committed("x", T(1)), committed("y", T(6))], T(5), "x"),  # a commit dated after the comment came after it
+    ([committed("x", T(1)), committed("y", T(5))], T(5), "y"),  # the same second: the head by then
+    ([committed("x", T(1)), committed("y", T(3))], T(5), "y"),
+    # a commit dated after the comment: it and what follows came later, whatever the dates below it say
+    ([committed("x", T(1)), committed("y", T(7)), committed("z", T(3))], T(5), "z"),
+    ([committed("x", T(1)), force_pushed("z", T(4)), committed("z", T(2))], T(5), "z"),
+    # a force push after the comment may have brought every commit listed now: only force pushes count then
+    ([committed("z", T(2)), force_pushed("z", T(8))], T(5), None),
+    ([force_pushed("y", T(3)), committed("y", T(2)), committed("w", T(4)), force_pushed("z", T(8))], T(5), "y"),
+    ([force_pushed(None, T(3)), committed("y", T(2))], T(5), "y"),  # GitHub may not name the new head
+    ([committed("x", T(6))], T(5), None),  # nothing as early as the comment
+    ([{"event": "commented", "created_at": T(1)}, committed("x", "not a date")], T(5), None),
+    ([committed("x", "2026-01-01T01:00:03+01:00")], T(5), "x"),  # an offset is honoured
+    ([committed("x", T(1))], "", None),
+])
+def test_head_at(timeline, when, head):
+    assert rules.head_at(timeline, when) == head
+
+
+def test_the_ordering_of_equal_times_follows_the_timeline():
+    assert rules.head_at([committed("x", T(3)), committed("y", T(3))], T(5)) == "y"
+    assert rules.head_at([committed("y", T(3)), committed("x", T(3))], T(5)) == "x"
+
+
+@pytest.mark.parametrize(("source", "holder", "commit"), [
+    ("review", {"commit_id": "c1"}, "c1"),  # a review counts for the commit it was written on
+    ("review-comment", {"commit_id": "c2", "original_commit_id": "c1"}, "c1"),  # GitHub moves commit_id on
+    ("review", {}, ""),  # none named: for no commit
+    ("comment", {"commit_id": "c1"}, "x"),  # a comment: the PR's head when it was last written
+])
+def test_written_on(source, holder, commit):
+    signoff = rules.signoff_in(source, {"id": 7, "body": PHRASE, "user": {"login": "a"},
+                                        "updated_at": T(5), **holder}, PHRASE)
+    assert rules.written_on(signoff, [committed("x", T(1)), committed("y", T(9))]) == commit
+
+
+def pushed_record(key, *, head=SHA, state="fresh", source="comment", signed_at=T(5), current=SHA):
+    return {"signoff": key, "source": source, "head_sha": head, "state": state, "signed_at": signed_at,
+            "current_sha": current}
+
+
+NEWER = "c" * 40
+
+
+@pytest.mark.parametrize(("record", "changed"), [
+    (pushed_record("comment-1"), {"state": "stale", "current_sha": NEWER}),  # for the head before the push
+    (pushed_record("comment-1", state="withdrawn"), None),
+    (pushed_record("comment-1", head=OLD, state="stale", current=SHA), {"current_sha": NEWER}),
+    (pushed_record("comment-1", head=OLD, state="stale", current=NEWER), None),  # a redelivered push
+    # a comment's verdict for the new head, written before GitHub says it was pushed: bound by a commit date
+    (pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(5)),
+     {"head_sha": SHA, "state": "stale", "current_sha": NEWER}),
+    (pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(8)),  # the same second: cannot tell, stale
+     {"head_sha": SHA, "state": "stale", "current_sha": NEWER}),
+    (pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(9)), None),  # written after the push
+    (pushed_record("review-1", source="review", head=NEWER, current=NEWER, signed_at=T(5)), None),  # its own commit
+])
+def test_after_push(record, changed):
+    found = rules.after_push({"k": record}, SHA, NEWER, T(8))
+    if changed is None:
+        assert found == {}
+    else:
+        assert found == {"k": {**record, **changed}}
+
+
+def test_after_push_without_the_pushs_time_or_before_leaves_a_verdict_of_the_new_head():
+    record = pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(5))
+    assert rules.after_push({"k": record}, SHA, NEWER, "") == {}
+    assert rules.after_push({"k": record}, "", NEWER, T(8)) == {}
+
+
+@pytest.mark.parametrize(("pull", "at"), [
+    ({"updated_at": T(8), "head": {"repo": {"pushed_at": T(7)}}}, T(8)),
+    ({"updated_at": T(7), "head": {"repo": {"pushed_at": "2026-01-01T01:00:06+01:00"}}}, T(7)),  # an offset
+    ({"updated_at": T(7), "head": {"repo": {"pushed_at": "2026-01-01T01:00:09+01:00"}}},
+     "2026-01-01T01:00:09+01:00"),
+    ({"updated_at": T(7), "head": {"repo": {"pushed_at": T(9)}}}, T(9)),
+    ({"updated_at": "never", "head": {"repo": None}}, ""),
+    ({}, ""),
+])
+def test_push_time_is_the_latest_time_github_gives_the_push(pull, at):
+    assert rules.push_time(pull) == at

@@ -432,6 +432,7 @@ def _signoff_samples() -> list[dict]:
            {**base, "checks": plain([checks[0], checks[5], checks[11], checks[16]]), "outcome": "pass",
             "source": "review", "covered": [], "not_verified": []},
            {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
+           {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "head_sha": ""},  # unnamed
            {**base, "checks": plain(checks[:1]), "state": "withdrawn"},
            {**base, "checks": plain([checks[0], checks[6], checks[11], checks[16]]), "outcome": "pass",
             "not_verified": ["Verified that this PR passes evals."]}]  # a PASS, one item collapsed
@@ -525,7 +526,9 @@ SAMPLES["signoff_summary"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d7
     {"signer": signer, "outcome": outcome, "state": state, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
      "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12"}
     for signer, outcome, state in (("amd-owner", "pass", "fresh"), ("drive-by", "fail", "fresh"),
-                                   ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))]}]
+                                   ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))] + [
+    {"signer": "rebased-owner", "outcome": "pass", "state": "stale", "head_sha": "",  # a head a force push replaced
+     "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-13"}]}]
 
 
 def samples(kind: str) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from bot.rules.checklist import ChecklistResult, Template, TemplateProblem, normalise
@@ -37,6 +38,7 @@ class Signoff:
     body: str
     url: str
     signed_at: str = ""  # when its author last wrote it (ISO 8601, as GitHub gives it): which is a signer's newest
+    commit_id: str = ""  # a review's or a line comment's commit, the one it was written on ("" for a comment)
 
     @property
     def key(self) -> str:
@@ -99,8 +101,9 @@ def signoff_in(source: str, holder: Mapping[str, Any], phrase: str) -> Signoff |
         return None
     user = holder.get("user") or {}
     written = holder.get("updated_at") or holder.get("submitted_at") or holder.get("created_at") or ""
+    commit = "" if source == "comment" else holder.get("original_commit_id") or holder.get("commit_id") or ""
     return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "",
-                   str(written))
+                   str(written), str(commit))
 
 
 def edited_by_someone_else(event: str, data: Mapping[str, Any]) -> str | None:
@@ -126,6 +129,89 @@ def source_key(event: str, data: Mapping[str, Any]) -> str | None:
     if event not in SOURCES or not isinstance(holder, Mapping) or holder.get("id") is None:
         return None
     return f"{SOURCES[event]}-{int(holder['id'])}"
+
+
+# -- which commit a sign-off is for ---------------------------------------------------------------
+
+
+def written_on(signoff: Signoff, timeline: Iterable[Mapping[str, Any]]) -> str:
+    """The commit a sign-off is for: a review's or a line comment's own commit (the one its author was shown);
+    for a comment, the PR's head when it was last written, by the PR's timeline (`head_at`). "" when that head
+    cannot be named (a force push replaced it, and GitHub lists the PR's commits as they are now)."""
+    if signoff.source != "comment":
+        return signoff.commit_id
+    return head_at(timeline, signoff.signed_at) or ""
+
+
+def head_at(timeline: Iterable[Mapping[str, Any]], when: str) -> str | None:
+    """The PR's head at `when`, by its timeline (GitHub's issue timeline API, every page): a
+    `head_ref_force_pushed` event made its `commit_id` the head at its `created_at`, a time GitHub sets; a
+    `committed` event has no time of its own but the commit's committer date, which its committer sets (a commit
+    made before and pushed after `when` looks earlier: the push's `synchronize` puts that right, `after_push`).
+
+    The head is the target of the last head change at or before `when` that names one (the one listed last among
+    equal times; GitHub may leave a force push's `commit_id` out). A force push after `when` may have brought
+    any commit listed now, whatever its date: then only force pushes count. None when no head change is known to
+    be that early."""
+    written = _moment(when)
+    if written is None:
+        return None
+    changes: list[tuple[datetime, int, str | None, bool]] = []  # (when, position, the new head, a force push)
+    for position, event in enumerate(timeline):
+        if event.get("event") == "head_ref_force_pushed":
+            moment, sha, forced = _moment(event.get("created_at")), event.get("commit_id"), True
+        elif event.get("event") == "committed":
+            moment, sha, forced = _moment((event.get("committer") or {}).get("date")), event.get("sha"), False
+        else:
+            continue
+        if moment is not None:
+            changes.append((moment, position, sha if isinstance(sha, str) and sha else None, forced))
+    rewritten = any(forced and moment > written for moment, _, _, forced in changes)
+    earlier = [c for c in changes if c[0] <= written and c[2] is not None and (c[3] or not rewritten)]
+    return max(earlier, key=lambda c: c[:2])[2] if earlier else None
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO 8601 time as GitHub writes them (a time without a zone is UTC), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def push_time(pull: Mapping[str, Any]) -> str:
+    """When GitHub says a `synchronize` delivery's push happened, at the latest: the later of the PR's
+    `updated_at` and its head repository's `pushed_at` (GitHub's own times, set by the push; a later one only
+    makes more verdicts stale). "" when it gives neither."""
+    head_repo = (pull.get("head") or {}).get("repo") or {}
+    times = [str(pull.get("updated_at") or ""), str(head_repo.get("pushed_at") or "")]
+    known = [(moment, text) for text in times if (moment := _moment(text)) is not None]
+    return max(known)[1] if known else ""
+
+
+def after_push(records: Mapping[str, Mapping[str, Any]], before: str, after: str, pushed_at: str
+               ) -> dict[str, dict[str, Any]]:
+    """The verdicts a push from `before` to `after` changes, by key: every verdict not withdrawn and for another
+    commit is stale, now at `after`; and a comment's verdict for `after` itself that was written no later than
+    `pushed_at` (the time GitHub gives the push) was bound by a commit date that came before the push: it is for
+    `before`, and stale."""
+    pushed = _moment(pushed_at)
+    changed: dict[str, dict[str, Any]] = {}
+    for key, record in records.items():
+        if record.get("state") == WITHDRAWN:
+            continue
+        if record.get("head_sha") != after:
+            if record.get("state") != STALE or record.get("current_sha") != after:
+                changed[key] = {**record, "state": STALE, "current_sha": after}
+            continue
+        written = _moment(record.get("signed_at"))
+        if (record.get("source") == "comment" and before and pushed is not None and written is not None
+                and written <= pushed):
+            changed[key] = {**record, "head_sha": before, "state": STALE, "current_sha": after}
+    return changed
 
 
 # -- the checks -----------------------------------------------------------------------------------
