@@ -208,17 +208,24 @@ def test_outcome_and_failing_checks_first(checks, outcome, order):
     assert [c.name for c in rules.ordered(checks)] == order
 
 
+def verdict_of(key, signer="amd-owner", *, head=SHA, state="fresh", outcome="pass", signed_at="2026-01-01T00:00:00Z"):
+    return {"signoff": key, "signer": signer, "head_sha": head, "state": state, "outcome": outcome,
+            "signed_at": signed_at}
+
+
 @pytest.mark.parametrize(("records", "conclusion"), [
-    ([{"head_sha": SHA, "state": "fresh", "outcome": "pass"}], "success"),
-    ([{"head_sha": SHA, "state": "fresh", "outcome": "fail"}], "failure"),
-    ([{"head_sha": OLD, "state": "stale", "outcome": "pass"}], "failure"),  # a pass for an older head
-    ([{"head_sha": SHA, "state": "withdrawn", "outcome": "pass"}], "failure"),
-    ([{"head_sha": SHA, "state": "fresh", "outcome": "fail"}, {"head_sha": SHA, "state": "fresh", "outcome": "pass"}],
-     "success"),  # one passing sign-off of this head is enough
+    ([verdict_of("comment-1")], "success"),
+    ([verdict_of("comment-1", outcome="fail")], "failure"),
+    ([verdict_of("comment-1", head=OLD, state="stale")], "failure"),  # a pass for an older head
+    ([verdict_of("comment-1", state="withdrawn")], "failure"),
+    ([verdict_of("comment-1", outcome="fail"), verdict_of("comment-2", "nv-member")],
+     "success"),  # one passing sign-off of this head is enough (settle counted its owner groups)
+    ([verdict_of("comment-1"), verdict_of("comment-2", outcome="fail", signed_at="2026-01-02T00:00:00Z")],
+     "failure"),  # the signer's newer sign-off supersedes the passing one
     ([], "failure"),
 ])
 def test_check_conclusion(records, conclusion):
-    assert rules.check_conclusion(records, SHA) == conclusion
+    assert rules.check_conclusion({r["signoff"]: r for r in records}, SHA) == conclusion
 
 
 GOOD = {"pr-number": "12", "signoff-id": "comment-7", "head-sha": SHA, "verdict": "fail", "summary": " patched ",
@@ -390,6 +397,180 @@ def test_after_push_without_the_pushs_time_or_before_leaves_a_verdict_of_the_new
     record = pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(5))
     assert rules.after_push({"k": record}, SHA, NEWER, "") == {}
     assert rules.after_push({"k": record}, "", NEWER, T(8)) == {}
+
+
+# -- owner groups (issue 27) ----------------------------------------------------------------------
+
+GROUPED = parse("* @core\nconfigs/ @broad\nconfigs/amd-* @AMD @acme/amd\nconfigs/nv-* @acme/nv\n"
+                "docs/ \nconfigs/amd-x.yaml @acme/amd @amd\n")
+
+
+def test_owner_groups_are_the_owners_of_the_last_matching_lines():
+    groups = rules.owner_groups(GROUPED, ["configs/amd-a.yaml", "configs/amd-x.yaml", "README.md", "docs/a.md",
+                                          "configs/nv-b.yaml"])
+    assert [(g.owners, g.lines, g.files) for g in groups] == [
+        (("@core",), (1,), ("README.md",)),
+        (("@AMD", "@acme/amd"), (3, 6), ("configs/amd-a.yaml", "configs/amd-x.yaml")),  # one group, two lines
+        (("@acme/nv",), (4,), ("configs/nv-b.yaml",)),
+    ]  # docs/a.md: a line without owners un-owns it
+
+
+@pytest.mark.parametrize(("signer", "teams", "sufficient", "covered", "through"), [
+    ("amd", (), (), ["@acme/amd @amd"], ""),
+    ("AMD", (), (), ["@acme/amd @amd"], ""),  # logins compare without case
+    ("teammate", ("acme/amd",), (), ["@acme/amd @amd"], ""),
+    ("teammate", ("acme/nv", "ACME/AMD"), (), ["@acme/amd @amd", "@acme/nv"], ""),
+    ("core", (), (), ["@core"], ""),
+    ("drive-by", (), (), [], ""),
+    # owners the policy names suffice: through a group they are named in, their sign-off covers all
+    ("core", (), ("@Core",), ["@core", "@acme/amd @amd", "@acme/nv"], "@core"),
+    ("teammate", ("acme/nv",), ("@acme/nv",), ["@core", "@acme/amd @amd", "@acme/nv"], "@acme/nv"),
+    ("amd", (), ("@core",), ["@acme/amd @amd"], ""),  # a sufficient owner the signer is not
+    ("drive-by", (), ("@drive-by",), [], ""),  # named by the policy, but in no group of the PR
+])
+def test_covers(signer, teams, sufficient, covered, through):
+    groups = rules.owner_groups(GROUPED, ["README.md", "configs/amd-a.yaml", "configs/nv-b.yaml"])
+    assert rules.covers(groups, signer, teams, sufficient) == (covered, through)
+
+
+REAL_FILES = ["inferencex-e2e/perf-changelog.yaml", "configs/amd-master.yaml", "configs/nvidia-master.yaml",
+              "MODELS.md", "MODELS_zh.md", "experimental/operatorx/run.py"]
+
+
+@pytest.fixture
+def real_owners(real_data):
+    return parse((real_data / "CODEOWNERS").read_text(encoding="utf-8"))
+
+
+def test_the_real_codeowners_groups(real_owners):
+    groups = rules.owner_groups(real_owners, REAL_FILES)
+    assert [(g.lines, g.files) for g in groups] == [
+        ((1,), ("inferencex-e2e/perf-changelog.yaml",)),
+        ((4,), ("configs/amd-master.yaml",)),
+        ((7,), ("configs/nvidia-master.yaml",)),
+        ((10, 11), ("MODELS.md", "MODELS_zh.md")),
+        ((14,), ("experimental/operatorx/run.py",)),
+    ]
+
+
+@pytest.mark.parametrize(("signer", "teams", "lines"), [
+    ("billishyahao", (), [(4,)]),  # AMD's recipe only: not NVIDIA's, not the changelog
+    ("ankur-singh", (), [(7,), (10, 11)]),
+    ("kedarpotdar-nv", (), [(7,)]),
+    ("core-member", ("InferenceX/core",), [(1,), (7,), (10, 11)]),  # the catch-all and the lines naming the team
+    ("hbarclay", (), [(14,)]),
+    ("drive-by", (), []),
+])
+def test_who_covers_what_by_the_real_codeowners(real_owners, signer, teams, lines):
+    groups = rules.owner_groups(real_owners, REAL_FILES)
+    covered, _ = rules.covers(groups, signer, teams)
+    assert [g.lines for g in groups if g.key in covered] == lines
+
+
+def test_a_vendor_alone_leaves_the_other_groups_of_a_real_pr_uncovered(real_owners):
+    """Issue 27: the AMD owner's sign-off covers the AMD recipe's group, never NVIDIA's or the changelog's."""
+    groups = rules.owner_groups(real_owners, REAL_FILES[:3])
+    covered, _ = rules.covers(groups, "billishyahao", ())
+    check = rules.groups_check(rules.group_rows(groups), {key: ["billishyahao"] for key in covered})
+    assert (check.ok, check.code, check.params["missing"], check.params["total"]) == (False, "uncovered", 2, 3)
+    assert [(g["lines"], g["by"]) for g in check.params["groups"]] == [
+        ([1], []), ([7], []), ([4], ["billishyahao"])]  # those still needing a sign-off first
+
+
+@pytest.mark.parametrize(("groups", "by", "ok", "code", "missing"), [
+    ([{"key": "a", "owners": ["@a"], "lines": [1], "files": ["x"], "more": 0}], {"a": ["a"]}, True, "covered", 0),
+    ([{"key": "a", "owners": ["@a"], "lines": [1], "files": ["x"], "more": 0}], {}, False, "uncovered", 1),
+    ([{"key": "a", "owners": ["@a"], "lines": [1], "files": ["x"], "more": 0}], {"b": ["b"]}, False, "uncovered", 1),
+    ([], {"a": ["a"]}, None, "no_groups", None),  # no changed file has an owner
+    (None, {"a": ["a"]}, False, "not_checked", None),  # a verdict written before groups were checked
+])
+def test_groups_check(groups, by, ok, code, missing):
+    check = rules.groups_check(groups, by)
+    assert (check.ok, check.code, check.params.get("missing")) == (ok, code, missing)
+
+
+def test_many_groups_are_shown_up_to_a_limit_and_counted():
+    rows = [{"key": f"k{i}", "owners": [f"@o{i}"], "lines": [i], "files": ["f"], "more": 0}
+            for i in range(rules.SHOWN_GROUPS + 3)]
+    check = rules.groups_check(rows, {})
+    assert (len(check.params["groups"]), check.params["more"], check.params["missing"]) == (rules.SHOWN_GROUPS, 3,
+                                                                                           rules.SHOWN_GROUPS + 3)
+
+
+def test_the_authors_own_signoff_fails_the_codeowner_check():
+    check = rules.codeowner_check(OWNERS, ["configs/amd-a.yaml"], "amd", (), authored=True)
+    assert (check.ok, check.code, check.params["files"][0]["owners"]) == (False, "own_pr", ["@amd", "@acme/amd"])
+
+
+# -- the sign-offs together (issue 27) ------------------------------------------------------------
+
+ROWS = rules.group_rows(rules.owner_groups(GROUPED, ["configs/amd-a.yaml", "configs/nv-b.yaml"]))
+AMD_KEY, NV_KEY = "@acme/amd @amd", "@acme/nv"
+
+
+def signed(key, signer, covers, *, head=SHA, state="fresh", own=True, signed_at=T(1), groups=ROWS):
+    checks = [{"name": "codeowner", "ok": own, "code": "x", "params": {}},
+              {"name": "sweep", "ok": True, "code": "x", "params": {}},
+              {"name": "checklist", "ok": True, "code": "x", "params": {}}]
+    record = {"signoff": key, "signer": signer, "head_sha": head, "state": state, "signed_at": signed_at,
+              "outcome": "pass", "checks": checks, "covers": covers}
+    return record if groups is None else {**record, "groups": groups}
+
+
+def settled(*records):
+    found = rules.settle({r["signoff"]: r for r in records}, SHA)
+    return {key: (r["outcome"], next(c["code"] for c in r["checks"] if c["name"] == "groups"))
+            for key, r in found.items()}
+
+
+@pytest.mark.parametrize(("records", "expected"), [
+    ([signed("comment-1", "amd", [AMD_KEY])], {"comment-1": ("fail", "uncovered")}),
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY])],
+     {"comment-1": ("pass", "covered"), "comment-2": ("pass", "covered")}),
+    # a sign-off whose own checks fail covers nothing (an author's, a non-owner's, an incomplete checklist)
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], own=False)],
+     {"comment-1": ("fail", "uncovered"), "comment-2": ("fail", "uncovered")}),
+    # a stale or withdrawn sign-off covers nothing, and is left as it is
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], head=OLD, state="stale")],
+     {"comment-1": ("fail", "uncovered")}),
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], state="withdrawn")],
+     {"comment-1": ("fail", "uncovered")}),
+    # a signer's newer sign-off supersedes the older one
+    ([signed("comment-1", "amd", [AMD_KEY, NV_KEY]), signed("comment-2", "amd", [AMD_KEY], signed_at=T(2))],
+     {"comment-2": ("fail", "uncovered")}),
+    ([signed("comment-1", "core", [AMD_KEY, NV_KEY])], {"comment-1": ("pass", "covered")}),  # a sufficient owner
+    # a verdict written before the groups were checked covers none, and says so
+    ([signed("comment-1", "amd", [AMD_KEY, NV_KEY], groups=None)], {"comment-1": ("fail", "not_checked")}),
+    ([signed("comment-1", "amd", [], groups=[])], {"comment-1": ("pass", "no_groups")}),
+])
+def test_settle(records, expected):
+    assert settled(*records) == expected
+
+
+def test_settle_keeps_each_verdicts_other_checks_and_orders_failing_first():
+    (record,) = rules.settle({"comment-1": signed("comment-1", "amd", [AMD_KEY])}, SHA).values()
+    assert [(c["name"], c["ok"]) for c in record["checks"]] == [
+        ("groups", False), ("codeowner", True), ("sweep", True), ("checklist", True)]
+    assert [g["by"] for g in record["checks"][0]["params"]["groups"]] == [[], ["amd"]]
+
+
+@pytest.mark.parametrize(("owners", "error"), [
+    ('["@InferenceX/core", "@solo"]', None),
+    ('["InferenceX/core"]', "signoff.sufficient_owners[0]: 'InferenceX/core' is not an owner as CODEOWNERS names"
+                            " one (`@user` or `@org/team`)"),
+    ('["owner@example.com"]', "signoff.sufficient_owners[0]: 'owner@example.com' is not an owner"),
+    ("[3]", "signoff.sufficient_owners[0]: 3 is not an owner"),
+])
+def test_sufficient_owners_must_be_owners_that_name_an_account(owners, error):
+    from bot.core.config import ConfigError, parse_repo_config
+
+    text = f"signoff:\n  sufficient_owners: {owners}\n"
+    if error is None:
+        assert parse_repo_config(text)
+        return
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    assert [str(e) for e in raised.value.errors][0].startswith(error)
 
 
 @pytest.mark.parametrize(("pull", "at"), [
