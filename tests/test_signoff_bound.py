@@ -39,7 +39,9 @@ async def test_a_review_of_an_older_commit_does_not_pass_on_the_new_head(owned, 
     assert (found["record"]["head_sha"], found["record"]["state"]) == (reviewed, "stale"), found["body"]
     assert f"on commit `{reviewed[:7]}`, the commit it was written on" in found["body"]
     assert f"**Stale:** this verdict is for `{reviewed[:7]}`, and the PR is now at `eeeeeee`" in found["body"]
-    assert signoff_check(owned, NEW)["conclusion"] == "failure"
+    check = signoff_check(owned, NEW)
+    assert check["conclusion"] == "failure"
+    assert f"on `{reviewed[:7]}`: stale, for a commit before the latest push" in check["output"]["summary"]
 
 
 async def test_a_review_of_the_head_still_passes(owned, make_harness):
