@@ -1,12 +1,17 @@
 """Verify a CODEOWNER's sign-off: one bilingual verdict per sign-off, edited in place, and a `signoff` check run.
 
-A verdict keeps up with its inputs: when a sweep the bot dispatched for the PR finishes, a pin is set or
-withdrawn (the reuse feature's record change, handed over by handlers/registry.py), the base branch changes or
-someone asks the `signoff` check to run again, the current sign-offs (bot.rules.signoff.current) are verified
-again and each verdict whose text changed is edited in place; a new head makes them stale until re-signed."""
+A sign-off is for one commit (bot.rules.signoff.written_on): a review's or a line comment's own, a comment's the
+PR's head when it was written, by the PR's timeline; a later push makes it stale until re-signed. The PR needs a
+valid current sign-off for every owner group of its changed files (bot.rules.signoff.settle), and every verdict
+says which groups are covered. A verdict keeps up with its inputs: when a sweep the bot dispatched for the PR
+finishes, a pin is set or withdrawn (the reuse feature's record change, handed over by handlers/registry.py), the
+base branch changes or someone asks the `signoff` check to run again, the current sign-offs
+(bot.rules.signoff.current) are verified again; a sign-off posted or withdrawn changes the groups the others
+cover; each verdict whose text changed is edited in place."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -16,6 +21,7 @@ from gidgethub import routing, sansio
 from bot.telemetry import logs
 from bot.rules import signoff as rules
 from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow
+from bot.effects.comments import PER_PAGE
 from bot.rules.fingerprint import digest
 from bot.rules.checklist import Template, compare, template_items
 from bot.rules.codeowners import parse as parse_codeowners
@@ -31,7 +37,9 @@ from handlers import pr_state
 
 CHECK_NAME = "signoff"
 RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
-RECORD_ONLY = ("signoff", "signed_at")  # the record's keys that the text does not show
+# the record's keys that the text does not show: the groups and those the signer covers feed `settle`
+RECORD_ONLY = ("signoff", "signed_at", "groups", "covers")
+HEAD_CHANGES = ("committed", "head_ref_force_pushed")  # the timeline events that say when the PR's head changed
 JUDGE_INPUTS = ("pr-number", "head-sha", "signoff-id", "dispatch-id")
 POSTED = (("issue_comment", "created"), ("issue_comment", "edited"), ("pull_request_review", "submitted"),
           ("pull_request_review", "edited"), ("pull_request_review_comment", "created"),
@@ -71,9 +79,10 @@ async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
 
 
 def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]]) -> CheckRun:
-    """The `signoff` check run on the PR's head: success only while a sign-off of that very head passed."""
+    """The `signoff` check run on the PR's head: success only while a current sign-off of that very head passed,
+    its owner groups counted (`records` as `written` settled them)."""
     head = pull["head"]["sha"]
-    conclusion = rules.check_conclusion(records.values(), head)
+    conclusion = rules.check_conclusion(records, head)
     shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH, r.get("outcome") != rules.PASS,
                                                     r["signoff"]))
     summary = ctx.render("signoff_summary", head_sha=head, verdicts=[
@@ -81,6 +90,20 @@ def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, A
     return CheckRun(head_sha=head, name=CHECK_NAME, conclusion=conclusion, summary=summary,
                     title=ctx.templates.title("signoff_check", conclusion=conclusion),
                     details_url=pull.get("html_url"))
+
+
+def written(ctx: Context, number: int, head: str, comments: dict[str, tuple[dict[str, Any], str]],
+            records: dict[str, dict[str, Any]], always: tuple[str, ...] = ()
+            ) -> tuple[dict[str, dict[str, Any]], list[Action]]:
+    """The verdicts as they stand together (bot.rules.signoff.settle: the owner groups each current sign-off
+    covers), and a comment for each whose text differs from the one on GitHub (`comments`), or in `always`."""
+    records = {**records, **rules.settle(records, head)}
+    actions: list[Action] = []
+    for key, record in records.items():
+        comment = verdict_comment(ctx, number, record)
+        if key in always or key not in comments or marker(comment.purpose) + "\n" + comment.body != comments[key][1]:
+            actions.append(comment)
+    return records, actions
 
 
 # -- what the checks read --------------------------------------------------------------------------
@@ -101,11 +124,24 @@ async def changed_paths(ctx: Context, number: int) -> list[str]:
     return paths
 
 
-async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer: str) -> rules.Check:
+async def timeline(ctx: Context, number: int) -> list[dict[str, Any]]:
+    """The PR's head changes as its timeline lists them, every page (bot.rules.signoff.head_at reads them)."""
+    url = repo_api(ctx.repo, "issues", number, "timeline", per_page=PER_PAGE)
+    return [event async for event in ctx.gh.getiter(url) if event.get("event") in HEAD_CHANGES]
+
+
+async def bound_to(ctx: Context, number: int, signoff: rules.Signoff) -> str:
+    """The commit `signoff` is for (bot.rules.signoff.written_on): a comment's needs the PR's timeline."""
+    return rules.written_on(signoff, await timeline(ctx, number) if signoff.source == "comment" else ())
+
+
+async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer: str, text: str | None
+                    ) -> tuple[rules.Check, list[dict[str, Any]], list[str]]:
+    """The CODEOWNER check of `signer` by the base branch's CODEOWNERS `text`, the owner groups of the changed
+    files (bot.rules.signoff.group_rows; none without CODEOWNERS), and the keys of those the signer covers."""
     path = ctx.policy["paths"]["codeowners"]
-    text = await text_at(ctx, path, pull["base"]["ref"])
     if text is None:
-        return rules.codeowner_check(None, files, signer, (), path=path)
+        return rules.codeowner_check(None, files, signer, (), path=path), [], []
     owners = parse_codeowners(text)
     member_of, unreadable = [], []
     for team in rules.teams_to_ask(owners, files):
@@ -114,7 +150,14 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
             member_of.append(team)
         elif member is None:
             unreadable.append(team)
-    return rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path)
+    policy = ctx.policy["signoff"]
+    groups = rules.owner_groups(owners, files)
+    covers, through = rules.covers(groups, signer, member_of, policy["sufficient_owners"])
+    authored = not policy["author_may_sign"] and signer.casefold() == str(
+        (pull.get("user") or {}).get("login") or "").casefold()
+    check = rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path, authored=authored,
+                                  sufficient=through)
+    return check, rules.group_rows(groups), covers
 
 
 def sweep_run(ctx: Context, run: dict[str, Any], known: RunRecord) -> rules.SweepRun:
@@ -152,10 +195,9 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], 
     return sweep, reuse
 
 
-async def checklist(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff
-                    ) -> tuple[rules.Check, Template | None]:
+def checklist(ctx: Context, text: str | None, signoff: rules.Signoff) -> tuple[rules.Check, Template | None]:
+    """The checklist check of `signoff` by the base branch's checklist file `text`."""
     path = ctx.policy["paths"]["checklist"]
-    text = await text_at(ctx, path, pull["base"]["ref"])
     template = None if text is None else template_items(text, ctx.policy["checklist_heading"])
     result = compare(template, signoff.body, signoff.signer) if isinstance(template, Template) else None
     check = rules.checklist_check(template, result, signoff.signer, path=path)
@@ -195,14 +237,14 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
 # -- verifying -------------------------------------------------------------------------------------
 
 
-def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks: list[rules.Check],
+def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str, checks: list[rules.Check],
               template: Template | None, judge: dict[str, Any] | None) -> dict[str, Any]:
     base = pull["base"]["ref"]
     covered = ctx.policy["signoff"]["verified_items"]
     return {
         "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
         "signed_at": signoff.signed_at,
-        "head_sha": pull["head"]["sha"], "current_sha": pull["head"]["sha"], "state": rules.FRESH,
+        "head_sha": bound, "current_sha": pull["head"]["sha"], "state": rules.freshness(bound, pull["head"]["sha"]),
         "outcome": rules.outcome(checks),
         "checks": [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in rules.ordered(checks)],
         "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
@@ -212,17 +254,25 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, checks
     }
 
 
-async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, before: dict[str, Any] | None,
-                     known: tuple[SweepRecord, bool] | None = None) -> dict[str, Any]:
-    """The verdict's record for `signoff` on the PR as it is now (its base branch's CODEOWNERS and checklist;
-    the gate's record, or `known`)."""
-    files = await changed_paths(ctx, pull["number"])
-    owner = await codeowner(ctx, pull, files, signoff.signer)
+async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str,
+                     before: dict[str, Any] | None, known: tuple[SweepRecord, bool] | None = None) -> dict[str, Any]:
+    """The verdict's record for `signoff`, a sign-off of commit `bound`, on the PR as it is now (its base
+    branch's CODEOWNERS and checklist; the gate's record, or `known`). Its owner-groups check is the one
+    bot.rules.signoff.settle gives it with the other current sign-offs; the judge is asked only of a sign-off
+    of the head."""
+    base = pull["base"]["ref"]
+    files, owners_text, checklist_text = await asyncio.gather(
+        changed_paths(ctx, pull["number"]), text_at(ctx, ctx.policy["paths"]["codeowners"], base),
+        text_at(ctx, ctx.policy["paths"]["checklist"], base))
+    owner, groups, covers = await codeowner(ctx, pull, files, signoff.signer, owners_text)
     sweep, reuse = await sweep_and_reuse(ctx, pull, files, known)
-    listed, template = await checklist(ctx, pull, signoff)
-    judge = await ask_judge(ctx, pull["number"], pull["head"]["sha"], signoff, before)
-    record = variables(ctx, pull, signoff, [owner, sweep, reuse, listed], template, judge)
-    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer, outcome=record["outcome"])
+    listed, template = checklist(ctx, checklist_text, signoff)
+    fresh = bound == pull["head"]["sha"]
+    judge = await ask_judge(ctx, pull["number"], bound, signoff, before) if fresh else None
+    record = variables(ctx, pull, signoff, bound, [owner, sweep, reuse, listed], template, judge)
+    record.update(groups=groups, covers=covers)
+    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer, outcome=record["outcome"],
+               commit=bound[:12], fresh=fresh)
     return record
 
 
@@ -231,9 +281,11 @@ async def verify(ctx: Context, number: int, signoff: rules.Signoff) -> list[Acti
     if pull.get("state") != "open":
         logs.event("sign-off on a closed PR left alone", signoff=signoff.key)
         return []
-    records = await verdicts(ctx, number)
-    records[signoff.key] = await verdict_of(ctx, pull, signoff, records.get(signoff.key))
-    return [verdict_comment(ctx, number, records[signoff.key]), check_run(ctx, pull, records)]
+    comments, bound = await asyncio.gather(verdict_comments(ctx, number), bound_to(ctx, number, signoff))
+    records = {key: record for key, (record, _) in comments.items()}
+    records[signoff.key] = await verdict_of(ctx, pull, signoff, bound, records.get(signoff.key))
+    records, actions = written(ctx, number, pull["head"]["sha"], comments, records, always=(signoff.key,))
+    return [*actions, check_run(ctx, pull, records)]
 
 
 async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | None:
@@ -253,8 +305,9 @@ async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | 
 async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool] | None = None,
                    check: bool = False) -> list[Action]:
     """Verify the current sign-offs again (bot.rules.signoff.current: each signer's newest on the PR's head), each
-    in its own verdict, edited only where its text changed; one that is gone or no longer a sign-off is
-    withdrawn. The check run is written when a verdict changed, or always with `check` (a re-run asked for)."""
+    in its own verdict, for the commit it was already bound to, edited only where its text changed; one that is
+    gone or no longer a sign-off is withdrawn. The check run is written when a verdict changed, or always with
+    `check` (a re-run asked for)."""
     comments = await verdict_comments(ctx, number)
     if not comments:
         return []
@@ -263,29 +316,26 @@ async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool]
         logs.event("sign-offs of a closed PR left alone", pr=number)
         return []
     records = {key: record for key, (record, _) in comments.items()}
-    changed: dict[str, dict[str, Any]] = {}
-    actions: list[Action] = []
     for key in rules.current(records.values(), pull["head"]["sha"]):
         signoff = await fetch_signoff(ctx, number, key)
         if signoff is None:
-            record = {**records[key], "state": rules.WITHDRAWN}
+            records[key] = {**records[key], "state": rules.WITHDRAWN}
         else:
-            record = await verdict_of(ctx, pull, signoff, records[key], known)
-        comment = verdict_comment(ctx, number, record)
-        if marker(comment.purpose) + "\n" + comment.body != comments[key][1]:  # the same text: nothing to write
-            changed[key] = record
-            actions.append(comment)
-    if changed or check:
-        actions.append(check_run(ctx, pull, {**records, **changed}))
-    logs.event("sign-offs verified again", pr=number, changed=sorted(changed))
+            records[key] = await verdict_of(ctx, pull, signoff, records[key]["head_sha"], records[key], known)
+    records, actions = written(ctx, number, pull["head"]["sha"], comments, records)
+    logs.event("sign-offs verified again", pr=number, changed=len(actions))
+    if actions or check:
+        actions.append(check_run(ctx, pull, records))
     return actions
 
 
 async def restate(ctx: Context, number: int, changed: dict[str, dict[str, Any]]) -> list[Action]:
-    """Re-render the verdicts in `changed` and the check run on the PR's head."""
+    """Write the verdicts in `changed`, those whose owner groups changed with them, and the check run on the PR's
+    head."""
     pull = await ctx.pull(number)
-    records = {**await verdicts(ctx, number), **changed}
-    actions: list[Action] = [verdict_comment(ctx, number, record) for record in changed.values()]
+    comments = await verdict_comments(ctx, number)
+    records = {**{key: record for key, (record, _) in comments.items()}, **changed}
+    records, actions = written(ctx, number, pull["head"]["sha"], comments, records, always=tuple(changed))
     if pull.get("state") == "open":
         actions.append(check_run(ctx, pull, records))
     return actions
@@ -384,14 +434,15 @@ async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
 
 
 async def pushed(event: sansio.Event, ctx: Context) -> list[Action]:
-    """A new head: every verdict for an earlier one is stale, and the check run on the new head says so."""
-    pull = event.data["pull_request"]
+    """A new head: every verdict for an earlier one is stale, and so is a comment's verdict for the new head
+    written before the push (bot.rules.signoff.after_push, by the time GitHub gives the push); the check run on
+    the new head says so."""
+    data = event.data
+    pull = data["pull_request"]
     records = await verdicts(ctx, pull["number"])
     if not records:
         return []
-    head = pull["head"]["sha"]
-    changed = {key: {**r, "state": rules.STALE, "current_sha": head} for key, r in records.items()
-               if r.get("state") != rules.WITHDRAWN and r.get("head_sha") != head and r.get("current_sha") != head}
+    changed = rules.after_push(records, str(data.get("before") or ""), pull["head"]["sha"], rules.push_time(pull))
     return await restate(ctx, pull["number"], changed)
 
 

@@ -3,7 +3,7 @@
 import pathspec
 import pytest
 
-from bot.rules.codeowners import CodeOwners, Match, Problem, Rule, owned_files, parse
+from bot.rules.codeowners import CodeOwners, Match, Problem, Rule, handles, is_handle, owned_files, parse
 
 # (pattern, path, matches) — one rule at a time.
 MATCHING = [
@@ -159,6 +159,19 @@ def test_owned_files(login, teams, expected):
     owned = owned_files(parse(FILE), FILES, login, teams)
     assert [path for path, _ in owned] == expected
     assert all(isinstance(rule, Rule) for _, rule in owned)
+
+
+def test_handles_are_the_login_and_its_teams_lower_cased():
+    assert handles("Carol", ["Org/Core", "org/ops"]) == {"@carol", "@org/core", "@org/ops"}
+
+
+@pytest.mark.parametrize("owner,expected", [
+    ("@alice", True), ("@org/team-a", True), ("alice", False), ("org/team", False),
+    ("dev@example.com", False),  # an owner CODEOWNERS accepts, but it names no account
+    ("@", False), ("@-x", False),
+])
+def test_is_handle(owner, expected):
+    assert is_handle(owner) is expected
 
 
 def test_owned_files_reports_the_winning_rule():

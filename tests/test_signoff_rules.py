@@ -208,17 +208,24 @@ def test_outcome_and_failing_checks_first(checks, outcome, order):
     assert [c.name for c in rules.ordered(checks)] == order
 
 
+def verdict_of(key, signer="amd-owner", *, head=SHA, state="fresh", outcome="pass", signed_at="2026-01-01T00:00:00Z"):
+    return {"signoff": key, "signer": signer, "head_sha": head, "state": state, "outcome": outcome,
+            "signed_at": signed_at}
+
+
 @pytest.mark.parametrize(("records", "conclusion"), [
-    ([{"head_sha": SHA, "state": "fresh", "outcome": "pass"}], "success"),
-    ([{"head_sha": SHA, "state": "fresh", "outcome": "fail"}], "failure"),
-    ([{"head_sha": OLD, "state": "stale", "outcome": "pass"}], "failure"),  # a pass for an older head
-    ([{"head_sha": SHA, "state": "withdrawn", "outcome": "pass"}], "failure"),
-    ([{"head_sha": SHA, "state": "fresh", "outcome": "fail"}, {"head_sha": SHA, "state": "fresh", "outcome": "pass"}],
-     "success"),  # one passing sign-off of this head is enough
+    ([verdict_of("comment-1")], "success"),
+    ([verdict_of("comment-1", outcome="fail")], "failure"),
+    ([verdict_of("comment-1", head=OLD, state="stale")], "failure"),  # a pass for an older head
+    ([verdict_of("comment-1", state="withdrawn")], "failure"),
+    ([verdict_of("comment-1", outcome="fail"), verdict_of("comment-2", "nv-member")],
+     "success"),  # one passing sign-off of this head is enough (settle counted its owner groups)
+    ([verdict_of("comment-1"), verdict_of("comment-2", outcome="fail", signed_at="2026-01-02T00:00:00Z")],
+     "failure"),  # the signer's newer sign-off supersedes the passing one
     ([], "failure"),
 ])
 def test_check_conclusion(records, conclusion):
-    assert rules.check_conclusion(records, SHA) == conclusion
+    assert rules.check_conclusion({r["signoff"]: r for r in records}, SHA) == conclusion
 
 
 GOOD = {"pr-number": "12", "signoff-id": "comment-7", "head-sha": SHA, "verdict": "fail", "summary": " patched ",
@@ -304,3 +311,276 @@ def test_a_signoff_knows_when_it_was_last_written():
     assert rules.signoff_in("comment", holder, PHRASE).signed_at == "2026-01-03T00:00:00Z"
     review = {"id": 8, "body": PHRASE, "user": {"login": "a"}, "submitted_at": "2026-01-02T00:00:00Z"}
     assert rules.signoff_in("review", review, PHRASE).signed_at == "2026-01-02T00:00:00Z"
+
+
+# -- which commit a sign-off is for (issue 27) ----------------------------------------------------
+
+def committed(sha, date):
+    return {"event": "committed", "sha": sha, "committer": {"name": "v", "email": "v@x", "date": date}}
+
+
+def force_pushed(sha, at):
+    return {"event": "head_ref_force_pushed", "commit_id": sha, "created_at": at}
+
+
+T = "2026-01-01T00:00:{:02d}Z".format  # T(5): second 5
+
+
+@pytest.mark.parametrize(("timeline", "when", "head"), [
+    ([committed("x", T(1))], T(5), "x"),
+    ([committed("x", T(1)), committed("y", T(6))], T(5), "x"),  # a commit dated after the comment came after it
+    ([committed("x", T(1)), committed("y", T(5))], T(5), "y"),  # the same second: the head by then
+    ([committed("x", T(1)), committed("y", T(3))], T(5), "y"),
+    # a commit dated after the comment: it and what follows came later, whatever the dates below it say
+    ([committed("x", T(1)), committed("y", T(7)), committed("z", T(3))], T(5), "z"),
+    ([committed("x", T(1)), force_pushed("z", T(4)), committed("z", T(2))], T(5), "z"),
+    # a force push after the comment may have brought every commit listed now: only force pushes count then
+    ([committed("z", T(2)), force_pushed("z", T(8))], T(5), None),
+    ([force_pushed("y", T(3)), committed("y", T(2)), committed("w", T(4)), force_pushed("z", T(8))], T(5), "y"),
+    ([force_pushed(None, T(3)), committed("y", T(2))], T(5), "y"),  # GitHub may not name the new head
+    ([committed("x", T(6))], T(5), None),  # nothing as early as the comment
+    ([{"event": "commented", "created_at": T(1)}, committed("x", "not a date")], T(5), None),
+    ([committed("x", "2026-01-01T01:00:03+01:00")], T(5), "x"),  # an offset is honoured
+    ([committed("x", T(1))], "", None),
+])
+def test_head_at(timeline, when, head):
+    assert rules.head_at(timeline, when) == head
+
+
+def test_the_ordering_of_equal_times_follows_the_timeline():
+    assert rules.head_at([committed("x", T(3)), committed("y", T(3))], T(5)) == "y"
+    assert rules.head_at([committed("y", T(3)), committed("x", T(3))], T(5)) == "x"
+
+
+@pytest.mark.parametrize(("source", "holder", "commit"), [
+    ("review", {"commit_id": "c1"}, "c1"),  # a review counts for the commit it was written on
+    ("review-comment", {"commit_id": "c2", "original_commit_id": "c1"}, "c1"),  # GitHub moves commit_id on
+    ("review", {}, ""),  # none named: for no commit
+    ("comment", {"commit_id": "c1"}, "x"),  # a comment: the PR's head when it was last written
+])
+def test_written_on(source, holder, commit):
+    signoff = rules.signoff_in(source, {"id": 7, "body": PHRASE, "user": {"login": "a"},
+                                        "updated_at": T(5), **holder}, PHRASE)
+    assert rules.written_on(signoff, [committed("x", T(1)), committed("y", T(9))]) == commit
+
+
+def pushed_record(key, *, head=SHA, state="fresh", source="comment", signed_at=T(5), current=SHA):
+    return {"signoff": key, "source": source, "head_sha": head, "state": state, "signed_at": signed_at,
+            "current_sha": current}
+
+
+NEWER = "c" * 40
+
+
+@pytest.mark.parametrize(("record", "changed"), [
+    (pushed_record("comment-1"), {"state": "stale", "current_sha": NEWER}),  # for the head before the push
+    (pushed_record("comment-1", state="withdrawn"), None),
+    (pushed_record("comment-1", head=OLD, state="stale", current=SHA), {"current_sha": NEWER}),
+    (pushed_record("comment-1", head=OLD, state="stale", current=NEWER), None),  # a redelivered push
+    # a comment's verdict for the new head, written before GitHub says it was pushed: bound by a commit date
+    (pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(5)),
+     {"head_sha": SHA, "state": "stale", "current_sha": NEWER}),
+    (pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(8)),  # the same second: cannot tell, stale
+     {"head_sha": SHA, "state": "stale", "current_sha": NEWER}),
+    (pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(9)), None),  # written after the push
+    (pushed_record("review-1", source="review", head=NEWER, current=NEWER, signed_at=T(5)), None),  # its own commit
+])
+def test_after_push(record, changed):
+    found = rules.after_push({"k": record}, SHA, NEWER, T(8))
+    if changed is None:
+        assert found == {}
+    else:
+        assert found == {"k": {**record, **changed}}
+
+
+def test_after_push_without_the_pushs_time_or_before_leaves_a_verdict_of_the_new_head():
+    record = pushed_record("comment-1", head=NEWER, current=NEWER, signed_at=T(5))
+    assert rules.after_push({"k": record}, SHA, NEWER, "") == {}
+    assert rules.after_push({"k": record}, "", NEWER, T(8)) == {}
+
+
+# -- owner groups (issue 27) ----------------------------------------------------------------------
+
+GROUPED = parse("* @core\nconfigs/ @broad\nconfigs/amd-* @AMD @acme/amd\nconfigs/nv-* @acme/nv\n"
+                "docs/ \nconfigs/amd-x.yaml @acme/amd @amd\n")
+
+
+def test_owner_groups_are_the_owners_of_the_last_matching_lines():
+    groups = rules.owner_groups(GROUPED, ["configs/amd-a.yaml", "configs/amd-x.yaml", "README.md", "docs/a.md",
+                                          "configs/nv-b.yaml"])
+    assert [(g.owners, g.lines, g.files) for g in groups] == [
+        (("@core",), (1,), ("README.md",)),
+        (("@AMD", "@acme/amd"), (3, 6), ("configs/amd-a.yaml", "configs/amd-x.yaml")),  # one group, two lines
+        (("@acme/nv",), (4,), ("configs/nv-b.yaml",)),
+    ]  # docs/a.md: a line without owners un-owns it
+
+
+@pytest.mark.parametrize(("signer", "teams", "sufficient", "covered", "through"), [
+    ("amd", (), (), ["@acme/amd @amd"], ""),
+    ("AMD", (), (), ["@acme/amd @amd"], ""),  # logins compare without case
+    ("teammate", ("acme/amd",), (), ["@acme/amd @amd"], ""),
+    ("teammate", ("acme/nv", "ACME/AMD"), (), ["@acme/amd @amd", "@acme/nv"], ""),
+    ("core", (), (), ["@core"], ""),
+    ("drive-by", (), (), [], ""),
+    # owners the policy names suffice: through a group they are named in, their sign-off covers all
+    ("core", (), ("@Core",), ["@core", "@acme/amd @amd", "@acme/nv"], "@core"),
+    ("teammate", ("acme/nv",), ("@acme/nv",), ["@core", "@acme/amd @amd", "@acme/nv"], "@acme/nv"),
+    ("amd", (), ("@core",), ["@acme/amd @amd"], ""),  # a sufficient owner the signer is not
+    ("drive-by", (), ("@drive-by",), [], ""),  # named by the policy, but in no group of the PR
+])
+def test_covers(signer, teams, sufficient, covered, through):
+    groups = rules.owner_groups(GROUPED, ["README.md", "configs/amd-a.yaml", "configs/nv-b.yaml"])
+    assert rules.covers(groups, signer, teams, sufficient) == (covered, through)
+
+
+REAL_FILES = ["inferencex-e2e/perf-changelog.yaml", "configs/amd-master.yaml", "configs/nvidia-master.yaml",
+              "MODELS.md", "MODELS_zh.md", "experimental/operatorx/run.py"]
+
+
+@pytest.fixture
+def real_owners(real_data):
+    return parse((real_data / "CODEOWNERS").read_text(encoding="utf-8"))
+
+
+def test_the_real_codeowners_groups(real_owners):
+    groups = rules.owner_groups(real_owners, REAL_FILES)
+    assert [(g.lines, g.files) for g in groups] == [
+        ((1,), ("inferencex-e2e/perf-changelog.yaml",)),
+        ((4,), ("configs/amd-master.yaml",)),
+        ((7,), ("configs/nvidia-master.yaml",)),
+        ((10, 11), ("MODELS.md", "MODELS_zh.md")),
+        ((14,), ("experimental/operatorx/run.py",)),
+    ]
+
+
+@pytest.mark.parametrize(("signer", "teams", "lines"), [
+    ("billishyahao", (), [(4,)]),  # AMD's recipe only: not NVIDIA's, not the changelog
+    ("ankur-singh", (), [(7,), (10, 11)]),
+    ("kedarpotdar-nv", (), [(7,)]),
+    ("core-member", ("InferenceX/core",), [(1,), (7,), (10, 11)]),  # the catch-all and the lines naming the team
+    ("hbarclay", (), [(14,)]),
+    ("drive-by", (), []),
+])
+def test_who_covers_what_by_the_real_codeowners(real_owners, signer, teams, lines):
+    groups = rules.owner_groups(real_owners, REAL_FILES)
+    covered, _ = rules.covers(groups, signer, teams)
+    assert [g.lines for g in groups if g.key in covered] == lines
+
+
+def test_a_vendor_alone_leaves_the_other_groups_of_a_real_pr_uncovered(real_owners):
+    """Issue 27: the AMD owner's sign-off covers the AMD recipe's group, never NVIDIA's or the changelog's."""
+    groups = rules.owner_groups(real_owners, REAL_FILES[:3])
+    covered, _ = rules.covers(groups, "billishyahao", ())
+    check = rules.groups_check(rules.group_rows(groups), {key: ["billishyahao"] for key in covered})
+    assert (check.ok, check.code, check.params["missing"], check.params["total"]) == (False, "uncovered", 2, 3)
+    assert [(g["lines"], g["by"]) for g in check.params["groups"]] == [
+        ([1], []), ([7], []), ([4], ["billishyahao"])]  # those still needing a sign-off first
+
+
+@pytest.mark.parametrize(("groups", "by", "ok", "code", "missing"), [
+    ([{"key": "a", "owners": ["@a"], "lines": [1], "files": ["x"], "more": 0}], {"a": ["a"]}, True, "covered", 0),
+    ([{"key": "a", "owners": ["@a"], "lines": [1], "files": ["x"], "more": 0}], {}, False, "uncovered", 1),
+    ([{"key": "a", "owners": ["@a"], "lines": [1], "files": ["x"], "more": 0}], {"b": ["b"]}, False, "uncovered", 1),
+    ([], {"a": ["a"]}, None, "no_groups", None),  # no changed file has an owner
+    (None, {"a": ["a"]}, False, "not_checked", None),  # a verdict written before groups were checked
+])
+def test_groups_check(groups, by, ok, code, missing):
+    check = rules.groups_check(groups, by)
+    assert (check.ok, check.code, check.params.get("missing")) == (ok, code, missing)
+
+
+def test_many_groups_are_shown_up_to_a_limit_and_counted():
+    rows = [{"key": f"k{i}", "owners": [f"@o{i}"], "lines": [i], "files": ["f"], "more": 0}
+            for i in range(rules.SHOWN_GROUPS + 3)]
+    check = rules.groups_check(rows, {})
+    assert (len(check.params["groups"]), check.params["more"], check.params["missing"]) == (rules.SHOWN_GROUPS, 3,
+                                                                                           rules.SHOWN_GROUPS + 3)
+
+
+def test_the_authors_own_signoff_fails_the_codeowner_check():
+    check = rules.codeowner_check(OWNERS, ["configs/amd-a.yaml"], "amd", (), authored=True)
+    assert (check.ok, check.code, check.params["files"][0]["owners"]) == (False, "own_pr", ["@amd", "@acme/amd"])
+
+
+# -- the sign-offs together (issue 27) ------------------------------------------------------------
+
+ROWS = rules.group_rows(rules.owner_groups(GROUPED, ["configs/amd-a.yaml", "configs/nv-b.yaml"]))
+AMD_KEY, NV_KEY = "@acme/amd @amd", "@acme/nv"
+
+
+def signed(key, signer, covers, *, head=SHA, state="fresh", own=True, signed_at=T(1), groups=ROWS):
+    checks = [{"name": "codeowner", "ok": own, "code": "x", "params": {}},
+              {"name": "sweep", "ok": True, "code": "x", "params": {}},
+              {"name": "checklist", "ok": True, "code": "x", "params": {}}]
+    record = {"signoff": key, "signer": signer, "head_sha": head, "state": state, "signed_at": signed_at,
+              "outcome": "pass", "checks": checks, "covers": covers}
+    return record if groups is None else {**record, "groups": groups}
+
+
+def settled(*records):
+    found = rules.settle({r["signoff"]: r for r in records}, SHA)
+    return {key: (r["outcome"], next(c["code"] for c in r["checks"] if c["name"] == "groups"))
+            for key, r in found.items()}
+
+
+@pytest.mark.parametrize(("records", "expected"), [
+    ([signed("comment-1", "amd", [AMD_KEY])], {"comment-1": ("fail", "uncovered")}),
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY])],
+     {"comment-1": ("pass", "covered"), "comment-2": ("pass", "covered")}),
+    # a sign-off whose own checks fail covers nothing (an author's, a non-owner's, an incomplete checklist)
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], own=False)],
+     {"comment-1": ("fail", "uncovered"), "comment-2": ("fail", "uncovered")}),
+    # a stale or withdrawn sign-off covers nothing, and is left as it is
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], head=OLD, state="stale")],
+     {"comment-1": ("fail", "uncovered")}),
+    ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], state="withdrawn")],
+     {"comment-1": ("fail", "uncovered")}),
+    # a signer's newer sign-off supersedes the older one
+    ([signed("comment-1", "amd", [AMD_KEY, NV_KEY]), signed("comment-2", "amd", [AMD_KEY], signed_at=T(2))],
+     {"comment-2": ("fail", "uncovered")}),
+    ([signed("comment-1", "core", [AMD_KEY, NV_KEY])], {"comment-1": ("pass", "covered")}),  # a sufficient owner
+    # a verdict written before the groups were checked covers none, and says so
+    ([signed("comment-1", "amd", [AMD_KEY, NV_KEY], groups=None)], {"comment-1": ("fail", "not_checked")}),
+    ([signed("comment-1", "amd", [], groups=[])], {"comment-1": ("pass", "no_groups")}),
+])
+def test_settle(records, expected):
+    assert settled(*records) == expected
+
+
+def test_settle_keeps_each_verdicts_other_checks_and_orders_failing_first():
+    (record,) = rules.settle({"comment-1": signed("comment-1", "amd", [AMD_KEY])}, SHA).values()
+    assert [(c["name"], c["ok"]) for c in record["checks"]] == [
+        ("groups", False), ("codeowner", True), ("sweep", True), ("checklist", True)]
+    assert [g["by"] for g in record["checks"][0]["params"]["groups"]] == [[], ["amd"]]
+
+
+@pytest.mark.parametrize(("owners", "error"), [
+    ('["@InferenceX/core", "@solo"]', None),
+    ('["InferenceX/core"]', "signoff.sufficient_owners[0]: 'InferenceX/core' is not an owner as CODEOWNERS names"
+                            " one (`@user` or `@org/team`)"),
+    ('["owner@example.com"]', "signoff.sufficient_owners[0]: 'owner@example.com' is not an owner"),
+    ("[3]", "signoff.sufficient_owners[0]: 3 is not an owner"),
+])
+def test_sufficient_owners_must_be_owners_that_name_an_account(owners, error):
+    from bot.core.config import ConfigError, parse_repo_config
+
+    text = f"signoff:\n  sufficient_owners: {owners}\n"
+    if error is None:
+        assert parse_repo_config(text)
+        return
+    with pytest.raises(ConfigError) as raised:
+        parse_repo_config(text)
+    assert [str(e) for e in raised.value.errors][0].startswith(error)
+
+
+@pytest.mark.parametrize(("pull", "at"), [
+    ({"updated_at": T(8), "head": {"repo": {"pushed_at": T(7)}}}, T(8)),
+    ({"updated_at": T(7), "head": {"repo": {"pushed_at": "2026-01-01T01:00:06+01:00"}}}, T(7)),  # an offset
+    ({"updated_at": T(7), "head": {"repo": {"pushed_at": "2026-01-01T01:00:09+01:00"}}},
+     "2026-01-01T01:00:09+01:00"),
+    ({"updated_at": T(7), "head": {"repo": {"pushed_at": T(9)}}}, T(9)),
+    ({"updated_at": "never", "head": {"repo": None}}, ""),
+    ({}, ""),
+])
+def test_push_time_is_the_latest_time_github_gives_the_push(pull, at):
+    assert rules.push_time(pull) == at

@@ -391,8 +391,18 @@ def _signoff_samples() -> list[dict]:
     failed = rules.SweepRun(334, sha, "completed", "failure", "https://github.com/acme/InferenceX/actions/runs/334")
     wrong = ChecklistResult(False, [item], [item], [(item, "Verified the evals")], "someone-else", False)
     unsigned = ChecklistResult(False, [], [], [], None, False)
+    groups = rules.group_rows(rules.owner_groups(owners, files + [f"configs/b{i}.yaml" for i in range(4)]))
+    many = [{"key": f"@o{i}", "owners": [f"@o{i}"], "lines": [i + 3, i + 9], "files": [f"f{i}.yaml"], "more": 0}
+            for i in range(rules.SHOWN_GROUPS + 2)]
     checks = [
         rules.codeowner_check(owners, files, "amd-owner", ()),
+        rules.codeowner_check(owners, files, "amd-owner", (), authored=True),
+        rules.codeowner_check(owners, files, "core", (), sufficient="@core"),
+        rules.groups_check(groups, {rules.group_key(["@amd-owner", "@acme/amd"]): ["amd-owner", "nv-owner"]}),
+        rules.groups_check(groups, {g["key"]: ["amd-owner"] for g in groups}),
+        rules.groups_check(many, {"@o1": ["o1"]}),
+        rules.groups_check([], {}),
+        rules.groups_check(None, {}),
         rules.codeowner_check(owners, files, "drive-by", ()),
         rules.codeowner_check(owners, files, "drive-by", (), ["acme/amd"]),
         rules.codeowner_check(None, files, "drive-by", (), path=".github/CODEOWNERS"),
@@ -429,11 +439,12 @@ def _signoff_samples() -> list[dict]:
     plain = lambda checks: [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params}  # noqa: E731
                             for c in rules.ordered(checks)]
     out = [{**base, "checks": plain(checks)},
-           {**base, "checks": plain([checks[0], checks[5], checks[11], checks[16]]), "outcome": "pass",
+           {**base, "checks": plain([checks[0], checks[4], checks[12], checks[18], checks[23]]), "outcome": "pass",
             "source": "review", "covered": [], "not_verified": []},
            {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
+           {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "head_sha": ""},  # unnamed
            {**base, "checks": plain(checks[:1]), "state": "withdrawn"},
-           {**base, "checks": plain([checks[0], checks[6], checks[11], checks[16]]), "outcome": "pass",
+           {**base, "checks": plain([checks[0], checks[13], checks[18], checks[23]]), "outcome": "pass",
             "not_verified": ["Verified that this PR passes evals."]}]  # a PASS, one item collapsed
     for state, extra in (("requested", {"url": "https://github.com/acme/InferenceX/actions/runs/9"}),
                          ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
@@ -525,7 +536,9 @@ SAMPLES["signoff_summary"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d7
     {"signer": signer, "outcome": outcome, "state": state, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
      "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12"}
     for signer, outcome, state in (("amd-owner", "pass", "fresh"), ("drive-by", "fail", "fresh"),
-                                   ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))]}]
+                                   ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))] + [
+    {"signer": "rebased-owner", "outcome": "pass", "state": "stale", "head_sha": "",  # a head a force push replaced
+     "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-13"}]}]
 
 
 def samples(kind: str) -> list[dict]:

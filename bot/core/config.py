@@ -441,6 +441,7 @@ def _check_semantics(policy: dict[str, Any]) -> None:
     errors += _verified_item_errors(policy["signoff"]["verified_items"])
     errors += _login_list_errors("results.senders", policy["results"]["senders"])
     errors += _login_list_errors("signoff.judge.senders", policy["signoff"]["judge"]["senders"])
+    errors += _owner_list_errors("signoff.sufficient_owners", policy["signoff"]["sufficient_owners"])
     errors += _limit_errors(policy["limits"])
     if errors:
         raise ConfigError(errors)
@@ -460,6 +461,13 @@ LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 def _login_list_errors(path: str, logins: list[Any]) -> list[str]:
     return [f"{path}[{i}]: {login!r} is not a GitHub login (letters, digits and dashes; `name[bot]` for an App)"
             for i, login in enumerate(logins) if not isinstance(login, str) or not LOGIN.fullmatch(login)]
+
+
+def _owner_list_errors(path: str, owners: list[Any]) -> list[str]:
+    from bot.rules.codeowners import is_handle
+
+    return [f"{path}[{i}]: {owner!r} is not an owner as CODEOWNERS names one (`@user` or `@org/team`)"
+            for i, owner in enumerate(owners) if not isinstance(owner, str) or not is_handle(owner)]
 
 
 def _limit_errors(limits: dict[str, Any]) -> list[str]:

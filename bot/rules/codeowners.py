@@ -88,14 +88,24 @@ def owned_files(
     codeowners: CodeOwners, files: Iterable[str], login: str, teams_of: Mapping[str, set[str]]
 ) -> list[tuple[str, Rule]]:
     """The files whose winning rule names `@login` or a team of it (case-insensitive); emails never match a login."""
-    handles = {"@" + login.lower()}
-    handles |= {"@" + team.lower() for team in teams_of.get(login, teams_of.get(login.lower(), set()))}
+    mine = handles(login, teams_of.get(login, teams_of.get(login.lower(), set())))
     owned = []
     for path in files:
         match = codeowners.owners_of(path)
-        if match and any(owner.lower() in handles for owner in match.rule.owners):
+        if match and any(owner.lower() in mine for owner in match.rule.owners):
             owned.append((path, match.rule))
     return owned
+
+
+def handles(login: str, teams: Iterable[str]) -> set[str]:
+    """The owners, as CODEOWNERS writes them and lower-cased, that stand for `login`: `@login` and `@org/team` for
+    each of its `teams` (`org/team`)."""
+    return {"@" + login.lower()} | {"@" + team.lower() for team in teams}
+
+
+def is_handle(owner: str) -> bool:
+    """`@user` or `@org/team`: an owner that names a GitHub account (an email address names none)."""
+    return any(regex.fullmatch(owner) for regex in (USER_RE, TEAM_RE))
 
 
 def _tokens(line: str) -> tuple[list[str], str | None]:

@@ -4,20 +4,26 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from bot.rules.checklist import ChecklistResult, Template, TemplateProblem, normalise
-from bot.rules.codeowners import CodeOwners, Rule, owned_files
+from bot.rules.codeowners import CodeOwners, Rule, handles, owned_files
 from bot.rules.markdown import mentions, prose
 from bot.rules.message_schemas import out_of_bounds, validator
 
 # Where a sign-off lives, as the verdict's purpose names it: `signoff-comment-12`, `signoff-review-34`, ...
 SOURCES = {"issue_comment": "comment", "pull_request_review": "review", "pull_request_review_comment": "review-comment"}
 PURPOSE_PREFIX = "signoff-"
-CHECKS = ("codeowner", "sweep", "reuse", "checklist")  # the checks the bot decides, in display order
+CHECKS = ("codeowner", "groups", "sweep", "reuse", "checklist")  # the checks the bot decides, in display order
+# A sign-off's own checks: while they pass, a current sign-off covers the owner groups its signer owns. The others
+# are the PR's (its sweep, its pin) or the sign-offs' together (the owner groups).
+OWN_CHECKS = ("codeowner", "checklist")
 PASS, FAIL = "pass", "fail"
 FRESH, STALE, WITHDRAWN = "fresh", "stale", "withdrawn"
 SHOWN_FILES = 20  # files (and their owners) a verdict names; the rest are counted
+SHOWN_GROUPS = 20  # owner groups a verdict lists; the rest are counted
+GROUP_FILES = 3  # files a verdict names per owner group
 SHOWN_ITEMS = 20  # checklist items a verdict lists per kind of problem
 ITEM_CHARS = 160  # a long checklist item is shown up to this many characters
 # The judge workflow's answer (`repository_dispatch` of type JUDGED): every key a string; its schema is
@@ -37,6 +43,7 @@ class Signoff:
     body: str
     url: str
     signed_at: str = ""  # when its author last wrote it (ISO 8601, as GitHub gives it): which is a signer's newest
+    commit_id: str = ""  # a review's or a line comment's commit, the one it was written on ("" for a comment)
 
     @property
     def key(self) -> str:
@@ -99,8 +106,9 @@ def signoff_in(source: str, holder: Mapping[str, Any], phrase: str) -> Signoff |
         return None
     user = holder.get("user") or {}
     written = holder.get("updated_at") or holder.get("submitted_at") or holder.get("created_at") or ""
+    commit = "" if source == "comment" else holder.get("original_commit_id") or holder.get("commit_id") or ""
     return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "",
-                   str(written))
+                   str(written), str(commit))
 
 
 def edited_by_someone_else(event: str, data: Mapping[str, Any]) -> str | None:
@@ -128,6 +136,89 @@ def source_key(event: str, data: Mapping[str, Any]) -> str | None:
     return f"{SOURCES[event]}-{int(holder['id'])}"
 
 
+# -- which commit a sign-off is for ---------------------------------------------------------------
+
+
+def written_on(signoff: Signoff, timeline: Iterable[Mapping[str, Any]]) -> str:
+    """The commit a sign-off is for: a review's or a line comment's own commit (the one its author was shown);
+    for a comment, the PR's head when it was last written, by the PR's timeline (`head_at`). "" when that head
+    cannot be named (a force push replaced it, and GitHub lists the PR's commits as they are now)."""
+    if signoff.source != "comment":
+        return signoff.commit_id
+    return head_at(timeline, signoff.signed_at) or ""
+
+
+def head_at(timeline: Iterable[Mapping[str, Any]], when: str) -> str | None:
+    """The PR's head at `when`, by its timeline (GitHub's issue timeline API, every page): a
+    `head_ref_force_pushed` event made its `commit_id` the head at its `created_at`, a time GitHub sets; a
+    `committed` event has no time of its own but the commit's committer date, which its committer sets (a commit
+    made before and pushed after `when` looks earlier: the push's `synchronize` puts that right, `after_push`).
+
+    The head is the target of the last head change at or before `when` that names one (the one listed last among
+    equal times; GitHub may leave a force push's `commit_id` out). A force push after `when` may have brought
+    any commit listed now, whatever its date: then only force pushes count. None when no head change is known to
+    be that early."""
+    written = _moment(when)
+    if written is None:
+        return None
+    changes: list[tuple[datetime, int, str | None, bool]] = []  # (when, position, the new head, a force push)
+    for position, event in enumerate(timeline):
+        if event.get("event") == "head_ref_force_pushed":
+            moment, sha, forced = _moment(event.get("created_at")), event.get("commit_id"), True
+        elif event.get("event") == "committed":
+            moment, sha, forced = _moment((event.get("committer") or {}).get("date")), event.get("sha"), False
+        else:
+            continue
+        if moment is not None:
+            changes.append((moment, position, sha if isinstance(sha, str) and sha else None, forced))
+    rewritten = any(forced and moment > written for moment, _, _, forced in changes)
+    earlier = [c for c in changes if c[0] <= written and c[2] is not None and (c[3] or not rewritten)]
+    return max(earlier, key=lambda c: c[:2])[2] if earlier else None
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO 8601 time as GitHub writes them (a time without a zone is UTC), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def push_time(pull: Mapping[str, Any]) -> str:
+    """When GitHub says a `synchronize` delivery's push happened, at the latest: the later of the PR's
+    `updated_at` and its head repository's `pushed_at` (GitHub's own times, set by the push; a later one only
+    makes more verdicts stale). "" when it gives neither."""
+    head_repo = (pull.get("head") or {}).get("repo") or {}
+    times = [str(pull.get("updated_at") or ""), str(head_repo.get("pushed_at") or "")]
+    known = [(moment, text) for text in times if (moment := _moment(text)) is not None]
+    return max(known)[1] if known else ""
+
+
+def after_push(records: Mapping[str, Mapping[str, Any]], before: str, after: str, pushed_at: str
+               ) -> dict[str, dict[str, Any]]:
+    """The verdicts a push from `before` to `after` changes, by key: every verdict not withdrawn and for another
+    commit is stale, now at `after`; and a comment's verdict for `after` itself that was written no later than
+    `pushed_at` (the time GitHub gives the push) was bound by a commit date that came before the push: it is for
+    `before`, and stale."""
+    pushed = _moment(pushed_at)
+    changed: dict[str, dict[str, Any]] = {}
+    for key, record in records.items():
+        if record.get("state") == WITHDRAWN:
+            continue
+        if record.get("head_sha") != after:
+            if record.get("state") != STALE or record.get("current_sha") != after:
+                changed[key] = {**record, "state": STALE, "current_sha": after}
+            continue
+        written = _moment(record.get("signed_at"))
+        if (record.get("source") == "comment" and before and pushed is not None and written is not None
+                and written <= pushed):
+            changed[key] = {**record, "head_sha": before, "state": STALE, "current_sha": after}
+    return changed
+
+
 # -- the checks -----------------------------------------------------------------------------------
 
 
@@ -150,24 +241,95 @@ def _owners_table(codeowners: CodeOwners, files: list[str]) -> list[dict[str, An
     return rows
 
 
+@dataclass(frozen=True)
+class OwnerGroup:
+    """The owners of one CODEOWNERS line (or of several lines that name the same owners): GitHub's code-owner
+    rule asks a review of each changed file from one owner of its last matching line."""
+
+    key: str  # the owners, lower-cased and sorted: the same group however the lines order or spell them
+    owners: tuple[str, ...]  # as its first line writes them
+    lines: tuple[int, ...]
+    files: tuple[str, ...]  # the changed files it owns
+
+
+def group_key(owners: Iterable[str]) -> str:
+    return " ".join(sorted({owner.lower() for owner in owners}))
+
+
+def owner_groups(codeowners: CodeOwners, files: Iterable[str]) -> list[OwnerGroup]:
+    """The owner groups of the changed `files` that have owners (the last matching line wins; a line without
+    owners un-owns), in the order of their first line."""
+    found: dict[str, tuple[tuple[str, ...], list[int], list[str]]] = {}
+    for path in files:
+        match = codeowners.owners_of(path)
+        if match is None or not match.rule.owners:
+            continue
+        owners, lines, owned = found.setdefault(group_key(match.rule.owners), (match.rule.owners, [], []))
+        if match.rule.line not in lines:
+            lines.append(match.rule.line)
+        owned.append(path)
+    groups = [OwnerGroup(key, owners, tuple(sorted(lines)), tuple(owned))
+              for key, (owners, lines, owned) in found.items()]
+    return sorted(groups, key=lambda g: g.lines)
+
+
+def covers(groups: Iterable[OwnerGroup], signer: str, member_of: Collection[str], sufficient: Collection[str] = ()
+           ) -> tuple[list[str], str]:
+    """The keys of the groups `signer` owns (named in them, or an active member of a team named in them), and
+    the owner among `sufficient` (policy `signoff.sufficient_owners`) through which the signer owns one of them,
+    if any: then the signer's sign-off covers every group ("" otherwise)."""
+    groups = list(groups)
+    mine = handles(signer, member_of)
+    owned = [g for g in groups if any(owner.lower() in mine for owner in g.owners)]
+    through = next((owner for g in owned for owner in g.owners if owner.lower() in mine
+                    and owner.lower() in {s.lower() for s in sufficient}), "")
+    return [g.key for g in (groups if through else owned)], through
+
+
+def group_rows(groups: Iterable[OwnerGroup]) -> list[dict[str, Any]]:
+    """The groups as a verdict keeps them: each with its first few files and the number of the rest."""
+    return [{"key": g.key, "owners": list(g.owners), "lines": list(g.lines), "files": list(g.files[:GROUP_FILES]),
+             "more": max(0, len(g.files) - GROUP_FILES)} for g in groups]
+
+
 def codeowner_check(codeowners: CodeOwners | None, files: list[str], signer: str, member_of: Collection[str],
-                    unreadable_teams: Collection[str] = (), *, path: str = "") -> Check:
-    """The signer owns at least one changed file by the base branch's CODEOWNERS (last matching rule wins);
-    `member_of` are the teams (`org/slug`) GitHub says the signer is an active member of."""
+                    unreadable_teams: Collection[str] = (), *, path: str = "", authored: bool = False,
+                    sufficient: str = "") -> Check:
+    """The signer may sign: an owner of at least one changed file by the base branch's CODEOWNERS (last matching
+    rule wins), and not the PR's author (`authored`: the signer opened the PR and the policy does not let an
+    author sign). `member_of` are the teams (`org/slug`) GitHub says the signer is an active member of;
+    `sufficient`, the owner through which the policy lets this sign-off cover every owner group."""
     if codeowners is None:
         return Check("codeowner", False, "no_codeowners", {"path": path})
     if not files:
         return Check("codeowner", False, "no_files", {})
     owned: list[tuple[str, Rule]] = owned_files(codeowners, files, signer, {signer: set(member_of)})
     problems = [{"line": p.line, "reason": p.reason} for p in codeowners.problems[:5]]
-    if owned:
+    if owned and not authored:
         rows = [{"path": f, "owners": list(rule.owners), "line": rule.line} for f, rule in owned]
         return Check("codeowner", True, "owns", {"files": rows[:SHOWN_FILES], "more": max(0, len(rows) - SHOWN_FILES),
-                                                 "total": len(files), "problems": problems})
+                                                 "total": len(files), "problems": problems, "sufficient": sufficient})
     rows = _owners_table(codeowners, files)
-    code = "team_unreadable" if unreadable_teams else "not_owner"
+    code = "own_pr" if authored else "team_unreadable" if unreadable_teams else "not_owner"
     return Check("codeowner", False, code, {"files": rows[:SHOWN_FILES], "more": max(0, len(rows) - SHOWN_FILES),
                                            "teams": sorted(unreadable_teams), "problems": problems})
+
+
+def groups_check(groups: list[Mapping[str, Any]] | None, by: Mapping[str, list[str]]) -> Check:
+    """Every owner group of the changed files (`groups`, as `group_rows` keeps them) is covered by a current,
+    valid sign-off of the PR's head (`by`: group key -> the signers covering it). The groups still needing a
+    sign-off are listed first. None for `groups`: a verdict written before the bot checked owner groups."""
+    if groups is None:
+        return Check("groups", False, "not_checked", {})
+    if not groups:
+        return Check("groups", None, "no_groups", {})
+    rows = [{**{k: v for k, v in g.items() if k != "key"}, "by": sorted(by.get(g["key"], []), key=str.casefold)}
+            for g in groups]
+    rows.sort(key=lambda row: bool(row["by"]))  # stable: those needing a sign-off first, each in CODEOWNERS order
+    missing = sum(1 for row in rows if not row["by"])
+    params = {"groups": rows[:SHOWN_GROUPS], "more": max(0, len(rows) - SHOWN_GROUPS), "total": len(rows),
+              "missing": missing}
+    return Check("groups", missing == 0, "covered" if missing == 0 else "uncovered", params)
 
 
 def green_run(runs: Iterable[SweepRun], pr_commits: Collection[str]) -> SweepRun | None:
@@ -277,10 +439,37 @@ def freshness(verified_sha: str, head_sha: str, withdrawn: bool = False) -> str:
     return FRESH if verified_sha == head_sha else STALE
 
 
-def check_conclusion(records: Iterable[Mapping[str, Any]], head_sha: str) -> str:
-    """The `signoff` check run on `head_sha`: success only when a sign-off verified on that very head passed."""
-    return "success" if any(r.get("head_sha") == head_sha and r.get("state") == FRESH and r.get("outcome") == PASS
-                            for r in records) else "failure"
+def check_conclusion(records: Mapping[str, Mapping[str, Any]], head_sha: str) -> str:
+    """The `signoff` check run on `head_sha`: success only when a current sign-off of that very head passed (its
+    outcome counts the owner groups of every current sign-off: `settle`)."""
+    return "success" if any(records[key].get("outcome") == PASS for key in current(records.values(), head_sha)) \
+        else "failure"
+
+
+def valid(record: Mapping[str, Any]) -> bool:
+    """A verdict's own checks (OWN_CHECKS) passed: its sign-off covers the groups its signer owns."""
+    checks = {c.get("name"): c.get("ok") for c in record.get("checks") or []}
+    return all(checks.get(name) is True for name in OWN_CHECKS) and "groups" in record
+
+
+def settle(records: Mapping[str, Mapping[str, Any]], head_sha: str) -> dict[str, dict[str, Any]]:
+    """The current verdicts of `head_sha` (`current`), each with its owner-groups check and its outcome as the
+    current sign-offs stand together: a group is covered by a valid current sign-off whose signer owns it (its
+    record's `covers`). A verdict written before the groups were checked covers none and fails that check."""
+    keys = current(records.values(), head_sha)
+    by: dict[str, list[str]] = {}
+    for key in keys:
+        if valid(records[key]):
+            for group in records[key].get("covers") or []:
+                by.setdefault(group, []).append(str(records[key].get("signer") or ""))
+    settled = {}
+    for key in keys:
+        record = records[key]
+        checks = [Check(**c) for c in record.get("checks") or [] if c.get("name") != "groups"]
+        checks.append(groups_check(record.get("groups"), by))
+        settled[key] = {**record, "outcome": outcome(checks), "checks": [
+            {"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in ordered(checks)]}
+    return settled
 
 
 def current(records: Iterable[Mapping[str, Any]], head_sha: str) -> list[str]:

@@ -72,6 +72,15 @@ class IssuesMixin(GitHubCore):
         user_json = self._know(user, user_type)
         return self._new_comment(self._repo(full_name), number, body, user_json, author_association, created_at)
 
+    def edit_comment(self, full_name: str, comment_id: int, body: str) -> dict[str, Any]:
+        """Its author edits a comment (GitHub sets `updated_at`); send the `edited` payload with the old body."""
+        if not body:
+            raise ValueError("GitHub would refuse an empty comment")
+        check_body(body, "comment")
+        comment = self._comment(self._repo(full_name), comment_id)
+        comment.json.update(body=body, updated_at=self._stamp())
+        return comment.json
+
     # ---- inspection -----------------------------------------------------------------------
 
     def comments(self, full_name: str, number: int) -> list[dict[str, Any]]:

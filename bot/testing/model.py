@@ -141,6 +141,8 @@ class Repo:
     items: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # number -> issue or PR JSON
     pull_files: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
     pull_commits: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # oldest first
+    pushed_at: dict[str, str] = dataclasses.field(default_factory=dict)  # commit sha -> when it was pushed
+    head_before: dict[int, str] = dataclasses.field(default_factory=dict)  # PR -> its head before the last push
     events: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
     permissions: dict[str, str] = dataclasses.field(default_factory=dict)  # lowercased login -> role
     branches: dict[str, str] = dataclasses.field(default_factory=dict)  # branch name -> head sha

@@ -28,6 +28,12 @@ class PayloadsMixin(GitHubCore):
             label = self._find_label(repo, name) or {"name": name, "color": "ededed", "description": ""}
             extra["label"] = copy.deepcopy(label)
         payload = {"action": action, "number": number, "pull_request": pull}
+        if action == "synchronize":  # the push: the head before it and after it
+            shas = [c["sha"] for c in self._pull_commits(repo, number)]
+            at = shas.index(pull["head"]["sha"])
+            # a force-pushed head has no parent in the PR: the head before it was pushed
+            before = shas[at - 1] if at else repo.head_before.get(number, pull["base"]["sha"])
+            payload.update(before=before, after=pull["head"]["sha"])
         payload.update(self._envelope(repo, user_json(sender)))
         payload.update(extra)
         return payload

@@ -1,4 +1,5 @@
-"""Pull requests: the PR object, its files and commits, and the PRs a commit belongs to."""
+"""Pull requests: the PR object, its files and commits (pushed, force-pushed), its timeline, and the PRs a commit
+belongs to."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.testing.core import R, GitHubCore
-from bot.testing.model import Call, Repo, check_body, fake_sha
+from bot.testing.model import NOT_FOUND, Call, Repo, Reply, check_body, fake_sha
 
 PULL_FIELDS = frozenset({"title", "body", "state", "draft", "merged", "merged_at", "merge_commit_sha", "mergeable",
                          "locked"})
@@ -20,6 +21,7 @@ class PullsMixin(GitHubCore):
         ("GET", R + "/pulls/{number}/commits", "list_pull_commits"),
         ("GET", R + "/commits/{ref}/pulls", "list_commit_pulls"),
         ("GET", R + "/git/commits/{ref}", "get_git_commit"),
+        ("GET", R + "/issues/{number}/timeline", "list_timeline"),
     ]
 
     # ---- state setup ----------------------------------------------------------------------
@@ -80,29 +82,54 @@ class PullsMixin(GitHubCore):
 
     def push_commit(
         self, full_name: str, number: int, *, sha: str | None = None, message: str = "Update the recipe",
-        merge: bool = True,
+        merge: bool = True, committed_at: str | None = None,
     ) -> dict[str, Any]:
         """The PR's author pushes one commit: it becomes the head (a `synchronize` would follow on GitHub).
 
         A PR that had a merge commit gets the new head's at once (`merge=False`: GitHub is still computing it, so
-        `mergeable` is null and `merge_commit_sha` still names the earlier head's)."""
+        `mergeable` is null and `merge_commit_sha` still names the earlier head's). `committed_at`: the commit's
+        own date when it is not the moment of the push (made earlier and pushed now, or dated by hand: git takes
+        any date the committer gives)."""
         repo = self._repo(full_name)
         item = self._item(repo, number, pull=True)
         commits = self._pull_commits(repo, number)
         sha = sha or fake_sha(full_name, number, "commit", len(commits))
         stamp = self._stamp()
-        commit = self._commit_json(repo, sha, message, item["user"], [commits[-1]["sha"]] if commits else [], stamp)
+        commit = self._commit_json(repo, sha, message, item["user"], [commits[-1]["sha"]] if commits else [],
+                                   committed_at or stamp)
         commits.append(commit)
-        item["head"]["sha"] = sha
-        item["updated_at"] = stamp
-        if item["head"]["ref"] in repo.branches and item["head"]["repo"] is repo.json:
-            repo.branches[item["head"]["ref"]] = sha
+        self._pushed(repo, item, sha, stamp)
         if item.get("merge_commit_sha"):
             if merge:
                 self._merge_commit(repo, item, fake_sha(full_name, number, "merge", sha))
             else:
                 item["mergeable"] = None
         return copy.deepcopy(commit)
+
+    def force_push(self, full_name: str, number: int, *, sha: str, message: str = "Rework the recipe",
+                   actor: str | None = None, committed_at: str | None = None) -> dict[str, Any]:
+        """The PR's branch is force-pushed to a new commit `sha` on the base (the earlier commits leave the PR):
+        GitHub records a `head_ref_force_pushed` event, by `actor` (the PR's author by default), at the push."""
+        repo = self._repo(full_name)
+        item = self._item(repo, number, pull=True)
+        stamp = self._stamp()
+        commit = self._commit_json(repo, sha, message, item["user"], [item["base"]["sha"]], committed_at or stamp)
+        repo.pull_commits[number] = [commit]
+        self._pushed(repo, item, sha, stamp)
+        repo.events.setdefault(number, []).append({
+            "id": self._next_id(), "event": "head_ref_force_pushed",
+            "actor": self._know(actor) if actor else dict(item["user"]), "commit_id": sha,
+            "commit_url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}", "created_at": stamp})
+        return copy.deepcopy(commit)
+
+    def _pushed(self, repo: Repo, item: dict[str, Any], sha: str, stamp: str) -> None:
+        """`sha` is the PR's head from `stamp` on (the PR's `updated_at` says when it was pushed)."""
+        repo.head_before[item["number"]] = item["head"]["sha"]
+        item["head"]["sha"] = sha
+        item["updated_at"] = stamp
+        repo.pushed_at[sha] = stamp
+        if item["head"]["ref"] in repo.branches and item["head"]["repo"] is repo.json:
+            repo.branches[item["head"]["ref"]] = sha
 
     def _merge_commit(self, repo: Repo, item: dict[str, Any], merge_sha: str) -> None:
         """GitHub's test merge of the PR's head into its base: a commit whose parents are the two."""
@@ -169,9 +196,11 @@ class PullsMixin(GitHubCore):
         head = item["head"]["sha"]
         if not commits:
             commits.append(self._commit_json(repo, head, item["title"], item["user"], [], item["created_at"]))
+            repo.pushed_at.setdefault(head, item["created_at"])
         elif all(c["sha"] != head for c in commits):
             commits.append(self._commit_json(repo, head, item["title"], item["user"], [commits[-1]["sha"]],
                                              item["updated_at"]))
+            repo.pushed_at.setdefault(head, item["updated_at"])
         return commits
 
     def _commit_json(self, repo: Repo, sha: str, message: str, user: dict[str, Any], parents: list[str],
@@ -198,6 +227,28 @@ class PullsMixin(GitHubCore):
 
     def _route_list_pull_commits(self, call: Call, repo: Repo, number: int) -> tuple[int, Any, dict[str, str]]:
         return self._paginate(call, copy.deepcopy(self._pull_commits(repo, number)))
+
+    def _route_list_timeline(self, call: Call, repo: Repo, number: int) -> tuple[int, Any, dict[str, str]]:
+        """GitHub's issue timeline, oldest first: for a PR its commits (`committed`: no time of its own but the
+        commit's dates, listed where it was pushed), force pushes, comments, reviews and label events."""
+        item = self._item(repo, number)
+        dated: list[tuple[str, dict[str, Any]]] = []
+        if "head" in item:
+            for commit in self._pull_commits(repo, number):
+                dated.append((repo.pushed_at.get(commit["sha"], item["created_at"]), {
+                    "event": "committed", "sha": commit["sha"], "node_id": f"C_{commit['sha'][:12]}",
+                    "url": f"{self.base_url}/repos/{repo.full_name}/git/commits/{commit['sha']}",
+                    "html_url": commit["html_url"], "author": dict(commit["commit"]["author"]),
+                    "committer": dict(commit["commit"]["committer"]), "message": commit["commit"]["message"],
+                    "tree": {"sha": fake_sha("tree", commit["sha"])}, "parents": commit["parents"],
+                    "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None}}))
+            dated += [(review["submitted_at"], {**review, "event": "reviewed"})
+                      for pr, review in repo.reviews.values() if pr == number]
+        dated += [(event["created_at"], event) for event in repo.events.get(number, [])]
+        dated += [(comment["created_at"], {**comment, "event": "commented", "actor": comment["user"]})
+                  for comment in self.comments(repo.full_name, number)]
+        dated.sort(key=lambda pair: pair[0])  # stable: what happened in one second stays in the order it happened
+        return self._paginate(call, copy.deepcopy([event for _, event in dated]))
 
     def _route_get_git_commit(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
         if ref in repo.merge_commits:

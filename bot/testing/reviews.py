@@ -50,15 +50,16 @@ class ReviewsMixin(GitHubCore):
         return review
 
     def add_review_comment(self, full_name: str, number: int, body: str, *, user: str = "reviewer",
-                           path: str = "README.md", line: int = 1) -> dict[str, Any]:
-        """A comment on a line of PR `number`'s diff."""
+                           path: str = "README.md", line: int = 1, commit_id: str | None = None) -> dict[str, Any]:
+        """A comment on a line of PR `number`'s diff, written on `commit_id` (the head by default)."""
         check_body(body, "review comment")
         repo = self._repo(full_name)
         pull = self._item(repo, number, pull=True)
         comment_id = self._next_id()
         stamp = self._stamp()
+        commit_id = commit_id or pull["head"]["sha"]
         comment = {"id": comment_id, "user": self._know(user), "body": body, "path": path, "line": line,
-                   "commit_id": pull["head"]["sha"], "created_at": stamp, "updated_at": stamp,
+                   "commit_id": commit_id, "original_commit_id": commit_id, "created_at": stamp, "updated_at": stamp,
                    "pull_request_url": f"{self.base_url}/repos/{repo.full_name}/pulls/{number}",
                    "html_url": f"{pull['html_url']}#discussion_r{comment_id}", "author_association": "CONTRIBUTOR"}
         repo.review_comments[comment_id] = comment
@@ -204,7 +205,7 @@ class ReviewsMixin(GitHubCore):
                 "id": comment_id, "pull_request_review_id": review_id, "user": call.actor, "body": comment["body"],
                 "path": comment["path"], "line": comment["line"], "start_line": comment.get("start_line"),
                 "side": comment.get("side", "RIGHT"), "start_side": comment.get("start_side"),
-                "commit_id": commit_id, "created_at": stamp, "updated_at": stamp,
+                "commit_id": commit_id, "original_commit_id": commit_id, "created_at": stamp, "updated_at": stamp,
                 "pull_request_url": f"{self.base_url}/repos/{repo.full_name}/pulls/{number}",
                 "html_url": f"{pull['html_url']}#discussion_r{comment_id}", "author_association": "NONE"}
         return 200, copy.deepcopy(review)
