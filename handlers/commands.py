@@ -10,7 +10,9 @@ For an `issue_comment` on a pull request (handlers/registry.py builds one dispat
 5. a command only maintainers may run runs only for its author (an edit by someone else runs nothing: the
    author did not write it); the comment gets 👀 at once, then the author's permission is asked through
    `ctx.writer` (the permission API, never the association). Refused, or not confirmed by GitHub, the
-   command's reply says so, 👎 replaces 👀, and the feature's function is not called.
+   command's reply says so, 👎 replaces 👀, and the feature's function is not called; a feature that keeps
+   state on the comment lets go first of what its earlier command held (`CommandRoute.on_refusal`: the comment
+   now gives a command its author may not run).
 """
 
 from __future__ import annotations
@@ -78,15 +80,19 @@ class CommentCommand:
 CommandFunction = Callable[[Context, CommentCommand], Awaitable[list[Action]]]
 # The reply's variables for a command its author may not run (outcome UNAUTHORIZED or PERMISSION_UNKNOWN).
 RefusalReply = Callable[[Context, CommentCommand, str], dict[str, Any]]
+# What a feature does when the dispatcher refuses a command (the same outcome): the actions go before the reply.
+RefusalHook = Callable[[Context, CommentCommand, str], Awaitable[list[Action]]]
 
 
 @dataclass(frozen=True)
 class CommandRoute:
     """What runs one kind of command: `run` once the dispatcher let it through; `refusal` renders its reply when
-    the author may not run it (required unless anyone may)."""
+    the author may not run it (required unless anyone may), and `on_refusal`, if given, is told first (a pin
+    its comment held, changed into a command its author may not run, is withdrawn)."""
 
     run: CommandFunction
     refusal: RefusalReply | None = None
+    on_refusal: RefusalHook | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +174,7 @@ class Dispatcher:
         refusal = authority_outcome(allowed)
         if refusal is not None:
             variables = route.refusal(ctx, call, refusal)
-            return [reply_comment(ctx, call.number, call.comment_id, variables),
+            let_go = await route.on_refusal(ctx, call, refusal) if route.on_refusal is not None else []
+            return [*let_go, reply_comment(ctx, call.number, call.comment_id, variables),
                     *answered(call.comment_id, False, edited=call.edited)]
         return await route.run(ctx, call)

@@ -10,7 +10,12 @@ executor's ledger stops a repeat within one delivery; the record stops it across
 
 The command dispatcher (handlers/commands.py) decides that a command runs and that its author may run it; the
 pin itself lives in the gate's record: written into the status comment's record before the reply says so,
-then shown by the gate, which renders the status again when told (`RecordChanged`, wired by the registry)."""
+then shown by the gate, which renders the status again when told (`RecordChanged`, wired by the registry).
+
+The pin a comment holds follows that comment's latest text (issue 26): deleted, or edited so that it pins
+nothing, the pin is withdrawn; edited by its author into another pin command, that command decides, pinning its
+run in place of the old one or, refused by the pin's rules or by the dispatcher, withdrawing it. A withdrawal is
+kept in the record with its reason, and the status says it."""
 
 from __future__ import annotations
 
@@ -33,7 +38,7 @@ from bot.rules.run_summary import summarize
 from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, SweepRecord
 from handlers import pr_state
-from handlers.commands import CommandRoute, CommentCommand, Feature, answered
+from handlers.commands import PERMISSION_UNKNOWN, UNAUTHORIZED, CommandRoute, CommentCommand, Feature, answered
 
 MERGE_PURPOSE = "merge-reuse"
 INGEST_RECORD = "ingest-request"  # the merge notice's hidden line: <!-- sweepbot-ingest-request {...} -->
@@ -111,8 +116,12 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     the reply says "pinned", then 👍, then 👀 goes and staging is asked for; the gate's reads for the pin are
     made meanwhile, and the gate renders the status with the pin (and the check run) last. A reply saying
     "pinned" is never on GitHub before the pin is: if recording fails, neither the reply nor staging happens; a
-    retry finds the pin recorded (the same edit, nothing to send) and the reply made (found, not made again)."""
-    number, comment, command, requester = call.number, call.comment, call.command, call.author
+    retry finds the pin recorded (the same edit, nothing to send) and the reply made (found, not made again).
+
+    An edit that changed the command of the comment holding the pin replaces that pin when accepted (the record
+    goes from the old pin to the new one in one write) and withdraws it when refused: the status records the
+    withdrawal before the reply says "refused"."""
+    number, command, requester = call.number, call.command, call.author
     # the record, the PR (through the delivery's reader: the gate reads it no more) and the run the command names
     # with its artifacts, together: the run id is in the command, and nothing about the run depends on the others
     (record, exists), pull, named = await asyncio.gather(
@@ -121,13 +130,16 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     outcome, run, verdict, others = await choose(ctx, command, pull, record, named)
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
                                 fork=pr_state.pull_is_fork(ctx, pull))
-    if outcome != "accepted":  # a refused command leaves an earlier pin as it was
-        return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
-                *answered(call.comment_id, False, edited=call.edited)]
+    if outcome != "accepted":  # a refused command leaves an earlier pin as it was, unless its comment held it
+        answer = [pr_state.reply_comment(ctx, number, call.comment_id, variables),
+                  *answered(call.comment_id, False, edited=call.edited)]
+        if not (call.edited and holds(record.pin, call)):
+            return answer
+        gate = await record_changed(ctx, number, record.unpinned(pins.REFUSED, call.editor), exists)
+        # the withdrawal recorded first, then the reply and its 👎, then the rest of what the gate calls for
+        return [a for a in gate if records_the_pin(a)] + answer + [a for a in gate if not records_the_pin(a)]
     later: list[Action] = []
-    pin = Pin(run["id"], call.comment_id, requester, str(comment.get("updated_at") if call.edited
-                                                          else comment.get("created_at") or ""),
-              had_primary=has_primary(ctx, pull))
+    pin = Pin(run["id"], call.comment_id, requester, command_time(call), had_primary=has_primary(ctx, pull))
     wins = record.pin is None or record.pin.created_at <= pin.created_at  # else a newer pin already won
     status = await pr_state.own_comment(ctx, number, pr_state.STATUS_PURPOSE) if wins else None
     reading = asyncio.ensure_future(read_ahead(ctx, number, record.pinned(pin), exists)) if status else None
@@ -168,23 +180,54 @@ def records_the_pin(action: Action) -> bool:
     return isinstance(action, Comment) and action.purpose == pr_state.STATUS_PURPOSE
 
 
+def command_time(call: CommentCommand) -> str:
+    """When the comment's command was given: its edit's time for an edit (a new command), else its creation's."""
+    return str(call.comment.get("updated_at" if call.edited else "created_at") or "")
+
+
+def holds(pin: Pin | None, call: CommentCommand) -> bool:
+    """Whether `pin` is the one `call`'s comment holds, and what `call` delivers is not older than it (a late
+    delivery of an edit made before the pin changes nothing); a deletion always counts."""
+    if pin is None or pin.comment_id != call.comment_id:
+        return False
+    at = command_time(call)
+    return call.action == "deleted" or not at or pin.created_at <= at
+
+
 def pin_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
     """The reply's variables for a pin command its author may not run (the dispatcher's refusal)."""
     return reply_variables(ctx, call.command, call.author, outcome, None, None, [])
 
 
+REFUSAL_WITHDRAWALS = {UNAUTHORIZED: pins.UNAUTHORIZED, PERMISSION_UNKNOWN: pins.PERMISSION_UNKNOWN}
+
+
+async def pin_not_run(record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand,
+                      outcome: str) -> list[Action]:
+    """The dispatcher refused a pin command (`outcome`: its author may not run it, or GitHub would not confirm
+    they may). When an edit of the comment holding the pin gave it, that pin is withdrawn: pin_comment_changed
+    left it to this command, and the comment's latest text is one its author may not run."""
+    if not call.edited:
+        return []
+    record, exists = await pr_state.load_record(ctx, call.number)
+    if not holds(record.pin, call):
+        return []
+    return await record_changed(ctx, call.number, record.unpinned(REFUSAL_WITHDRAWALS[outcome], call.editor), exists)
+
+
 async def pin_comment_changed(record_changed: pr_state.RecordChanged, ctx: Context,
                               call: CommentCommand) -> list[Action]:
-    """The comment holding the pin was deleted, or edited so that its command is gone or changed."""
+    """The comment holding the pin was deleted or edited: the pin follows its latest text (pins.held_pin_change).
+    It is withdrawn now, stays, or is left to the author's new pin command, which the dispatcher runs next: never
+    withdrawn first and pinned again after, which would leave a moment without a pin, when a sweep could start."""
     record, exists = await pr_state.load_record(ctx, call.number)
-    if record.pin is None or record.pin.comment_id != call.comment_id:
+    if not holds(record.pin, call):
         return []
-    if call.edited:
-        if not pins.withdraws_pin(call.before, call.command):
-            return []
-        if call.is_new and call.by_author and pins.is_pin(call.command):
-            return []  # changed into another pin command: pin_requested pins anew
-    return await record_changed(ctx, call.number, record.pinned(None), exists)
+    change = pins.held_pin_change(call.before, call.command, deleted=call.action == "deleted",
+                                  by_author=call.by_author)
+    if change is None or change == pins.NEW_PIN_COMMAND:
+        return []
+    return await record_changed(ctx, call.number, record.unpinned(change, call.editor), exists)
 
 
 def has_primary(ctx: Context, pull: dict) -> bool:
@@ -338,7 +381,8 @@ def feature(record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhe
             ) -> Feature:
     """The reuse feature, its pins kept by `record_changed` (the gate's; handlers/registry.py wires it, and the
     gate's reads for a pin, `read_ahead`, made while the pin's reply is written)."""
-    pin = CommandRoute(functools.partial(pin_requested, record_changed, read_ahead), refusal=pin_refusal)
+    pin = CommandRoute(functools.partial(pin_requested, record_changed, read_ahead), refusal=pin_refusal,
+                       on_refusal=functools.partial(pin_not_run, record_changed))
     return Feature(router, commands={"use": pin, "reuse": pin,
                                      "stage": CommandRoute(stage_requested, refusal=stage_refusal)},
                    comment_changed=(functools.partial(pin_comment_changed, record_changed),))

@@ -390,6 +390,7 @@ def status_variables(ctx: Context, state: PRState, decision: Decision, record: S
         "unlisted_errors": state.changelog.unshown_errors if state.changelog is not None else 0,
         "unlisted_at_least": bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
         "run": _shown_run(ctx, current),
+        "pin_withdrawn": None if record.withdrawn is None else dict(vars(record.withdrawn)),  # until a new pin
     }
 
 

@@ -25,8 +25,13 @@ from bot.rules.pins import (
     expiry,
     is_result_artifact,
     newest_eligible,
-    withdraws_pin,
+    held_pin_change,
+    DELETED,
+    EDITED,
+    EDITED_BY_OTHER,
+    NEW_PIN_COMMAND,
 )
+from bot.rules.sweep_record import Pin, SweepRecord, Withdrawal
 from bot.core.policy import Policy
 
 POLICY = Policy(default_policy())
@@ -310,32 +315,47 @@ def test_newest_eligible_takes_only_the_bots_dispatches():
     assert [(r["id"], v.code) for r, v in selection.others] == [(2, NOT_DISPATCHED)]
 
 
-# --- withdraws_pin -------------------------------------------------------------------------------
+# --- held_pin_change: the pin a comment holds follows its latest text (issue 26) ---------------------------
 
-WITHDRAW_CASES = [
-    # (id, old body, new body, withdrawn)
-    ("deleted", "/use 5", None, True),
-    ("emptied", "/use 5", "", True),
-    ("command-removed", "Pinning.\n/use 5", "Pinning.", True),
-    ("run-id-changed", "/use 5", "/use 6", True),
-    ("kind-changed", "/use 5", "/reuse-sweep-run", True),
-    ("became-usage-problem", "/use 5", "/use five", True),
-    ("quoted-away", "/use 5", "> /use 5", True),
-    ("fenced-away", "/use 5", "```\n/use 5\n```", True),
-    ("replaced-by-help", "/use 5", "/use 5\n/help", True),
-    ("bare-reuse-removed", "/reuse-sweep-run", "thanks", True),
-    ("text-edited-only", "/use 5", "Pinning the green run:\n/use 5\nthanks", False),
-    ("same-id-leading-zero", "/use 5", "/use 005", False),
-    ("case-of-name", "/use 5", "/USE 5", False),
-    ("no-command-before", "hello", "hello again", False),
-    ("command-added", "hello", "/use 5", False),
-    ("old-was-usage-problem", "/use abc", "nothing", False),
-    ("old-was-stage", "/stage-results 5", "nothing", False),
-    ("old-was-help", "/help", "", False),
-    ("both-none", None, None, False),
+HELD_CASES = [
+    # (id, body before, body after (None: deleted), what the author's edit does, what someone else's does)
+    ("deleted", "/use 5", None, DELETED, DELETED),
+    ("emptied", "/use 5", "", EDITED, EDITED),
+    ("command-removed", "Pinning.\n/use 5", "Pinning.", EDITED, EDITED),
+    ("became-usage-problem", "/use 5", "/use five", EDITED, EDITED),
+    ("quoted-away", "/use 5", "> /use 5", EDITED, EDITED),
+    ("fenced-away", "/use 5", "```\n/use 5\n```", EDITED, EDITED),
+    ("replaced-by-help", "/use 5", "/use 5\n/help", EDITED, EDITED),
+    ("became-stage", "/use 5", "/stage-results 5", EDITED, EDITED),
+    ("bare-reuse-removed", "/reuse-sweep-run", "thanks", EDITED, EDITED),
+    # an edit GitHub never delivered left no pin command: the latest text decides, not the body before
+    ("no-pin-command-before-or-after", "hello", "hello again", EDITED, EDITED),
+    ("run-id-changed", "/use 5", "/use 6", NEW_PIN_COMMAND, EDITED_BY_OTHER),
+    ("kind-changed", "/use 5", "/reuse-sweep-run", NEW_PIN_COMMAND, EDITED_BY_OTHER),
+    ("legacy-name-same-id", "/use 5", "/reuse-sweep-run 5", NEW_PIN_COMMAND, EDITED_BY_OTHER),
+    ("usage-problem-fixed", "/use abc", "/use 5", NEW_PIN_COMMAND, EDITED_BY_OTHER),
+    ("text-edited-only", "/use 5", "Pinning the green run:\n/use 5\nthanks", None, None),
+    ("same-id-leading-zero", "/use 5", "/use 005", None, None),
+    ("case-of-name", "/use 5", "/USE 5", None, None),
 ]
 
 
-@pytest.mark.parametrize("old, new, expected", [pytest.param(o, n, e, id=i) for i, o, n, e in WITHDRAW_CASES])
-def test_withdraws_pin(old, new, expected):
-    assert withdraws_pin(parse(old, NAMES), parse(new, NAMES)) is expected
+@pytest.mark.parametrize("old, new, by_author, by_other",
+                         [pytest.param(o, n, a, b, id=i) for i, o, n, a, b in HELD_CASES])
+def test_held_pin_change(old, new, by_author, by_other):
+    before, after = parse(old, NAMES), parse(new, NAMES)
+    assert held_pin_change(before, after, deleted=new is None, by_author=True) == by_author
+    assert held_pin_change(before, after, deleted=new is None, by_author=False) == by_other
+
+
+def test_a_withdrawn_pin_is_kept_in_the_record_until_a_new_pin():
+    """The status says which pin was withdrawn and why (issue 26): the record keeps it, written and read back,
+    and a new pin clears it; a record from before it reads as none withdrawn."""
+    pinned = SweepRecord().pinned(Pin(10260, 7, "maintainer", "2026-01-01T00:00:00Z"))
+    gone = pinned.unpinned("refused", "maintainer")
+    assert gone.pin is None and gone.withdrawn == Withdrawal(10260, 7, "refused", "maintainer")
+    assert SweepRecord.parse(gone.line()) == gone
+    assert SweepRecord.parse(pinned.line()).withdrawn is None
+    again = gone.pinned(Pin(10261, 8, "maintainer", "2026-01-01T00:00:01Z"))
+    assert again.withdrawn is None and SweepRecord.parse(again.line()) == again
+    assert SweepRecord().unpinned("deleted") == SweepRecord(), "nothing pinned, nothing withdrawn"

@@ -8,6 +8,7 @@ import datetime as dt
 import pytest
 
 from bot.rules.markers import marker
+from bot.testing.model import user_json
 from bot.rules.sweep_record import Pin, RunRecord, SweepRecord
 from handlers import pr_state
 from harness import REPO
@@ -545,3 +546,130 @@ async def test_a_refusal_for_expired_artifacts_names_the_day_each_expired(repo, 
     c = await command(h, 75, f"/use {run['id']}")
     assert reactions(repo, c) == ["-1"]
     assert f"`results_bmk_dsr1` (on {made['expires_at'][:10]}) has expired" in reply(repo, 75, c)
+
+
+# -- a pin follows the comment that holds it (issue 26) --------------------------------------------------
+
+
+async def edit(h, number: int, comment: dict, body: str, *, by: str | None = None) -> None:
+    """The comment's body changed to `body` by its author, or by `by` (someone else), as GitHub sends it: the
+    body before in `changes`, the editor as the sender, `updated_at` the time of the edit (the fake's clock)."""
+    before = comment["body"]
+    comment.update(body=body, updated_at=h.github._stamp())
+    payload = h.github.issue_comment_payload(REPO, number, comment, "edited", changes={"body": {"from": before}})
+    if by is not None:
+        payload["sender"] = user_json(by)
+    await h.deliver("issue_comment", payload)
+
+
+def withdrawal_note(github, number: int) -> tuple[str, str]:
+    """The status comment's Reuse pin row, (English, Chinese): the gate's reason, then what the status says of a
+    withdrawn pin."""
+    body = status(github, number)
+    english_half, chinese_half = english(body), body.split("\n## 中文\n")[1]
+    rows = [next(line for line in half.splitlines() if marker_word in line)
+            for half, marker_word in ((english_half, "**Reuse pin:**"), (chinese_half, "**复用固定"))]
+    assert "**Sweep run:**" not in rows[0] and "**Sweep 运行" not in rows[1], "one row per condition"
+    return rows[0], rows[1]
+
+
+async def test_a_pin_edited_into_a_refused_command_is_withdrawn_and_the_next_push_sweeps(repo, make_harness):
+    """Regression (issue 26): a pin edited to a refused run stayed pinned. A maintainer pinned a run, then edited
+    the comment to `/use 987654` (no such run): the bot answered 👎 "refused, so it pins nothing", but the record
+    still held the old pin, the status said "Sweeps are paused", and the next push started no sweep. The pin a
+    comment holds follows its latest text: refused, it is withdrawn, and the status says so and why."""
+    open_pull(repo, 80)
+    h = await make_harness()
+    await label(h, 80, FAIL_FAST)
+    run = finished_run(repo, 80)
+    c = await command(h, 80, f"/use {run['id']}")
+    assert pin(repo, 80).run_id == run["id"] and "Sweeps paused" in pin_row(repo, 80)
+    await edit(h, 80, c, "/use 987654")
+    assert reactions(repo, c) == ["-1"] and "was refused, so it pins nothing" in reply(repo, 80, c)
+    assert pin(repo, 80) is None
+    row, row_zh = withdrawal_note(repo, 80)
+    assert f"The pin of run `{run['id']}` was withdrawn" in row and "refused" in row, row
+    assert f"`{run['id']}`" in row_zh and "撤销" in row_zh, row_zh
+    assert "Sweeps paused" not in row
+    before = len(runs(repo))
+    push(repo, 80, "5" * 40)
+    await send(h, 80, "synchronize", sender="partner")
+    assert len(runs(repo)) == before + 1, "nothing pinned: the push starts a sweep"
+
+
+async def test_a_pin_edited_into_another_accepted_run_moves_straight_to_it(repo, make_harness):
+    """Issue 26: an edit of `/use A` into an accepted `/use B` pins B with no moment between without a pin (a
+    withdrawn pin would let a delivery in between start a sweep): every write the bot makes while handling the
+    edit leaves the status comment's record pinned, first to A, then to B, and no sweep starts."""
+    open_pull(repo, 81)
+    h = await make_harness()
+    await label(h, 81, FAIL_FAST)
+    a, b = finished_run(repo, 81), finished_run(repo, 81, conclusion="failure")
+    c = await command(h, 81, f"/use {a['id']}")
+    seen: list = []
+    repo.on_write = lambda request: seen.append(pin(repo, 81))
+    dispatched = len(runs(repo))
+    await edit(h, 81, c, f"/use {b['id']}")
+    repo.on_write = None
+    assert seen and None not in seen, "the pin was withdrawn before the new one was recorded"
+    ids = [p.run_id for p in seen]
+    assert ids == [a["id"]] * ids.count(a["id"]) + [b["id"]] * ids.count(b["id"]) and ids[-1] == b["id"], ids
+    assert pin(repo, 81).run_id == b["id"] and pin(repo, 81).comment_id == c["id"]
+    assert reactions(repo, c) == ["+1"] and str(b["id"]) in pin_row(repo, 81)
+    assert "withdrawn" not in withdrawal_note(repo, 81)[0]
+    assert len(runs(repo)) == dispatched, "no sweep started"
+
+
+@pytest.mark.parametrize("outcome", ["unauthorized", "permission_unknown"])
+async def test_a_pin_edited_by_an_author_the_dispatcher_refuses_is_withdrawn(repo, make_harness, outcome):
+    """Issue 26, the dispatcher's refusal: the author of a pin lost write permission (or GitHub would not
+    confirm it) and edits the comment into another pin command. The command is not run, and the pin the comment
+    held is withdrawn: its latest text is a command its author may not run. The status says so and why."""
+    open_pull(repo, 82)
+    repo.set_permission(REPO, "lapsing", "write")
+    h = await make_harness()
+    await label(h, 82, FAIL_FAST)
+    a, b = finished_run(repo, 82), finished_run(repo, 82)
+    c = await command(h, 82, f"/use {a['id']}", user="lapsing", association="CONTRIBUTOR")
+    assert pin(repo, 82).run_id == a["id"]
+    if outcome == "unauthorized":
+        repo.set_permission(REPO, "lapsing", "read")
+    else:
+        repo.fail_next("GET", r"/collaborators/lapsing/permission$", 403, json={"message": "Resource not accessible"})
+    h.bot.processor.permissions.cache.clear()  # as once the permission cache's few minutes have passed
+    await edit(h, 82, c, f"/use {b['id']}")
+    assert reactions(repo, c) == ["-1"]
+    assert pin(repo, 82) is None
+    row, row_zh = withdrawal_note(repo, 82)
+    assert f"The pin of run `{a['id']}` was withdrawn" in row and "`lapsing`" in row, row
+    assert ("no longer has write" if outcome == "unauthorized" else "did not confirm") in row, row
+    assert f"`{a['id']}`" in row_zh and "撤销" in row_zh, row_zh
+    before = len(runs(repo))
+    push(repo, 82, "6" * 40)
+    await send(h, 82, "synchronize", sender="partner")
+    assert len(runs(repo)) == before + 1
+
+
+@pytest.mark.parametrize("change", ["deleted", "edited-away", "edited-by-someone-else"])
+async def test_a_pin_whose_comment_is_deleted_or_edited_away_is_withdrawn_and_the_status_says_why(
+        repo, make_harness, change):
+    """Issue 26: a pin withdrawn by its comment's deletion, an edit that leaves no pin command, or an edit by
+    someone other than its author (who changed the command: a command edited in by someone else is never run)
+    leaves no pin, and the status says which run was unpinned and why, in both languages."""
+    open_pull(repo, 83)
+    h = await make_harness()
+    a, b = finished_run(repo, 83), finished_run(repo, 83)
+    c = await command(h, 83, f"/use {a['id']}")
+    if change == "deleted":
+        await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 83, c, "deleted"))
+        word = "deleted"
+    elif change == "edited-away":
+        await edit(h, 83, c, "Not this one after all.")
+        word = "no longer holds a pin command"
+    else:
+        await edit(h, 83, c, f"/use {b['id']}", by="admin")
+        word = "`admin`"
+    assert pin(repo, 83) is None
+    row, row_zh = withdrawal_note(repo, 83)
+    assert f"The pin of run `{a['id']}` was withdrawn" in row and word in row, row
+    assert f"`{a['id']}`" in row_zh and "撤销" in row_zh, row_zh

@@ -361,6 +361,14 @@ def _status_samples() -> list[dict]:
         out.append({"head_sha": sha, "headline": headline, "g": g, "run": None,
                     "conditions": [_plain(c) for c in decision.conditions], "changelog_errors": [], "more_errors": 0,
                     "unlisted_errors": 0, "unlisted_at_least": False})
+    for sample in out:
+        sample["pin_withdrawn"] = None
+    # a pin withdrawn (issue 26), for each reason (bot.rules.pins.WITHDRAWALS), with and without who did it
+    from bot.rules.pins import WITHDRAWALS
+
+    starting = next(sample for sample in out if sample["headline"] == "starting")
+    out.extend({**starting, "pin_withdrawn": {"run_id": 10260, "comment_id": 5, "reason": reason, "by": by}}
+               for reason in WITHDRAWALS for by in ("maintainer", ""))
     return out
 
 

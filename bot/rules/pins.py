@@ -202,14 +202,37 @@ def _utc(when: datetime) -> datetime:
 # -- which command pins --------------------------------------------------------------------------
 
 
-def withdraws_pin(old: Command | None, new: Command | None) -> bool:
-    """Whether an edit (or a deletion: `new` None) removed or changed the comment's pin command; `old` and `new`
-    are the comment's effective commands before and after (bot.rules.commands.parse).
+# Why the pin a comment held was withdrawn: its latest text no longer pins that run. The record keeps it, the
+# status comment says it (templates/sweep_status.*).
+DELETED = "deleted"  # the comment was deleted
+EDITED = "edited"  # edited so that it holds no pin command
+EDITED_BY_OTHER = "edited_by_other"  # its pin command changed by someone else than its author: not run
+REFUSED = "refused"  # its author edited in another pin command, which was refused (or found no run to pin)
+UNAUTHORIZED = "unauthorized"  # ... which its author, no longer a writer, may not run
+PERMISSION_UNKNOWN = "permission_unknown"  # ... and GitHub would not confirm its author's permission
+WITHDRAWALS: tuple[str, ...] = (DELETED, EDITED, EDITED_BY_OTHER, REFUSED, UNAUTHORIZED, PERMISSION_UNKNOWN)
+NEW_PIN_COMMAND = "new_pin_command"  # the author edited in another pin command: its outcome decides
 
-    Only a well-formed `use`/`reuse` command can be withdrawn. Changed means another kind, run id or problem,
-    as bot.rules.commands.is_new_command compares; moving the same command to another line changes nothing.
+
+def held_pin_change(old: Command | None, new: Command | None, *, deleted: bool, by_author: bool) -> str | None:
+    """What an edit or deletion does to the pin the comment holds, which follows the comment's latest text; `old`
+    and `new` are its effective commands before and after the edit (bot.rules.commands.parse).
+
+    None: the pin stays (the same command, maybe on another line, or the rest of the comment edited; same as
+    bot.rules.commands.is_new_command compares). NEW_PIN_COMMAND: its author edited in another well-formed pin
+    command, which is run now, and the pin follows its outcome: accepted, it pins that run in place of this one
+    (no moment without a pin, when a sweep could start); refused, the pin is withdrawn (REFUSED, UNAUTHORIZED,
+    PERMISSION_UNKNOWN). Otherwise the pin is withdrawn now, and the reason (one of WITHDRAWALS) says why:
+    DELETED; EDITED when the comment no longer holds a pin command (whoever edited it: anyone may delete it too);
+    EDITED_BY_OTHER when someone else than its author changed it into another pin command, which is never run.
     """
-    return is_pin(old) and not same_command(old, new)
+    if deleted:
+        return DELETED
+    if not is_pin(new):
+        return EDITED
+    if same_command(old, new):
+        return None
+    return NEW_PIN_COMMAND if by_author else EDITED_BY_OTHER
 
 
 def is_pin(command: Command | None) -> bool:

@@ -71,11 +71,23 @@ class Pin:
 
 
 @dataclass(frozen=True)
+class Withdrawal:
+    """The pin of run `run_id` that comment `comment_id` held was withdrawn, for `reason` (bot.rules.pins
+    WITHDRAWALS), by what `by` did to that comment (deleted it, edited it): the status says so until a new pin."""
+
+    run_id: int
+    comment_id: int
+    reason: str
+    by: str = ""
+
+
+@dataclass(frozen=True)
 class SweepRecord:
     approvals: tuple[Approval, ...] = ()
     runs: tuple[RunRecord, ...] = field(default=())  # oldest first
     pin: Pin | None = None
     restart: Restart | None = None
+    withdrawn: Withdrawal | None = None  # the last pin withdrawn, while no pin has replaced it
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -98,9 +110,12 @@ class SweepRecord:
             restart = data.get("restart")
             restart = None if restart is None else Restart(str(restart["token"]), str(restart["by"]),
                                                             str(restart["at"]))
+            gone = data.get("withdrawn")
+            gone = None if gone is None else Withdrawal(int(gone["run_id"]), int(gone["comment_id"]),
+                                                        str(gone["reason"]), str(gone.get("by") or ""))
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
-        return cls(approvals, runs, pin, restart)
+        return cls(approvals, runs, pin, restart, gone)
 
     def approval(self, label: str) -> Approval | None:
         return next((a for a in self.approvals if a.label.casefold() == label.casefold()), None)
@@ -149,8 +164,15 @@ class SweepRecord:
         runs = tuple(replace(r, run_id=run_id, **changes) if r is entry else r for r in self.runs)
         return replace(self, runs=self._retained(runs))
 
-    def pinned(self, pin: Pin | None) -> "SweepRecord":
-        return replace(self, pin=pin)
+    def pinned(self, pin: Pin) -> "SweepRecord":
+        """`pin` in place of any other; a withdrawn pin is no longer news."""
+        return replace(self, pin=pin, withdrawn=None)
+
+    def unpinned(self, reason: str, by: str = "") -> "SweepRecord":
+        """No pin: the one held is withdrawn, for `reason` (bot.rules.pins WITHDRAWALS), by `by`'s change."""
+        if self.pin is None:
+            return self
+        return replace(self, pin=None, withdrawn=Withdrawal(self.pin.run_id, self.pin.comment_id, reason, by))
 
     def restarted(self, restart: Restart) -> "SweepRecord":
         return replace(self, restart=restart)
@@ -170,6 +192,8 @@ class SweepRecord:
             data["pin"] = self.pin.__dict__
         if self.restart is not None:
             data["restart"] = self.restart.__dict__
+        if self.withdrawn is not None:
+            data["withdrawn"] = self.withdrawn.__dict__
         return hidden_record(RECORD, data)
 
     def written_into(self, body: str | None) -> str:
