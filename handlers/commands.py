@@ -8,17 +8,20 @@ For an `issue_comment` on a pull request (handlers/registry.py builds one dispat
 3. only a new command runs: a new comment's, or one an edit added or changed;
 4. a command written with wrong arguments is answered by help's usage reply, which anyone may get;
 5. a command only maintainers may run runs only for its author (an edit by someone else runs nothing: the
-   author did not write it); the comment gets 👀 at once, then the author's permission is asked through
-   `ctx.writer` (the permission API, never the association). Refused, or not confirmed by GitHub, the
-   command's reply says so, 👎 replaces 👀, and the feature's function is not called; a feature that keeps
-   state on the comment lets go first of what its earlier command held (`CommandRoute.on_refusal`: the comment
-   now gives a command its author may not run).
+   author did not write it); the author's permission is asked first, through `ctx.writer` (the permission
+   API, never the association), and only a confirmed writer's comment gets 👀 (while the feature reads). For
+   someone GitHub says cannot write the command costs at most one write: the reply, once per person and PR
+   an hour, and nothing for edits or further commands meanwhile (their writes also go after everyone else's:
+   `ctx.untrusted`). A permission GitHub would not confirm gets the reply and 👎. A refused command's feature
+   function is not called; a feature that keeps state on the comment lets go first of what its earlier
+   command held (`CommandRoute.on_refusal`: the comment now gives a command its author may not run).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
@@ -110,6 +113,15 @@ def authority_outcome(allowed: bool | None) -> str | None:
     return None if allowed else (PERMISSION_UNKNOWN if allowed is None else UNAUTHORIZED)
 
 
+def answered_lately(ctx: Context, call: CommentCommand) -> bool:
+    """Whether the bot answered this person on this PR within the last REFUSAL_QUIET; notes that it does now."""
+    key = (ctx.repo.casefold(), call.number, call.author.casefold())
+    if key in ctx.refusals:
+        return True
+    ctx.refusals[key] = time.time()
+    return False
+
+
 def answered(comment_id: int, accepted: bool, *, edited: bool) -> list[Action]:
     """👀 replaced by 👍 or 👎; after an edit the opposite one may stand from the comment's earlier command."""
     shown, other = (ACCEPTED, REFUSED) if accepted else (REFUSED, ACCEPTED)
@@ -169,12 +181,31 @@ class Dispatcher:
             logs.event("command edited in by someone else than its author: not run", comment=call.comment_id,
                        editor=call.editor)
             return []
-        # 👀 while the author's permission is read: the maintainer sees it was heard without waiting for the check
-        _, allowed = await asyncio.gather(ctx.apply(React(call.comment_id, SEEN)), ctx.writer(call.author))
+        allowed = await ctx.writer(call.author)  # before any write: an outsider's command costs at most one
         refusal = authority_outcome(allowed)
         if refusal is not None:
-            variables = route.refusal(ctx, call, refusal)
-            let_go = await route.on_refusal(ctx, call, refusal) if route.on_refusal is not None else []
-            return [*let_go, reply_comment(ctx, call.number, call.comment_id, variables),
-                    *answered(call.comment_id, False, edited=call.edited)]
-        return await route.run(ctx, call)
+            return await self.refuse(ctx, call, route, refusal)
+        # 👀 while the feature reads: the maintainer sees it was heard; the feature's writes come after it
+        seen = asyncio.ensure_future(ctx.apply(React(call.comment_id, SEEN)))
+        try:
+            return await route.run(ctx.writing_after(seen), call)
+        finally:
+            await seen
+
+    async def refuse(self, ctx: Context, call: CommentCommand, route: CommandRoute, refusal: str) -> list[Action]:
+        """A command its author may not run. Someone GitHub says cannot write costs at most one write: the reply,
+        once per person and PR in REFUSAL_QUIET (an edit, or another such command, meanwhile gets nothing), and
+        their delivery's writes go after everyone else's. When GitHub would not confirm the permission (it may be
+        a maintainer's), the reply and 👎 as for any refusal."""
+        variables = route.refusal(ctx, call, refusal)
+        let_go = await route.on_refusal(ctx, call, refusal) if route.on_refusal is not None else []
+        reply = reply_comment(ctx, call.number, call.comment_id, variables)
+        if refusal == PERMISSION_UNKNOWN:
+            return [*let_go, reply, *answered(call.comment_id, False, edited=call.edited)]
+        ctx.untrusted()
+        stale = [Unreact(call.comment_id, ACCEPTED)] if call.edited else []  # from when they could write
+        if answered_lately(ctx, call):
+            logs.event("command refused again to someone without write permission: not answered",
+                       comment=call.comment_id, author=call.author)
+            return [*let_go, *stale]
+        return [*let_go, reply, *stale]

@@ -32,6 +32,9 @@ class StubContext:
     bot_login: str = BOT
     asked: list[str] = field(default_factory=list)
     applied: list[Action] = field(default_factory=list)
+    repo: str = "acme/x"
+    refusals: dict = field(default_factory=dict)
+    untrusted_writes: bool = False
 
     async def writer(self, login: str) -> bool | None:
         self.asked.append(login)
@@ -39,6 +42,12 @@ class StubContext:
 
     async def apply(self, action: Action) -> Any:
         self.applied.append(action)
+
+    def writing_after(self, first) -> "StubContext":
+        return self
+
+    def untrusted(self) -> None:
+        self.untrusted_writes = True
 
     def render(self, kind: str, **variables: Any) -> str:
         return f"{kind}: {variables['outcome']}"
@@ -89,11 +98,18 @@ def delivery(body: str | None, *, action: str = "created", before: str | None = 
 
 
 def refused(outcome: str, *, edited: bool = False, text: str = "/use 5") -> list[Action]:
+    """A refusal when GitHub would not confirm the permission: the reply, 👎, and 👀 off should it be there."""
     reply = reply_comment(StubContext(), NUMBER, COMMENT_ID,
                           {"template": "pin_reply", "command": text, "outcome": outcome})
-    # the answer before 👀 comes off: the maintainer sees it one round trip sooner (issue 19)
     return [reply, React(COMMENT_ID, "-1"), Unreact(COMMENT_ID, "eyes")] + (
         [Unreact(COMMENT_ID, "+1")] if edited else [])
+
+
+def not_a_writer(*, edited: bool = False, text: str = "/use 5") -> list[Action]:
+    """A refusal of someone GitHub says cannot write: the reply alone (and a 👍 from when they could, if any)."""
+    reply = reply_comment(StubContext(), NUMBER, COMMENT_ID,
+                          {"template": "pin_reply", "command": text, "outcome": "unauthorized"})
+    return [reply] + ([Unreact(COMMENT_ID, "+1")] if edited else [])
 
 
 SEEN = [React(COMMENT_ID, "eyes")]
@@ -103,9 +119,8 @@ CASES = [
     ("maintainer-allowed", delivery("/use 5"), True, [("pin", "use", 5)], SEEN, ran("pin"), ["maintainer"]),
     ("legacy-name-allowed", delivery("/reuse-sweep-run"), True, [("pin", "reuse", None)], SEEN, ran("pin"),
      ["maintainer"]),
-    ("no-write-refused", delivery("/use 5", author="partner"), False, [], SEEN, refused("unauthorized"),
-     ["partner"]),
-    ("permission-unknown", delivery("/use 5"), None, [], SEEN, refused("permission_unknown"), ["maintainer"]),
+    ("no-write-refused", delivery("/use 5", author="partner"), False, [], [], not_a_writer(), ["partner"]),
+    ("permission-unknown", delivery("/use 5"), None, [], [], refused("permission_unknown"), ["maintainer"]),
     ("anyone-may-ask-help", delivery("/help", author="partner"), False, [("help", "help", None)], [], ran("help"),
      []),
     ("usage-problem-gets-help-for-anyone", delivery("/use abc", author="partner"), False,
@@ -121,7 +136,7 @@ CASES = [
     ("edit-keeps-the-command", delivery("/use 5\nthanks", action="edited", before="/use 5"), True,
      [("changed", "edited", None)], [], [], []),
     ("edit-changes-the-run-refused", delivery("/use 6", action="edited", before="/use 5", author="partner"), False,
-     [("changed", "edited", None)], SEEN, refused("unauthorized", edited=True, text="/use 6"), ["partner"]),
+     [("changed", "edited", None)], [], not_a_writer(edited=True, text="/use 6"), ["partner"]),
     ("edit-by-non-author-runs-nothing", delivery("/use 5", action="edited", before="hi", editor="admin"), True,
      [("changed", "edited", None)], [], [], []),
     ("edit-by-non-author-editor-case-is-the-author", delivery("/use 5", action="edited", before="hi",
@@ -211,3 +226,21 @@ def test_the_dispatcher_subscribes_only_to_what_its_features_need(features, acti
     subscribed = {action for action in ("created", "edited", "deleted")
                   if router.fetch(delivery("/help", action=action))}
     assert subscribed == actions
+
+
+async def test_an_outsiders_refusals_are_answered_once_an_hour_per_pr_and_paced_last():
+    """Regression: a refused command cost about 4 writes (👀, the reply or its edit, 👎, 👀 removed) and each edit
+    as many again: any commenter editing `/use 1` 24 times spent about 100 of the installation's writes in a
+    second, and a maintainer's label on another PR dispatched after 55 s instead of 3.5 s."""
+    ctx = StubContext(permission=False)
+    dispatcher = Dispatcher(FEATURES)
+    first = await dispatcher.dispatch(delivery("/use 1", author="stranger"), ctx)
+    assert first == not_a_writer(text="/use 1") and ctx.untrusted_writes
+    for n in range(2, 26):  # the same comment edited, then a second comment on the same PR
+        edit = delivery(f"/use {n}", action="edited", before=f"/use {n - 1}", author="stranger")
+        assert await dispatcher.dispatch(edit, ctx) == [Unreact(COMMENT_ID, "+1")]
+    assert await dispatcher.dispatch(delivery("/use 99", author="stranger"), ctx) == []
+    assert ctx.applied == [], "nothing written at once: no 👀 for someone who cannot write"
+    other_pr = delivery("/use 1", author="stranger")
+    other_pr.data["issue"]["number"] = 2
+    assert len(await dispatcher.dispatch(other_pr, ctx)) == 1, "another PR: answered once there too"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,9 @@ from bot.github.shared_reads import SharedReads
 from bot.core.templates import Templates
 
 
+REFUSAL_QUIET = 3600.0  # seconds: one person refused on one PR is answered once in this long
+
+
 @dataclass
 class Context:
     """What a handler sees: the event, the repository's policy, the templates, its reads (`reader`, memoised
@@ -47,6 +51,8 @@ class Context:
     permission_reads: SharedReads | None = None  # the process's; None: this delivery's own
     waiting: Callable[[], list[tuple[str, str | None]]] = lambda: []  # (event, action) queued behind this one
     last_try: bool = False  # a transient failure now is not retried: the delivery's retry window is over
+    # the process's: who was refused a command on which PR lately, answered once (handlers/commands.py)
+    refusals: MutableMapping[Any, float] = field(default_factory=dict)
     reader: PRReader = field(init=False)
     permissions: Permissions = field(init=False)
 
@@ -62,6 +68,25 @@ class Context:
         if self._apply is None:
             raise RuntimeError("this context cannot write")
         return await self._apply(action)
+
+    def writing_after(self, first: Awaitable[Any]) -> "Context":
+        """This context (the same reads, the same writer) whose writes wait until `first` is done: a write begun
+        before the handler's reads (the command's 👀) stays before every write the handler makes."""
+        view = copy.copy(self)
+        apply = self._apply
+
+        async def after_first(action: act.Action) -> act.Result:
+            await first
+            if apply is None:
+                raise RuntimeError("this context cannot write")
+            return await apply(action)
+
+        view._apply = after_first
+        return view
+
+    def untrusted(self) -> None:
+        """This delivery comes from someone without write permission: its writes go after everyone else's."""
+        self.gh.untrusted()
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -168,6 +193,7 @@ class Processor:
         self.known_labels = SharedReads(cachetools.TTLCache(maxsize=4096, ttl=3600))
         self.known_checks: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
         self.permissions = SharedReads(cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL))
+        self.refusals: cachetools.TTLCache = cachetools.TTLCache(maxsize=16_384, ttl=REFUSAL_QUIET)
 
     async def process_delivery(self, d: Delivery, effects: dict, journal: Journal, scheduler: Scheduler | None
                                ) -> None:
@@ -200,7 +226,7 @@ class Processor:
         default_branch = event.data["repository"].get("default_branch") or "main"
         policy = await self.configs.policy(gh, repo, default_branch)
         ctx = Context(event, gh, repo, policy, bot_login, self.templates, self.configs, permission_reads=self.permissions,
-                      waiting=waiting or (lambda: []), last_try=last_try)
+                      waiting=waiting or (lambda: []), last_try=last_try, refusals=self.refusals)
         if dry_run:
             writer: Executor | DryRun = DryRun(ctx, report or print)
         else:
