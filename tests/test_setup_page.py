@@ -435,7 +435,8 @@ def _urls_and_code(text: str) -> list[str]:
               "install_url": "https://github.com/apps/sweepbot/installations/new", "results_repository": "o/r",
               "results_default": RESULTS, "env_file": "/x/.env", "env_is_served": False, "saved_path": "/x/.env.app-1",
               "save_problem": "holds-app-id", "saved_text": None}),
-    *[("error", {"error": error, "api_url": "https://api.github.com", "detail": "ConnectError", "retry": "/r"})
+    *[("error", {"error": error, "api_url": "https://api.github.com", "detail": "ConnectError", "retry": "/r",
+                 "home": "http://127.0.0.1:3001/"})
       for error in setup_page.ERRORS],
 ])
 def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path, page, values):
@@ -447,3 +448,70 @@ def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path
     english = [u for u in _urls_and_code(texts["en"]) if "lang=" not in u]
     chinese = [u for u in _urls_and_code(texts["zh"]) if "lang=" not in u]
     assert english == chinese
+
+
+# ---- issue 27: an attacker's requests ------------------------------------------------------------------
+
+
+async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redirect_url(tmp_path):
+    """Issue 27, Host header trusted (medium): `Host: rebind.example` was served and became the manifest's
+    redirect_url, so with DNS rebinding GitHub sent the one-time code (and so the App's key) to the attacker."""
+    async with setup_client(tmp_path) as (client, page):
+        port = client.port
+        answers = {}
+        for host in [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}",
+                     f"rebind.example:{port}", "rebind.example", f"127.0.0.1:{port + 1}", "127.0.0.1",
+                     f"127.0.0.2:{port}", f"localhost.rebind.example:{port}", f"127.0.0.1:{port}@rebind.example",
+                     ""]:
+            resp = await client.post("/register", data=FORM, headers={"Host": host, "Origin": f"http://{host}"})
+            answers[host] = (resp.status, await resp.text())
+        allowed = [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}"]
+        assert {host: status for host, (status, _) in answers.items()} == {
+            host: 200 if host in allowed else 421 for host in answers}
+        redirects = {host: json.loads(html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1]))
+                     ["redirect_url"] for host, (status, text) in answers.items() if status == 200}
+        assert redirects == {host: f"http://{host.lower()}/callback" for host in allowed}
+        for host, (status, text) in answers.items():
+            if status != 200:
+                assert "rebind" not in text and "This page answers only at" in text
+                assert f"http://127.0.0.1:{port}/" in text
+        assert len(page.attempts) == len(allowed)
+
+
+async def test_a_request_from_another_machine_is_refused(tmp_path):
+    """Issue 27: the page is for the operator's own browser; a request from another address (as when
+    `--host 0.0.0.0` put it on the network) got the form and could start a registration."""
+    from aiohttp import web
+
+    @web.middleware
+    async def from_the_network(request, handler):  # what a peer at 192.0.2.7 looks like to the page
+        return await handler(request.clone(remote="192.0.2.7"))
+
+    page = SetupPage(SetupOptions(env_file=tmp_path / ".env"))
+    page.app.middlewares.insert(0, from_the_network)
+    client = TestClient(TestServer(page.app))
+    await client.start_server()
+    try:
+        form = await client.get("/")
+        text = await form.text()
+        post = await client.post("/register", data=FORM, headers={"Origin": str(client.make_url("")).rstrip("/")})
+    finally:
+        await client.close()
+    assert (form.status, post.status) == (403, 403)
+    assert "This page answers only at" in text and 'name="webhook_url"' not in text
+    assert page.attempts == {}
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::", "127.0.0.2", "bot.example.com"])
+def test_setup_refuses_a_host_off_this_machine_before_serving(tmp_path, capsys, monkeypatch, host):
+    """Issue 27: `--host 0.0.0.0` served the page to the network (and 127.0.0.2 printed an address whose Host the
+    page now refuses)."""
+    from bot.app import cli
+
+    async def served(*args, **kwargs):  # had it started serving, the test would say so instead of hanging
+        return 99
+
+    monkeypatch.setattr(cli, "setup", served)
+    assert cli.main(["setup", "--env-file", str(tmp_path / ".env"), "--host", host]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--host" in err and "127.0.0.1" in err

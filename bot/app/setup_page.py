@@ -25,6 +25,7 @@ from bot.github.client import http_timeout
 
 DEFAULT_PORT = 3001  # beside `sweepbot serve`'s 3000, so the two never ask for the same port
 DEFAULT_HOST = "127.0.0.1"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # where the page may listen: the names its Host may carry
 DEFAULT_GITHUB_URL = "https://github.com"
 DEFAULT_ENV_FILE = ".env"
 PAGE_TEMPLATE = "setup_page.{language}.html.j2"
@@ -39,9 +40,12 @@ _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,10
 # What the page has a sentence for: the form's problems and the callback's errors
 PROBLEMS = ("account_bad", "org_missing", "org_bad", "github_missing", "github_bad", "webhook_missing",
             "webhook_not_https", "webhook_bad", "results_bad")
-ERRORS = ("state", "code", "expired", "network", "answer")
+ERRORS = ("state", "code", "expired", "network", "answer", "address")
 HOLDS_APP_ID = "holds-app-id"  # Saved.problem when the env file got an APP_ID meanwhile (the page says so)
 _ENV_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+# The Host a page on this machine is opened at: a loopback name, then the port (absent only for 80)
+_LOOPBACK_HOST = re.compile(r"(127\.0\.0\.1|localhost|\[::1\])(?::([0-9]{1,5}))?", re.IGNORECASE)
+HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}  # every answer
 
 
 # ---- the manifest (also `sweepbot manifest`) -------------------------------------------------
@@ -246,6 +250,36 @@ def _fail(message: str) -> None:
     raise jinja2.UndefinedError(message)
 
 
+def served_host(request: web.Request) -> str | None:
+    """The request's Host when it names this page on this machine: 127.0.0.1, localhost or [::1] with the port the
+    connection came in on, from a loopback address; else None. It is what a DNS-rebinding page cannot send: its
+    Host is its own name."""
+    listening = _listening(request)
+    if listening is None or not _loopback_peer(request.remote):
+        return None
+    match = _LOOPBACK_HOST.fullmatch(request.headers.get("Host", ""))
+    if match is None or int(match[2] or 80) != listening[1]:
+        return None
+    return match[0].lower()
+
+
+def _listening(request: web.Request) -> tuple[str, int] | None:
+    """The address and port the request's connection came in on."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+    if not isinstance(sockname, tuple) or len(sockname) < 2:
+        return None
+    return str(sockname[0]), int(sockname[1])
+
+
+def _loopback_peer(address: str | None) -> bool:
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    return ip.is_loopback or bool(isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped
+                                  and ip.ipv4_mapped.is_loopback)
+
+
 def language_of(request: web.Request) -> str:
     """?lang= when it names one; else the first of Accept-Language's languages (by q) that is zh or en."""
     asked = request.query.get("lang")
@@ -269,14 +303,15 @@ def language_of(request: web.Request) -> str:
 
 
 class SetupPage:
-    """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (to GitHub), GET /callback."""
+    """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (to GitHub), GET /callback. Only for
+    this machine's browser (`served_host`)."""
 
     def __init__(self, options: SetupOptions) -> None:
         self.options = options
         self.attempts: dict[str, Attempt] = {}
         self.finished: dict[str, dict[str, Any]] = {}  # state -> the done page's values: a reload shows it again
         self.templates = _environment()
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[self._guard])
         self.app.router.add_get("/", self._form)
         self.app.router.add_post("/register", self._register)
         self.app.router.add_get("/callback", self._callback)
@@ -284,8 +319,17 @@ class SetupPage:
     def _render(self, language: str, page: str, *, status: int = 200, **values: Any) -> web.Response:
         template = self.templates.get_template(PAGE_TEMPLATE.format(language=language))
         text = template.render(page=page, **values)
-        return web.Response(status=status, text=text, content_type="text/html",
-                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+        return web.Response(status=status, text=text, content_type="text/html", headers=HEADERS)
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Nothing is processed for a Host or a peer off this machine (421, 403)."""
+        if served_host(request) is None:
+            address, port = _listening(request) or (DEFAULT_HOST, DEFAULT_PORT)
+            shown = f"[{address}]" if ":" in address else address
+            return self._render(language_of(request), "error", status=421 if _loopback_peer(request.remote) else 403,
+                                error="address", home=f"http://{shown}:{port}/")
+        return await handler(request)
 
     async def _form(self, request: web.Request) -> web.Response:
         github_url = self.options.github_url.rstrip("/")
@@ -323,7 +367,8 @@ class SetupPage:
         self.attempts[state] = Attempt(github_url, api_url_for(github_url, self.options.api_url), org,
                                        values["webhook_url"], values["results_repository"], language)
         where = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
-        manifest = build_manifest(values["webhook_url"], redirect_url=str(request.url.origin()) + "/callback")
+        # the Host the guard let through (a loopback name and this port), never one a request merely says
+        manifest = build_manifest(values["webhook_url"], redirect_url=f"http://{served_host(request)}/callback")
         return self._render(language, "to_github", github_url=github_url, org=org,
                             action=github_url + where + "?" + urlencode({"state": state}),
                             manifest=json.dumps(manifest))
