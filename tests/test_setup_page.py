@@ -276,9 +276,15 @@ FORM = {"account": "personal", "org": "", "github": "com", "enterprise_url": "",
         "results_repository": RESULTS, "lang": "en"}
 
 
+async def post_form(client, **fields):
+    """Press "Register on GitHub" as the browser does: the form's fields, its token, the page's Origin."""
+    return await client.post("/register", data=FORM | {"token": await page_token(client)} | fields,
+                             headers={"Origin": str(client.make_url("")).rstrip("/")})
+
+
 async def to_github(client, **fields) -> tuple[str, str, str]:
     """Press the button: (the form's action to GitHub, its state, the manifest JSON it carries)."""
-    resp = await client.post("/register", data=FORM | fields)
+    resp = await post_form(client, **fields)
     text = await resp.text()
     assert resp.status == 200, text
     action = html.unescape(re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)[1])
@@ -396,7 +402,7 @@ async def test_the_env_file_keeps_the_operators_other_settings(github, tmp_path)
 ])
 async def test_a_bad_form_is_shown_again_with_the_problem_and_nothing_goes_to_github(tmp_path, fields, problem):
     async with setup_client(tmp_path) as (client, page):
-        resp = await client.post("/register", data=FORM | fields)
+        resp = await post_form(client, **fields)
         text = await resp.text()
         assert resp.status == 400 and problem in text and 'id="to-github"' not in text
         assert page.attempts == {}
@@ -404,7 +410,7 @@ async def test_a_bad_form_is_shown_again_with_the_problem_and_nothing_goes_to_gi
 
 async def test_the_manifest_field_is_escaped(tmp_path):
     async with setup_client(tmp_path) as (client, _):
-        resp = await client.post("/register", data=FORM | {"webhook_url": 'https://x.example/"><b>hi</b>'})
+        resp = await post_form(client, webhook_url='https://x.example/"><b>hi</b>')
         text = await resp.text()
     assert resp.status == 200 and "<b>hi" not in text and "&lt;b&gt;hi" in text
 
@@ -428,7 +434,7 @@ def _urls_and_code(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("page, values", [
-    ("form", {"problems": list(setup_page.PROBLEMS),
+    ("form", {"problems": list(setup_page.PROBLEMS), "token": "t",
               "values": dict(FORM, account="org", org="acme", github="enterprise", enterprise_url=ENTERPRISE)}),
     ("to_github", {"github_url": ENTERPRISE, "org": "acme", "action": ENTERPRISE + "/x", "manifest": "{}"}),
     ("done", {"app_name": "sweepbot", "html_url": "https://github.com/apps/sweepbot", "owner": "acme",
@@ -453,6 +459,98 @@ def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path
 # ---- issue 27: an attacker's requests ------------------------------------------------------------------
 
 
+ATTACKER = "https://ghe.attacker.example"  # the Enterprise Server a forged registration names: the attacker's
+ATTACKER_SITE = "https://attacker.example"  # the website whose form POSTs to the page
+
+
+@pytest.fixture
+def attacker(github):
+    """The attacker's own GitHub Enterprise Server (over respx, beside the operator's github.com): it creates Apps
+    from any manifest and converts their codes, so whatever it answers is the attacker's App."""
+    fake = InMemoryGitHub(f"{ATTACKER}/api/v3")
+    with respx.mock(assert_all_called=False) as router:  # inside `github`'s: other hosts still go to it
+        router.route(host="ghe.attacker.example").mock(side_effect=fake.handle)
+        yield fake
+
+
+async def page_token(client, host: str | None = None) -> str:
+    """The token a browser finds in the form (GET /), as the page's own or a rebinding attacker's script would."""
+    resp = await client.get("/", headers={"Host": host} if host else {})
+    found = re.search(r'name="token" value="([^"]*)"', await resp.text())
+    return found[1] if found else ""
+
+
+async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
+    """Issue 27's attack as the operator's browser runs it. A page on the attacker's website POSTs /register (its
+    Origin, no token of the page's) naming the attacker's Enterprise Server; if the answer is a form to that server,
+    the browser submits it there, so the attacker learns the state and the manifest; it creates an App from a
+    manifest and sends the browser back to /callback with its own code and that state (a guess when it has none).
+    Returns (status, text) of the POST and of the callback."""
+    resp = await client.post("/register", data=FORM | {"github": "enterprise", "enterprise_url": ATTACKER},
+                             headers={"Origin": ATTACKER_SITE})
+    text = await resp.text()
+    state, manifest_json = "guessed-" + "x" * 24, json.dumps(setup_page.build_manifest(WEBHOOK))
+    form = re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)
+    if form and form[1].startswith(ATTACKER):
+        state = httpx.URL(html.unescape(form[1])).params["state"]
+        manifest_json = html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1])
+    code = attacker.create_app_from_manifest(manifest_json)
+    callback = await client.get("/callback", params={"code": code, "state": state})
+    return resp.status, text, callback.status, await callback.text()
+
+
+@pytest.mark.parametrize("origin, token", [
+    (ATTACKER_SITE, None), (None, None), ("null", None),  # another website; an Origin left out or hidden
+    ("http://127.0.0.1:1", None),  # another local page (another port is another origin)
+    ("same", ""), ("same", "wrong"),  # this page's origin without the page's token
+])
+async def test_a_post_from_another_origin_or_without_the_pages_token_is_refused(tmp_path, origin, token):
+    """Issue 27, cross-site POST (high): a form on any website could POST /register, and the page answered with a
+    form that sends the attacker's Enterprise Server a state of this page's. Now a POST needs this page's Origin and
+    its token: anything else is a 403 page, and no registration starts."""
+    async with setup_client(tmp_path) as (client, page):
+        headers = {}
+        if origin is not None:
+            headers["Origin"] = str(client.make_url("")).rstrip("/") if origin == "same" else origin
+        data = FORM | {"github": "enterprise", "enterprise_url": ATTACKER}
+        if token is not None:
+            data["token"] = token
+        resp = await client.post("/register", data=data, headers=headers)
+        text = await resp.text()
+    assert resp.status == 403, text
+    assert "was refused" in text and "Nothing was sent to GitHub or written" in text
+    assert ATTACKER not in text and "state=" not in text and 'id="to-github"' not in text
+    assert page.attempts == {}
+
+
+async def test_a_forged_registration_and_its_callback_write_nothing(github, attacker, tmp_path):
+    """Issue 27, cross-site POST (high): the attacker's callback converted its own code against its own API and
+    wrote its APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and GITHUB_API_URL to .env."""
+    async with setup_client(tmp_path) as (client, page):
+        post_status, _, callback_status, callback_text = await cross_site_attack(client, attacker)
+    assert (post_status, callback_status) == (403, 400), callback_text
+    assert "does not belong to a registration started on this page" in callback_text
+    assert not (tmp_path / ".env").exists() and list(tmp_path.iterdir()) == []
+    assert attacker.count("POST", r"^/app-manifests/") == 0 and page.attempts == {}
+
+
+async def test_the_real_registration_after_a_forged_one_lands_in_the_env_file(github, attacker, tmp_path):
+    """Issue 27, cross-site POST (high): once the forged registration had written .env, the operator's own
+    credentials went to .env.app-<id> because .env "already holds an APP_ID", and `make serve` ran as the
+    attacker's App."""
+    async with setup_client(tmp_path) as (client, _):
+        await cross_site_attack(client, attacker)
+        _, state, manifest_json = await to_github(client)
+        resp = await client.get("/callback", params={"code": github.create_app_from_manifest(manifest_json),
+                                                     "state": state})
+        text = await resp.text()
+    assert resp.status == 200, text
+    (app,) = github.manifest_apps()
+    assert "it holds an APP_ID already" not in text
+    assert_env_file(tmp_path / ".env", app, webhook=WEBHOOK, api_url=None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env"]  # no .env.app-<id> beside it
+
+
 async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redirect_url(tmp_path):
     """Issue 27, Host header trusted (medium): `Host: rebind.example` was served and became the manifest's
     redirect_url, so with DNS rebinding GitHub sent the one-time code (and so the App's key) to the attacker."""
@@ -463,7 +561,9 @@ async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redir
                      f"rebind.example:{port}", "rebind.example", f"127.0.0.1:{port + 1}", "127.0.0.1",
                      f"127.0.0.2:{port}", f"localhost.rebind.example:{port}", f"127.0.0.1:{port}@rebind.example",
                      ""]:
-            resp = await client.post("/register", data=FORM, headers={"Host": host, "Origin": f"http://{host}"})
+            token = await page_token(client, host)  # a rebinding attacker's script reads the form first
+            resp = await client.post("/register", data=FORM | {"token": token},
+                                     headers={"Host": host, "Origin": f"http://{host}"})
             answers[host] = (resp.status, await resp.text())
         allowed = [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}"]
         assert {host: status for host, (status, _) in answers.items()} == {

@@ -40,12 +40,15 @@ _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,10
 # What the page has a sentence for: the form's problems and the callback's errors
 PROBLEMS = ("account_bad", "org_missing", "org_bad", "github_missing", "github_bad", "webhook_missing",
             "webhook_not_https", "webhook_bad", "results_bad")
-ERRORS = ("state", "code", "expired", "network", "answer", "address")
+ERRORS = ("state", "code", "expired", "network", "answer", "address", "origin", "token")
 HOLDS_APP_ID = "holds-app-id"  # Saved.problem when the env file got an APP_ID meanwhile (the page says so)
 _ENV_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 # The Host a page on this machine is opened at: a loopback name, then the port (absent only for 80)
 _LOOPBACK_HOST = re.compile(r"(127\.0\.0\.1|localhost|\[::1\])(?::([0-9]{1,5}))?", re.IGNORECASE)
-HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}  # every answer
+HEADERS = {  # every answer: never cached, no address in a Referer to another site
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "same-origin",  # not no-referrer: with it, a browser sends `Origin: null` on the page's POSTs
+}
 
 
 # ---- the manifest (also `sweepbot manifest`) -------------------------------------------------
@@ -304,10 +307,11 @@ def language_of(request: web.Request) -> str:
 
 class SetupPage:
     """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (to GitHub), GET /callback. Only for
-    this machine's browser (`served_host`)."""
+    this machine's browser (`served_host`); a POST only from the page itself."""
 
     def __init__(self, options: SetupOptions) -> None:
         self.options = options
+        self.token = secrets.token_urlsafe(24)  # in every form of this run's pages; another site cannot read it
         self.attempts: dict[str, Attempt] = {}
         self.finished: dict[str, dict[str, Any]] = {}  # state -> the done page's values: a reload shows it again
         self.templates = _environment()
@@ -323,18 +327,27 @@ class SetupPage:
 
     @web.middleware
     async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """Nothing is processed for a Host or a peer off this machine (421, 403)."""
-        if served_host(request) is None:
+        """Nothing is processed for a Host or a peer off this machine (421, 403), nor for a POST without this page's
+        Origin (403, the body unread) or its token (403)."""
+        host = served_host(request)
+        if host is None:
             address, port = _listening(request) or (DEFAULT_HOST, DEFAULT_PORT)
             shown = f"[{address}]" if ":" in address else address
             return self._render(language_of(request), "error", status=421 if _loopback_peer(request.remote) else 403,
                                 error="address", home=f"http://{shown}:{port}/")
+        home = f"http://{host}/"
+        if request.method == "POST":
+            if (request.headers.get("Origin") or "").lower() != f"http://{host}":
+                return self._render(language_of(request), "error", status=403, error="origin", home=home)
+            form = await request.post()
+            if not secrets.compare_digest(str(form.get("token", "")).encode(), self.token.encode()):
+                return self._render(language_of(request), "error", status=403, error="token", home=home)
         return await handler(request)
 
     async def _form(self, request: web.Request) -> web.Response:
         github_url = self.options.github_url.rstrip("/")
         enterprise = urlsplit(github_url).hostname != "github.com"
-        return self._render(language_of(request), "form", problems=[], values={
+        return self._render(language_of(request), "form", problems=[], token=self.token, values={
             "account": "personal", "org": "", "github": "enterprise" if enterprise else "com",
             "enterprise_url": github_url if enterprise else "", "webhook_url": self.options.webhook_url,
             "results_repository": self.options.results_repository,
@@ -359,7 +372,7 @@ class SetupPage:
         if values["results_repository"] and not _REPOSITORY.fullmatch(values["results_repository"]):
             problems.append("results_bad")
         if problems:
-            return self._render(language, "form", status=400, problems=problems, values=values)
+            return self._render(language, "form", status=400, problems=problems, token=self.token, values=values)
         parts = urlsplit(github_url)
         github_url = f"{parts.scheme}://{parts.netloc.lower()}"
         self._prune()
