@@ -196,6 +196,13 @@ async def test_an_organisation_registers_the_app_in_a_browser(chromium, fake_pro
             await page.fill("#org", "acme")
             await page.fill("#webhook-url", WEBHOOK)
             await page.click("#register")
+            await page.wait_for_selector("#to-github")
+            await walk.shot("confirm")
+            assert await page.text_content("#confirm-github") == fake.url  # shown before anything goes there
+            assert "acme" in await page.text_content("#confirm-owner")
+            assert fake.url in await page.text_content("#enterprise-check")
+            assert page.url == url + "/register" and fake.manifest_apps() == []  # still on this page
+            await page.click("#continue")
             await page.wait_for_url(re.compile(re.escape(fake.url) + r"/organizations/acme/settings/apps/new\?state="))
             await walk.shot("github")
             assert await page.text_content("#webhook-url") == WEBHOOK
@@ -229,6 +236,11 @@ async def test_a_personal_account_registers_it_in_chinese(chromium, fake_process
             assert await page.text_content("#switch-language") == "English"
             assert await page.input_value("#webhook-url") == WEBHOOK  # --webhook-url prefilled it
             await page.click("#register")  # personal account is the default choice
+            await page.wait_for_selector("#to-github")
+            await walk.shot("confirm")
+            assert await page.text_content("#confirm-github") == fake.url
+            assert await page.text_content("#continue") == f"继续前往 {fake.url}"
+            await page.click("#continue")
             await page.wait_for_url(re.compile(re.escape(fake.url) + r"/settings/apps/new\?state="))
             await walk.shot("github")
             await page.get_by_role("button", name="Create GitHub App").click()
@@ -283,7 +295,7 @@ async def post_form(client, **fields):
 
 
 async def to_github(client, **fields) -> tuple[str, str, str]:
-    """Press the button: (the form's action to GitHub, its state, the manifest JSON it carries)."""
+    """Press the button: (the confirmation's form action to GitHub, its state, the manifest JSON it carries)."""
     resp = await post_form(client, **fields)
     text = await resp.text()
     assert resp.status == 200, text
@@ -436,7 +448,12 @@ def _urls_and_code(text: str) -> list[str]:
 @pytest.mark.parametrize("page, values", [
     ("form", {"problems": list(setup_page.PROBLEMS), "token": "t",
               "values": dict(FORM, account="org", org="acme", github="enterprise", enterprise_url=ENTERPRISE)}),
-    ("to_github", {"github_url": ENTERPRISE, "org": "acme", "action": ENTERPRISE + "/x", "manifest": "{}"}),
+    ("confirm", {"github_url": ENTERPRISE, "org": "acme", "action": ENTERPRISE + "/x", "manifest": "{}",
+                 "enterprise": True, "api_url": ENTERPRISE + "/api/v3", "webhook_url": WEBHOOK,
+                 "results_repository": RESULTS}),
+    ("confirm", {"github_url": "https://github.com", "org": None, "action": "https://github.com/x", "manifest": "{}",
+                 "enterprise": False, "api_url": "https://api.github.com", "webhook_url": WEBHOOK,
+                 "results_repository": ""}),
     ("done", {"app_name": "sweepbot", "html_url": "https://github.com/apps/sweepbot", "owner": "acme",
               "install_url": "https://github.com/apps/sweepbot/installations/new", "results_repository": "o/r",
               "results_default": RESULTS, "env_file": "/x/.env", "env_is_served": False, "saved_path": "/x/.env.app-1",
@@ -600,6 +617,26 @@ async def test_a_request_from_another_machine_is_refused(tmp_path):
     assert (form.status, post.status) == (403, 403)
     assert "This page answers only at" in text and 'name="webhook_url"' not in text
     assert page.attempts == {}
+
+
+async def test_the_github_server_is_shown_to_confirm_before_anything_is_sent_to_it(tmp_path):
+    """Issue 27: the answer to /register submitted itself at once to whatever GitHub the form named (an
+    attacker's Enterprise Server for a forged POST); now the operator reads the address and presses the button."""
+    async with setup_client(tmp_path) as (client, _):
+        resp = await post_form(client, github="enterprise", enterprise_url=ENTERPRISE)
+        text = await resp.text()
+    assert resp.status == 200, text
+    assert "<script" not in text.lower() and "onload" not in text.lower()
+    assert re.search(r'id="confirm-github">\s*' + re.escape(ENTERPRISE), text)
+    assert f"Continue to {ENTERPRISE}" in text and f"{ENTERPRISE}/api/v3" in text
+
+
+async def test_no_page_can_be_framed_by_another_site(tmp_path):
+    """Clickjacking: another site could show the page in a frame and have the operator press its buttons."""
+    async with setup_client(tmp_path) as (client, _):
+        resp = await client.get("/")
+    policy = resp.headers.get("Content-Security-Policy", "")
+    assert "frame-ancestors 'none'" in policy and resp.headers.get("X-Frame-Options") == "DENY"
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::", "127.0.0.2", "bot.example.com"])

@@ -45,9 +45,12 @@ HOLDS_APP_ID = "holds-app-id"  # Saved.problem when the env file got an APP_ID m
 _ENV_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
 # The Host a page on this machine is opened at: a loopback name, then the port (absent only for 80)
 _LOOPBACK_HOST = re.compile(r"(127\.0\.0\.1|localhost|\[::1\])(?::([0-9]{1,5}))?", re.IGNORECASE)
-HEADERS = {  # every answer: never cached, no address in a Referer to another site
+HEADERS = {  # every answer: never cached, no address in a Referer to another site, never in another site's frame
     "Cache-Control": "no-store",
     "Referrer-Policy": "same-origin",  # not no-referrer: with it, a browser sends `Origin: null` on the page's POSTs
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none';"
+                               " frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
 }
 
 
@@ -306,8 +309,8 @@ def language_of(request: web.Request) -> str:
 
 
 class SetupPage:
-    """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (to GitHub), GET /callback. Only for
-    this machine's browser (`served_host`); a POST only from the page itself."""
+    """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (the confirmation, whose button goes to
+    GitHub), GET /callback. Only for this machine's browser (`served_host`); a POST only from the page itself."""
 
     def __init__(self, options: SetupOptions) -> None:
         self.options = options
@@ -377,12 +380,15 @@ class SetupPage:
         github_url = f"{parts.scheme}://{parts.netloc.lower()}"
         self._prune()
         state = secrets.token_urlsafe(24)
-        self.attempts[state] = Attempt(github_url, api_url_for(github_url, self.options.api_url), org,
-                                       values["webhook_url"], values["results_repository"], language)
+        attempt = Attempt(github_url, api_url_for(github_url, self.options.api_url), org, values["webhook_url"],
+                          values["results_repository"], language)
+        self.attempts[state] = attempt
         where = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
         # the Host the guard let through (a loopback name and this port), never one a request merely says
         manifest = build_manifest(values["webhook_url"], redirect_url=f"http://{served_host(request)}/callback")
-        return self._render(language, "to_github", github_url=github_url, org=org,
+        return self._render(language, "confirm", github_url=github_url, org=org, api_url=attempt.api_url,
+                            enterprise=urlsplit(github_url).hostname != "github.com",
+                            webhook_url=attempt.webhook_url, results_repository=attempt.results_repository,
                             action=github_url + where + "?" + urlencode({"state": state}),
                             manifest=json.dumps(manifest))
 
