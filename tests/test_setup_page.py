@@ -639,6 +639,37 @@ async def test_no_page_can_be_framed_by_another_site(tmp_path):
     assert "frame-ancestors 'none'" in policy and resp.headers.get("X-Frame-Options") == "DENY"
 
 
+async def test_a_state_is_used_once_even_by_two_callbacks_at_once(tmp_path):
+    """Two callbacks with one state at the same time both sent the code to GitHub (the state was taken only once
+    the conversion had answered), and the second then failed with a KeyError: a 500."""
+    import asyncio
+
+    fake = InMemoryGitHub()
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def held(request):  # the conversion answers once the second callback is refused or converting too
+        arrived.set()
+        await release.wait()
+        return fake.handle(request)
+
+    with respx.mock(assert_all_called=False) as router:
+        router.route(host="api.github.com").mock(side_effect=held)
+        async with setup_client(tmp_path) as (client, _):
+            _, state, manifest_json = await to_github(client)
+            query = {"code": fake.create_app_from_manifest(manifest_json), "state": state}
+            first = asyncio.ensure_future(client.get("/callback", params=query))
+            await arrived.wait()
+            arrived.clear()
+            second = asyncio.ensure_future(client.get("/callback", params=query))
+            again = asyncio.ensure_future(arrived.wait())
+            await asyncio.wait([second, again], return_when=asyncio.FIRST_COMPLETED)
+            release.set()
+            statuses = sorted([(await first).status, (await second).status])
+            again.cancel()
+    assert fake.count("POST", r"^/app-manifests/") == 1 and statuses == [200, 400]
+    assert_env_file(tmp_path / ".env", fake.manifest_apps()[0], webhook=WEBHOOK, api_url=None)
+
+
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::", "127.0.0.2", "bot.example.com"])
 def test_setup_refuses_a_host_off_this_machine_before_serving(tmp_path, capsys, monkeypatch, host):
     """Issue 27: `--host 0.0.0.0` served the page to the network (and 127.0.0.2 printed an address whose Host the

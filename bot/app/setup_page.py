@@ -403,24 +403,23 @@ class SetupPage:
         code = request.query.get("code", "")
         if not code or "/" in code:
             return self._render(language, "error", status=400, error="code")
+        del self.attempts[state]  # taken before the code is sent: a second callback with it meanwhile is refused
         try:
             async with httpx.AsyncClient(timeout=http_timeout(CONVERSION_TIMEOUT), trust_env=False) as client:
                 resp = await client.post(f"{attempt.api_url}/app-manifests/{code}/conversions",
                                          headers={"Accept": "application/vnd.github+json"})
-        except httpx.HTTPError as exc:  # the code may still be good: this attempt stays, the page offers a retry
+        except httpx.HTTPError as exc:  # the code may still be good: the attempt is given back, the page offers a retry
+            self.attempts[state] = attempt
             return self._render(language, "error", status=502, error="network", api_url=attempt.api_url,
                                 detail=type(exc).__name__, retry=str(request.rel_url))
         if resp.status_code in (404, 422):
-            del self.attempts[state]
             return self._render(language, "error", status=400, error="expired")
         try:
             app = resp.json() if resp.status_code == 201 else None
             values = _credentials(app, attempt)
         except (ValueError, KeyError, TypeError):
-            del self.attempts[state]
             return self._render(language, "error", status=502, error="answer", api_url=attempt.api_url,
                                 detail=str(resp.status_code))
-        del self.attempts[state]
         saved = save_credentials(self.options.env_file, values,
                                  comment=f"sweepbot setup, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: "
                                          f"the GitHub App {app.get('name')} ({app['html_url']})")
