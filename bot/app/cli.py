@@ -507,7 +507,7 @@ def parser() -> argparse.ArgumentParser:
                         " (default: from --webhook-url, else app.yaml's placeholder)")
     m.add_argument("--url", metavar="URL", help="url: the App's homepage (default: app.yaml's, the benchmark repository)")
     st = sub.add_parser("setup", help="register the App on GitHub from a local page and write its .env",
-                        description="Serve a local page (this machine only) whose button registers the App through GitHub's"
+                        description="Serve a local page (this machine only) that registers the App through GitHub's"
                                     " manifest flow (personal account or organisation, GitHub.com or Enterprise),"
                                     " then writes APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and WEBHOOK_URL to the env file"
                                     " (mode 0600). The manifest's redirect_url is this page's /callback,"
