@@ -196,6 +196,13 @@ async def test_an_organisation_registers_the_app_in_a_browser(chromium, fake_pro
             await page.fill("#org", "acme")
             await page.fill("#webhook-url", WEBHOOK)
             await page.click("#register")
+            await page.wait_for_selector("#to-github")
+            await walk.shot("confirm")
+            assert await page.text_content("#confirm-github") == fake.url  # shown before anything goes there
+            assert "acme" in await page.text_content("#confirm-owner")
+            assert fake.url in await page.text_content("#enterprise-check")
+            assert page.url == url + "/register" and fake.manifest_apps() == []  # still on this page
+            await page.click("#continue")
             await page.wait_for_url(re.compile(re.escape(fake.url) + r"/organizations/acme/settings/apps/new\?state="))
             await walk.shot("github")
             assert await page.text_content("#webhook-url") == WEBHOOK
@@ -229,6 +236,11 @@ async def test_a_personal_account_registers_it_in_chinese(chromium, fake_process
             assert await page.text_content("#switch-language") == "English"
             assert await page.input_value("#webhook-url") == WEBHOOK  # --webhook-url prefilled it
             await page.click("#register")  # personal account is the default choice
+            await page.wait_for_selector("#to-github")
+            await walk.shot("confirm")
+            assert await page.text_content("#confirm-github") == fake.url
+            assert await page.text_content("#continue") == f"继续前往 {fake.url}"
+            await page.click("#continue")
             await page.wait_for_url(re.compile(re.escape(fake.url) + r"/settings/apps/new\?state="))
             await walk.shot("github")
             await page.get_by_role("button", name="Create GitHub App").click()
@@ -276,9 +288,15 @@ FORM = {"account": "personal", "org": "", "github": "com", "enterprise_url": "",
         "results_repository": RESULTS, "lang": "en"}
 
 
+async def post_form(client, **fields):
+    """Press "Register on GitHub" as the browser does: the form's fields, its token, the page's Origin."""
+    return await client.post("/register", data=FORM | {"token": await page_token(client)} | fields,
+                             headers={"Origin": str(client.make_url("")).rstrip("/")})
+
+
 async def to_github(client, **fields) -> tuple[str, str, str]:
-    """Press the button: (the form's action to GitHub, its state, the manifest JSON it carries)."""
-    resp = await client.post("/register", data=FORM | fields)
+    """Press the button: (the confirmation's form action to GitHub, its state, the manifest JSON it carries)."""
+    resp = await post_form(client, **fields)
     text = await resp.text()
     assert resp.status == 200, text
     action = html.unescape(re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)[1])
@@ -396,7 +414,7 @@ async def test_the_env_file_keeps_the_operators_other_settings(github, tmp_path)
 ])
 async def test_a_bad_form_is_shown_again_with_the_problem_and_nothing_goes_to_github(tmp_path, fields, problem):
     async with setup_client(tmp_path) as (client, page):
-        resp = await client.post("/register", data=FORM | fields)
+        resp = await post_form(client, **fields)
         text = await resp.text()
         assert resp.status == 400 and problem in text and 'id="to-github"' not in text
         assert page.attempts == {}
@@ -404,7 +422,7 @@ async def test_a_bad_form_is_shown_again_with_the_problem_and_nothing_goes_to_gi
 
 async def test_the_manifest_field_is_escaped(tmp_path):
     async with setup_client(tmp_path) as (client, _):
-        resp = await client.post("/register", data=FORM | {"webhook_url": 'https://x.example/"><b>hi</b>'})
+        resp = await post_form(client, webhook_url='https://x.example/"><b>hi</b>')
         text = await resp.text()
     assert resp.status == 200 and "<b>hi" not in text and "&lt;b&gt;hi" in text
 
@@ -428,14 +446,20 @@ def _urls_and_code(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("page, values", [
-    ("form", {"problems": list(setup_page.PROBLEMS),
+    ("form", {"problems": list(setup_page.PROBLEMS), "token": "t",
               "values": dict(FORM, account="org", org="acme", github="enterprise", enterprise_url=ENTERPRISE)}),
-    ("to_github", {"github_url": ENTERPRISE, "org": "acme", "action": ENTERPRISE + "/x", "manifest": "{}"}),
+    ("confirm", {"github_url": ENTERPRISE, "org": "acme", "action": ENTERPRISE + "/x", "manifest": "{}",
+                 "enterprise": True, "api_url": ENTERPRISE + "/api/v3", "webhook_url": WEBHOOK,
+                 "results_repository": RESULTS}),
+    ("confirm", {"github_url": "https://github.com", "org": None, "action": "https://github.com/x", "manifest": "{}",
+                 "enterprise": False, "api_url": "https://api.github.com", "webhook_url": WEBHOOK,
+                 "results_repository": ""}),
     ("done", {"app_name": "sweepbot", "html_url": "https://github.com/apps/sweepbot", "owner": "acme",
               "install_url": "https://github.com/apps/sweepbot/installations/new", "results_repository": "o/r",
               "results_default": RESULTS, "env_file": "/x/.env", "env_is_served": False, "saved_path": "/x/.env.app-1",
               "save_problem": "holds-app-id", "saved_text": None}),
-    *[("error", {"error": error, "api_url": "https://api.github.com", "detail": "ConnectError", "retry": "/r"})
+    *[("error", {"error": error, "api_url": "https://api.github.com", "detail": "ConnectError", "retry": "/r",
+                 "home": "http://127.0.0.1:3001/"})
       for error in setup_page.ERRORS],
 ])
 def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path, page, values):
@@ -447,3 +471,215 @@ def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path
     english = [u for u in _urls_and_code(texts["en"]) if "lang=" not in u]
     chinese = [u for u in _urls_and_code(texts["zh"]) if "lang=" not in u]
     assert english == chinese
+
+
+# ---- issue 27: an attacker's requests ------------------------------------------------------------------
+
+
+ATTACKER = "https://ghe.attacker.example"  # the Enterprise Server a forged registration names: the attacker's
+ATTACKER_SITE = "https://attacker.example"  # the website whose form POSTs to the page
+
+
+@pytest.fixture
+def attacker(github):
+    """The attacker's own GitHub Enterprise Server (over respx, beside the operator's github.com): it creates Apps
+    from any manifest and converts their codes, so whatever it answers is the attacker's App."""
+    fake = InMemoryGitHub(f"{ATTACKER}/api/v3")
+    with respx.mock(assert_all_called=False) as router:  # inside `github`'s: other hosts still go to it
+        router.route(host="ghe.attacker.example").mock(side_effect=fake.handle)
+        yield fake
+
+
+async def page_token(client, host: str | None = None) -> str:
+    """The token a browser finds in the form (GET /), as the page's own or a rebinding attacker's script would."""
+    resp = await client.get("/", headers={"Host": host} if host else {})
+    found = re.search(r'name="token" value="([^"]*)"', await resp.text())
+    return found[1] if found else ""
+
+
+async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
+    """Issue 27's attack as the operator's browser runs it. A page on the attacker's website POSTs /register (its
+    Origin, no token of the page's) naming the attacker's Enterprise Server; if the answer is a form to that server,
+    the browser submits it there, so the attacker learns the state and the manifest; it creates an App from a
+    manifest and sends the browser back to /callback with its own code and that state (a guess when it has none).
+    Returns (status, text) of the POST and of the callback."""
+    resp = await client.post("/register", data=FORM | {"github": "enterprise", "enterprise_url": ATTACKER},
+                             headers={"Origin": ATTACKER_SITE})
+    text = await resp.text()
+    state, manifest_json = "guessed-" + "x" * 24, json.dumps(setup_page.build_manifest(WEBHOOK))
+    form = re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)
+    if form and form[1].startswith(ATTACKER):
+        state = httpx.URL(html.unescape(form[1])).params["state"]
+        manifest_json = html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1])
+    code = attacker.create_app_from_manifest(manifest_json)
+    callback = await client.get("/callback", params={"code": code, "state": state})
+    return resp.status, text, callback.status, await callback.text()
+
+
+@pytest.mark.parametrize("origin, token", [
+    (ATTACKER_SITE, None), (None, None), ("null", None),  # another website; an Origin left out or hidden
+    ("http://127.0.0.1:1", None),  # another local page (another port is another origin)
+    ("same", ""), ("same", "wrong"),  # this page's origin without the page's token
+])
+async def test_a_post_from_another_origin_or_without_the_pages_token_is_refused(tmp_path, origin, token):
+    """Issue 27, cross-site POST (high): a form on any website could POST /register, and the page answered with a
+    form that sends the attacker's Enterprise Server a state of this page's. Now a POST needs this page's Origin and
+    its token: anything else is a 403 page, and no registration starts."""
+    async with setup_client(tmp_path) as (client, page):
+        headers = {}
+        if origin is not None:
+            headers["Origin"] = str(client.make_url("")).rstrip("/") if origin == "same" else origin
+        data = FORM | {"github": "enterprise", "enterprise_url": ATTACKER}
+        if token is not None:
+            data["token"] = token
+        resp = await client.post("/register", data=data, headers=headers)
+        text = await resp.text()
+    assert resp.status == 403, text
+    assert "was refused" in text and "Nothing was sent to GitHub or written" in text
+    assert ATTACKER not in text and "state=" not in text and 'id="to-github"' not in text
+    assert page.attempts == {}
+
+
+async def test_a_forged_registration_and_its_callback_write_nothing(github, attacker, tmp_path):
+    """Issue 27, cross-site POST (high): the attacker's callback converted its own code against its own API and
+    wrote its APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and GITHUB_API_URL to .env."""
+    async with setup_client(tmp_path) as (client, page):
+        post_status, _, callback_status, callback_text = await cross_site_attack(client, attacker)
+    assert (post_status, callback_status) == (403, 400), callback_text
+    assert "does not belong to a registration started on this page" in callback_text
+    assert not (tmp_path / ".env").exists() and list(tmp_path.iterdir()) == []
+    assert attacker.count("POST", r"^/app-manifests/") == 0 and page.attempts == {}
+
+
+async def test_the_real_registration_after_a_forged_one_lands_in_the_env_file(github, attacker, tmp_path):
+    """Issue 27, cross-site POST (high): once the forged registration had written .env, the operator's own
+    credentials went to .env.app-<id> because .env "already holds an APP_ID", and `make serve` ran as the
+    attacker's App."""
+    async with setup_client(tmp_path) as (client, _):
+        await cross_site_attack(client, attacker)
+        _, state, manifest_json = await to_github(client)
+        resp = await client.get("/callback", params={"code": github.create_app_from_manifest(manifest_json),
+                                                     "state": state})
+        text = await resp.text()
+    assert resp.status == 200, text
+    (app,) = github.manifest_apps()
+    assert "it holds an APP_ID already" not in text
+    assert_env_file(tmp_path / ".env", app, webhook=WEBHOOK, api_url=None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".env"]  # no .env.app-<id> beside it
+
+
+async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redirect_url(tmp_path):
+    """Issue 27, Host header trusted (medium): `Host: rebind.example` was served and became the manifest's
+    redirect_url, so with DNS rebinding GitHub sent the one-time code (and so the App's key) to the attacker."""
+    async with setup_client(tmp_path) as (client, page):
+        port = client.port
+        answers = {}
+        for host in [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}",
+                     f"rebind.example:{port}", "rebind.example", f"127.0.0.1:{port + 1}", "127.0.0.1",
+                     f"127.0.0.2:{port}", f"localhost.rebind.example:{port}", f"127.0.0.1:{port}@rebind.example",
+                     ""]:
+            token = await page_token(client, host)  # a rebinding attacker's script reads the form first
+            resp = await client.post("/register", data=FORM | {"token": token},
+                                     headers={"Host": host, "Origin": f"http://{host}"})
+            answers[host] = (resp.status, await resp.text())
+        allowed = [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}"]
+        assert {host: status for host, (status, _) in answers.items()} == {
+            host: 200 if host in allowed else 421 for host in answers}
+        redirects = {host: json.loads(html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1]))
+                     ["redirect_url"] for host, (status, text) in answers.items() if status == 200}
+        assert redirects == {host: f"http://{host.lower()}/callback" for host in allowed}
+        for host, (status, text) in answers.items():
+            if status != 200:
+                assert "rebind" not in text and "This page answers only at" in text
+                assert f"http://127.0.0.1:{port}/" in text
+        assert len(page.attempts) == len(allowed)
+
+
+async def test_a_request_from_another_machine_is_refused(tmp_path):
+    """Issue 27: the page is for the operator's own browser; a request from another address (as when
+    `--host 0.0.0.0` put it on the network) got the form and could start a registration."""
+    from aiohttp import web
+
+    @web.middleware
+    async def from_the_network(request, handler):  # what a peer at 192.0.2.7 looks like to the page
+        return await handler(request.clone(remote="192.0.2.7"))
+
+    page = SetupPage(SetupOptions(env_file=tmp_path / ".env"))
+    page.app.middlewares.insert(0, from_the_network)
+    client = TestClient(TestServer(page.app))
+    await client.start_server()
+    try:
+        form = await client.get("/")
+        text = await form.text()
+        post = await client.post("/register", data=FORM, headers={"Origin": str(client.make_url("")).rstrip("/")})
+    finally:
+        await client.close()
+    assert (form.status, post.status) == (403, 403)
+    assert "This page answers only at" in text and 'name="webhook_url"' not in text
+    assert page.attempts == {}
+
+
+async def test_the_github_server_is_shown_to_confirm_before_anything_is_sent_to_it(tmp_path):
+    """Issue 27: the answer to /register submitted itself at once to whatever GitHub the form named (an
+    attacker's Enterprise Server for a forged POST); now the operator reads the address and presses the button."""
+    async with setup_client(tmp_path) as (client, _):
+        resp = await post_form(client, github="enterprise", enterprise_url=ENTERPRISE)
+        text = await resp.text()
+    assert resp.status == 200, text
+    assert "<script" not in text.lower() and "onload" not in text.lower()
+    assert re.search(r'id="confirm-github">\s*' + re.escape(ENTERPRISE), text)
+    assert f"Continue to {ENTERPRISE}" in text and f"{ENTERPRISE}/api/v3" in text
+
+
+async def test_no_page_can_be_framed_by_another_site(tmp_path):
+    """Clickjacking: another site could show the page in a frame and have the operator press its buttons."""
+    async with setup_client(tmp_path) as (client, _):
+        resp = await client.get("/")
+    policy = resp.headers.get("Content-Security-Policy", "")
+    assert "frame-ancestors 'none'" in policy and resp.headers.get("X-Frame-Options") == "DENY"
+
+
+async def test_a_state_is_used_once_even_by_two_callbacks_at_once(tmp_path):
+    """Two callbacks with one state at the same time both sent the code to GitHub (the state was taken only once
+    the conversion had answered), and the second then failed with a KeyError: a 500."""
+    import asyncio
+
+    fake = InMemoryGitHub()
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def held(request):  # the conversion answers once the second callback is refused or converting too
+        arrived.set()
+        await release.wait()
+        return fake.handle(request)
+
+    with respx.mock(assert_all_called=False) as router:
+        router.route(host="api.github.com").mock(side_effect=held)
+        async with setup_client(tmp_path) as (client, _):
+            _, state, manifest_json = await to_github(client)
+            query = {"code": fake.create_app_from_manifest(manifest_json), "state": state}
+            first = asyncio.ensure_future(client.get("/callback", params=query))
+            await arrived.wait()
+            arrived.clear()
+            second = asyncio.ensure_future(client.get("/callback", params=query))
+            again = asyncio.ensure_future(arrived.wait())
+            await asyncio.wait([second, again], return_when=asyncio.FIRST_COMPLETED)
+            release.set()
+            statuses = sorted([(await first).status, (await second).status])
+            again.cancel()
+    assert fake.count("POST", r"^/app-manifests/") == 1 and statuses == [200, 400]
+    assert_env_file(tmp_path / ".env", fake.manifest_apps()[0], webhook=WEBHOOK, api_url=None)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::", "127.0.0.2", "bot.example.com"])
+def test_setup_refuses_a_host_off_this_machine_before_serving(tmp_path, capsys, monkeypatch, host):
+    """Issue 27: `--host 0.0.0.0` served the page to the network (and 127.0.0.2 printed an address whose Host the
+    page now refuses)."""
+    from bot.app import cli
+
+    async def served(*args, **kwargs):  # had it started serving, the test would say so instead of hanging
+        return 99
+
+    monkeypatch.setattr(cli, "setup", served)
+    assert cli.main(["setup", "--env-file", str(tmp_path / ".env"), "--host", host]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--host" in err and "127.0.0.1" in err

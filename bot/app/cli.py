@@ -437,6 +437,10 @@ def setup_command(args: argparse.Namespace) -> int:
         print(f"sweepbot: {env_file} already holds APP_ID {app_id}: nothing overwritten; move it away or choose"
               f" another file with --env-file", file=sys.stderr)
         return 2
+    if args.host not in setup_page.LOOPBACK_HOSTS:
+        print(f"sweepbot: --host {args.host!r}: the page answers only on this machine: 127.0.0.1 (the default),"
+              f" localhost or ::1", file=sys.stderr)
+        return 2
     for flag, value, check in (("--webhook-url", args.webhook_url, setup_page.webhook_url_problem),
                                ("--github-url", args.github_url, setup_page.github_url_problem)):
         if value and (problem := check(value)):
@@ -505,7 +509,7 @@ def parser() -> argparse.ArgumentParser:
                         " (default: from --webhook-url, else app.yaml's placeholder)")
     m.add_argument("--url", metavar="URL", help="url: the App's homepage (default: app.yaml's, the benchmark repository)")
     st = sub.add_parser("setup", help="register the App on GitHub from a local page and write its .env",
-                        description="Serve a local page whose one button registers the App through GitHub's"
+                        description="Serve a local page (this machine only) that registers the App through GitHub's"
                                     " manifest flow (personal account or organisation, GitHub.com or Enterprise),"
                                     " then writes APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and WEBHOOK_URL to the env file"
                                     " (mode 0600). The manifest's redirect_url is this page's /callback,"
@@ -514,7 +518,8 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--github-url", metavar="URL", default=setup_page.DEFAULT_GITHUB_URL,
                     help="prefills the page's GitHub: https://github.com (default) or a GitHub Enterprise Server"
                          " address (its API: HOST/api/v3, or GITHUB_API_URL when set)")
-    st.add_argument("--host", default=setup_page.DEFAULT_HOST, help="address of the page (default: %(default)s)")
+    st.add_argument("--host", default=setup_page.DEFAULT_HOST,
+                    help="address of the page: 127.0.0.1 (default), localhost or ::1, never one off this machine")
     st.add_argument("--port", type=int, default=setup_page.DEFAULT_PORT,
                     help="port of the page (default: %(default)s, beside serve's 3000)")
     st.add_argument("--env-file", metavar="PATH", default=setup_page.DEFAULT_ENV_FILE,

@@ -25,6 +25,7 @@ from bot.github.client import http_timeout
 
 DEFAULT_PORT = 3001  # beside `sweepbot serve`'s 3000, so the two never ask for the same port
 DEFAULT_HOST = "127.0.0.1"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # where the page may listen: the names its Host may carry
 DEFAULT_GITHUB_URL = "https://github.com"
 DEFAULT_ENV_FILE = ".env"
 PAGE_TEMPLATE = "setup_page.{language}.html.j2"
@@ -39,9 +40,18 @@ _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,10
 # What the page has a sentence for: the form's problems and the callback's errors
 PROBLEMS = ("account_bad", "org_missing", "org_bad", "github_missing", "github_bad", "webhook_missing",
             "webhook_not_https", "webhook_bad", "results_bad")
-ERRORS = ("state", "code", "expired", "network", "answer")
+ERRORS = ("state", "code", "expired", "network", "answer", "address", "origin", "token")
 HOLDS_APP_ID = "holds-app-id"  # Saved.problem when the env file got an APP_ID meanwhile (the page says so)
 _ENV_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
+# The Host a page on this machine is opened at: a loopback name, then the port (absent only for 80)
+_LOOPBACK_HOST = re.compile(r"(127\.0\.0\.1|localhost|\[::1\])(?::([0-9]{1,5}))?", re.IGNORECASE)
+HEADERS = {  # every answer: never cached, no address in a Referer to another site, never in another site's frame
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "same-origin",  # not no-referrer: with it, a browser sends `Origin: null` on the page's POSTs
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none';"
+                               " frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+}
 
 
 # ---- the manifest (also `sweepbot manifest`) -------------------------------------------------
@@ -246,6 +256,36 @@ def _fail(message: str) -> None:
     raise jinja2.UndefinedError(message)
 
 
+def served_host(request: web.Request) -> str | None:
+    """The request's Host when it names this page on this machine: 127.0.0.1, localhost or [::1] with the port the
+    connection came in on, from a loopback address; else None. It is what a DNS-rebinding page cannot send: its
+    Host is its own name."""
+    listening = _listening(request)
+    if listening is None or not _loopback_peer(request.remote):
+        return None
+    match = _LOOPBACK_HOST.fullmatch(request.headers.get("Host", ""))
+    if match is None or int(match[2] or 80) != listening[1]:
+        return None
+    return match[0].lower()
+
+
+def _listening(request: web.Request) -> tuple[str, int] | None:
+    """The address and port the request's connection came in on."""
+    sockname = request.transport.get_extra_info("sockname") if request.transport is not None else None
+    if not isinstance(sockname, tuple) or len(sockname) < 2:
+        return None
+    return str(sockname[0]), int(sockname[1])
+
+
+def _loopback_peer(address: str | None) -> bool:
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return False
+    return ip.is_loopback or bool(isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped
+                                  and ip.ipv4_mapped.is_loopback)
+
+
 def language_of(request: web.Request) -> str:
     """?lang= when it names one; else the first of Accept-Language's languages (by q) that is zh or en."""
     asked = request.query.get("lang")
@@ -269,14 +309,16 @@ def language_of(request: web.Request) -> str:
 
 
 class SetupPage:
-    """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (to GitHub), GET /callback."""
+    """The aiohttp app of `sweepbot setup`: GET / (the form), POST /register (the confirmation, whose button goes to
+    GitHub), GET /callback. Only for this machine's browser (`served_host`); a POST only from the page itself."""
 
     def __init__(self, options: SetupOptions) -> None:
         self.options = options
+        self.token = secrets.token_urlsafe(24)  # in every form of this run's pages; another site cannot read it
         self.attempts: dict[str, Attempt] = {}
         self.finished: dict[str, dict[str, Any]] = {}  # state -> the done page's values: a reload shows it again
         self.templates = _environment()
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[self._guard])
         self.app.router.add_get("/", self._form)
         self.app.router.add_post("/register", self._register)
         self.app.router.add_get("/callback", self._callback)
@@ -284,13 +326,31 @@ class SetupPage:
     def _render(self, language: str, page: str, *, status: int = 200, **values: Any) -> web.Response:
         template = self.templates.get_template(PAGE_TEMPLATE.format(language=language))
         text = template.render(page=page, **values)
-        return web.Response(status=status, text=text, content_type="text/html",
-                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+        return web.Response(status=status, text=text, content_type="text/html", headers=HEADERS)
+
+    @web.middleware
+    async def _guard(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """Nothing is processed for a Host or a peer off this machine (421, 403), nor for a POST without this page's
+        Origin (403, the body unread) or its token (403)."""
+        host = served_host(request)
+        if host is None:
+            address, port = _listening(request) or (DEFAULT_HOST, DEFAULT_PORT)
+            shown = f"[{address}]" if ":" in address else address
+            return self._render(language_of(request), "error", status=421 if _loopback_peer(request.remote) else 403,
+                                error="address", home=f"http://{shown}:{port}/")
+        home = f"http://{host}/"
+        if request.method == "POST":
+            if (request.headers.get("Origin") or "").lower() != f"http://{host}":
+                return self._render(language_of(request), "error", status=403, error="origin", home=home)
+            form = await request.post()
+            if not secrets.compare_digest(str(form.get("token", "")).encode(), self.token.encode()):
+                return self._render(language_of(request), "error", status=403, error="token", home=home)
+        return await handler(request)
 
     async def _form(self, request: web.Request) -> web.Response:
         github_url = self.options.github_url.rstrip("/")
         enterprise = urlsplit(github_url).hostname != "github.com"
-        return self._render(language_of(request), "form", problems=[], values={
+        return self._render(language_of(request), "form", problems=[], token=self.token, values={
             "account": "personal", "org": "", "github": "enterprise" if enterprise else "com",
             "enterprise_url": github_url if enterprise else "", "webhook_url": self.options.webhook_url,
             "results_repository": self.options.results_repository,
@@ -315,16 +375,20 @@ class SetupPage:
         if values["results_repository"] and not _REPOSITORY.fullmatch(values["results_repository"]):
             problems.append("results_bad")
         if problems:
-            return self._render(language, "form", status=400, problems=problems, values=values)
+            return self._render(language, "form", status=400, problems=problems, token=self.token, values=values)
         parts = urlsplit(github_url)
         github_url = f"{parts.scheme}://{parts.netloc.lower()}"
         self._prune()
         state = secrets.token_urlsafe(24)
-        self.attempts[state] = Attempt(github_url, api_url_for(github_url, self.options.api_url), org,
-                                       values["webhook_url"], values["results_repository"], language)
+        attempt = Attempt(github_url, api_url_for(github_url, self.options.api_url), org, values["webhook_url"],
+                          values["results_repository"], language)
+        self.attempts[state] = attempt
         where = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
-        manifest = build_manifest(values["webhook_url"], redirect_url=str(request.url.origin()) + "/callback")
-        return self._render(language, "to_github", github_url=github_url, org=org,
+        # the Host the guard let through (a loopback name and this port), never one a request merely says
+        manifest = build_manifest(values["webhook_url"], redirect_url=f"http://{served_host(request)}/callback")
+        return self._render(language, "confirm", github_url=github_url, org=org, api_url=attempt.api_url,
+                            enterprise=urlsplit(github_url).hostname != "github.com",
+                            webhook_url=attempt.webhook_url, results_repository=attempt.results_repository,
                             action=github_url + where + "?" + urlencode({"state": state}),
                             manifest=json.dumps(manifest))
 
@@ -339,24 +403,23 @@ class SetupPage:
         code = request.query.get("code", "")
         if not code or "/" in code:
             return self._render(language, "error", status=400, error="code")
+        del self.attempts[state]  # taken before the code is sent: a second callback with it meanwhile is refused
         try:
             async with httpx.AsyncClient(timeout=http_timeout(CONVERSION_TIMEOUT), trust_env=False) as client:
                 resp = await client.post(f"{attempt.api_url}/app-manifests/{code}/conversions",
                                          headers={"Accept": "application/vnd.github+json"})
-        except httpx.HTTPError as exc:  # the code may still be good: this attempt stays, the page offers a retry
+        except httpx.HTTPError as exc:  # the code may still be good: the attempt is given back, the page offers a retry
+            self.attempts[state] = attempt
             return self._render(language, "error", status=502, error="network", api_url=attempt.api_url,
                                 detail=type(exc).__name__, retry=str(request.rel_url))
         if resp.status_code in (404, 422):
-            del self.attempts[state]
             return self._render(language, "error", status=400, error="expired")
         try:
             app = resp.json() if resp.status_code == 201 else None
             values = _credentials(app, attempt)
         except (ValueError, KeyError, TypeError):
-            del self.attempts[state]
             return self._render(language, "error", status=502, error="answer", api_url=attempt.api_url,
                                 detail=str(resp.status_code))
-        del self.attempts[state]
         saved = save_credentials(self.options.env_file, values,
                                  comment=f"sweepbot setup, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: "
                                          f"the GitHub App {app.get('name')} ({app['html_url']})")
