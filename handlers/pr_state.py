@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Any, Mapping, Protocol
 
 from bot.core.processing import Context
@@ -27,7 +28,9 @@ from bot.rules import pins
 from bot.rules.dispatched_runs import bot_run
 from bot.rules.links import repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
-from bot.rules.pull_request import is_fork, label_names
+from bot.rules.gate import AppliedLabel
+from bot.rules.pull_request import (actor_of, is_fork, label_generation, label_key, label_names, last_applied,
+                                    last_removed, sweep_label_names, trusted_labels)
 from bot.rules.sweep_record import RunRecord, SweepRecord
 
 STATUS_PURPOSE = "sweep-status"  # the gate's status comment, which holds its record
@@ -207,5 +210,82 @@ async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], recor
     verdict = pins.check_run(
         run, pinned=True, dispatched=dispatched, fork=pull_is_fork(ctx, pull),
         artifacts=artifacts,
-        labels=label_names(pull), policy=ctx.policy, now=utcnow())
+        labels=await counted_label_names(ctx, pull, record), policy=ctx.policy, now=utcnow())
     return run, verdict
+
+
+# -- the labels that count -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Labelling:
+    labels: tuple[AppliedLabel, ...] = ()
+    generation: int | None = None
+    primary_applied_at: str | None = None  # when a trusted person last applied a primary now on the PR
+
+    def counts(self, names: set[str] | frozenset[str]) -> bool:
+        """Whether a label of `names` (casefolded) counts: one the label events of trusted labellers left on."""
+        return any(label_key(label.name) in names and label.writer is True for label in self.labels)
+
+    @property
+    def counted_names(self) -> list[str]:
+        """The sweep labels that count, as named on the PR."""
+        return [label.name for label in self.labels if label.writer is True]
+
+
+async def may_label(ctx: Context, login: str, fork: bool) -> bool | None:
+    """Whether `login`'s sweep labels count: a confirmed writer's always; on the repository's own branches also
+    the triage role's, when the policy's `sweeps.triage_may_start` says so. None when GitHub would not say."""
+    writer = await ctx.writer(login)
+    if writer is not False or fork or not ctx.policy["sweeps"]["triage_may_start"]:
+        return writer
+    return await ctx.role(login) == "triage"
+
+
+async def counted_labels(ctx: Context, pull: Mapping[str, Any], record: SweepRecord) -> Labelling:
+    """The PR's sweep labels, each with who applied it and whether it counts (on a fork: which head it approved),
+    the label generation of the dispatch id, and when the primary was last applied.
+
+    On every PR the labels that count are what the label events of people who may start a sweep left
+    (`may_label`; `trusted_labels`): a label anyone else added counts for nothing, and one they took off a
+    writer's still counts (`removed_by` says who). The bot's own label events change nothing either."""
+    fork = pull_is_fork(ctx, pull)
+    primaries, modifiers = sweep_label_names(ctx.policy)
+    sweep = primaries | modifiers
+    names = [name for name in label_names(pull) if label_key(name) in sweep]
+    if not names and not record.runs and not record.approvals:
+        return Labelling()  # nothing on the PR, and nothing a trusted labeller could have left
+    events = await ctx.label_events(pull["number"])
+    ordered = sorted({actor_of(e) for e in events} - {"", ctx.bot_login})
+    answers = await asyncio.gather(*(may_label(ctx, a, fork) for a in ordered))
+    standing = {a.casefold(): answer for a, answer in zip(ordered, answers)}
+    trusted = {a for a, answer in standing.items() if answer}
+    held = trusted_labels(events, sweep, trusted)
+    on_pr = {label_key(name) for name in names}
+    out = []
+    for folded, event in held.items():
+        name, by = event["label"]["name"], actor_of(event)
+        removed_by = None if folded in on_pr else actor_of(last_removed(events, name) or {}) or None
+        approval = record.approval(name) if fork else None
+        if approval is not None and approval.via == "button":  # a writer pressed "Approve this commit" (checked then)
+            out.append(AppliedLabel(name, by, True, approval.head_sha, approved_by=approval.by, removed_by=removed_by))
+            continue
+        head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
+        out.append(AppliedLabel(name, by, True, head, removed_by=removed_by))
+    for name in names:
+        if label_key(name) not in held:  # put on by someone else: counts for nothing (on a fork, removed if a primary)
+            by = actor_of(last_applied(events, name) or {})
+            # not held, so nobody who may start a sweep applied it: someone who may not (False), or someone GitHub
+            # would not say of, or whose event the listing does not show yet (None: neither counted nor removed)
+            out.append(AppliedLabel(name, by, standing.get(by.casefold()) if by else None))
+    applied_at = [str(e["created_at"]) for folded, e in held.items()
+                  if folded in primaries and folded in on_pr and e.get("created_at")]
+    return Labelling(tuple(out), label_generation(events, sweep, trusted), max(applied_at, default=None))
+
+
+async def counted_label_names(ctx: Context, pull: Mapping[str, Any], record: SweepRecord) -> list[str]:
+    """The names of the sweep labels that count on the PR (`counted_labels`), with its other labels: what pins
+    and staging judge by."""
+    sweep = set().union(*sweep_label_names(ctx.policy))
+    others = [name for name in label_names(pull) if label_key(name) not in sweep]
+    return others + (await counted_labels(ctx, pull, record)).counted_names

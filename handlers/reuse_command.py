@@ -94,7 +94,7 @@ async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
     if command.run_id is not None:
         run, verdict = await pr_state.judge_pinned(ctx, command.run_id, pull, record, named)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
-    labels = pull_request.label_names(pull)
+    labels = await pr_state.counted_label_names(ctx, pull, record)
     runs = [run for run, _ in await pr_state.candidate_runs(ctx, record)]
     artifacts = {run["id"]: await pr_state.run_artifacts(ctx, run["id"]) for run in runs}
     chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs},
@@ -124,10 +124,13 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     number, command, requester = call.number, call.command, call.author
     # the record, the PR (through the delivery's reader: the gate reads it no more) and the run the command names
     # with its artifacts, together: the run id is in the command, and nothing about the run depends on the others
-    (record, exists), pull, named = await asyncio.gather(
+    # (and the label events, which say which labels count: kept by the delivery's reader)
+    (record, exists), pull, named, _ = await asyncio.gather(
         pr_state.load_record(ctx, number), ctx.pull(number),
-        pr_state.read_pinned(ctx, command.run_id) if command.run_id is not None else pr_state.nothing())
+        pr_state.read_pinned(ctx, command.run_id) if command.run_id is not None else pr_state.nothing(),
+        ctx.label_events(number))
     outcome, run, verdict, others = await choose(ctx, command, pull, record, named)
+    primary = await has_primary(ctx, pull, record)
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
                                 fork=pr_state.pull_is_fork(ctx, pull))
     if outcome != "accepted":  # a refused command leaves an earlier pin as it was, unless its comment held it
@@ -139,7 +142,7 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
         # the withdrawal recorded first, then the reply and its 👎, then the rest of what the gate calls for
         return [a for a in gate if records_the_pin(a)] + answer + [a for a in gate if not records_the_pin(a)]
     later: list[Action] = []
-    pin = Pin(run["id"], call.comment_id, requester, command_time(call), had_primary=has_primary(ctx, pull))
+    pin = Pin(run["id"], call.comment_id, requester, command_time(call), had_primary=primary)
     wins = record.pin is None or record.pin.created_at <= pin.created_at  # else a newer pin already won
     status = await pr_state.own_comment(ctx, number, pr_state.STATUS_PURPOSE) if wins else None
     reading = asyncio.ensure_future(read_ahead(ctx, number, record.pinned(pin), exists)) if status else None
@@ -158,7 +161,7 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
             record = record.pinned(pin)
         answer = answered(call.comment_id, True, edited=call.edited)
         if command.kind == "use" and await stage(ctx, number, call.comment_id, run, requester, variables,
-                                                 has_primary(ctx, pull), answer=answer):
+                                                 primary, answer=answer):
             answer = []  # given with the reply, before the staging request
         if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
             variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
@@ -230,8 +233,9 @@ async def pin_comment_changed(record_changed: pr_state.RecordChanged, ctx: Conte
     return await record_changed(ctx, call.number, record.unpinned(change, call.editor), exists)
 
 
-def has_primary(ctx: Context, pull: dict) -> bool:
-    return pull_request.carries_primary(pull_request.label_names(pull), ctx.policy)
+async def has_primary(ctx: Context, pull: dict, record: SweepRecord) -> bool:
+    """Whether a primary label that counts is on the PR (`pr_state.counted_labels`: a confirmed writer's)."""
+    return pull_request.carries_primary(await pr_state.counted_label_names(ctx, pull, record), ctx.policy)
 
 
 async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester: str,
@@ -368,7 +372,8 @@ async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
             variables.update(outcome="refused", verdict={"code": verdict.code})
         else:
             variables["outcome"] = "requested"
-            await stage(ctx, number, call.comment_id, run, call.author, variables, has_primary(ctx, pull))
+            await stage(ctx, number, call.comment_id, run, call.author, variables,
+                        await has_primary(ctx, pull, record))
     staged = variables["outcome"] == "requested" and variables["staging"]["state"] == "requested"
     return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
             *answered(call.comment_id, staged, edited=call.edited)]

@@ -21,12 +21,11 @@ from bot.rules.changelog import ChangelogResult, check_append, unfinished_check
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
-from bot.rules.gate import (ACTIVE_STATUSES, AppliedLabel, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
+from bot.rules.gate import (ACTIVE_STATUSES, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
                       GateInput, decide)
 from bot.rules.links import VIEWER_PAGES, Slashed, repo_api, viewer_links, web
 from bot.rules.pins import blocking_labels
-from bot.rules.pull_request import (carries_primary, is_fork, is_primary, label_key, label_names, last_applied,
-                                    own_check_run, primary_names, sweep_label_names)
+from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules import check_buttons, run_report
 from bot.rules.run_summary import summary_tokens
 from bot.core.processing import Context
@@ -143,7 +142,7 @@ class PRState:
     is_fork: bool
     files_touch_changelog: bool
     changelog: ChangelogResult | None
-    labelling: Labelling
+    labelling: pr_state.Labelling
     label_names: list[str]
     message: str
     record: SweepRecord
@@ -184,98 +183,6 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
 
 
 
-def label_generation(events: list[dict[str, Any]], sweep_labels: set[str], trusted: set[str]) -> int | None:
-    """The id of the newest event that added or removed a sweep label, by someone in `trusted` (casefolded
-    logins): an untrusted labeller on a fork, or the bot taking their label off, changes nothing."""
-    ids = [e["id"] for e in events
-           if isinstance(e.get("id"), int) and e.get("event") in ("labeled", "unlabeled")
-           and _label_of(e) in sweep_labels
-           and ((e.get("actor") or {}).get("login") or "").casefold() in trusted]
-    return max(ids) if ids else None
-
-
-def _label_of(event: Mapping[str, Any]) -> str:
-    return label_key((event.get("label") or {}).get("name") or "")
-
-
-def _actor_of(event: Mapping[str, Any]) -> str:
-    return (event.get("actor") or {}).get("login") or ""
-
-
-def trusted_labels(events: list[dict[str, Any]], sweep_labels: set[str], trusted: set[str]) -> dict[str, dict]:
-    """The sweep labels as the label events of `trusted` people (casefolded logins) left them, oldest event
-    first: casefolded name -> the `labeled` event that applied it. On a fork a label added or taken off by
-    anyone else changes nothing (a triager removing a modifier does not restart an approved sweep)."""
-    held: dict[str, dict] = {}
-    for e in events:
-        name = _label_of(e)
-        if name not in sweep_labels or _actor_of(e).casefold() not in trusted:
-            continue
-        if e.get("event") == "labeled":
-            held[name] = e
-        elif e.get("event") == "unlabeled":
-            held.pop(name, None)
-    return held
-
-
-@dataclass(frozen=True)
-class Labelling:
-    labels: tuple[AppliedLabel, ...] = ()
-    generation: int | None = None
-    primary_applied_at: str | None = None  # when a trusted person last applied a primary now on the PR
-
-    def counts(self, names: set[str]) -> bool:
-        """Whether a label of `names` (casefolded) counts: on the PR and trusted, or held by a trusted labeller."""
-        return any(label_key(label.name) in names and label.writer is True for label in self.labels)
-
-
-async def applied_labels(ctx: Context, pull: Mapping[str, Any], fork: bool, record: SweepRecord) -> Labelling:
-    """The PR's sweep labels with who applied them (on a fork: whether they may approve, and which head they
-    approved), the label generation of the dispatch id, and when the primary was last applied.
-
-    On the repository's own branches whoever can label is trusted, and the labels are those on the PR. On a
-    fork they are what the label events of people with write permission left (`trusted_labels`), plus, not
-    counting, the labels others put on."""
-    primaries, modifiers = sweep_label_names(ctx.policy)
-    sweep = primaries | modifiers
-    names = [name for name in label_names(pull) if label_key(name) in sweep]
-    if not names and not (fork and record.approvals):
-        return Labelling()
-    events = await ctx.label_events(pull["number"])
-    actors = {_actor_of(e) for e in events} - {"", ctx.bot_login}
-    ordered = sorted(actors)
-    writers = await asyncio.gather(*(ctx.writer(a) for a in ordered)) if fork else [True] * len(ordered)
-    standing = {a.casefold(): writer for a, writer in zip(ordered, writers)}
-    trusted = {a for a, writer in standing.items() if writer}
-    generation = label_generation(events, sweep, trusted)
-    if not fork:
-        out, applied_at = [], []
-        for name in names:
-            event = last_applied(events, name) or {}
-            if label_key(name) in primaries and event.get("created_at"):
-                applied_at.append(str(event["created_at"]))
-            out.append(AppliedLabel(name, _actor_of(event), True))
-        return Labelling(tuple(out), generation, max(applied_at, default=None))
-    held = trusted_labels(events, sweep, trusted)
-    out = []
-    for event in held.values():
-        name, by = event["label"]["name"], _actor_of(event)
-        approval = record.approval(name)
-        if approval is not None and approval.via == "button":  # a writer pressed "Approve this commit" (checked then)
-            out.append(AppliedLabel(name, by, True, approval.head_sha, approved_by=approval.by))
-            continue
-        head = approval.head_sha if approval and approval.by.casefold() == by.casefold() else None
-        out.append(AppliedLabel(name, by, True, head))
-    for name in names:
-        if label_key(name) not in held:  # put on by someone else: counts for nothing (removed if a primary)
-            by = _actor_of(last_applied(events, name) or {})
-            # not held, so no confirmed writer applied it: a non-writer (False), or someone GitHub would not say
-            # of, or whose event the listing does not show yet (None: neither counted nor removed)
-            out.append(AppliedLabel(name, by, False if standing.get(by.casefold(), False) is False else None))
-    applied_at = [str(e["created_at"]) for folded, e in held.items() if folded in primaries and e.get("created_at")]
-    return Labelling(tuple(out), generation, max(applied_at, default=None))
-
-
 async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
     """(message, parent SHAs) of a commit; kept per SHA, whose content never changes."""
     key = (ctx.repo, sha)
@@ -302,10 +209,11 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     primaries = primary_names(ctx.policy)
     labelled = carries_primary(names, ctx.policy)
 
-    async def labels_and_commits() -> tuple[Labelling, tuple[str, tuple[str, ...]] | None, tuple[str, ...] | None]:
+    async def labels_and_commits() -> tuple[pr_state.Labelling, tuple[str, tuple[str, ...]] | None,
+                                            tuple[str, ...] | None]:
         """The labelling, then what it calls for: the head's message (when only a held label asks for a sweep)
         and a fork's merge commit (once a writer's label counts), read while the changelog is checked."""
-        labelling = await applied_labels(ctx, pull, fork, record)
+        labelling = await pr_state.counted_labels(ctx, pull, record)
         counts = labelling.counts(primaries)
         merge_sha = pull.get("merge_commit_sha")
         wants_merge = fork and counts and bool(merge_sha) and pull.get("mergeable") is not None
@@ -335,7 +243,7 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
         primary_readded_after_pin=(readded_after(record.pin, state.labelling.primary_applied_at)
                                    or pressed_after(record.pin, record.restart)),
         restart=record.restart.token if record.restart else None,
-        pin_blocked_by=blocking_labels(state.label_names, policy) if record.pin else (),
+        pin_blocked_by=blocking_labels(state.labelling.counted_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
     )
 
@@ -513,16 +421,19 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     pull = data["pull_request"]
     number = pull["number"]
     settling = (event.event, action) in lanes.SETTLING and ctx.superseded(lanes.SETTLING)
-    labelling = action in ("labeled", "unlabeled") and is_fork(pull, ctx.repo)
+    labelling = action in ("labeled", "unlabeled")
+    fork_labelling = labelling and is_fork(pull, ctx.repo)  # records an approval even when it gives way
     sender = (data.get("sender") or {}).get("login") or ""
-    asks_writer = labelling and bool(sender) and sender != ctx.bot_login
-    # read together: the record, the sender's permission (a fork's label), and, unless a later label change
-    # waiting in the lane makes this delivery give way, the PR and its files the gate reads next
-    ahead = (ctx.pull(number), ctx.pr_files(number)) if not settling or labelling else ()
+    # whether a label counts depends on who applied it: the sender's permission is asked at once, and the gate's
+    # reads of the labellers find it cached
+    asks_writer = (fork_labelling or labelling and not settling) and bool(sender) and sender != ctx.bot_login
+    # read together: the record, the sender's permission, and, unless a later label change waiting in the lane
+    # makes this delivery give way, the PR and its files the gate reads next
+    ahead = (ctx.pull(number), ctx.pr_files(number)) if not settling or fork_labelling else ()
     (record, exists), writer, *_ = await asyncio.gather(
         pr_state.load_record(ctx, number), ctx.writer(sender) if asks_writer else _false(), *ahead)
     change = None
-    if labelling:
+    if fork_labelling:
         label = (data.get("label") or {}).get("name")
         change = approval_change(action, label, sender, is_fork=True, writer=writer, head_sha=pull["head"]["sha"],
                                  at=str(pull.get("updated_at") or ""), policy=ctx.policy)

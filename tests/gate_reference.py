@@ -36,16 +36,18 @@ def expected(pr, policy) -> Expected:
                 return key
         return None
 
-    # "Fork PRs: a label counts only when applied by someone with write, maintain or admin permission."
+    # "Fork PRs: a label counts only when applied by someone with write, maintain or admin permission." Since
+    # authority's second pass, on every PR: only what a confirmed writer did counts (a fork's untrusted primary
+    # is also taken off; on the repository's own branches it is left on and said not to count).
     counting = []
     removed = set()
     untrusted_sweep_labels = False
     for label in pr.labels:
         is_sweep_label = primary_of(label.name) is not None or modifier_of(label.name) is not None
-        if pr.is_fork and not label.writer:
+        if not label.writer:
             if is_sweep_label:
                 untrusted_sweep_labels = True
-            if primary_of(label.name) is not None:
+            if pr.is_fork and primary_of(label.name) is not None:
                 removed.add(label.name)
             continue
         counting.append(label)

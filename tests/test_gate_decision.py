@@ -183,10 +183,10 @@ def test_the_exhaustive_cases_start_sweeps_exactly_where_the_rules_allow(grid):
     """A count that pins the grid itself: sweeps start only with one primary, not draft, a valid changelog, no
     skip marker, no pin or a forcing re-add (x2), either spelling (x2)."""
     # valid changelog: all 8 modifier sets; valid append-only: 2 (none, agentx-fast). Origins that can sweep:
-    # same-repo, same-repo by a non-writer, fork by a writer (8 + 2 each); the mixed fork ignores the
-    # untrusted modifiers, so all 8 sets sweep on both valid changelogs (8 + 8).
-    per_primary = 3 * (8 + 2) + (8 + 8)
-    assert grid.started == len(PRIMARIES) * per_primary * len(SPELLINGS) * 2 == 552
+    # same-repo and fork by a writer (8 + 2 each); the mixed fork ignores the untrusted modifiers, so all 8 sets
+    # sweep on both valid changelogs (8 + 8). A non-writer's labels start nothing on any PR.
+    per_primary = 2 * (8 + 2) + (8 + 8)
+    assert grid.started == len(PRIMARIES) * per_primary * len(SPELLINGS) * 2 == 432
 
 
 def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
@@ -434,10 +434,32 @@ def test_a_fork_label_by_someone_whose_permission_github_would_not_confirm_neith
 
 
 def test_a_same_repo_pr_needs_neither_approval_nor_merge_commit():
-    decision = decide(make_pr(merge_commit_sha=None, labels=(non_writer(FAIL_FAST),)), POLICY)
+    decision = decide(make_pr(merge_commit_sha=None, labels=(writer(FAIL_FAST),)), POLICY)
     assert decision.start is not None and decision.remove_labels == ()
     assert reasons(decision)["fork_approval"] == (None, "same_repo")
     assert reasons(decision)["merge_commit"] == (None, "same_repo")
+
+
+def test_a_non_writers_label_on_a_same_repo_pr_counts_for_nothing_is_left_on_and_said():
+    """Regression: on a same-repository PR a triager's primary label dispatched a sweep (hours of 8-GPU nodes at
+    the word of someone GitHub does not trust to write), and their modifier restarted a maintainer's run."""
+    decision = decide(make_pr(labels=(non_writer(FAIL_FAST, by="triager"),)), POLICY)
+    assert decision.start is None and decision.remove_labels == (), "left on: only a fork's primary is taken off"
+    labels = decision.condition("labels")
+    assert (labels.ok, labels.reason_code) == (None, "no_primary")
+    assert labels.params["not_counted"] == (FAIL_FAST,) and labels.params["not_counted_by"] == ("triager",)
+    mixed = decide(make_pr(labels=(writer(FAIL_FAST), non_writer(ALL_EVALS, by="triager"))), POLICY)
+    assert mixed.start is not None and mixed.start.inputs["all-evals"] == "false"
+    assert mixed.dispatch_id == decide(make_pr(labels=(writer(FAIL_FAST),)), POLICY).dispatch_id, \
+        "the triager's modifier asks for no other run"
+
+
+def test_a_writers_label_a_non_writer_took_off_still_counts_and_is_said():
+    kept = AppliedLabel(FAIL_FAST, "maintainer", True, removed_by="triager")
+    decision = decide(make_pr(labels=(kept,)), POLICY)
+    assert decision.start is not None
+    params = decision.condition("labels").params
+    assert params["kept"] == (FAIL_FAST,) and params["kept_by"] == ("triager",)
 
 
 def test_a_primary_a_non_writer_put_on_a_fork_is_removed_and_counts_for_nothing():

@@ -446,15 +446,17 @@ async def test_the_real_template_with_one_item_reworded_fails_naming_that_item(r
     assert "deprecated model" in problem and "an old model" in problem
 
 
-async def test_one_verification_reads_eleven_things_and_writes_the_verdict_and_the_check(owned, make_harness):
+async def test_one_verification_reads_twelve_things_and_writes_the_verdict_and_the_check(owned, make_harness):
     """Pins the request count the README quotes for one verification (one owning team, one pin; a comment reads
-    the PR's timeline for the head it was written on, issue 27: ten reads before)."""
+    the PR's timeline for the head it was written on, and the label events say which labels count for the pin:
+    ten reads before both)."""
     h = await make_harness()
     await ready(h, 82, files=(CHANGELOG, "configs/nvidia-master.yaml"))
     owned.reset_requests()
     await sign(h, 82, "nv-member")
     work = [(r.method, r.path.split("/", 4)[-1]) for r in owned.requests if not r.path.startswith("/app")]
     reads = [path for method, path in work[:-3] if method == "GET"]
-    assert len(reads) == 11 and len(work) == 14, work
+    assert len(reads) == 12 and len(work) == 15, work
     assert sum(1 for path in reads if path.endswith("/timeline")) == 1
+    assert sum(1 for path in reads if path.endswith("/events")) == 1
     assert [m for m, _ in work[-3:]] == ["POST", "GET", "POST"]  # the verdict; the check run looked for, created

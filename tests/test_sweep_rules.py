@@ -10,8 +10,8 @@ from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched
 from bot.rules.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord, shows_status
 from bot.rules.pull_request import last_applied
 from bot.rules.links import viewer_links
-from handlers.sweep_gate import (approval_change, changelog_outcome, check_conclusion, headline, label_generation,
-                                 runs_to_cancel, trusted_labels)
+from bot.rules.pull_request import label_generation, trusted_labels
+from handlers.sweep_gate import approval_change, changelog_outcome, check_conclusion, headline, runs_to_cancel
 
 POLICY = default_policy()
 SHA = "a" * 40

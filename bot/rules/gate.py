@@ -108,6 +108,7 @@ class AppliedLabel:
     writer: bool | None
     head_sha: str | None = None
     approved_by: str | None = None  # a writer who approved `head_sha` with the check's button, not by the label
+    removed_by: str | None = None  # someone whose removal does not count took it off the PR: it still counts
 
 
 @dataclass(frozen=True)
@@ -231,11 +232,11 @@ class _Labels:
             folded = label_key(label.name)
             if folded not in primary_by_name and folded not in modifier_by_name:
                 continue  # not a sweep label
-            if pr.is_fork and label.writer is None:
+            if label.writer is None:
                 unconfirmed.append(label)  # neither counted nor removed: its labeller may well be a maintainer
-            elif pr.is_fork and not label.writer:
+            elif not label.writer:
                 untrusted.append(label)
-                if folded in primary_by_name:
+                if pr.is_fork and folded in primary_by_name:  # taken off a fork's PR; left on the repository's own
                     untrusted_primaries.append(label)
             elif folded in primary_by_name:
                 primaries.append((primary_by_name[folded], label))
@@ -276,6 +277,29 @@ def _changelog(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
 
 
 def _labels(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
+    condition = _label_set(pr, labels, policy)
+    return Condition(condition.name, condition.ok, condition.reason_code,
+                     _params(**condition.params, **_counting(pr, labels)))
+
+
+def _counting(pr: GateInput, labels: _Labels) -> dict[str, tuple[str, ...]]:
+    """Which labels do not count and which still do though taken off, and whose doing that was (only the keys
+    that have any): the labels line says so (a fork's labels that do not count are said under the fork approval)."""
+    kept = [label for label, *_ in (*labels.primaries, *labels.modifiers) if label.removed_by]
+    found: dict[str, tuple[str, ...]] = {
+        "kept": tuple(label.name for label in kept),
+        "kept_by": tuple(dict.fromkeys(label.removed_by for label in kept if label.removed_by)),
+        "not_counted": (), "not_counted_by": (), "unconfirmed": (), "unconfirmed_by": ()}
+    if not pr.is_fork:
+        found.update(
+            not_counted=tuple(label.name for label in labels.untrusted),
+            not_counted_by=tuple(dict.fromkeys(label.applied_by for label in labels.untrusted if label.applied_by)),
+            unconfirmed=tuple(label.name for label in labels.unconfirmed),
+            unconfirmed_by=tuple(dict.fromkeys(label.applied_by for label in labels.unconfirmed if label.applied_by)))
+    return {key: value for key, value in found.items() if value}
+
+
+def _label_set(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
     if len(labels.primaries) > 1:
         recommended = next((p["name"] for p in policy["labels"]["primary"] if p.get("recommended")), None)
         return Condition("labels", False, "several_primaries", _params(

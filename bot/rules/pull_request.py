@@ -70,3 +70,48 @@ def own_check_run(check: Any, name: str, bot_login: str) -> bool:
         return False
     slug = (check.get("app") or {}).get("slug") if isinstance(check.get("app"), Mapping) else None
     return isinstance(slug, str) and bool(slug) and f"{slug}[bot]".casefold() == bot_login.casefold()
+
+
+def label_of(event: Mapping[str, Any]) -> str:
+    """The casefolded name of the label a `labeled`/`unlabeled` event is about ("" when it names none)."""
+    return label_key((event.get("label") or {}).get("name") or "")
+
+
+def actor_of(event: Mapping[str, Any]) -> str:
+    return (event.get("actor") or {}).get("login") or ""
+
+
+def label_generation(events: Iterable[Mapping[str, Any]], sweep_labels: set[str] | frozenset[str],
+                     trusted: set[str]) -> int | None:
+    """The id of the newest event that added or removed a sweep label, by someone in `trusted` (casefolded
+    logins): a labeller whose labels do not count, or the bot taking their label off, changes nothing."""
+    ids = [e["id"] for e in events
+           if isinstance(e.get("id"), int) and e.get("event") in ("labeled", "unlabeled")
+           and label_of(e) in sweep_labels and actor_of(e).casefold() in trusted]
+    return max(ids) if ids else None
+
+
+def trusted_labels(events: Iterable[Mapping[str, Any]], sweep_labels: set[str] | frozenset[str],
+                   trusted: set[str]) -> dict[str, Mapping[str, Any]]:
+    """The sweep labels as the label events of `trusted` people (casefolded logins) left them, oldest event
+    first: casefolded name -> the `labeled` event that applied it. A label added or taken off by anyone else
+    changes nothing (a triager removing a modifier does not restart a sweep, nor adding one start it)."""
+    held: dict[str, Mapping[str, Any]] = {}
+    for e in events:
+        name = label_of(e)
+        if name not in sweep_labels or actor_of(e).casefold() not in trusted:
+            continue
+        if e.get("event") == "labeled":
+            held[name] = e
+        elif e.get("event") == "unlabeled":
+            held.pop(name, None)
+    return held
+
+
+def last_removed(events: Iterable[Mapping[str, Any]], label: str) -> Mapping[str, Any] | None:
+    """The newest `unlabeled` event of `label` (casefolded), or None."""
+    found = None
+    for e in events:
+        if e.get("event") == "unlabeled" and label_of(e) == label_key(label):
+            found = e
+    return found
