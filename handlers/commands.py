@@ -181,12 +181,19 @@ class Dispatcher:
             logs.event("command edited in by someone else than its author: not run", comment=call.comment_id,
                        editor=call.editor)
             return []
-        allowed = await ctx.writer(call.author)  # before any write: an outsider's command costs at most one
+        # a writer confirmed lately (the permission cache) gets 👀 at once; anyone else's permission is asked
+        # before any write, so an outsider's command costs at most one
+        seen = asyncio.ensure_future(ctx.apply(React(call.comment_id, SEEN))) if ctx.known_writer(call.author) \
+            else None
+        allowed = await ctx.writer(call.author)
         refusal = authority_outcome(allowed)
-        if refusal is not None:
-            return await self.refuse(ctx, call, route, refusal)
+        if refusal is not None:  # a role taken away since the cache knew it: its 👀 is taken off with the refusal
+            if seen is not None:
+                await seen
+            return [*await self.refuse(ctx, call, route, refusal),
+                    *([Unreact(call.comment_id, SEEN)] if seen is not None else [])]
         # 👀 while the feature reads: the maintainer sees it was heard; the feature's writes come after it
-        seen = asyncio.ensure_future(ctx.apply(React(call.comment_id, SEEN)))
+        seen = seen or asyncio.ensure_future(ctx.apply(React(call.comment_id, SEEN)))
         try:
             return await route.run(ctx.writing_after(seen), call)
         finally:

@@ -21,8 +21,8 @@ from bot.rules.changelog import ChangelogResult, check_append, unfinished_check
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
-from bot.rules.gate import (ACTIVE_STATUSES, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
-                      GateInput, decide)
+from bot.rules.gate import (ACTIVE_STATUSES, DONE, FIX, MARK_SYMBOLS, NOT_APPLICABLE, WAIT, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
+                      GateInput, decide, mark)
 from bot.rules.links import VIEWER_PAGES, Slashed, repo_api, viewer_links, web
 from bot.rules.pins import blocking_labels
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
@@ -35,6 +35,9 @@ from handlers import pr_state
 PURPOSE = pr_state.STATUS_PURPOSE
 FORK_LABEL_PURPOSE = "fork-label-removed"
 CHECK_NAME = "sweep-gate"
+SWEEP_CHECK = "sweep"  # the sweep's own result, on the commit it tested
+SWEEP_CHECK_CONCLUSIONS = frozenset({"success", "failure", "cancelled", "neutral", "timed_out", "skipped",
+                                     "action_required", "stale"})
 PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
               "converted_to_draft", "closed")
 RUN_ACTIONS = ("requested", "in_progress", "completed")
@@ -87,16 +90,15 @@ def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
 
 
 def check_conclusion(decision: Decision) -> str:
-    """The `sweep-gate` check: failure while the changelog or labels are wrong, neutral when no sweep is asked
-    for, success once both are right (a draft or a pending fork approval is not the contributor's error)."""
-    changelog, labels = decision.condition("changelog"), decision.condition("labels")
-    if changelog.reason_code == "links_corrected":
-        return "neutral"  # corrections of history are valid (SPEC §3) and ask for no sweep, labelled or not
-    if changelog.reason_code == "invalid" or labels.ok is False:
+    """The `sweep-gate` check, from the same marks as the status comment: failure while anything a person on this PR
+    must fix is marked ❌ (the sweep's own result is the `sweep` check's), neutral while no sweep is asked for,
+    success otherwise (waiting for GitHub or an approval, or a draft, is nobody's error)."""
+    if any(mark(c) == FIX for c in decision.conditions if c.name != "dispatch"):
         return "failure"
-    if labels.ok is None:
-        return "neutral"
-    return "success" if changelog.ok else "failure"
+    changelog, labels = decision.condition("changelog"), decision.condition("labels")
+    if changelog.reason_code == "links_corrected" or labels.ok is None:
+        return "neutral"  # corrections of history are valid (SPEC §3) and ask for no sweep; nor does no label
+    return "success"
 
 
 def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: bool) -> tuple[int, ...]:
@@ -106,31 +108,38 @@ def runs_to_cancel(decision: Decision, record: SweepRecord, *, closed_unmerged: 
     return tuple(r.run_id for r in record.runs if r.status in ACTIVE_STATUSES and r.run_id)
 
 
-def headline(decision: Decision, run: RunRecord | None) -> str:
-    """The status comment's first sentence, as a code the templates turn into words."""
+def headline(decision: Decision) -> tuple[str, tuple[str, ...]]:
+    """The status comment's first line, as a code the templates turn into words, and the conditions it already
+    says (the list below it does not repeat them)."""
     dispatch = decision.condition("dispatch")
-    if dispatch.reason_code in ("failed", "retrying", "unknown"):
-        return "dispatch_" + dispatch.reason_code
-    if dispatch.reason_code in ("dispatched", "starting") and run is not None:
-        return "finished" if run.finished else "running"
     codes = {(c.name, c.reason_code) for c in decision.conditions}
-    first = [shown for shown, code in HOLDING_HEADLINES[:3] if code in codes]
-    if first:
-        return first[0]  # merged, closed, or only links corrected: what happens now, labelled or not
-    if decision.condition("labels").ok is None and decision.condition("changelog").reason_code != "invalid":
-        return "idle"  # no sweep asked for and nothing wrong: what is missing is shown, nothing is blocked
-    if any(c.ok is False for c in decision.conditions):
-        return "blocked"  # something needs a fix: each ❌ says what
-    for shown, code in HOLDING_HEADLINES:
+    if dispatch.reason_code in ("failed", "retrying", "unknown"):
+        return "dispatch_" + dispatch.reason_code, ()
+    for shown, code in HOLDING_HEADLINES[:3]:  # merged, closed, paused by a pin: what happens now, whatever ran
         if code in codes:
-            return shown
-    return "starting"  # asked for, nothing holds it: a later delivery in the PR's lane starts it
+            return shown, (code[0],)
+    if dispatch.reason_code in ("running", "passed", "run_failed", "cancelled"):
+        return dispatch.reason_code, ("dispatch",)
+    for shown, code in HOLDING_HEADLINES[3:4]:  # corrections of history need no sweep
+        if code in codes:
+            return shown, (code[0],)
+    if any(mark(c) == FIX for c in decision.conditions):
+        return "blocked", ()  # each ❌ below says what to fix, and who
+    for shown, code in HOLDING_HEADLINES[4:]:
+        if code in codes:
+            return shown, (code[0],)
+    if decision.condition("labels").reason_code == "no_primary":
+        return "idle", ("labels", "fork_approval", "merge_commit")
+    waiting = [c.name for c in decision.conditions if mark(c) == WAIT and c.name != "dispatch"]
+    if waiting:
+        return "waiting", (waiting[0],)  # the first thing waited for, said in full; any other listed below
+    return "starting", ("dispatch",)  # asked for, nothing holds it: this or a later delivery in the lane starts it
 
 
 # The fine states that hold a sweep back, in the order the headline names them (bot.rules.gate.HOLDING).
 HOLDING_HEADLINES = (("merged", ("pull_request", "merged")), ("closed", ("pull_request", "closed")),
-                     ("links_corrected", ("changelog", "links_corrected")), ("draft", ("pull_request", "draft")),
-                     ("paused", ("reuse_pin", "pinned")), ("skipped", ("skip_marker", "present")))
+                     ("paused", ("reuse_pin", "pinned")), ("links_corrected", ("changelog", "links_corrected")),
+                     ("draft", ("pull_request", "draft")), ("skipped", ("skip_marker", "present")))
 
 
 # -- what the gate reads from GitHub ---------------------------------------------------------------
@@ -244,7 +253,8 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
                                    or pressed_after(record.pin, record.restart)),
         restart=record.restart.token if record.restart else None,
         pin_blocked_by=blocking_labels(state.labelling.counted_names, policy) if record.pin else (),
-        dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs),
+        dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status, r.conclusion) for r in record.runs),
+        mergeable=pull.get("mergeable") if isinstance(pull.get("mergeable"), bool) else None,
     )
 
 
@@ -269,7 +279,9 @@ def _facts(ctx: Context, pull: Mapping[str, Any]) -> dict[str, Any]:
 
 def _plain(condition: Condition) -> dict[str, Any]:
     params = {k: list(v) if isinstance(v, tuple) else v for k, v in condition.params.items()}
-    return {"name": condition.name, "ok": condition.ok, "code": condition.reason_code, "params": params}
+    shown = mark(condition)
+    return {"name": condition.name, "ok": condition.ok, "code": condition.reason_code, "params": params,
+            "mark": shown, "symbol": MARK_SYMBOLS[shown]}
 
 
 def _error(e: Any) -> dict[str, Any]:
@@ -285,26 +297,46 @@ def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
             "head_sha": run.head_sha, **{k: links.get(k) for k in VIEWER_PAGES}}
 
 
-def status_variables(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> dict[str, Any]:
-    current = record.by_dispatch(decision.dispatch_id)
+HEADLINE_MARKS = {"running": WAIT, "passed": DONE, "run_failed": FIX, "cancelled": NOT_APPLICABLE,
+                  "paused": DONE, "merged": DONE, "closed": NOT_APPLICABLE, "draft": NOT_APPLICABLE,
+                  "links_corrected": DONE, "skipped": NOT_APPLICABLE, "starting": WAIT, "idle": WAIT,
+                  "waiting": WAIT, "blocked": FIX, "dispatch_failed": FIX, "dispatch_unknown": FIX,
+                  "dispatch_retrying": WAIT}
+
+
+def status_variables(ctx: Context, state: PRState, decision: Decision, record: SweepRecord, *,
+                     for_check: bool = False) -> dict[str, Any]:
     errors = list(state.changelog.errors) if state.changelog is not None else []
+    pull = state.pull
+    return status_view(
+        decision, _shown_run(ctx, record.by_dispatch(decision.dispatch_id)), head_sha=pull["head"]["sha"],
+        author=(pull.get("user") or {}).get("login") or "", is_fork=state.is_fork,
+        g={**_facts(ctx, pull), "is_open": pull.get("state") == "open"}, errors=errors,
+        unlisted=state.changelog.unshown_errors if state.changelog is not None else 0,
+        unlisted_at_least=bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
+        pin_withdrawn=None if record.withdrawn is None else dict(vars(record.withdrawn)), for_check=for_check)
+
+
+def status_view(decision: Decision, run: dict[str, Any] | None, *, head_sha: str, author: str, is_fork: bool,
+                g: dict[str, Any], errors: list = (), unlisted: int = 0, unlisted_at_least: bool = False,
+                pin_withdrawn: dict[str, Any] | None = None, for_check: bool = False) -> dict[str, Any]:
+    """What templates/sweep_status.* render, from the decision and plain values (the tests build it too)."""
+    code, said = headline(decision)
     return {
-        "head_sha": state.pull["head"]["sha"],
-        "headline": headline(decision, current),
-        "conditions": [_plain(c) for c in decision.conditions],
-        "g": _facts(ctx, state.pull),
+        "head_sha": head_sha, "headline": code, "said": list(said), "mark": MARK_SYMBOLS[HEADLINE_MARKS[code]],
+        "author": author, "is_fork": is_fork, "for_check": for_check,
+        "conditions": [_plain(c) for c in decision.conditions], "g": g,
         "changelog_errors": [_error(e) for e in errors[:SHOWN_ERRORS]],
         "more_errors": max(0, len(errors) - SHOWN_ERRORS),  # listed on their lines in the check run
-        "unlisted_errors": state.changelog.unshown_errors if state.changelog is not None else 0,
-        "unlisted_at_least": bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
-        "run": _shown_run(ctx, current),
-        "pin_withdrawn": None if record.withdrawn is None else dict(vars(record.withdrawn)),  # until a new pin
+        "unlisted_errors": unlisted, "unlisted_at_least": unlisted_at_least,
+        "run": run, "pin_withdrawn": pin_withdrawn,  # the last pin withdrawn, until a new pin
     }
 
 
-def status_text(ctx: Context, state: PRState, decision: Decision, record: SweepRecord) -> str:
-    """The gate table, as the status comment and the check run's summary both show it."""
-    return ctx.render("sweep_status", **status_variables(ctx, state, decision, record))
+def status_text(ctx: Context, state: PRState, decision: Decision, record: SweepRecord, *,
+                for_check: bool = False) -> str:
+    """The status comment's text; `for_check`: the check run's summary (the headline and what is open)."""
+    return ctx.render("sweep_status", **status_variables(ctx, state, decision, record, for_check=for_check))
 
 
 def status_comment(ctx: Context, state: PRState, record: SweepRecord, text: str) -> Comment:
@@ -333,7 +365,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
 
 
 def _with_dispatch(decision: Decision, code: str, **params: Any) -> Decision:
-    ok = {"dispatched": True, "not_dispatched": None}.get(code, False)
+    ok = {"running": True, "not_dispatched": None}.get(code, False)
     conditions = tuple(Condition("dispatch", ok, code, params) if c.name == "dispatch" else c
                        for c in decision.conditions)
     return dataclasses.replace(decision, conditions=conditions)
@@ -353,11 +385,13 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
             "fork_label_removed", labels=list(decision.remove_labels), by=list(removed.get("by") or ()),
             repo=ctx.repo)))
     closed_unmerged = pull.get("state") == "closed" and not pull.get("merged")
+    cancelled: list[int] = []
     for run_id in runs_to_cancel(decision, record, closed_unmerged=closed_unmerged):
         result = await ctx.apply(CancelRun(run_id))
         if result.outcome in ("cancelled", "finished", "absent"):
             conclusion = "cancelled" if result.outcome == "cancelled" else record.run(run_id).conclusion
             record = record.update_run(run_id, status="completed", conclusion=conclusion)
+            cancelled.append(run_id)
     if decision.start is not None and may_start:
         start = DispatchWorkflow(**vars(decision.start))
         try:
@@ -374,20 +408,45 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
             raise
         record = record.add_run(RunRecord(start.dispatch_id, int(result.id or 0), pull["head"]["sha"],
                                           start.workflow, html_url=(result.data or {}).get("html_url")))
-        decision = _with_dispatch(decision, "dispatched", dispatch_id=start.dispatch_id, run_id=result.id,
-                                  status="queued")
+        decision = _with_dispatch(decision, "running", dispatch_id=start.dispatch_id, run_id=result.id,
+                                  status="queued", conclusion=None)
         logs.event("sweep dispatched", dispatch_id=start.dispatch_id, run=result.id, workflow=start.workflow)
     elif decision.start is not None:  # a later delivery in the lane starts it; say nothing has started
         decision = _with_dispatch(decision, "not_dispatched")
     actions: list[Action] = []
-    text = status_text(ctx, state, decision, record)
     # a pin lives in the status comment's record: a PR with a pin has one, changelog or not
     if shows_status(state.files_touch_changelog, state.label_names, ctx.policy,
                     exists or bool(record.runs) or record.pin is not None):
-        actions.append(status_comment(ctx, state, record, text))
+        actions.append(status_comment(ctx, state, record, status_text(ctx, state, decision, record)))
     if pull.get("state") == "open":
-        actions.append(check_run(ctx, state, decision, text, rewrite=rewrite_check))
+        summary = status_text(ctx, state, decision, record, for_check=True)
+        actions.append(check_run(ctx, state, decision, summary, rewrite=rewrite_check))
+    actions += [sweep_check(ctx, entry) for entry in checked_runs(record, decision, cancelled)]
     return actions
+
+
+def checked_runs(record: SweepRecord, decision: Decision, cancelled: list[int]) -> list[RunRecord]:
+    """The runs whose `sweep` check this evaluation writes: the run of the PR's current state, and those it
+    cancelled (their heads show they were superseded)."""
+    current = record.by_dispatch(decision.dispatch_id)
+    runs = [record.run(run_id) for run_id in cancelled]
+    return [entry for entry in (*runs, current) if entry is not None and entry.run_id]
+
+
+def sweep_check(ctx: Context, entry: RunRecord) -> CheckRun:
+    """The `sweep` check on the commit the sweep tested: running while the run runs, then its conclusion, with the
+    run's link; on a fork's head too, whose trusted run runs on the default branch and reports nowhere else."""
+    url = entry.html_url or web(ctx.html_url, "actions", "runs", entry.run_id)
+    done = entry.status == "completed"
+    conclusion = (entry.conclusion or "neutral") if done else ""
+    if conclusion not in SWEEP_CHECK_CONCLUSIONS:
+        conclusion = "failure"
+    variables = {"run_id": entry.run_id, "url": url, "head_sha": entry.head_sha, "status": entry.status,
+                 "conclusion": conclusion}
+    return CheckRun(head_sha=entry.head_sha, name=SWEEP_CHECK, conclusion=conclusion,
+                    status="completed" if done else ("queued" if entry.status == "queued" else "in_progress"),
+                    title=ctx.templates.title("sweep_run_check", **variables),
+                    summary=ctx.render("sweep_run_check", **variables), details_url=url)
 
 
 async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
@@ -497,8 +556,11 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
                             conclusion=run.get("conclusion"), html_url=run.get("html_url"))
     comment = await run_comment(ctx, number, run, known, record)
-    finished = [comment] if comment is not None else []
-    if exists and known == record.by_dispatch(known.dispatch_id):
+    entry = record.by_dispatch(known.dispatch_id)
+    # the run's own check (any run, current or superseded: written only when it changes), then its comment
+    finished = [sweep_check(ctx, entry)] if entry is not None and entry.run_id else []
+    finished += [comment] if comment is not None else []
+    if exists and known == entry:
         return finished  # a redelivery, or a status the comment already shows (a rerun's comment is new)
     # the status comment first (it keeps the latest state), then the run's own comment, which notifies
     return await evaluate(ctx, number, record, exists, may_start=False) + finished

@@ -61,7 +61,10 @@ def expected(pr, policy) -> Expected:
     # "A sweep runs only for a PR that appends at least one valid entry to the performance changelog"
     changelog_ok = pr.changelog.state.value == "valid"
     if not changelog_ok:
-        blocked.add("changelog")
+        if pr.changelog.state.value == "absent" and not primaries and not modifiers:
+            held.add("changelog")  # words issue: no entry is nothing to fix while no sweep is asked for
+        else:
+            blocked.add("changelog")
 
     # Zero primaries: no sweep, not an error. Two or more: no sweep. A modifier without a primary: no sweep.
     # evals-only or all-evals with an `append-only: true` addition: invalid.
@@ -86,7 +89,8 @@ def expected(pr, policy) -> Expected:
                 blocked.add("fork_approval")
         elif untrusted_sweep_labels:
             blocked.add("fork_approval")
-        if not pr.merge_commit_sha:
+        # words issue: a merge commit is waited for (or is a conflict) only once a sweep is asked for
+        if pr.mergeable is False or (len(primaries) == 1 and not pr.merge_commit_sha):
             blocked.add("merge_commit")
 
     # "`[skip-sweep]` in the head commit message skips the PR sweep only"

@@ -135,7 +135,7 @@ async def test_a_press_after_a_pin_forces_a_sweep_as_re_adding_the_primary_does(
     seed_pin(repo, 72, 4242, created_at=pinned_at.strftime("%Y-%m-%dT%H:%M:%SZ"))
     monkeypatch.setattr(pr_state, "utcnow", lambda: pinned_at + dt.timedelta(hours=1))  # pressed after the pin
     await send(h, 72, "edited", changes={"base": {}})  # the gate reads the pin: sweeps paused
-    assert "Sweeps paused: run `4242` is pinned" in english(status(repo, 72))
+    assert "Run `4242` is pinned for reuse" in english(status(repo, 72))
     await press(h, sha, cb.SWEEP_AGAIN)
     assert len(runs(repo)) == 2
     line = next(l for l in english(status(repo, 72)).splitlines() if "**Reuse pin:**" in l)

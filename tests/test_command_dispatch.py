@@ -43,6 +43,11 @@ class StubContext:
     async def apply(self, action: Action) -> Any:
         self.applied.append(action)
 
+    cached: bool | None = None  # what the permission cache knows of the author (None: nothing)
+
+    def known_writer(self, login: str) -> bool | None:
+        return self.cached
+
     def writing_after(self, first) -> "StubContext":
         return self
 
@@ -244,3 +249,13 @@ async def test_an_outsiders_refusals_are_answered_once_an_hour_per_pr_and_paced_
     other_pr = delivery("/use 1", author="stranger")
     other_pr.data["issue"]["number"] = 2
     assert len(await dispatcher.dispatch(other_pr, ctx)) == 1, "another PR: answered once there too"
+
+
+async def test_a_writer_the_cache_knows_gets_eyes_at_once_and_loses_them_if_github_now_refuses():
+    CALLS.clear()
+    ctx = StubContext(permission=True, cached=True)
+    assert await Dispatcher(FEATURES).dispatch(delivery("/use 5"), ctx) == ran("pin")
+    assert ctx.applied == SEEN
+    lapsed = StubContext(permission=False, cached=True)  # write taken away since the cache knew it
+    returned = await Dispatcher(FEATURES).dispatch(delivery("/use 5"), lapsed)
+    assert lapsed.applied == SEEN and returned == [*not_a_writer(), Unreact(COMMENT_ID, "eyes")]

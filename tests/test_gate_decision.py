@@ -12,6 +12,11 @@ from bot.core.config import default_policy
 from bot.effects.actions import DispatchWorkflow
 from bot.rules.gate import (
     ACTIVE_STATUSES,
+    DONE,
+    FIX,
+    NOT_APPLICABLE,
+    WAIT,
+    mark,
     CONDITIONS,
     DISPATCH_INPUTS,
     FORK_INPUTS,
@@ -195,8 +200,11 @@ def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
              make_pr(base_ref="release"), fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
              fork_pr(merge_commit_sha=None), fork_pr(merge_parents=(BASE, OLD_HEAD)),
              fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
-             make_pr(pin=5, pin_blocked_by=("evals-only",)), make_pr(dispatched=(Dispatched(decide(make_pr(), POLICY).dispatch_id,
-                                                                            7, "in_progress"),))]
+             make_pr(pin=5, pin_blocked_by=("evals-only",)), fork_pr(mergeable=False)]
+    current = decide(make_pr(), POLICY).dispatch_id
+    extra += [make_pr(dispatched=(Dispatched(current, 7, status, conclusion),))
+              for status, conclusion in (("in_progress", None), ("completed", "success"), ("completed", "failure"),
+                                         ("completed", "cancelled"))]
     for pr in extra:
         for c in decide(pr, POLICY).conditions:
             seen.setdefault(c.name, set()).add(c.reason_code)
@@ -333,8 +341,9 @@ def test_a_state_already_dispatched_starts_nothing_and_keeps_its_run_but_cancels
     decision = decide(pr, POLICY)
     assert decision.start is None
     assert decision.cancel == (40,)
-    assert reasons(decision)["dispatch"] == (True, "dispatched")
-    assert dict(decision.condition("dispatch").params) == {"dispatch_id": current, "run_id": 41, "status": "queued"}
+    assert reasons(decision)["dispatch"] == (True, "running")
+    assert dict(decision.condition("dispatch").params) == {"dispatch_id": current, "run_id": 41, "status": "queued",
+                                                           "conclusion": None}
     assert failing(decision) == set()
 
 
@@ -410,9 +419,42 @@ def test_a_fork_label_whose_head_sha_is_unknown_approves_nothing():
 def test_a_fork_dispatch_waits_for_githubs_merge_commit():
     decision = decide(fork_pr(merge_commit_sha=None), POLICY)
     assert decision.start is None and failing(decision) == {"merge_commit"}
-    assert reasons(decision)["merge_commit"] == (False, "missing")
+    assert reasons(decision)["merge_commit"] == (False, "computing")
+    assert mark(decision.condition("merge_commit")) == WAIT, "waiting on GitHub: nobody's fix"
     assert dict(decision.condition("merge_commit").params) == {"head_sha": HEAD}
     assert reasons(decision)["fork_approval"] == (True, "approved")
+
+
+def test_a_forks_merge_commit_is_nothing_to_fix_until_a_sweep_is_asked_for_and_unknown_is_never_stale():
+    """Regression: a fork PR's first status said "❌ Merge commit: ... was made for an earlier head, not for the
+    approved `eface39`" while nothing was approved: the parents are only read once a writer's label counts, and
+    parents not known were taken for stale."""
+    unlabelled = decide(fork_pr(labels=(), merge_parents=None), POLICY)
+    assert reasons(unlabelled)["merge_commit"] == (None, "not_yet")
+    assert mark(unlabelled.condition("merge_commit")) == NOT_APPLICABLE
+    unknown = decide(fork_pr(merge_parents=None), POLICY)
+    assert reasons(unknown)["merge_commit"] == (False, "computing") and unknown.start is None
+    assert mark(unknown.condition("merge_commit")) == WAIT
+
+
+def test_a_conflict_is_the_authors_to_fix():
+    decision = decide(fork_pr(mergeable=False), POLICY)
+    assert reasons(decision)["merge_commit"] == (False, "conflicts") and decision.start is None
+    assert mark(decision.condition("merge_commit")) == FIX
+
+
+@pytest.mark.parametrize("status, conclusion, expected", [
+    ("queued", None, (True, "running", WAIT)), ("in_progress", None, (True, "running", WAIT)),
+    ("completed", "success", (True, "passed", DONE)), ("completed", "failure", (False, "run_failed", FIX)),
+    ("completed", "timed_out", (False, "run_failed", FIX)), ("completed", "cancelled", (None, "cancelled",
+                                                                                      NOT_APPLICABLE)),
+])
+def test_the_current_runs_outcome_is_its_own_mark(status, conclusion, expected):
+    """Regression: after the run failed the status said "✅ Sweep run: Run `1017` is `completed`"."""
+    current = decide(make_pr(), POLICY).dispatch_id
+    decision = decide(make_pr(dispatched=(Dispatched(current, 7, status, conclusion),)), POLICY)
+    dispatch = decision.condition("dispatch")
+    assert (dispatch.ok, dispatch.reason_code, mark(dispatch)) == expected
 
 
 def test_a_fork_dispatch_waits_for_the_merge_commit_of_the_approved_head():

@@ -153,6 +153,10 @@ CASES = {
     "pinned, primary re-added": make_pr(pin=PIN, primary_readded_after_pin=True),
     "pinned, blocked": make_pr(pin=PIN, pin_blocked_by=("evals-only", "agentx-fast")),
     "dispatched": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "in_progress"),)),
+    "run passed": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "completed", "success"),)),
+    "run failed": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "completed", "failure"),)),
+    "run cancelled": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "completed", "cancelled"),)),
+    "fork, conflicts": fork_pr(mergeable=False),
 }
 DECISIONS = {name: decide(pr, POLICY) for name, pr in CASES.items()}
 
@@ -380,7 +384,9 @@ def test_merge_commit_lines():
     for line, spans in both(condition("fork, approved", "merge_commit")):
         assert spans == [MERGE[:7]]
     english = render(condition("fork, no merge commit", "merge_commit"), "en")
-    assert "Resolve the conflicts with the base branch first" in english and f"`{HEAD[:7]}`" in english
+    assert english.startswith("Waiting for GitHub") and f"`{HEAD[:7]}`" in english
+    english = render(condition("fork, conflicts", "merge_commit"), "en")
+    assert "conflicts with the base branch" in english and "resolves the conflicts" in english
 
 
 def test_skip_marker_present_says_checks_still_run():
@@ -391,8 +397,10 @@ def test_skip_marker_present_says_checks_still_run():
 
 def test_reuse_pin_lines():
     english = render(condition("pinned", "reuse_pin"), "en")
-    assert english == (f"Sweeps paused: run `{PIN}` is pinned; remove and re-add the primary label to sweep "
-                       "again.")
+    assert english == (f"Run `{PIN}` is pinned, so pushes start no sweep; removing the primary label and adding "
+                       "it again sweeps anyway.")
+    closed = render(condition("pinned", "reuse_pin"), "en", {**facts(), "is_open": False})
+    assert closed == f"Run `{PIN}` is pinned, so pushes start no sweep.", "no advice once the PR is closed"
     assert f"`{PIN}`" in render(condition("pinned", "reuse_pin"), "zh")
     assert f"`{PIN}`" in render(condition("pinned, primary re-added", "reuse_pin"), "en")
     for line, spans in both(condition("same-repo, starting", "reuse_pin")):

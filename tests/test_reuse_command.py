@@ -603,14 +603,14 @@ async def test_a_pin_edited_into_a_refused_command_is_withdrawn_and_the_next_pus
     await label(h, 80, FAIL_FAST)
     run = finished_run(repo, 80)
     c = await command(h, 80, f"/use {run['id']}")
-    assert pin(repo, 80).run_id == run["id"] and "Sweeps paused" in pin_row(repo, 80)
+    assert pin(repo, 80).run_id == run["id"] and "is pinned, so pushes start no sweep" in pin_row(repo, 80)
     await edit(h, 80, c, "/use 987654")
     assert reactions(repo, c) == ["-1"] and "was refused, so it pins nothing" in reply(repo, 80, c)
     assert pin(repo, 80) is None
     row, row_zh = withdrawal_note(repo, 80)
     assert f"The pin of run `{run['id']}` was withdrawn" in row and "refused" in row, row
     assert f"`{run['id']}`" in row_zh and "撤销" in row_zh, row_zh
-    assert "Sweeps paused" not in row
+    assert "is pinned, so pushes start no sweep" not in row
     before = len(runs(repo))
     push(repo, 80, "5" * 40)
     await send(h, 80, "synchronize", sender="partner")

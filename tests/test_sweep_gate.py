@@ -271,7 +271,7 @@ async def test_a_draft_starts_nothing_until_ready_for_review(repo, make_harness)
     assert runs(repo) == []
     line = next(l for l in english(status(repo, 10)).splitlines() if "**Pull request:**" in l)
     assert line.startswith("- ➖"), "a draft is a fine state: no ❌"
-    assert "while the pull request is a draft" in english(status(repo, 10))
+    assert english(status(repo, 10)).split("\n")[2].startswith("### ➖ No sweep while this is a draft")
     repo.update_pull(REPO, 10, draft=False)
     await send(h, 10, "ready_for_review", sender="partner")
     assert len(runs(repo)) == 1
@@ -327,7 +327,7 @@ async def test_a_completed_run_puts_the_viewer_links_in_the_same_comment(repo, m
     body = english(after["body"])
     assert f"https://inferencex.semianalysis.com/inference?unofficialRun={run['id']}" in body
     assert f"https://inferencex.semianalysis.com/evaluation?unofficialRun={run['id']}" in body
-    assert "`success`" in body
+    assert body.split("\n")[2].startswith(f"### ✅ Sweep [run {run['id']}](") and " passed on " in body
     assert len(runs(repo)) == 1, "a finished run is not started again"
 
 
@@ -431,7 +431,7 @@ async def test_a_fork_labelled_by_a_writer_runs_the_trusted_workflow_on_the_appr
     await send(h, 20, "synchronize", sender="partner")
     assert len(runs(repo, "e2e-tests.yml")) == 1
     line = next(l for l in english(status(repo, 20)).splitlines() if "**Fork approval:**" in l)
-    assert line.startswith("- ❌") and "fffffff" in line
+    assert line.startswith("- ⏳") and "fffffff" in line, "waiting for a maintainer's approval: nobody's fix"
 
     await unlabel(h, 20, FAIL_FAST)
     await label(h, 20, FAIL_FAST)  # re-added by the writer: approves the new head
@@ -568,7 +568,7 @@ async def test_a_pr_that_only_corrects_pr_links_never_fails_the_gate(repo, make_
     assert check(repo, pr["head"]["sha"])["conclusion"] == "neutral"
     body = english(status(repo, 50))
     assert "❌" not in body
-    assert "only corrects `pr-link` values" in body
+    assert "Only `pr-link` values of existing changelog entries are corrected" in body
     assert runs(repo) == []
 
 
@@ -584,9 +584,10 @@ async def test_an_active_pin_reads_as_paused_not_as_an_error(repo, make_harness)
     assert len(runs(repo)) == 1
     body = english(status(repo, 51))
     line = next(l for l in body.splitlines() if "**Reuse pin:**" in l)
-    assert line == ("- ✅ **Reuse pin:** Sweeps paused: run `4242` is pinned; remove and re-add the primary label "
-                    "to sweep again.")
-    assert "Sweeps are paused: run `4242` is pinned" in body and "❌" not in body
+    assert line == ("- ✅ **Reuse pin:** Run `4242` is pinned, so pushes start no sweep; removing the primary "
+                    "label and adding it again sweeps anyway.")
+    assert "### ✅ Run `4242` is pinned for reuse, so pushes start no sweep. Next: a maintainer merges." in body
+    assert "❌" not in body
     assert check(repo, "5" * 40)["conclusion"] == "success"
 
 

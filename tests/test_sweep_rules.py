@@ -120,6 +120,7 @@ def test_changelog_outcome(head, expected):
     ({"labels": (AppliedLabel(FAIL_FAST, "m", True), AppliedLabel("full-sweep-enabled", "m", True))}, "failure"),
     ({"labels": (AppliedLabel("evals-only", "m", True),)}, "failure"),
     ({"draft": True}, "success"),  # not the contributor's error
+    ({"base_ref": "release"}, "failure"),  # the author retargets it: marked ❌, so the check fails too
     ({"head_commit_message": "x [skip-sweep]"}, "success"),
     ({"is_fork": True, "labels": (AppliedLabel(FAIL_FAST, "m", True, "c" * 40),)}, "success"),  # approval pending
 ])
@@ -152,25 +153,35 @@ def test_shows_status(touches, labels, exists, expected):
     assert shows_status(touches, labels, POLICY, exists) is expected
 
 
-@pytest.mark.parametrize("changes, run, expected", [
-    ({}, None, "starting"),  # starting, but no run recorded: the dispatch has not answered (no ❌ to point at)
-    ({"pin": 5}, None, "paused"),
-    ({"draft": True}, None, "draft"),
-    ({"open": False, "merged": True, "labels": ()}, None, "merged"),
-    ({"open": False}, None, "closed"),
-    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED)}, None, "links_corrected"),
-    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED), "labels": ()}, None, "links_corrected"),
-    ({"head_commit_message": "x [skip-sweep]"}, None, "skipped"),
-    ({"base_ref": "release"}, None, "blocked"),
-    ({}, RunRecord("x", 1, SHA, "w"), "running"),
-    ({}, RunRecord("x", 1, SHA, "w", "completed", "success"), "finished"),
-    ({"labels": ()}, None, "idle"),
-    ({"changelog": ChangelogOutcome(Changelog.INVALID)}, None, "blocked"),
-    ({"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()}, None, "idle"),
-    ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, None, "blocked"),  # a wrong entry is news
+def dispatched(status: str, conclusion: str | None = None) -> dict:
+    """The run of the PR's current state (as `pr()` makes it), with this status and conclusion."""
+    return {"dispatched": (Dispatched(decide(pr(), POLICY).dispatch_id, 1, status, conclusion),)}
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({}, ("starting", ("dispatch",))),  # starting, but no run recorded: the dispatch has not answered
+    ({"pin": 5}, ("paused", ("reuse_pin",))),
+    ({"draft": True}, ("draft", ("pull_request",))),
+    ({"open": False, "merged": True, "labels": ()}, ("merged", ("pull_request",))),
+    ({"open": False}, ("closed", ("pull_request",))),
+    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED)}, ("links_corrected", ("changelog",))),
+    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED), "labels": ()}, ("links_corrected", ("changelog",))),
+    ({"head_commit_message": "x [skip-sweep]"}, ("skipped", ("skip_marker",))),
+    ({"base_ref": "release"}, ("blocked", ())),
+    (dispatched("in_progress"), ("running", ("dispatch",))),
+    (dispatched("completed", "success"), ("passed", ("dispatch",))),
+    (dispatched("completed", "failure"), ("run_failed", ("dispatch",))),
+    ({"open": False, "merged": True, **dispatched("completed", "success")}, ("merged", ("pull_request",))),
+    ({"labels": ()}, ("idle", ("labels", "fork_approval", "merge_commit"))),
+    ({"changelog": ChangelogOutcome(Changelog.INVALID)}, ("blocked", ())),
+    ({"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()}, ("idle", ("labels", "fork_approval",
+                                                                                "merge_commit"))),
+    ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, ("blocked", ())),  # a wrong entry is news
+    ({"is_fork": True, "labels": (AppliedLabel(FAIL_FAST, "m", True, SHA),), "merge_commit_sha": None},
+     ("waiting", ("merge_commit",))),
 ])
-def test_headline(changes, run, expected):
-    assert headline(decide(pr(**changes), POLICY), run) == expected
+def test_headline(changes, expected):
+    assert headline(decide(pr(**changes), POLICY)) == expected
 
 
 def test_viewer_links_follow_the_policy():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import re
 from pathlib import Path
 
@@ -155,6 +156,13 @@ SAMPLES: dict[str, list[dict]] = {
         {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None, "after_merge": False, "ingest": None},
     ],
     "run_comment": [],  # filled below from real jobs summaries
+    # the `sweep` check on the commit a sweep tested: queued, running, and each conclusion
+    "sweep_run_check": [
+        {"run_id": 1006, "url": "https://github.com/acme/InferenceX/actions/runs/1006", "head_sha": "d" * 40,
+         "status": status, "conclusion": conclusion}
+        for status, conclusion in (("queued", ""), ("in_progress", ""), ("completed", "success"),
+                                   ("completed", "failure"), ("completed", "cancelled"), ("completed", "timed_out"),
+                                   ("completed", "neutral"))],
     "sweep_status": [],  # filled below from real gate decisions
     "changelog_annotation": [],  # filled below from real changelog errors
     "fork_label_removed": [
@@ -293,81 +301,77 @@ SAMPLES: dict[str, list[dict]] = {
 
 
 def _status_samples() -> list[dict]:
-    """Status comment variables as the sweep gate builds them, for a blocked fork PR, a running and a
-    finished same-repo sweep, and each failed dispatch."""
+    """Status comment variables as the sweep gate builds them (handlers.sweep_gate.status_view over real gate
+    decisions): every headline, a blocked fork with changelog problems, each failed dispatch, each pin
+    withdrawal, and the check run's shorter form."""
     from bot.rules.changelog import check_append
     from bot.core.config import default_policy
-    from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, GateInput, decide
+    from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Condition, Dispatched, GateInput, decide
     from bot.rules.links import viewer_links
-    from handlers.sweep_gate import _error, _plain
+    from bot.rules.pins import WITHDRAWALS
+    from handlers.sweep_gate import status_view
 
     policy = default_policy()
     sha = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"
     g = {"primary_labels": [p["name"] for p in policy["labels"]["primary"]], "recommended": "full-sweep-fail-fast",
          "modifiers": dict(policy["labels"]["modifiers"]), "changelog_path": "inferencex-e2e/perf-changelog.yaml",
          "changelog_url": f"https://github.com/acme/InferenceX/blob/{sha}/inferencex-e2e/perf-changelog.yaml",
-         "skip_marker": "[skip-sweep]", "use_command": "/use", "runs_url": "https://github.com/acme/InferenceX/actions"}
+         "skip_marker": "[skip-sweep]", "use_command": "/use", "runs_url": "https://github.com/acme/InferenceX/actions",
+         "is_open": True}
     base = dict(number=12, head_sha=sha, base_sha="b" * 40, head_ref="recipe", base_ref="main", default_branch="main")
+    labelled = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "maintainer", True, sha),))
+    valid = ChangelogOutcome(Changelog.VALID)
+    key = decide(GateInput(**labelled, changelog=valid), policy).dispatch_id
+    run = {"run_id": 1006, "dispatch_id": key, "status": "in_progress", "conclusion": None,
+           "url": "https://github.com/acme/InferenceX/actions/runs/1006", "head_sha": sha, "perf_url": None,
+           "eval_url": None}
+    done = {**run, "status": "completed", "conclusion": "success", **viewer_links("https://x.example", 1006)}
+
+    def view(pr: dict, shown_run: dict | None = None, *, fork: bool = False, **extra) -> dict:
+        return status_view(decide(GateInput(**pr), policy), shown_run, head_sha=sha, author="partner",
+                           is_fork=fork, g=extra.pop("g", g), **extra)
+
+    def ran(status: str, conclusion: str | None) -> dict:
+        return dict(labelled, changelog=valid, dispatched=(Dispatched(key, 1006, status, conclusion),))
+
     bad = check_append(b"", b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: TBD\n", pr_number=12,
                        canonical_prefix=policy["pr_link_prefix"])
-    blocked = decide(GateInput(**base, changelog=ChangelogOutcome(Changelog.INVALID), is_fork=True,
-                               labels=(AppliedLabel("full-sweep-fail-fast", "drive-by", False),
-                                       AppliedLabel("evals-only", "maintainer", True, sha))), policy)
-    running = decide(GateInput(**base, changelog=ChangelogOutcome(Changelog.VALID),
-                               labels=(AppliedLabel("full-sweep-fail-fast", "", True),)), policy)
-    run = {"run_id": 1006, "dispatch_id": running.dispatch_id, "status": "in_progress", "conclusion": None,
-           "url": "https://github.com/acme/InferenceX/actions/runs/1006", "head_sha": sha,
-           "perf_url": None, "eval_url": None}
-    done = {**run, "status": "completed", "conclusion": "success",
-            **viewer_links("https://inferencex.semianalysis.com", 1006)}
+    blocked_fork = dict(base, changelog=ChangelogOutcome(Changelog.INVALID), is_fork=True,
+                        labels=(AppliedLabel("full-sweep-fail-fast", "drive-by", False),
+                                AppliedLabel("evals-only", "maintainer", True, sha)))
     out = [
-        {"head_sha": sha, "headline": "blocked", "g": g, "run": None,
-         "conditions": [_plain(c) for c in blocked.conditions],
-         "changelog_errors": [_error(e) for e in bad.errors], "more_errors": 3, "unlisted_errors": 0,
-         "unlisted_at_least": False},
+        view(blocked_fork, fork=True, errors=list(bad.errors)),
         # more found than the result keeps (policy limits.changelog_errors): counted, exactly or as "at least"
-        *({"head_sha": sha, "headline": "blocked", "g": g, "run": None,
-           "conditions": [_plain(c) for c in blocked.conditions], "changelog_errors": [_error(e) for e in bad.errors],
-           "more_errors": 30, "unlisted_errors": unlisted, "unlisted_at_least": at_least}
+        *(view(blocked_fork, fork=True, errors=list(bad.errors) * 12, unlisted=unlisted, unlisted_at_least=at_least)
           for unlisted, at_least in ((1, False), (1_234, False), (1, True))),
-        {"head_sha": sha, "headline": "running", "g": g, "run": run,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
-        {"head_sha": sha, "headline": "finished", "g": g, "run": done,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
-        {"head_sha": sha, "headline": "starting", "g": g, "run": None,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
-        {"head_sha": sha, "headline": "idle", "g": g, "run": None,
-         "conditions": [_plain(c) for c in running.conditions], "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False},
+        view(ran("in_progress", None), run),
+        view(ran("completed", "success"), done),
+        view(ran("completed", "failure"), {**run, "status": "completed", "conclusion": "failure"}),
+        view(ran("completed", "cancelled"), {**run, "status": "completed", "conclusion": "cancelled"}),
+        view(dict(labelled, changelog=valid)),  # starting
+        view(dict(base, changelog=valid)),  # idle, same repository
+        view(dict(base, changelog=valid, is_fork=True, merge_commit_sha=None), fork=True),  # idle, fork
+        view(dict(labelled, changelog=valid, is_fork=True, merge_commit_sha=None), fork=True),  # waiting
+        view(dict(labelled, changelog=valid, is_fork=True, mergeable=False), fork=True),  # blocked: conflicts
+        view(dict(labelled, changelog=valid, pin=1006)),  # paused
+        view(dict(labelled, changelog=valid, open=False, merged=True, pin=1006), g={**g, "is_open": False}),
+        view(dict(labelled, changelog=valid, open=False, merged=True), g={**g, "is_open": False}),
+        view(dict(labelled, changelog=valid, open=False), g={**g, "is_open": False}),  # closed
+        view(dict(labelled, changelog=valid, draft=True)),
+        view(dict(labelled, changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED))),
+        view(dict(labelled, changelog=valid, head_commit_message="x [skip-sweep]")),
+        view(dict(labelled, changelog=valid), for_check=True),
+        view(blocked_fork, fork=True, errors=list(bad.errors), for_check=True),
     ]
-    for code in ("failed", "retrying", "unknown"):
-        conditions = [_plain(c) for c in running.conditions]
-        conditions[-1] = {"name": "dispatch", "ok": False, "code": code, "params": {
-            "dispatch_id": running.dispatch_id, "error": "422: Unexpected inputs provided", "retry_in": 4}}
-        out.append({"head_sha": sha, "headline": "dispatch_" + code, "g": g, "run": None,
-                    "conditions": conditions, "changelog_errors": [], "more_errors": 0, "unlisted_errors": 0, "unlisted_at_least": False})
-    # the fine states that hold the sweep back (issue 17): never a ❌, each with its own headline
-    labelled = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "", True),))
-    valid = ChangelogOutcome(Changelog.VALID)
-    holding = (("paused", dict(labelled, changelog=valid, pin=1006), 1006),
-               ("merged", dict(labelled, changelog=valid, open=False, merged=True, pin=1006), 1006),
-               ("merged", dict(labelled, changelog=valid, open=False, merged=True), None),
-               ("closed", dict(labelled, changelog=valid, open=False), None),
-               ("draft", dict(labelled, changelog=valid, draft=True), None),
-               ("links_corrected", dict(labelled, changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)), None),
-               ("skipped", dict(labelled, changelog=valid, head_commit_message="x [skip-sweep]"), None))
-    for headline, pr, _pin in holding:
-        decision = decide(GateInput(**pr), policy)
-        assert not any(c.ok is False for c in decision.conditions), headline
-        out.append({"head_sha": sha, "headline": headline, "g": g, "run": None,
-                    "conditions": [_plain(c) for c in decision.conditions], "changelog_errors": [], "more_errors": 0,
-                    "unlisted_errors": 0, "unlisted_at_least": False})
-    for sample in out:
-        sample["pin_withdrawn"] = None
-    # a pin withdrawn (issue 26), for each reason (bot.rules.pins.WITHDRAWALS), with and without who did it
-    from bot.rules.pins import WITHDRAWALS
-
-    starting = next(sample for sample in out if sample["headline"] == "starting")
-    out.extend({**starting, "pin_withdrawn": {"run_id": 10260, "comment_id": 5, "reason": reason, "by": by}}
+    starting = decide(GateInput(**labelled, changelog=valid), policy)
+    for code in ("failed", "retrying", "unknown"):  # set by the handler when GitHub refuses or keeps failing
+        failed = Condition("dispatch", False if code != "retrying" else None, code, {
+            "dispatch_id": key, "error": "422: Unexpected inputs provided", "retry_in": 4})
+        decision = replace(starting, conditions=starting.conditions[:-1] + (failed,))
+        out.append(status_view(decision, None, head_sha=sha, author="partner", is_fork=False, g=g))
+    # a pin withdrawn, for each reason (bot.rules.pins.WITHDRAWALS), with and without who did it
+    out.extend(view(dict(labelled, changelog=valid),
+                    pin_withdrawn={"run_id": 10260, "comment_id": 5, "reason": reason, "by": by})
                for reason in WITHDRAWALS for by in ("maintainer", ""))
     return out
 

@@ -35,6 +35,11 @@ class Permissions:
             return answer.get("role_name") or answer.get("permission") or "none"
         return await self._reads.get((self.repo, login.casefold()), read)
 
+    def known_writer(self, login: str) -> bool | None:
+        """Whether `login` is a writer as the cache knows it now, without asking GitHub; None when not known."""
+        role = self._cache.get((self.repo, login.casefold()))
+        return None if role is None else role in WRITER_ROLES
+
     async def writer(self, login: str) -> bool | None:
         """Whether `login` has write, maintain or admin permission, as the collaborator-permission API says
         (cached a few minutes); None when GitHub would not say (a 403, or a 5xx or timeout after the client's

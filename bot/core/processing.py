@@ -156,6 +156,9 @@ class Context:
     async def writer(self, login: str) -> bool | None:
         return await self.permissions.writer(login)
 
+    def known_writer(self, login: str) -> bool | None:
+        return self.permissions.known_writer(login)
+
     async def team_member(self, team: str, login: str) -> bool | None:
         return await self.permissions.team_member(team, login)
 

@@ -225,7 +225,7 @@ class CheckRun:
 
     head_sha: str
     name: str
-    conclusion: str  # success, failure or neutral: the bot's checks are complete when written
+    conclusion: str  # success, failure, neutral or cancelled once complete; "" while `status` says it is not
     title: str
     summary: str
     text: str = ""
@@ -234,13 +234,16 @@ class CheckRun:
     buttons: tuple[CheckButton, ...] = ()
     # Written even when GitHub already shows this content: after a "Re-run" GitHub resets the check to queued.
     rewrite: bool = False
+    status: str = "completed"  # or queued, in_progress: what it checks has not finished (a sweep, a wait)
 
     @property
     def fingerprint(self) -> str:
-        if not self.buttons:  # the fingerprint of a check without buttons is what it was before buttons existed
-            return digest(self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url)
-        return digest(self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url,
-                      self.buttons)
+        parts: tuple = (self.conclusion, self.title, self.summary, self.text, self.annotations, self.details_url)
+        if self.buttons:  # the fingerprint of a check without buttons is what it was before buttons existed
+            parts += (self.buttons,)
+        if self.status != "completed":  # likewise for a completed check: as before statuses existed
+            parts += (self.status,)
+        return digest(*parts)
 
     @property
     def key(self) -> str:
@@ -248,7 +251,8 @@ class CheckRun:
 
     def describe(self) -> str:
         notes = f", {len(self.annotations)} annotations" if self.annotations else ""
-        return f"check run {self.name!r} on {self.head_sha[:7]}: {self.conclusion}, «{self.title[:70]}»{notes}"
+        state = self.conclusion if self.status == "completed" else self.status
+        return f"check run {self.name!r} on {self.head_sha[:7]}: {state}, «{self.title[:70]}»{notes}"
 
 
 @dataclass(frozen=True)

@@ -439,9 +439,10 @@ class Executor:
             return Result("unchanged", existing[0])
         batches = [action.annotations[i:i + ANNOTATIONS_PER_REQUEST]
                    for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)] or [()]
+        state = {"status": "completed", "conclusion": action.conclusion} if action.status == "completed" else {
+            "status": action.status}  # not finished: GitHub shows it running, with no conclusion
         body: dict[str, Any] = {
-            "name": action.name, "status": "completed", "conclusion": action.conclusion,
-            "external_id": action.fingerprint,
+            "name": action.name, **state, "external_id": action.fingerprint,
             "output": {"title": action.title[:CHECK_TITLE_MAX], "summary": action.summary[:CHECK_TEXT_MAX],
                        "text": action.text[:CHECK_TEXT_MAX], "annotations": _annotations(batches[0])},
         }

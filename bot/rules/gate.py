@@ -41,11 +41,13 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
     "pull_request": frozenset({"ready", "closed", "merged", "draft", "wrong_base"}),
     "fork_approval": frozenset({"same_repo", "approved", "head_changed", "approval_unknown", "untrusted_labeller",
                                 "awaiting_label", "permission_unknown"}),
-    "merge_commit": frozenset({"same_repo", "present", "missing", "stale"}),
+    "merge_commit": frozenset({"same_repo", "not_yet", "present", "computing", "conflicts", "stale"}),
     "skip_marker": frozenset({"absent", "present"}),
     "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
-    # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch.
-    "dispatch": frozenset({"dispatched", "starting", "not_dispatched", "failed", "retrying", "unknown"}),
+    # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
+    # dispatched is `running` until it completes, then `passed`, `run_failed` or `cancelled`.
+    "dispatch": frozenset({"running", "passed", "run_failed", "cancelled", "starting", "not_dispatched", "failed",
+                           "retrying", "unknown"}),
 })
 
 # Fine states that hold the sweep back (ok None, ➖): nothing is wrong, yet no sweep starts.
@@ -113,11 +115,13 @@ class AppliedLabel:
 
 @dataclass(frozen=True)
 class Dispatched:
-    """A run already dispatched for this PR: the dispatch id it was started with, its run id, its status."""
+    """A run already dispatched for this PR: the dispatch id it was started with, its run id, its status, and its
+    conclusion once completed."""
 
     key: str
     run_id: int
     status: str
+    conclusion: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,9 +138,11 @@ class GateInput:
     draft: bool = False
     is_fork: bool = False
     merge_commit_sha: str | None = None
-    # The parents of GitHub's merge commit as GitHub gives them (None: not known). It tests the approved head only
-    # when that head is among them: after a push GitHub may still show the merge commit of an earlier head.
+    # The parents of GitHub's merge commit as GitHub gives them (None: not known, or not read: they are read only
+    # once a writer's label counts). It tests the approved head only when that head is among them: after a push
+    # GitHub may still show the merge commit of an earlier head.
     merge_parents: tuple[str, ...] | None = None
+    mergeable: bool | None = None  # GitHub's answer: False is a conflict with the base; None: still computing
     labels: tuple[AppliedLabel, ...] = ()
     head_commit_message: str = ""
     pin: int | None = None  # the run id of the active reuse pin
@@ -266,13 +272,15 @@ def _params(**values: Any) -> Mapping[str, Any]:
     return MappingProxyType(values)
 
 
-def _changelog(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
+def _changelog(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
     path = policy["paths"]["changelog"]
     outcome = pr.changelog
     if outcome.state is Changelog.VALID:
         return Condition("changelog", True, "valid", _params(path=path, append_only=outcome.append_only))
     if outcome.state is Changelog.LINKS_CORRECTED:
         return Condition("changelog", None, "links_corrected", _params(path=path))
+    if outcome.state is Changelog.ABSENT and not (labels.primaries or labels.modifiers):
+        return Condition("changelog", None, "absent", _params(path=path))  # needed once a sweep is asked for
     return Condition("changelog", False, outcome.state.value, _params(path=path))
 
 
@@ -358,12 +366,18 @@ def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
     return Condition("fork_approval", None, "awaiting_label", _params())
 
 
-def _merge_commit(pr: GateInput) -> Condition:
+def _merge_commit(pr: GateInput, labels: _Labels) -> Condition:
+    """A fork's sweep tests GitHub's merge commit of the approved head: a conflict is the author's to fix; a merge
+    commit not computed yet, or computed for an earlier head, is waited for; unknown is never stale."""
     if not pr.is_fork:
         return Condition("merge_commit", None, "same_repo", _params())
-    if pr.merge_commit_sha is None:
-        return Condition("merge_commit", False, "missing", _params(head_sha=pr.head_sha))
-    if pr.merge_parents is None or pr.head_sha not in pr.merge_parents:
+    if pr.mergeable is False:
+        return Condition("merge_commit", False, "conflicts", _params(head_sha=pr.head_sha))
+    if len(labels.primaries) != 1:  # nothing approved: the merge commit is looked at once a sweep is asked for
+        return Condition("merge_commit", None, "not_yet", _params())
+    if pr.merge_commit_sha is None or pr.merge_parents is None:
+        return Condition("merge_commit", False, "computing", _params(head_sha=pr.head_sha))
+    if pr.head_sha not in pr.merge_parents:
         return Condition("merge_commit", False, "stale", _params(merge_sha=pr.merge_commit_sha, head_sha=pr.head_sha))
     return Condition("merge_commit", True, "present", _params(merge_sha=pr.merge_commit_sha))
 
@@ -415,16 +429,52 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
+FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure", "action_required", "stale"})
+
+
+def run_outcome(run: Dispatched) -> tuple[bool | None, str]:
+    """(ok, code) of the dispatch condition for the run of the PR's current state."""
+    if run.status in ACTIVE_STATUSES or run.status != "completed":
+        return True, "running"
+    if run.conclusion == "success":
+        return True, "passed"
+    if run.conclusion in ("cancelled", "skipped", "neutral"):
+        return None, "cancelled"
+    return False, "run_failed"
+
+
+# The marks every text uses (the status comment, the check runs, the sign-off verdict): ❌ only for what a
+# person on this PR must fix, ⏳ for what waits on something else, ✅ done, ➖ not applicable.
+FIX, WAIT, DONE, NOT_APPLICABLE = "fix", "wait", "done", "na"
+MARK_SYMBOLS: Mapping[str, str] = MappingProxyType({FIX: "❌", WAIT: "⏳", DONE: "✅", NOT_APPLICABLE: "➖"})
+# Conditions that hold the sweep back (ok False) while GitHub, a maintainer's approval or the run itself is
+# waited for: nothing anyone on the PR can fix, so ⏳, never ❌.
+WAITING: frozenset[tuple[str, str]] = frozenset({
+    ("merge_commit", "computing"), ("merge_commit", "stale"), ("fork_approval", "awaiting_label"),
+    ("fork_approval", "head_changed"), ("fork_approval", "approval_unknown"), ("fork_approval", "untrusted_labeller"),
+    ("fork_approval", "permission_unknown"), ("dispatch", "running"), ("dispatch", "starting"),
+    ("dispatch", "retrying")})
+
+
+def mark(condition: Condition) -> str:
+    """The condition's mark: FIX, WAIT, DONE or NOT_APPLICABLE."""
+    if (condition.name, condition.reason_code) in WAITING:
+        return WAIT
+    if condition.ok is False:
+        return FIX
+    return DONE if condition.ok else NOT_APPLICABLE
+
+
 def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
     """What the gate does for `pr` now under `policy` (shaped like app.yaml's `policy`)."""
     labels = _Labels.read(pr, policy)
     key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation, pr.restart)
     gates = [
-        _changelog(pr, policy),
+        _changelog(pr, labels, policy),
         _labels(pr, labels, policy),
         _pull_request(pr),
         _fork_approval(pr, labels),
-        _merge_commit(pr),
+        _merge_commit(pr, labels),
         _skip_marker(pr, policy),
         _reuse_pin(pr),
     ]
@@ -434,8 +484,9 @@ def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
     start = None
     if earlier:
         run = earlier[-1]
-        gates.append(Condition("dispatch", True, "dispatched",
-                               _params(dispatch_id=key, run_id=run.run_id, status=run.status)))
+        ok, code = run_outcome(run)
+        gates.append(Condition("dispatch", ok, code, _params(dispatch_id=key, run_id=run.run_id, status=run.status,
+                                                              conclusion=run.conclusion)))
     elif runnable:
         start = _request(pr, labels, policy, key)
         gates.append(Condition("dispatch", True, "starting", _params(dispatch_id=key)))
