@@ -1,11 +1,16 @@
 """Leases that survive load (issue 26): a replica renews the leases of the lanes it runs on a connection and a
-thread of its own, so neither the journal's writer nor the event loop delays a renewal, and a lane claimed as a
-renewal runs is never taken for lost. One replica on the tests' throwaway PostgreSQL.
+thread of its own, so neither the journal's writer nor the event loop delays a renewal; a lease that ran out
+before its renewal but that no other replica took is taken back at once, and the run goes on; a lease another
+replica took stops the run.
+
+One replica, or two, on the tests' throwaway PostgreSQL. A renewal that comes late is a lease whose deadline the
+database's clock has passed (its row's `expires_at` moved into the past), so no test waits out a lease.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import threading
 
 import psycopg
@@ -40,6 +45,26 @@ class Held:
         except asyncio.CancelledError:
             self.cancelled.append(d.id)
             raise
+
+
+def counting_claims(journal) -> collections.Counter:
+    """Count the claims `journal` answered (each worker's look for work)."""
+    answered: collections.Counter = collections.Counter()
+    claim = journal.claim
+
+    async def counted(*args, **kwargs):
+        got = await claim(*args, **kwargs)
+        answered["all"] += 1
+        return got
+
+    journal.claim = counted
+    return answered
+
+
+def run_out(url: str) -> None:
+    """The database's clock passes every lease's deadline before its renewal comes."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE lanes SET expires_at = clock_timestamp() - interval '1 second'")
 
 
 async def test_a_lane_claimed_in_the_batch_of_a_renewal_is_not_lost(replicas):
@@ -95,6 +120,62 @@ async def test_a_lane_claimed_just_as_a_renewal_asks_which_lanes_run_is_renewed_
     finally:
         await asyncio.to_thread(keeper.stop)
     assert renewals[0].lost == {} and renewals[0].kept == tuple(running) and renewals[0].taken_back == ()
+
+
+async def test_a_lease_that_ran_out_before_its_renewal_but_was_not_taken_is_taken_back_at_once(replicas,
+                                                                                             postgres_db):  # noqa: F811
+    """Regression (issue 26): a lease that ran out before its renewal came (the replica's loop or its journal
+    busy) made the lane claimable by anyone, this replica's own idle workers too: one of them took the delivery
+    over and ran it a second time beside the run still under way. Now the replica's own workers leave the lanes
+    it runs alone, and the late renewal takes the lease back (no other replica took it): the run goes on, and the
+    lane is held again long before a 30 s lease would have run out."""
+    journal = replicas()
+    answered = counting_claims(journal)
+    held = Held()
+    metrics = Metrics()
+    await journal.record(new(1, 7))
+    replica = ReplicaWorkers(journal, held, metrics, holder="lone", concurrency=2, lease=30.0, poll=30.0)
+    await replica.start()  # renews every 10 s: none comes during what follows unless asked
+    try:
+        await wait_until(lambda: held.runs, "d1 runs")
+        lane = replica.held()[0]
+        run_out(postgres_db)
+        assert await journal.leases() == {}  # the lease ran out: nobody holds the lane now
+        before = answered["all"]
+        replica.submit(None)  # this replica's idle worker looks for work meanwhile
+        await wait_until(lambda: answered["all"] > before, "the idle worker looked")
+        assert held.runs == ["d1"]  # not taken over by its own replica: d1 runs once
+        replica.renew_now()  # the renewal, late
+        await wait_until(lambda: journal.leases(), "the lease is held again")
+        assert await journal.leases() == {lane: "lone"}
+        assert held.cancelled == []
+        held.finish.set()
+        await replica.wait_idle(30)
+    finally:
+        held.finish.set()
+        await replica.drain(1)
+    row = await journal.get("d1")
+    assert (row.status, row.attempts, row.interrupted) == (DONE, 1, 0)
+
+
+async def test_a_lease_another_replica_took_stops_the_run(replicas, postgres_db):  # noqa: F811
+    journal, other = replicas(), replicas()
+    held = Held()
+    metrics = Metrics()
+    await journal.record(new(1, 7))
+    replica = ReplicaWorkers(journal, held, metrics, holder="slow", concurrency=1, lease=30.0, poll=30.0)
+    await replica.start()
+    try:
+        await wait_until(lambda: held.runs, "d1 runs")
+        run_out(postgres_db)
+        taken = await other.claim("quick")  # another replica takes the lane over before the renewal comes
+        assert taken.delivery.id == "d1" and taken.taken_over
+        replica.renew_now()
+        await wait_until(lambda: held.cancelled, "the run stops")
+        assert held.cancelled == ["d1"] and await journal.leases() == {taken.lane: "quick"}
+    finally:
+        held.finish.set()
+        await replica.drain(1)
 
 
 async def test_a_renewal_is_not_held_up_by_the_journals_writer(replicas, postgres_db):  # noqa: F811

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import psycopg
 
@@ -106,11 +106,13 @@ RENEW_RETRY = 1.0  # seconds before a renewal that failed (the database away) is
 RENEW_EVERY_MIN = 0.05  # seconds: however short a lease, its renewals never spin
 
 # The head of each lane (its lowest unfinished seq), runnable now, whose lane no replica holds; heads that another
-# replica is claiming right now are skipped, not waited for.
+# replica is claiming right now are skipped, not waited for. `exclude`: the lanes the claiming replica runs now,
+# never its own to take over, even when their lease ran out before its renewal (the renewal takes it back).
 CANDIDATE = """
     SELECT d.seq, d.lane, d.status FROM deliveries d
     WHERE d.status IN ('queued', 'running', 'retrying')
       AND (d.not_before IS NULL OR d.not_before <= %(now)s)
+      AND d.lane <> ALL(%(exclude)s::text[])
       AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.lane = d.lane
                       AND e.status IN ('queued', 'running', 'retrying') AND e.seq < d.seq)
       AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = d.lane AND l.expires_at > clock_timestamp())
@@ -298,24 +300,26 @@ class PgJournal(Journal):
     # -- what several replicas share: lanes under lease, one write budget --------------------------------
 
     async def claim(self, holder: str, *, lease: float | None = None, now: float | None = None,
-                    release: str | None = None) -> Claim | None:
+                    release: str | None = None, exclude: Iterable[str] = ()) -> Claim | None:
         """Take the next runnable delivery of a lane that no replica holds, with that lane's lease for `lease`
         seconds (default: the journal's, 15 s). Per PR: the lowest unfinished seq of the lane, and only one at a
         time (the lane is held until released or its lease runs out); a head waiting for its `not_before` holds
         its lane back. None when there is nothing to take. A head left running under a lease that ran out is
         taken over, its `interrupted` counted (the caller fails it past its limit, as recover does).
         `release`: a lane of `holder` handed back first, in the same transaction (a worker done with its head
-        asks for the next one in one round trip). The claim carries what waits behind it in its lane."""
+        asks for the next one in one round trip). `exclude`: lanes not to take, whatever their lease (those the
+        claiming replica runs now). The claim carries what waits behind it in its lane."""
         seconds = self.lease_seconds if lease is None else lease
         self._holders.add(holder)
         hand_back = _release_op(holder, release) if release is not None else None
+        others = sorted(exclude)
 
         def op(db: Statements) -> Claim | None:
             if hand_back is not None:
                 hand_back(db)
             at = time.time() if now is None else now
             for _ in range(CLAIM_TRIES):
-                cur = db.execute(CANDIDATE, {"now": at})
+                cur = db.execute(CANDIDATE, {"now": at, "exclude": others})
                 found = cur.fetchone()
                 if found is None:
                     return None

@@ -174,7 +174,9 @@ class ReplicaWorkers:
     async def _work(self) -> None:
         done: str | None = None  # the lane this worker ran last: handed back in the same round trip as the claim
         while not self._stopping:
-            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done))
+            # never a lane this replica runs, even one whose lease ran out before its renewal (which takes it back)
+            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done,
+                                                                       exclude=tuple(self._lanes)))
             done = None
             if claim is None:
                 # a ring while the claim looked was kept: work committed meanwhile is looked for at once
