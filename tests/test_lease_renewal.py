@@ -1,7 +1,7 @@
 """Leases that survive load (issue 26): a replica renews the leases of the lanes it runs on a connection and a
 thread of its own, so neither the journal's writer nor the event loop delays a renewal; a lease that ran out
 before its renewal but that no other replica took is taken back at once, and the run goes on; a lease another
-replica took stops the run.
+replica took stops the run. Every lease lost is counted in /metrics and named in /healthz.
 
 One replica, or two, on the tests' throwaway PostgreSQL. A renewal that comes late is a lease whose deadline the
 database's clock has passed (its row's `expires_at` moved into the past), so no test waits out a lease.
@@ -22,6 +22,7 @@ from bot.telemetry.metrics import Metrics
 from harness import REPO, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
+from test_workers import holding_router
 
 pytestmark = pytest.mark.timeout(120)  # every wait here is bounded: a hang fails the test instead
 
@@ -65,6 +66,10 @@ def run_out(url: str) -> None:
     """The database's clock passes every lease's deadline before its renewal comes."""
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("UPDATE lanes SET expires_at = clock_timestamp() - interval '1 second'")
+
+
+def lost(metrics: Metrics, outcome: str) -> float:
+    return metrics.leases_lost.labels(outcome)._value.get()
 
 
 async def test_a_lane_claimed_in_the_batch_of_a_renewal_is_not_lost(replicas):
@@ -148,7 +153,8 @@ async def test_a_lease_that_ran_out_before_its_renewal_but_was_not_taken_is_take
         replica.renew_now()  # the renewal, late
         await wait_until(lambda: journal.leases(), "the lease is held again")
         assert await journal.leases() == {lane: "lone"}
-        assert held.cancelled == []
+        assert held.cancelled == [] and lost(metrics, "taken_back") == 1
+        assert lost(metrics, "stopped") == 0
         held.finish.set()
         await replica.wait_idle(30)
     finally:
@@ -158,7 +164,7 @@ async def test_a_lease_that_ran_out_before_its_renewal_but_was_not_taken_is_take
     assert (row.status, row.attempts, row.interrupted) == (DONE, 1, 0)
 
 
-async def test_a_lease_another_replica_took_stops_the_run(replicas, postgres_db):  # noqa: F811
+async def test_a_lease_another_replica_took_stops_the_run_and_is_counted(replicas, postgres_db):  # noqa: F811
     journal, other = replicas(), replicas()
     held = Held()
     metrics = Metrics()
@@ -173,6 +179,7 @@ async def test_a_lease_another_replica_took_stops_the_run(replicas, postgres_db)
         replica.renew_now()
         await wait_until(lambda: held.cancelled, "the run stops")
         assert held.cancelled == ["d1"] and await journal.leases() == {taken.lane: "quick"}
+        assert lost(metrics, "stopped") == 1 and lost(metrics, "taken_back") == 0
     finally:
         held.finish.set()
         await replica.drain(1)
@@ -202,3 +209,26 @@ async def test_a_renewal_is_not_held_up_by_the_journals_writer(replicas, postgre
         gate.set()
         held.finish.set()
         await replica.drain(1)
+
+
+async def test_a_lease_lost_is_a_counter_in_metrics_and_a_warning_in_healthz(postgres_db, make_harness,  # noqa: F811
+                                                                            github):
+    started, release = asyncio.Event(), asyncio.Event()
+    h = await make_harness(db_path=postgres_db, router=holding_router(started, release), lease_seconds=30.0,
+                           worker_thread=False)
+    github.add_pull(REPO, number=2, user="partner2")
+    assert (await h.post("pull_request", github.pull_request_payload(REPO, 2, "opened"))).status == 202
+    await started.wait()
+    workers = h.bot.workers
+    lane = workers.held()[0]
+    run_out(postgres_db)
+    workers.renew_now()
+    await wait_until(lambda: lost(h.bot.metrics, "taken_back"), "the lease is taken back")
+    health = await (await h.client.get("/healthz")).json()
+    warning = [w for w in health["warnings"] if w["name"] == "lease_lost"]
+    assert warning and warning[0]["lane"] == lane and warning[0]["outcome"] == "taken_back"
+    assert health["ok"] is True  # a warning only
+    metrics = await (await h.client.get("/metrics")).text()
+    assert 'sweepbot_leases_lost_total{outcome="taken_back"} 1.0' in metrics
+    release.set()
+    await h.idle()

@@ -8,8 +8,9 @@ lane back. The leases of the lanes this replica runs are renewed on a thread and
 delay a renewal; a lease that ran out before its renewal anyway, but that no other replica took, is taken back
 and its run goes on. A replica that stops renewing (SIGKILL, a cut network) loses its lanes when their leases
 run out, and another replica takes them over, the ledger of effects keeping every write once; the replica that
-finds a lane taken stops its run there. Timers are rows: a delivery's `not_before` (the label settle, a retry)
-holds its lane back on every replica, and survives restarts.
+finds a lane taken stops its run there. Every lease lost is counted in /metrics and named in /healthz. Timers
+are rows: a delivery's `not_before` (the label settle, a retry) holds its lane back on every replica, and
+survives restarts.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from bot.telemetry.metrics import Metrics
 
 POLL = 0.25  # how often an idle worker looks anyway: a head's not_before passing, a notification lost
 HEARTBEATS_PER_LEASE = 3  # renewals in one lease time: two can be missed before the lease runs out
+TAKEN_BACK, STOPPED = "taken_back", "stopped"  # what became of a lease lost (the metric's outcome)
 BACKLOG_TIMEOUT = 2.0  # how long /metrics waits for the shared backlog before showing the last one it read
 
 
@@ -229,10 +231,12 @@ class ReplicaWorkers:
         for lane in renewal.taken_back:
             logs.event("lease ran out before its renewal; taken back, no other replica had taken the lane",
                        logging.WARNING, lane=lane)
+            self.metrics.lease_lost(lane, TAKEN_BACK)
         for lane, run in renewal.lost.items():
             if self._lanes.get(lane) is not run:
                 continue
             logs.event("lease lost: another replica took this lane; its run here stops", logging.ERROR, lane=lane)
+            self.metrics.lease_lost(lane, STOPPED)
             run.cancel()  # its ledger rows stay: whoever took the lane reconciles them
         self._count(renewal.replicas)
 
