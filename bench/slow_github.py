@@ -9,6 +9,11 @@ GitHub and `--rounds` rounds of fresh PRs on the same processes; the median roun
 welcomed exactly once.
 
     .venv/bin/python bench/slow_github.py [--db auto|postgresql://…] [--prs 300] [--latency 0.1] [--workers 8]
+        [--setups sqlite,pg1,pg3] [--log-dir DIR] [--log-level WARNING]
+
+`--setups pg1` runs only the one-replica PostgreSQL set-up (issue 26: a lone replica that locked itself out).
+Each server's log (JSON lines at `--log-level`, warnings and up by default) is kept in `--log-dir` when given;
+the table counts its "lease lost" lines either way.
 """
 
 from __future__ import annotations
@@ -44,9 +49,14 @@ def drained(port: int, started: float, timeout: float = 600.0) -> float:
     raise RuntimeError(f"not drained within {timeout} s: {health(port)}")
 
 
+SETUPS = {"sqlite": "SQLite, 1 process", "pg1": "PostgreSQL, 1 replica", "pg3": "PostgreSQL, 3 replicas"}
+LEASE_LOST = "lease lost"
+
+
 def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict:
     """One set-up: its own fake GitHub, one server per entry of `dbs`, `args.rounds` rounds; the median round."""
     rounds = []
+    logs: list[Path] = []
     with tempfile.TemporaryDirectory() as tmp, FakeGitHubProcess() as fake:
         fake.add_repo(REPO, default_branch="main", installation_id=1)
         fake.set_rate_limit(1_000_000)
@@ -54,12 +64,15 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
         ports = [free_port() for _ in dbs]
         procs = []
         try:
-            for db, port in zip(dbs, ports):
+            folder = Path(args.log_dir) if args.log_dir else Path(tmp)
+            folder.mkdir(parents=True, exist_ok=True)
+            for i, (db, port) in enumerate(zip(dbs, ports)):
                 env = {"APP_ID": "1", "PRIVATE_KEY": key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
                        "SWEEPBOT_DB": db, "SWEEPBOT_WORKERS": str(args.workers), "SWEEPBOT_WRITES_PER_MINUTE": "0",
-                       "LOG_LEVEL": "ERROR"}
-                procs.append(start_server_process(port, env, cwd=tmp, stdout=subprocess.DEVNULL,
-                                                  stderr=subprocess.DEVNULL))
+                       "LOG_LEVEL": args.log_level}
+                logs.append(folder / f"{name.replace(' ', '').replace(',', '-')}-{i}.log")
+                with logs[-1].open("wb") as log:
+                    procs.append(start_server_process(port, env, cwd=tmp, stdout=log, stderr=subprocess.STDOUT))
             for r in range(args.rounds):
                 bodies = seed(fake, 1 + r * args.prs, args.prs)
                 since = len(fake.requests())
@@ -86,8 +99,9 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
                 proc.terminate()
             for proc in procs:
                 proc.wait(30)
+        lost = sum(log.read_text(errors="replace").count(LEASE_LOST) for log in logs)
     median = sorted(rounds, key=lambda row: row["s"])[len(rounds) // 2]
-    return {"name": name, "replicas": len(dbs), **median, "all_s": [row["s"] for row in rounds]}
+    return {"name": name, "replicas": len(dbs), **median, "all_s": [row["s"] for row in rounds], "lost": lost}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,14 +112,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.1, help="seconds each GitHub request is answered late")
     parser.add_argument("--workers", type=int, default=8, help="workers per process")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--setups", default=",".join(SETUPS),
+                        help=f"which set-ups, comma-separated, of {', '.join(SETUPS)} (default: all)")
+    parser.add_argument("--log-dir", help="keep each server's log in this folder")
+    parser.add_argument("--log-level", default="WARNING", help="the servers' LOG_LEVEL (default: WARNING)")
     args = parser.parse_args(argv)
+    chosen = [s.strip() for s in args.setups.split(",") if s.strip()]
+    unknown = sorted(set(chosen) - set(SETUPS))
+    if unknown:
+        parser.error(f"unknown set-up {', '.join(unknown)}: choose among {', '.join(SETUPS)}")
     key = _generate_key()
     server = None
     rows = []
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            rows.append(setup("SQLite, 1 process", [str(Path(tmp) / "bench.db")], args, key))
-        if args.db != "none":
+        if "sqlite" in chosen:
+            with tempfile.TemporaryDirectory() as tmp:
+                rows.append(setup(SETUPS["sqlite"], [str(Path(tmp) / "bench.db")], args, key))
+        if args.db != "none" and {"pg1", "pg3"} & set(chosen):
             from intake import fresh_database
 
             db = args.db
@@ -114,22 +137,25 @@ def main(argv: list[str] | None = None) -> int:
 
                 server = _start()
                 db = server.url
-            rows.append(setup("PostgreSQL, 1 replica", [fresh_database(db)], args, key))
-            rows.append(setup("PostgreSQL, 3 replicas", [fresh_database(db)] * 3, args, key))
+            if "pg1" in chosen:
+                rows.append(setup(SETUPS["pg1"], [fresh_database(db)], args, key))
+            if "pg3" in chosen:
+                rows.append(setup(SETUPS["pg3"], [fresh_database(db)] * 3, args, key))
     finally:
         if server is not None:
             server.stop()
     print(f"slow-GitHub drain: {args.prs} PR-opened deliveries per round, every GitHub request answered "
           f"{args.latency * 1000:.0f} ms late, {args.workers} workers per process, median of {args.rounds} rounds, "
           f"{os.cpu_count()} cores, everything on one machine")
-    print("| set-up | workers | requests | floor s | drained s | × floor | rounds s | welcomed once | doubled |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |")
+    print("| set-up | workers | requests | floor s | drained s | × floor | rounds s | welcomed once | doubled "
+          "| leases lost |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for r in rows:
         print(f"| {r['name']} | {args.workers * r['replicas']} | {r['requests']} | {r['floor']:.1f} | {r['s']:.1f} | "
               f"{r['ratio']:.2f} | {' / '.join(f'{s:.1f}' for s in r['all_s'])} | {r['once']}/{args.prs} | "
-              f"{r['doubled']} |")
+              f"{r['doubled']} | {r['lost']} |")
     by_name = {r["name"]: r for r in rows}
-    if "PostgreSQL, 3 replicas" in by_name:
+    if "PostgreSQL, 3 replicas" in by_name and "PostgreSQL, 1 replica" in by_name:
         one, three = by_name["PostgreSQL, 1 replica"]["s"], by_name["PostgreSQL, 3 replicas"]["s"]
         print(f"3 replicas vs 1: {one / three:.2f}x faster")
     return 0

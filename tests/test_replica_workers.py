@@ -82,7 +82,7 @@ async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it
     dead = ReplicaWorkers(replicas(), stuck, Metrics(), holder="dead", concurrency=1, lease=0.6, poll=0.02)
     await dead.start()
     await wait_until(dead.held, "the dead replica holds a lane")
-    dead._heartbeat.cancel()  # a SIGKILL: no more heartbeats, and nothing handed back
+    await asyncio.to_thread(dead._keeper.stop)  # a SIGKILL: no more renewals, and nothing handed back
     recorder = Recorder()
     alive = ReplicaWorkers(replicas(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
                            poll=0.05)

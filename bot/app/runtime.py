@@ -265,7 +265,8 @@ class Bot:
         found["config_errors"] = {
             repo: list(problem.errors) for repo, problem in self.configs.problems.items()
         }
-        found["warnings"] = self._warnings(problems, found["unreconciled_effects"], found["config_errors"])
+        found["warnings"] = self._warnings(problems, found["unreconciled_effects"], found["config_errors"],
+                                           self.metrics.lost_leases)
         return found
 
     async def _details_apart(self) -> dict[str, Any]:
@@ -286,14 +287,18 @@ class Bot:
         return {"workers_process": process, **{key: theirs[key] for key in keys if key in theirs}}
 
     @staticmethod
-    def _warnings(auth: dict[int, str], unreconciled: list[dict], config_errors: dict[str, list[str]]) -> list[dict]:
-        """What someone should look at, each named; none of them fails readiness."""
+    def _warnings(auth: dict[int, str], unreconciled: list[dict], config_errors: dict[str, list[str]],
+                  lost_leases: list[dict] = ()) -> list[dict]:
+        """What someone should look at, each named; none of them fails readiness. A lease lost (PostgreSQL): taken
+        back (it ran out before its renewal: the replica or its database was too slow) or stopped (another replica
+        took the lane over)."""
         warnings: list[dict[str, Any]] = [
             {"name": "installation_cannot_authenticate", "installation": i, "reason": reason}
             for i, reason in sorted(auth.items())]
         warnings += [{"name": "unreconciled_effect", **effect} for effect in unreconciled]
         warnings += [{"name": "repository_config_invalid", "repo": repo, "errors": errors}
                      for repo, errors in sorted(config_errors.items())]
+        warnings += [{"name": "lease_lost", **lost} for lost in lost_leases]
         return warnings
 
 

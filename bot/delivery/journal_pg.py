@@ -5,7 +5,9 @@ runs on both backends); this is how PostgreSQL connects, migrates, inserts, comm
 replicas have: lanes under lease (`claim`, `renew`, `release`) and one write budget (`pace`). The driver is
 psycopg 3; its connection belongs to the journal's writer thread, as SQLite's does. The operations waiting
 together are committed in one transaction (group commit); an operation that fails alone fails only its
-caller: the batch is then run again one operation per transaction.
+caller: the batch is then run again one operation per transaction. Two things have a connection and a thread of
+their own, so that no operation queued at the writer delays them: the listener that hears of new work
+(`WorkListener`) and the renewal of a replica's leases (`LeaseKeeper`).
 
 A connection that breaks (the server restarted, the network cut) fails the operations it held; the next
 operation connects again, so the journal recovers by itself once the database is back.
@@ -19,7 +21,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import psycopg
 
@@ -100,13 +102,17 @@ WORK_CHANNEL = "sweepbot_work"
 NOTIFY_WORK = f"NOTIFY {WORK_CHANNEL}"
 LISTEN_RECONNECT = 1.0  # seconds between tries when the listening connection is lost (the poll covers meanwhile)
 CLAIM_TRIES = 8  # candidates looked at in one claim when other replicas take the same lanes meanwhile
+RENEW_RETRY = 1.0  # seconds before a renewal that failed (the database away) is tried again, at most
+RENEW_EVERY_MIN = 0.05  # seconds: however short a lease, its renewals never spin
 
 # The head of each lane (its lowest unfinished seq), runnable now, whose lane no replica holds; heads that another
-# replica is claiming right now are skipped, not waited for.
+# replica is claiming right now are skipped, not waited for. `exclude`: the lanes the claiming replica runs now,
+# never its own to take over, even when their lease ran out before its renewal (the renewal takes it back).
 CANDIDATE = """
     SELECT d.seq, d.lane, d.status FROM deliveries d
     WHERE d.status IN ('queued', 'running', 'retrying')
       AND (d.not_before IS NULL OR d.not_before <= %(now)s)
+      AND d.lane <> ALL(%(exclude)s::text[])
       AND NOT EXISTS (SELECT 1 FROM deliveries e WHERE e.lane = d.lane
                       AND e.status IN ('queued', 'running', 'retrying') AND e.seq < d.seq)
       AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = d.lane AND l.expires_at > clock_timestamp())
@@ -122,6 +128,16 @@ TAKE_LEASE = """
         renewed_at = excluded.renewed_at
     WHERE lanes.expires_at <= clock_timestamp()
     RETURNING lane
+"""
+# A holder's leases from now, each with whether it had run out before this renewal came (no other replica took
+# it meanwhile, or its holder would not be this one). `lanes`: only those (NULL: every lane of the holder).
+RENEW = """
+    UPDATE lanes SET expires_at = clock_timestamp() + make_interval(secs => %(lease)s),
+        renewed_at = clock_timestamp()
+    FROM (SELECT lane, expires_at FROM lanes WHERE holder = %(holder)s
+          AND (%(lanes)s::text[] IS NULL OR lane = ANY(%(lanes)s::text[]))) AS before
+    WHERE lanes.lane = before.lane AND lanes.holder = %(holder)s
+    RETURNING lanes.lane, before.expires_at <= clock_timestamp()
 """
 
 
@@ -140,9 +156,19 @@ class Claim:
         return self.delivery.lane
 
 
+@dataclass(frozen=True)
+class Renewal:
+    """What one renewal of a replica's leases found, lane by lane."""
+
+    kept: tuple[str, ...]  # renewed: still this replica's
+    taken_back: tuple[str, ...]  # among them, those whose lease had run out before the renewal (nobody took them)
+    lost: dict[str, Any]  # lanes asked for that are this replica's no more (another took them), with what `held` said
+    replicas: int  # replicas at work, this one counted (`present`)
+
+
 class PgStatements:
     """A psycopg connection as the shared operations see it: `?` placeholders, as sqlite3 takes them (psycopg's
-    named `%(name)s` pass through: CANDIDATE, TAKE_LEASE)."""
+    named `%(name)s` pass through: CANDIDATE, TAKE_LEASE, RENEW)."""
 
     __slots__ = ("conn",)
 
@@ -274,24 +300,26 @@ class PgJournal(Journal):
     # -- what several replicas share: lanes under lease, one write budget --------------------------------
 
     async def claim(self, holder: str, *, lease: float | None = None, now: float | None = None,
-                    release: str | None = None) -> Claim | None:
+                    release: str | None = None, exclude: Iterable[str] = ()) -> Claim | None:
         """Take the next runnable delivery of a lane that no replica holds, with that lane's lease for `lease`
         seconds (default: the journal's, 15 s). Per PR: the lowest unfinished seq of the lane, and only one at a
         time (the lane is held until released or its lease runs out); a head waiting for its `not_before` holds
         its lane back. None when there is nothing to take. A head left running under a lease that ran out is
         taken over, its `interrupted` counted (the caller fails it past its limit, as recover does).
         `release`: a lane of `holder` handed back first, in the same transaction (a worker done with its head
-        asks for the next one in one round trip). The claim carries what waits behind it in its lane."""
+        asks for the next one in one round trip). `exclude`: lanes not to take, whatever their lease (those the
+        claiming replica runs now). The claim carries what waits behind it in its lane."""
         seconds = self.lease_seconds if lease is None else lease
         self._holders.add(holder)
         hand_back = _release_op(holder, release) if release is not None else None
+        others = sorted(exclude)
 
         def op(db: Statements) -> Claim | None:
             if hand_back is not None:
                 hand_back(db)
             at = time.time() if now is None else now
             for _ in range(CLAIM_TRIES):
-                cur = db.execute(CANDIDATE, {"now": at})
+                cur = db.execute(CANDIDATE, {"now": at, "exclude": others})
                 found = cur.fetchone()
                 if found is None:
                     return None
@@ -311,33 +339,26 @@ class PgJournal(Journal):
         return await self._submit(op)
 
     async def renew(self, holder: str, *, lease: float | None = None) -> list[str]:
-        """The heartbeat: every lane `holder` holds gets its lease again from now; returns those lanes. A lane
-        missing from the answer was lost (its lease ran out and another replica took it): stop working on it."""
+        """Every lane `holder` holds gets its lease again from now; returns those lanes. A lane missing from the
+        answer was lost (its lease ran out and another replica took it). A replica renews on a connection of its
+        own instead (`keep_leases`), so that nothing queued here delays it."""
         seconds = self.lease_seconds if lease is None else lease
-
-        def op(db: Statements) -> list[str]:
-            cur = db.execute(
-                "UPDATE lanes SET expires_at = clock_timestamp() + make_interval(secs => ?),"
-                " renewed_at = clock_timestamp() WHERE holder=? RETURNING lane", (seconds, holder))
-            return sorted(name for (name,) in cur.fetchall())
-
-        return await self._submit(op)
+        return await self._submit(lambda db: sorted(lane for lane, _ in _renew(db, holder, seconds)))
 
     async def present(self, holder: str, *, lease: float | None = None) -> int:
         """The heartbeat's other half: `holder` is at work now. Returns how many replicas are (each seen within one
         lease time, this one counted); one not seen for two is forgotten."""
         seconds = self.lease_seconds if lease is None else lease
+        return await self._submit(lambda db: _present(db, holder, seconds))
 
-        def op(db: Statements) -> int:
-            db.execute("INSERT INTO replicas (holder, seen_at) VALUES (?, clock_timestamp())"
-                       " ON CONFLICT (holder) DO UPDATE SET seen_at = EXCLUDED.seen_at", (holder,))
-            db.execute("DELETE FROM replicas WHERE seen_at < clock_timestamp() - make_interval(secs => ?)",
-                       (2 * seconds,))
-            cur = db.execute("SELECT count(*) FROM replicas WHERE seen_at > clock_timestamp()"
-                             " - make_interval(secs => ?)", (seconds,))
-            return int(cur.fetchone()[0])
-
-        return await self._submit(op)
+    def keep_leases(self, holder: str, *, lease: float, every: float, held: Callable[[], dict[str, Any]],
+                    on_renewal: Callable[[Renewal], None]) -> "LeaseKeeper":
+        """Renew `holder`'s leases every `every` seconds on a thread and a connection of their own, started here;
+        stop it with `stop()`. See LeaseKeeper."""
+        keeper = LeaseKeeper(self._url, self._params(), holder, lease=lease, every=every, held=held,
+                             on_renewal=on_renewal, describe=self._describe)
+        keeper.start()
+        return keeper
 
     async def absent(self, holder: str) -> None:
         """`holder` stops (SIGTERM): the others take its share of the budget at their next heartbeat."""
@@ -431,6 +452,110 @@ class WorkListener:
                 failed = error
                 self._stop.wait(LISTEN_RECONNECT)
         self.listening.clear()
+
+
+class LeaseKeeper:
+    """A replica's leases, renewed every `every` seconds on a connection and a thread of their own: however busy the
+    replica's event loop and its journal's writer are, a renewal is never queued behind them.
+
+    Each renewal asks `held()` for the lanes the replica runs now (lane -> whatever identifies that run) before it
+    renews them, so every lane asked for was claimed, and committed, before the renewal; a lane claimed later is
+    renewed the next time (its claim gave it a whole lease). In one transaction it renews those lanes that are still
+    this holder's, a lease that ran out before the renewal came included (taken back: no other replica took it,
+    or its holder would have changed), and says the replica is at work (`present`). It hands `on_renewal`, on this
+    thread, a `Renewal`: what was kept, taken back and lost (no longer this holder's: another replica took it over).
+    A renewal that fails (the database away) is tried again within RENEW_RETRY, on a new connection."""
+
+    def __init__(self, url: str, params: dict[str, Any], holder: str, *, lease: float, every: float,
+                 held: Callable[[], dict[str, Any]], on_renewal: Callable[[Renewal], None],
+                 describe: Callable[[BaseException], str]) -> None:
+        self._url = url
+        self._params = params
+        self.holder = holder
+        self.lease = lease
+        self.every = max(every, RENEW_EVERY_MIN)
+        self._held = held
+        self._on_renewal = on_renewal
+        self._describe = describe
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="journal-pg-leases", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        """Renew now, not at the next time."""
+        self._wake.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        conn: psycopg.Connection | None = None
+        failed: str | None = None
+        while True:
+            self._wake.wait(self.every if failed is None else min(self.every, RENEW_RETRY))
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                if conn is None or conn.closed or conn.broken:
+                    conn = self._connect()
+                renewal = self._renew_once(conn)
+            except Exception as exc:  # the database away, or a bug: said, and tried again soon on a new connection
+                error = self._describe(exc)
+                if error != failed:
+                    logs.event("could not renew the leases; trying again", logging.WARNING, error=error)
+                failed = error
+                if conn is not None:
+                    conn.close()
+                    conn = None
+                continue
+            if failed is not None:
+                logs.event("leases renewed again")
+                failed = None
+            try:
+                self._on_renewal(renewal)
+            except Exception as exc:  # the replica's loop is gone: nobody to tell
+                logs.event("a lease renewal could not be handed on", logging.WARNING,
+                           error=f"{type(exc).__name__}: {exc}")
+        if conn is not None:
+            conn.close()
+
+    def _connect(self) -> psycopg.Connection:
+        conn = psycopg.connect(self._url, **self._params)
+        # a renewal waits for no lock longer than its own period: the next one tries again
+        conn.execute("SELECT set_config('statement_timeout', %s, false)", (str(max(1000, round(self.every * 1000))),))
+        return conn
+
+    def _renew_once(self, conn: psycopg.Connection) -> Renewal:
+        held = self._held()  # before the renewal: each of these lanes was claimed (committed) before it
+        db = PgStatements(conn)
+        with conn.transaction():
+            rows = _renew(db, self.holder, self.lease, sorted(held))
+            replicas = _present(db, self.holder, self.lease)
+        kept = dict(rows)
+        return Renewal(kept=tuple(sorted(kept)), taken_back=tuple(lane for lane, ran_out in rows if ran_out),
+                       lost={lane: run for lane, run in held.items() if lane not in kept}, replicas=replicas)
+
+
+def _renew(db: Statements, holder: str, seconds: float, lanes: list[str] | None = None) -> list[tuple[str, bool]]:
+    """RENEW: (lane, whether its lease had run out before) for each lane renewed."""
+    cur = db.execute(RENEW, {"lease": seconds, "holder": holder, "lanes": lanes})
+    return sorted((lane, bool(ran_out)) for lane, ran_out in cur.fetchall())
+
+
+def _present(db: Statements, holder: str, seconds: float) -> int:
+    db.execute("INSERT INTO replicas (holder, seen_at) VALUES (?, clock_timestamp())"
+               " ON CONFLICT (holder) DO UPDATE SET seen_at = EXCLUDED.seen_at", (holder,))
+    db.execute("DELETE FROM replicas WHERE seen_at < clock_timestamp() - make_interval(secs => ?)",
+               (2 * seconds,))
+    cur = db.execute("SELECT count(*) FROM replicas WHERE seen_at > clock_timestamp()"
+                     " - make_interval(secs => ?)", (seconds,))
+    return int(cur.fetchone()[0])
 
 
 def _release_op(holder: str, lane: str | None) -> Op:

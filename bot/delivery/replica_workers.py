@@ -3,10 +3,14 @@
 It decides what runs and when; the shared `bot.delivery.runner.Runner` runs it, as for the in-memory scheduler.
 Nothing is held in memory between deliveries: each worker claims the next runnable delivery of a lane no
 replica holds (`PgJournal.claim`, `FOR UPDATE SKIP LOCKED` and a lease row per lane), runs it, and hands the
-lane back. A heartbeat renews the leases this replica holds; a replica that stops renewing (SIGKILL, a cut
-network) loses its lanes when their leases run out, and another replica takes them over, the ledger of
-effects keeping every write once. Timers are rows: a delivery's `not_before` (the label settle, a retry)
-holds its lane back on every replica, and survives restarts.
+lane back. The leases of the lanes this replica runs are renewed on a thread and a connection of their own
+(`PgJournal.keep_leases`), three times a lease, so that no load on the event loop or the journal's writer can
+delay a renewal; a lease that ran out before its renewal anyway, but that no other replica took, is taken back
+and its run goes on. A replica that stops renewing (SIGKILL, a cut network) loses its lanes when their leases
+run out, and another replica takes them over, the ledger of effects keeping every write once; the replica that
+finds a lane taken stops its run there. Every lease lost is counted in /metrics and named in /healthz. Timers
+are rows: a delivery's `not_before` (the label settle, a retry) holds its lane back on every replica, and
+survives restarts.
 """
 
 from __future__ import annotations
@@ -16,18 +20,20 @@ import collections
 import logging
 import os
 import socket
+import threading
 import time
 import uuid
-from typing import Callable
+from typing import Any, Callable
 
 from bot.telemetry import logs
 from bot.delivery.journal import Delivery
-from bot.delivery.journal_pg import Claim, PgJournal, WorkListener
+from bot.delivery.journal_pg import Claim, LeaseKeeper, PgJournal, Renewal, WorkListener
 from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
 from bot.telemetry.metrics import Metrics
 
 POLL = 0.25  # how often an idle worker looks anyway: a head's not_before passing, a notification lost
 HEARTBEATS_PER_LEASE = 3  # renewals in one lease time: two can be missed before the lease runs out
+TAKEN_BACK, STOPPED = "taken_back", "stopped"  # what became of a lease lost (the metric's outcome)
 BACKLOG_TIMEOUT = 2.0  # how long /metrics waits for the shared backlog before showing the last one it read
 
 
@@ -112,20 +118,23 @@ class ReplicaWorkers:
         self._tasks: list[asyncio.Task] = []
         self._busy: set[asyncio.Task] = set()
         self._stopping = False
-        self._lanes: dict[str, asyncio.Task] = {}  # lane -> the worker running its head here
+        self._lanes: dict[str, asyncio.Task] = {}  # lane -> the run of its head here (read by the lease keeper too)
+        self._guard = threading.Lock()  # around each change of _lanes and the lease keeper's copy of it
         self._waiting: dict[str, list[tuple[str, str | None]]] = {}
-        self._heartbeat: asyncio.Task | None = None
+        self._keeper: LeaseKeeper | None = None
         self._listener: WorkListener | None = None
         self._backlog = 0  # the shared backlog as last read
 
     async def start(self) -> int:
-        """Start the workers, the heartbeat and the listener that wakes idle workers when any replica commits
+        """Start the workers, the lease keeper and the listener that wakes idle workers when any replica commits
         work; nothing to resume here: unfinished rows are claimed."""
         await self._present()
         loop = asyncio.get_running_loop()
         self._listener = self.journal.listen(lambda: loop.call_soon_threadsafe(self._doorbell.ring))
+        self._keeper = self.journal.keep_leases(
+            self.holder, lease=self.lease, every=self.lease / HEARTBEATS_PER_LEASE, held=self._running,
+            on_renewal=lambda renewal: loop.call_soon_threadsafe(self._renewed, renewal))
         self._tasks = [asyncio.create_task(self._work(), name=f"replica-worker-{i}") for i in range(self.concurrency)]
-        self._heartbeat = asyncio.create_task(self._beat(), name="lease-heartbeat")
         logs.event("replica started", holder=self.holder, lease=self.lease, workers=self.concurrency)
         return 0
 
@@ -146,6 +155,11 @@ class ReplicaWorkers:
     def held(self) -> list[str]:
         return sorted(self._lanes)
 
+    def renew_now(self) -> None:
+        """Renew the leases now, not at the next renewal (tests)."""
+        if self._keeper is not None:
+            self._keeper.wake()
+
     def tasks_alive(self) -> bool:
         """False once every worker task has ended (a crash in the loop); True before they start."""
         return not self._tasks or any(not task.done() for task in self._tasks)
@@ -162,7 +176,9 @@ class ReplicaWorkers:
     async def _work(self) -> None:
         done: str | None = None  # the lane this worker ran last: handed back in the same round trip as the claim
         while not self._stopping:
-            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done))
+            # never a lane this replica runs, even one whose lease ran out before its renewal (which takes it back)
+            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done,
+                                                                       exclude=tuple(self._lanes)))
             done = None
             if claim is None:
                 # a ring while the claim looked was kept: work committed meanwhile is looked for at once
@@ -171,17 +187,19 @@ class ReplicaWorkers:
             self._doorbell.ring()  # more may be waiting: the next idle worker looks
             lane = claim.lane
             run = asyncio.create_task(self._run(claim), name=f"run-{claim.delivery.id}")
-            self._lanes[lane] = run
+            with self._guard:
+                self._lanes[lane] = run
             self._busy.add(run)
             try:
                 await run
             except asyncio.CancelledError:
                 if asyncio.current_task().cancelling():
                     raise  # this worker is stopping
-                # the heartbeat cancelled the run: its lease was lost; the lane is another replica's now
+                # the lease keeper cancelled the run: another replica took its lane
             finally:
                 self._busy.discard(run)
-                self._lanes.pop(lane, None)
+                with self._guard:
+                    self._lanes.pop(lane, None)
                 self._waiting.pop(lane, None)
             done = lane
         if done is not None:  # stopping: no next claim to hand it back with
@@ -202,20 +220,25 @@ class ReplicaWorkers:
         self._waiting[d.lane] = list(claim.waiting)
         await self.runner.run(d, claim.attempt, claim.effects)  # a retry is a row: its time is in the journal
 
-    async def _beat(self) -> None:
-        """Renew this replica's leases; a lane missing from the answer was lost: stop working on it."""
-        while not self._stopping:
-            await asyncio.sleep(self.lease / HEARTBEATS_PER_LEASE)
-            try:
-                kept = set(await self.journal.renew(self.holder, lease=self.lease))
-            except Exception as exc:  # the database is away: the leases may run out; work stops on them below
-                logs.event("lease heartbeat failed", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
+    def _running(self) -> dict[str, Any]:
+        """The lanes run here and their runs (the lease keeper asks, on its thread)."""
+        with self._guard:
+            return dict(self._lanes)
+
+    def _renewed(self, renewal: Renewal) -> None:
+        """A renewal's answer, on this loop: a lease taken back is said; a run whose lane another replica took
+        is stopped, unless it ended meanwhile (the lane handed back, perhaps run again here since)."""
+        for lane in renewal.taken_back:
+            logs.event("lease ran out before its renewal; taken back, no other replica had taken the lane",
+                       logging.WARNING, lane=lane)
+            self.metrics.lease_lost(lane, TAKEN_BACK)
+        for lane, run in renewal.lost.items():
+            if self._lanes.get(lane) is not run:
                 continue
-            await self._present()
-            for lane, task in list(self._lanes.items()):
-                if lane not in kept:
-                    logs.event("lease lost: another replica may run this lane now", logging.ERROR, lane=lane)
-                    task.cancel()  # its ledger rows stay: whoever takes the lane reconciles them
+            logs.event("lease lost: another replica took this lane; its run here stops", logging.ERROR, lane=lane)
+            self.metrics.lease_lost(lane, STOPPED)
+            run.cancel()  # its ledger rows stay: whoever took the lane reconciles them
+        self._count(renewal.replicas)
 
     async def _present(self) -> None:
         """Say this replica is at work, and pass on how many are (their count as last read if it cannot be read)."""
@@ -224,6 +247,9 @@ class ReplicaWorkers:
         except Exception as exc:
             logs.event("could not count the replicas", logging.WARNING, error=f"{type(exc).__name__}: {exc}")
             return
+        self._count(count)
+
+    def _count(self, count: int) -> None:
         if count != self.replicas:
             logs.event("replicas at work", count=count, holder=self.holder)
         self.replicas = max(1, count)
@@ -245,9 +271,9 @@ class ReplicaWorkers:
         self._doorbell.ring_all()
         if self._listener is not None:
             await asyncio.to_thread(self._listener.stop)
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
-        await finish_in_flight(list(self._busy), self._tasks, timeout, *([self._heartbeat] if self._heartbeat else []))
+        await finish_in_flight(list(self._busy), self._tasks, timeout)
+        if self._keeper is not None:  # renewing until the runs have ended: a drain may outlast a lease
+            await asyncio.to_thread(self._keeper.stop)
         try:
             await self.journal.absent(self.holder)
             released = await self.journal.release(self.holder)

@@ -45,16 +45,28 @@ class Metrics:
         self.backlog = Gauge("sweepbot_backlog", "Deliveries waiting or running", registry=self.registry)
         self.replica_lanes = Gauge("sweepbot_replica_lanes", "PR lanes this replica holds a lease on (PostgreSQL)",
                                    ["replica"], registry=self.registry)
+        self.leases_lost = Counter(
+            "sweepbot_leases_lost", "Lane leases this replica found run out or taken at a renewal (PostgreSQL), by"
+            " outcome: taken_back (run out, nobody took it: renewed, the run went on) or stopped (another replica"
+            " took it: the run here stopped)", ["outcome"], registry=self.registry,
+        )
         self.rate_limit_remaining = Gauge(
             "sweepbot_github_rate_limit_remaining", "Requests left in the primary rate limit", ["installation"],
             registry=self.registry,
         )
         self.last_github_error: dict | None = None
         self.unreconciled: list[dict] = []  # effects GitHub may have done that the bot could not confirm
+        self.lost_leases: list[dict] = []  # the last leases lost (PostgreSQL), for /healthz
 
     def unreconciled_effect(self, text: str) -> None:
         """An effect that is neither confirmed nor sent again: shown in /healthz until a restart."""
         self.unreconciled = (self.unreconciled + [{"effect": text, "at": round(time.time())}])[-20:]
+
+    def lease_lost(self, lane: str, outcome: str) -> None:
+        """A lease found run out (`taken_back`) or taken by another replica (`stopped`) at a renewal: counted, and
+        shown in /healthz until a restart."""
+        self.leases_lost.labels(outcome).inc()
+        self.lost_leases = (self.lost_leases + [{"lane": lane, "outcome": outcome, "at": round(time.time())}])[-20:]
 
     def github_error(self, method: str, path: str, error: str) -> None:
         """Remember the last request that failed for good, for /healthz."""
