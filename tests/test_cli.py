@@ -46,6 +46,19 @@ async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys)
     assert "not a JSON object" in capsys.readouterr().err
 
 
+async def test_receive_dry_run_shows_no_suggestion_review_that_would_not_be_written(tmp_path, capsys):
+    """Regression (issue 28): the dry run printed the body of the changelog suggestion review ("0 problems ... have
+    one obvious fix each") when there was nothing to suggest, a review the executor never writes (with no line
+    comments it only retires earlier ones). The dry run shows only what would be written."""
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(EXAMPLE), dry_run=True) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    retire = next(i for i, line in enumerate(lines) if line.startswith("would retire earlier review["))
+    assert not lines[retire + 1].startswith("    |"), lines[retire + 1]  # no body under it
+    assert "0 problems" not in out and "0 个问题" not in out and "sweepbot-suggestions" not in out
+    assert "would comment[welcome] on #1" in out and "    | ## 中文" in out  # what is written is still shown
+
+
 def backend_settings(backend, tmp_path, request) -> Settings:
     return (sandbox_settings(tmp_path) if backend == "sqlite"
             else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False))
