@@ -59,6 +59,23 @@ async def test_receive_dry_run_shows_no_suggestion_review_that_would_not_be_writ
     assert "would comment[welcome] on #1" in out and "    | ## 中文" in out  # what is written is still shown
 
 
+async def test_receive_an_unknown_event_name_is_one_line_and_exit_2(tmp_path, capsys):
+    """Regression (issue 28): `-e pull_requests` said "no handler wants pull_requests.opened" and exited 0, as if
+    the bot had nothing to do. A name GitHub never sends the App is now one line naming the close one, exit 2."""
+    settings = sandbox_settings(tmp_path)
+    for event, suggested in (("pull_requests", "pull_request"), ("issue-comment", "issue_comment"), ("nonsense", None)):
+        assert await cli.receive(settings, event, str(EXAMPLE), dry_run=True) == 2, event
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and repr(event) in err, err
+        if suggested:
+            assert f"did you mean {suggested}?" in err
+        else:
+            assert "did you mean" not in err and "pull_request" in err  # the names it takes instead
+    # `ping` GitHub sends every App: no handler wants it, which is an answer, not a mistake
+    assert await cli.receive(settings, "ping", str(EXAMPLE), dry_run=True) == 0
+    assert "no handler wants ping.opened" in capsys.readouterr().out
+
+
 def backend_settings(backend, tmp_path, request) -> Settings:
     return (sandbox_settings(tmp_path) if backend == "sqlite"
             else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False))

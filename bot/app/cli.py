@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import difflib
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ from bot.core.templates import Templates
 from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
-from bot.telemetry.metrics import Metrics
+from bot.telemetry.metrics import COUNTED_EVENTS, Metrics
 from bot.app.runtime import Bot, live_github, log_secrets
 from bot.app.worker_process import WorkerProcess, WorkersUnavailable
 from bot.app.header_deadline import DeadlineSite
@@ -237,9 +238,18 @@ async def _walk_lifecycle(out: TextIO, url: str, settings: Settings, fake: Any, 
 # -- receive / redeliver -----------------------------------------------------------------------
 
 
+RECEIVED_EVENTS = COUNTED_EVENTS  # the manifest's events and those GitHub sends every App (bot/telemetry/metrics.py)
+
+
 async def receive(settings: Settings, event_name: str, payload_path: str, dry_run: bool,
                   out: TextIO | None = None) -> int:
+    """One delivery through the handlers, outside the journal. An event name GitHub never sends the App, or a
+    payload that cannot be read, is one line on stderr and exit 2."""
     out = out or sys.stdout
+    if event_name not in RECEIVED_EVENTS:
+        print(f"sweepbot: -e {event_name!r} is not an event GitHub sends this App; {_closest_event(event_name)}",
+              file=sys.stderr)
+        return 2
     try:
         payload = json.loads(Path(payload_path).read_text())
     except (OSError, ValueError) as exc:
@@ -249,6 +259,11 @@ async def receive(settings: Settings, event_name: str, payload_path: str, dry_ru
         print(f"sweepbot: {payload_path} is not a JSON object", file=sys.stderr)
         return 2
     return await _run_once(settings, event_name, payload, f"cli-{uuid.uuid4()}", dry_run, out)
+
+
+def _closest_event(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(RECEIVED_EVENTS), n=1)
+    return f"did you mean {close[0]}?" if close else f"the events are {', '.join(sorted(RECEIVED_EVENTS))}"
 
 
 async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
