@@ -59,6 +59,65 @@ async def test_receive_dry_run_shows_no_suggestion_review_that_would_not_be_writ
     assert "would comment[welcome] on #1" in out and "    | ## 中文" in out  # what is written is still shown
 
 
+def payload_file(tmp_path, name: str, change) -> str:
+    payload = json.loads(EXAMPLE.read_text())
+    change(payload)
+    path = tmp_path / name
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+def pr_number(n: int):
+    def change(payload: dict) -> None:
+        payload["number"] = payload["pull_request"]["number"] = n
+    return change
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+async def test_receive_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys, dry_run):
+    """Regression (issue 28): `sweepbot receive` on PR #5 of the sandbox's demo repository (which holds only #1)
+    ended in a 71-line traceback of the fake GitHub's 404. Now one line on stderr saying what is missing, exit 2,
+    and nothing written."""
+    path = payload_file(tmp_path, "pr5.json", pr_number(5))
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", path, dry_run=dry_run) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "demo-org/InferenceX" in err and "#5" in err and "#1" in err  # what is missing, and what is there
+    assert "GitHub write" not in out and "would " not in out
+
+
+async def test_receive_on_a_repository_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
+    """Regression (issue 28): a comment on a PR of a repository the sandbox did not hold: the repository was made
+    from the payload but not its PR (an issue_comment names it as an issue), and the handlers' 404 ended in a
+    traceback. Now one line, exit 2."""
+    comment = {"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}, "user": {"login": "a"}},
+               "comment": {"id": 1, "body": "/help", "user": {"login": "a", "type": "User"}},
+               "repository": {"full_name": "someone/elsewhere", "default_branch": "main"},
+               "installation": {"id": 1}, "sender": {"login": "a", "type": "User"}}
+    path = tmp_path / "comment.json"
+    path.write_text(json.dumps(comment))
+    assert await cli.receive(sandbox_settings(tmp_path), "issue_comment", str(path), dry_run=False) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err and "someone/elsewhere" in err and "#7" in err, err
+
+
+
+async def test_receive_of_a_check_run_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
+    """Regression (issue 28): "Re-run" of the sweep-gate check of PR #5, which the sandbox does not hold (the PR is
+    named only inside check_run), ended in a traceback of the fake GitHub's 404. Now one line naming the request
+    that found nothing, exit 2."""
+    sha = json.loads(EXAMPLE.read_text())["pull_request"]["head"]["sha"]
+    rerun = {"action": "rerequested", "check_run": {
+        "id": 77, "name": "sweep-gate", "head_sha": sha, "app": {"slug": "sweepbot"}, "check_suite": {"id": 1},
+        "pull_requests": [{"number": 5, "head": {"sha": sha}, "base": {"ref": "main"}}]},
+        "repository": {"full_name": "demo-org/InferenceX", "default_branch": "main"},
+        "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+    path = tmp_path / "rerun.json"
+    path.write_text(json.dumps(rerun))
+    assert await cli.receive(sandbox_settings(tmp_path), "check_run", str(path), dry_run=True) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "/repos/demo-org/InferenceX/issues/5/" in err, err
+
 async def test_receive_an_unknown_event_name_is_one_line_and_exit_2(tmp_path, capsys):
     """Regression (issue 28): `-e pull_requests` said "no handler wants pull_requests.opened" and exited 0, as if
     the bot had nothing to do. A name GitHub never sends the App is now one line naming the close one, exit 2."""

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
+import gidgethub
 from aiohttp import ClientSession, web
 from gidgethub import sansio
 
@@ -271,9 +272,13 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
     if fake is not None:
-        from bot.app.sandbox import seed_from_payload
+        from bot.app.sandbox import not_held, seed_from_payload
 
         seed_from_payload(fake, payload)
+        if missing := not_held(fake, payload):
+            print(f"sweepbot: {missing}", file=sys.stderr)
+            await app.close()
+            return 2
         print("(sandbox: in-memory GitHub; set APP_ID and PRIVATE_KEY to act on real GitHub)", file=out)
     bot = Bot(settings, app, journal=_NoJournal())
     try:
@@ -289,6 +294,14 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
             for action, result in zip(outcome.actions, outcome.results):
                 print(f"  {result}: {action.describe()}", file=out)
         return 0
+    except gidgethub.BadRequest as exc:  # in the sandbox: something else the payload names that it lacks
+        if fake is None or int(exc.status_code) != 404:
+            raise
+        from bot.app.sandbox import sandbox_holds
+
+        asked = next((f"{r.method} {r.path}" for r in reversed(fake.requests) if r.status == 404), "a request")
+        print(f"sweepbot: the sandbox holds nothing at {asked} ({sandbox_holds(fake)})", file=sys.stderr)
+        return 2
     finally:
         await app.close()
 
