@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,49 @@ async def test_receive_an_unknown_event_name_is_one_line_and_exit_2(tmp_path, ca
     # `ping` GitHub sends every App: no handler wants it, which is an answer, not a mistake
     assert await cli.receive(settings, "ping", str(EXAMPLE), dry_run=True) == 0
     assert "no handler wants ping.opened" in capsys.readouterr().out
+
+
+# -- serve --help --------------------------------------------------------------------------------------
+
+
+class ReadsRecorded(dict):
+    """An environment that notes every variable asked of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+
+def test_serve_help_lists_every_variable_the_settings_read(capsys):
+    """Regression (issue 28): `sweepbot serve --help` named no environment variable. It now lists each variable
+    `Settings.from_env` reads (found by giving it an environment that notes what is asked), one line each, and
+    none it does not read."""
+    env = ReadsRecorded()
+    Settings.from_env(env, dotenv=False)
+    assert {"APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "HOST", "PORT"} <= env.read  # the probe works
+    with pytest.raises(SystemExit) as done:
+        cli.main(["serve", "--help"])
+    assert done.value.code == 0
+    listed = {}
+    for line in capsys.readouterr().out.splitlines():
+        if m := re.match(r"^  ([A-Z][A-Z0-9_]+) +(\S.*)$", line):
+            listed[m[1]] = m[2]
+    assert set(listed) == env.read, (sorted(env.read - set(listed)), sorted(set(listed) - env.read))
+    assert set(cli.ENV_LINES) == env.read  # each with its own line, not the fallback
+    assert listed["PORT"].endswith("(default: 3000)") and listed["SWEEPBOT_WORKERS"].endswith("(default: 64)")
+    assert listed["SWEEPBOT_WORKER_PROCESS"].endswith("(default: 1)")
 
 
 def backend_settings(backend, tmp_path, request) -> Settings:

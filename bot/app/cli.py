@@ -21,7 +21,7 @@ from aiohttp import ClientSession, web
 from gidgethub import sansio
 
 from bot.telemetry import logs
-from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.core.config import ENV_SETTINGS, ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.core.templates import Templates
 from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
@@ -512,10 +512,60 @@ def check_config(path: str, out: TextIO | None = None) -> int:
     return 0
 
 
+# `serve --help`'s environment: one short line for each variable Settings.from_env reads. The variables of
+# ENV_SETTINGS are listed from that table, in its order, each with its default from Settings; the others are read
+# by from_env itself. tests/test_cli.py checks that the listing is exactly what from_env reads.
+ENV_LINES = {
+    "APP_ID": "the GitHub App's id; with its key, live mode, else the sandbox",
+    "PRIVATE_KEY": "the App's PEM private key (one-line \\n escapes are accepted)",
+    "PRIVATE_KEY_PATH": "a file holding the PEM key, read when PRIVATE_KEY is unset",
+    "WEBHOOK_SECRET": "the webhook secret, several comma-separated to rotate; required live",
+    "HOST": "the address to listen on",
+    "PORT": "the port to listen on; 0: any free port",
+    "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR (default: INFO live, WARNING in the sandbox)",
+    "GITHUB_API_URL": "the REST API, https://HOST/api/v3 on Enterprise",
+    "SWEEPBOT_DB": "the journal: a SQLite file, or a postgresql:// URL",
+    "SWEEPBOT_WORKERS": "deliveries handled at once; 0 only journals them",
+    "SWEEPBOT_WRITES_PER_MINUTE": "content-creating requests per installation a minute; 0: unpaced",
+    "SWEEPBOT_HTTP_TIMEOUT": "seconds one GitHub request may take",
+    "SWEEPBOT_GITHUB_IN_FLIGHT": "GitHub requests under way at once, 1 to 100",
+    "SWEEPBOT_SETTLE_SECONDS": "seconds a label change waits before it is handled; 0: at once",
+    "SWEEPBOT_LEASE_SECONDS": "PostgreSQL: seconds before a silent replica's lanes are taken over",
+    "SWEEPBOT_WORKER_PROCESS": "live: 1 runs the workers in a process of their own, 0 on a thread",
+    "SWEEPBOT_HEALTH_TOKEN": "the bearer token (16 or more characters) that reads /healthz's details",
+}
+ENV_READ_DIRECTLY = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "HOST")  # not in ENV_SETTINGS
+ENV_FIELDS = {"HOST": "host", **{variable: name for variable, name, _ in ENV_SETTINGS}}  # whose default is shown
+
+
+def environment_help() -> str:
+    """The environment `serve` reads, one line per variable: what it is, and its default where it has one."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Settings)}
+    variables = [*ENV_READ_DIRECTLY, *(variable for variable, _, _ in ENV_SETTINGS)]
+    width = max(map(len, variables)) + 2
+    lines = ["environment (also read from a .env file in the working directory):"]
+    for variable in variables:
+        line = ENV_LINES.get(variable, f"see the README (Settings.{ENV_FIELDS.get(variable)})")
+        default = defaults.get(ENV_FIELDS.get(variable, ""))
+        if default is not None:
+            line += f" (default: {_as_set(default)})"
+        lines.append(f"  {variable:{width}}{line}")
+    return "\n".join(lines)
+
+
+def _as_set(value: Any) -> str:
+    """A default as one would set it: a switch 1 or 0, seconds without a trailing .0."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)")
+    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)",
+                   description="Run the webhook server: live with APP_ID and the App's key, else the sandbox.",
+                   epilog=environment_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     r = sub.add_parser("receive", help="run one delivery through the handlers")
     r.add_argument("-e", "--event", required=True, help="the X-GitHub-Event name, e.g. pull_request")
     r.add_argument("-p", "--payload", required=True, help="a JSON payload file")
