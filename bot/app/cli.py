@@ -21,7 +21,7 @@ from aiohttp import ClientSession, web
 from gidgethub import sansio
 
 from bot.telemetry import logs
-from bot.core.config import ENV_SETTINGS, ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.core.templates import Templates
 from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
@@ -53,13 +53,27 @@ def wants_live(env_settings: Settings) -> bool:
 # -- serve -------------------------------------------------------------------------------------
 
 SANDBOX_SETTLE_TIMEOUT = 60.0  # seconds one sandbox step may take to settle (a label waits out its settle first)
+SANDBOX_JOURNAL_PREFIX = "sweepbot-sandbox-journal-"  # the sandbox's journal folder, in the temp directory
 
 
 async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Path | None = None,
                 until_walked: bool = False) -> int:
     """The webhook server until SIGTERM or SIGINT. In the sandbox it first walks a PR's whole lifecycle through
     its own webhook and writes every text in full to `transcript` (default: a new file in the temp directory);
-    `until_walked` returns once the walk is over (tests). A port in use is one line and exit 2."""
+    `until_walked` returns once the walk is over (tests). A port in use is one line and exit 2.
+
+    The sandbox journals its deliveries in a folder of its own in the temp directory, removed at exit, unless
+    SWEEPBOT_DB names a journal: never in live mode's default (./sweepbot.db), where `sweepbot deliveries` would
+    list them."""
+    if wants_live(settings) or settings.db_path != DEFAULT_DB:
+        return await _serve(settings, out, transcript=transcript, until_walked=until_walked)
+    with tempfile.TemporaryDirectory(prefix=SANDBOX_JOURNAL_PREFIX, ignore_cleanup_errors=True) as folder:
+        own = dataclasses.replace(settings, db_path=str(Path(folder) / "journal.db"))
+        return await _serve(own, out, transcript=transcript, until_walked=until_walked, journal_removed=True)
+
+
+async def _serve(settings: Settings, out: TextIO | None, *, transcript: Path | None, until_walked: bool,
+                 journal_removed: bool = False) -> int:
     out = out or sys.stdout
     sandbox = not wants_live(settings)
     if not sandbox:
@@ -115,7 +129,7 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
     logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
     try:
         if sandbox:
-            _sandbox_banner(out, url, settings, transcript)
+            _sandbox_banner(out, url, settings, transcript, bot.journal.where, journal_removed)
             await _walk_unless_stopped(_walk_lifecycle(out, url, settings, fake, bot, recorder), stop)
             if recorder.transcript is not None:
                 print(f"sweepbot sandbox: every text in full: {transcript}.", file=out)
@@ -194,7 +208,8 @@ def _sandbox_secret() -> str:
     return DEMO_SECRET
 
 
-def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path | None) -> None:
+def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path | None, journal: str,
+                    journal_removed: bool) -> None:
     from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 
     print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
@@ -202,6 +217,8 @@ def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path 
     secret = f"here {DEMO_SECRET!r}" if settings.webhook_secrets == (DEMO_SECRET,) else "yours"
     print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, {secret})", file=out)
     print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
+    kept = "removed at exit; SWEEPBOT_DB names one that stays" if journal_removed else "SWEEPBOT_DB"
+    print(f"  journal          {journal}  ({kept})", file=out)
     if settings.workers > 0:
         print(f"  transcript       {transcript}  (every comment and check run the bot writes, in full)", file=out)
         print(f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
@@ -524,7 +541,7 @@ ENV_LINES = {
     "PORT": "the port to listen on; 0: any free port",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR (default: INFO live, WARNING in the sandbox)",
     "GITHUB_API_URL": "the REST API, https://HOST/api/v3 on Enterprise",
-    "SWEEPBOT_DB": "the journal: a SQLite file, or a postgresql:// URL",
+    "SWEEPBOT_DB": "the journal: SQLite file or postgresql:// URL; sandbox: temporary",
     "SWEEPBOT_WORKERS": "deliveries handled at once; 0 only journals them",
     "SWEEPBOT_WRITES_PER_MINUTE": "content-creating requests per installation a minute; 0: unpaced",
     "SWEEPBOT_HTTP_TIMEOUT": "seconds one GitHub request may take",
