@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,138 @@ async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys)
     bad.write_text("[1]")
     assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(bad), dry_run=True) == 2
     assert "not a JSON object" in capsys.readouterr().err
+
+
+async def test_receive_dry_run_shows_no_suggestion_review_that_would_not_be_written(tmp_path, capsys):
+    """Regression (issue 28): the dry run printed the body of the changelog suggestion review ("0 problems ... have
+    one obvious fix each") when there was nothing to suggest, a review the executor never writes (with no line
+    comments it only retires earlier ones). The dry run shows only what would be written."""
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(EXAMPLE), dry_run=True) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    retire = next(i for i, line in enumerate(lines) if line.startswith("would retire earlier review["))
+    assert not lines[retire + 1].startswith("    |"), lines[retire + 1]  # no body under it
+    assert "0 problems" not in out and "0 个问题" not in out and "sweepbot-suggestions" not in out
+    assert "would comment[welcome] on #1" in out and "    | ## 中文" in out  # what is written is still shown
+
+
+def payload_file(tmp_path, name: str, change) -> str:
+    payload = json.loads(EXAMPLE.read_text())
+    change(payload)
+    path = tmp_path / name
+    path.write_text(json.dumps(payload))
+    return str(path)
+
+
+def pr_number(n: int):
+    def change(payload: dict) -> None:
+        payload["number"] = payload["pull_request"]["number"] = n
+    return change
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+async def test_receive_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys, dry_run):
+    """Regression (issue 28): `sweepbot receive` on PR #5 of the sandbox's demo repository (which holds only #1)
+    ended in a 71-line traceback of the fake GitHub's 404. Now one line on stderr saying what is missing, exit 2,
+    and nothing written."""
+    path = payload_file(tmp_path, "pr5.json", pr_number(5))
+    assert await cli.receive(sandbox_settings(tmp_path), "pull_request", path, dry_run=dry_run) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "demo-org/InferenceX" in err and "#5" in err and "#1" in err  # what is missing, and what is there
+    assert "GitHub write" not in out and "would " not in out
+
+
+async def test_receive_on_a_repository_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
+    """Regression (issue 28): a comment on a PR of a repository the sandbox did not hold: the repository was made
+    from the payload but not its PR (an issue_comment names it as an issue), and the handlers' 404 ended in a
+    traceback. Now one line, exit 2."""
+    comment = {"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}, "user": {"login": "a"}},
+               "comment": {"id": 1, "body": "/help", "user": {"login": "a", "type": "User"}},
+               "repository": {"full_name": "someone/elsewhere", "default_branch": "main"},
+               "installation": {"id": 1}, "sender": {"login": "a", "type": "User"}}
+    path = tmp_path / "comment.json"
+    path.write_text(json.dumps(comment))
+    assert await cli.receive(sandbox_settings(tmp_path), "issue_comment", str(path), dry_run=False) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "Traceback" not in err and "someone/elsewhere" in err and "#7" in err, err
+
+
+
+async def test_receive_of_a_check_run_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
+    """Regression (issue 28): "Re-run" of the sweep-gate check of PR #5, which the sandbox does not hold (the PR is
+    named only inside check_run), ended in a traceback of the fake GitHub's 404. Now one line naming the request
+    that found nothing, exit 2."""
+    sha = json.loads(EXAMPLE.read_text())["pull_request"]["head"]["sha"]
+    rerun = {"action": "rerequested", "check_run": {
+        "id": 77, "name": "sweep-gate", "head_sha": sha, "app": {"slug": "sweepbot"}, "check_suite": {"id": 1},
+        "pull_requests": [{"number": 5, "head": {"sha": sha}, "base": {"ref": "main"}}]},
+        "repository": {"full_name": "demo-org/InferenceX", "default_branch": "main"},
+        "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+    path = tmp_path / "rerun.json"
+    path.write_text(json.dumps(rerun))
+    assert await cli.receive(sandbox_settings(tmp_path), "check_run", str(path), dry_run=True) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "/repos/demo-org/InferenceX/issues/5/" in err, err
+
+async def test_receive_an_unknown_event_name_is_one_line_and_exit_2(tmp_path, capsys):
+    """Regression (issue 28): `-e pull_requests` said "no handler wants pull_requests.opened" and exited 0, as if
+    the bot had nothing to do. A name GitHub never sends the App is now one line naming the close one, exit 2."""
+    settings = sandbox_settings(tmp_path)
+    for event, suggested in (("pull_requests", "pull_request"), ("issue-comment", "issue_comment"), ("nonsense", None)):
+        assert await cli.receive(settings, event, str(EXAMPLE), dry_run=True) == 2, event
+        out, err = capsys.readouterr()
+        assert out == "" and err.count("\n") == 1 and repr(event) in err, err
+        if suggested:
+            assert f"did you mean {suggested}?" in err
+        else:
+            assert "did you mean" not in err and "pull_request" in err  # the names it takes instead
+    # `ping` GitHub sends every App: no handler wants it, which is an answer, not a mistake
+    assert await cli.receive(settings, "ping", str(EXAMPLE), dry_run=True) == 0
+    assert "no handler wants ping.opened" in capsys.readouterr().out
+
+
+# -- serve --help --------------------------------------------------------------------------------------
+
+
+class ReadsRecorded(dict):
+    """An environment that notes every variable asked of it."""
+
+    def __init__(self):
+        super().__init__()
+        self.read: set[str] = set()
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key):
+        self.read.add(key)
+        return super().__contains__(key)
+
+
+def test_serve_help_lists_every_variable_the_settings_read(capsys):
+    """Regression (issue 28): `sweepbot serve --help` named no environment variable. It now lists each variable
+    `Settings.from_env` reads (found by giving it an environment that notes what is asked), one line each, and
+    none it does not read."""
+    env = ReadsRecorded()
+    Settings.from_env(env, dotenv=False)
+    assert {"APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "HOST", "PORT"} <= env.read  # the probe works
+    with pytest.raises(SystemExit) as done:
+        cli.main(["serve", "--help"])
+    assert done.value.code == 0
+    listed = {}
+    for line in capsys.readouterr().out.splitlines():
+        if m := re.match(r"^  ([A-Z][A-Z0-9_]+) +(\S.*)$", line):
+            listed[m[1]] = m[2]
+    assert set(listed) == env.read, (sorted(env.read - set(listed)), sorted(set(listed) - env.read))
+    assert set(cli.ENV_LINES) == env.read  # each with its own line, not the fallback
+    assert listed["PORT"].endswith("(default: 3000)") and listed["SWEEPBOT_WORKERS"].endswith("(default: 64)")
+    assert listed["SWEEPBOT_WORKER_PROCESS"].endswith("(default: 1)")
 
 
 def backend_settings(backend, tmp_path, request) -> Settings:

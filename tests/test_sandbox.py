@@ -12,6 +12,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,15 +28,20 @@ COMMENT = re.compile(r"comment\[([^\]]+)\], ([\d,]+) chars")
 FENCED = re.compile(r"^~~~~~~markdown\n(.*?)\n~~~~~~$", re.S | re.M)
 
 
-def sandbox_settings(tmp_path, **changes) -> Settings:
+def sandbox_settings(tmp_path, *, journal: bool = True, **changes) -> Settings:
+    """The sandbox's settings, with SWEEPBOT_DB in `tmp_path` (unset with journal=False)."""
     env = {"SWEEPBOT_DB": str(tmp_path / "journal.db"), "SWEEPBOT_SETTLE_SECONDS": "0"}
+    if not journal:
+        del env["SWEEPBOT_DB"]
     return dataclasses.replace(Settings.from_env(env, dotenv=False), port=0, **changes)  # any free port
 
 
 async def walk_sandbox(tmp_path) -> tuple[str, str]:
-    """`sweepbot serve` in the sandbox, stopped as soon as it has walked its script: (stdout, transcript)."""
+    """`sweepbot serve` in the sandbox with SWEEPBOT_DB unset, as `make serve` runs it, stopped as soon as it has
+    walked its script: (stdout, transcript)."""
     out, transcript = io.StringIO(), tmp_path / "transcript.md"
-    assert await cli.serve(sandbox_settings(tmp_path), out, transcript=transcript, until_walked=True) == 0
+    settings = sandbox_settings(tmp_path, journal=False)
+    assert await cli.serve(settings, out, transcript=transcript, until_walked=True) == 0
     return out.getvalue(), transcript.read_text(encoding="utf-8")
 
 
@@ -71,9 +77,19 @@ def transcript_entries(transcript: str) -> list[tuple[str, str]]:
 
 
 @pytest.fixture(scope="module")
-def walked(tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("sandbox")
-    return asyncio.run(walk_sandbox(tmp_path))
+def walk_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sandbox")
+
+
+@pytest.fixture(scope="module")
+def walked(walk_dir):
+    """One walk for the module, run as `make serve` runs it: SWEEPBOT_DB unset, `walk_dir` the working directory
+    (where live mode's default journal, ./sweepbot.db, would go), temporary folders made in `walk_dir`/tmp."""
+    (walk_dir / "tmp").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(walk_dir)
+        patch.setattr(tempfile, "tempdir", str(walk_dir / "tmp"))
+        return asyncio.run(walk_sandbox(walk_dir))
 
 
 def test_every_step_of_the_lifecycle_leaves_its_write(walked):
@@ -148,6 +164,23 @@ def test_the_verdict_ends_at_pass_without_a_new_signoff(walked):
     assert len({text.split(" -->", 1)[0] for text in verdicts}) == 1  # one verdict, edited
     assert "### ❌ FAIL: sign-off by `amd-partner`" in verdicts[0]
     assert "### ✅ PASS: sign-off by `amd-partner`" in verdicts[-1]
+
+
+async def test_the_sandbox_journal_is_temporary_and_never_live_modes_default(walked, walk_dir, monkeypatch, capsys):
+    """Regression (issue 28): the sandbox journaled its deliveries in ./sweepbot.db, live mode's default journal,
+    where `sweepbot deliveries` then listed them. With SWEEPBOT_DB unset its journal is now in a temporary folder,
+    named in the banner and removed at exit; `sweepbot deliveries` there afterwards shows nothing of it."""
+    out, _ = walked
+    assert sorted(p.name for p in walk_dir.iterdir()) == ["tmp", "transcript.md"]  # no sweepbot.db, -wal, -shm
+    named = re.search(r"^  journal +(\S+)  ", out, re.M)
+    assert named, out
+    journal = Path(named[1])
+    assert journal.is_relative_to(walk_dir / "tmp") and not journal.parent.exists()  # removed at exit
+    assert list((walk_dir / "tmp").iterdir()) == []
+    monkeypatch.chdir(walk_dir)
+    assert await cli.deliveries(Settings.from_env({}, dotenv=False), False, 50) == 0
+    listing = capsys.readouterr().out
+    assert "sandbox-" not in listing and "totals: empty journal" in listing
 
 
 # -- a port in use ---------------------------------------------------------------------------------------

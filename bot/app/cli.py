@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import difflib
 import json
 import os
 import signal
@@ -15,16 +16,17 @@ import uuid
 from pathlib import Path
 from typing import Any, TextIO
 
+import gidgethub
 from aiohttp import ClientSession, web
 from gidgethub import sansio
 
 from bot.telemetry import logs
-from bot.core.config import ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, load_app_yaml, parse_repo_config
 from bot.core.templates import Templates
 from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
-from bot.telemetry.metrics import Metrics
+from bot.telemetry.metrics import COUNTED_EVENTS, Metrics
 from bot.app.runtime import Bot, live_github, log_secrets
 from bot.app.worker_process import WorkerProcess, WorkersUnavailable
 from bot.app.header_deadline import DeadlineSite
@@ -51,13 +53,27 @@ def wants_live(env_settings: Settings) -> bool:
 # -- serve -------------------------------------------------------------------------------------
 
 SANDBOX_SETTLE_TIMEOUT = 60.0  # seconds one sandbox step may take to settle (a label waits out its settle first)
+SANDBOX_JOURNAL_PREFIX = "sweepbot-sandbox-journal-"  # the sandbox's journal folder, in the temp directory
 
 
 async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Path | None = None,
                 until_walked: bool = False) -> int:
     """The webhook server until SIGTERM or SIGINT. In the sandbox it first walks a PR's whole lifecycle through
     its own webhook and writes every text in full to `transcript` (default: a new file in the temp directory);
-    `until_walked` returns once the walk is over (tests). A port in use is one line and exit 2."""
+    `until_walked` returns once the walk is over (tests). A port in use is one line and exit 2.
+
+    The sandbox journals its deliveries in a folder of its own in the temp directory, removed at exit, unless
+    SWEEPBOT_DB names a journal: never in live mode's default (./sweepbot.db), where `sweepbot deliveries` would
+    list them."""
+    if wants_live(settings) or settings.db_path != DEFAULT_DB:
+        return await _serve(settings, out, transcript=transcript, until_walked=until_walked)
+    with tempfile.TemporaryDirectory(prefix=SANDBOX_JOURNAL_PREFIX, ignore_cleanup_errors=True) as folder:
+        own = dataclasses.replace(settings, db_path=str(Path(folder) / "journal.db"))
+        return await _serve(own, out, transcript=transcript, until_walked=until_walked, journal_removed=True)
+
+
+async def _serve(settings: Settings, out: TextIO | None, *, transcript: Path | None, until_walked: bool,
+                 journal_removed: bool = False) -> int:
     out = out or sys.stdout
     sandbox = not wants_live(settings)
     if not sandbox:
@@ -113,7 +129,7 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
     logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
     try:
         if sandbox:
-            _sandbox_banner(out, url, settings, transcript)
+            _sandbox_banner(out, url, settings, transcript, bot.journal.where, journal_removed)
             await _walk_unless_stopped(_walk_lifecycle(out, url, settings, fake, bot, recorder), stop)
             if recorder.transcript is not None:
                 print(f"sweepbot sandbox: every text in full: {transcript}.", file=out)
@@ -192,7 +208,8 @@ def _sandbox_secret() -> str:
     return DEMO_SECRET
 
 
-def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path | None) -> None:
+def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path | None, journal: str,
+                    journal_removed: bool) -> None:
     from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 
     print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
@@ -200,6 +217,8 @@ def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path 
     secret = f"here {DEMO_SECRET!r}" if settings.webhook_secrets == (DEMO_SECRET,) else "yours"
     print(f"  webhook          POST {url}/webhook  (signed with WEBHOOK_SECRET, {secret})", file=out)
     print(f"  health, metrics  {url}/healthz  {url}/metrics", file=out)
+    kept = "removed at exit; SWEEPBOT_DB names one that stays" if journal_removed else "SWEEPBOT_DB"
+    print(f"  journal          {journal}  ({kept})", file=out)
     if settings.workers > 0:
         print(f"  transcript       {transcript}  (every comment and check run the bot writes, in full)", file=out)
         print(f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
@@ -237,9 +256,18 @@ async def _walk_lifecycle(out: TextIO, url: str, settings: Settings, fake: Any, 
 # -- receive / redeliver -----------------------------------------------------------------------
 
 
+RECEIVED_EVENTS = COUNTED_EVENTS  # the manifest's events and those GitHub sends every App (bot/telemetry/metrics.py)
+
+
 async def receive(settings: Settings, event_name: str, payload_path: str, dry_run: bool,
                   out: TextIO | None = None) -> int:
+    """One delivery through the handlers, outside the journal. An event name GitHub never sends the App, or a
+    payload that cannot be read, is one line on stderr and exit 2."""
     out = out or sys.stdout
+    if event_name not in RECEIVED_EVENTS:
+        print(f"sweepbot: -e {event_name!r} is not an event GitHub sends this App; {_closest_event(event_name)}",
+              file=sys.stderr)
+        return 2
     try:
         payload = json.loads(Path(payload_path).read_text())
     except (OSError, ValueError) as exc:
@@ -251,14 +279,23 @@ async def receive(settings: Settings, event_name: str, payload_path: str, dry_ru
     return await _run_once(settings, event_name, payload, f"cli-{uuid.uuid4()}", dry_run, out)
 
 
+def _closest_event(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(RECEIVED_EVENTS), n=1)
+    return f"did you mean {close[0]}?" if close else f"the events are {', '.join(sorted(RECEIVED_EVENTS))}"
+
+
 async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
                     out: TextIO) -> int:
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
     if fake is not None:
-        from bot.app.sandbox import seed_from_payload
+        from bot.app.sandbox import not_held, seed_from_payload
 
         seed_from_payload(fake, payload)
+        if missing := not_held(fake, payload):
+            print(f"sweepbot: {missing}", file=sys.stderr)
+            await app.close()
+            return 2
         print("(sandbox: in-memory GitHub; set APP_ID and PRIVATE_KEY to act on real GitHub)", file=out)
     bot = Bot(settings, app, journal=_NoJournal())
     try:
@@ -274,6 +311,14 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
             for action, result in zip(outcome.actions, outcome.results):
                 print(f"  {result}: {action.describe()}", file=out)
         return 0
+    except gidgethub.BadRequest as exc:  # in the sandbox: something else the payload names that it lacks
+        if fake is None or int(exc.status_code) != 404:
+            raise
+        from bot.app.sandbox import sandbox_holds
+
+        asked = next((f"{r.method} {r.path}" for r in reversed(fake.requests) if r.status == 404), "a request")
+        print(f"sweepbot: the sandbox holds nothing at {asked} ({sandbox_holds(fake)})", file=sys.stderr)
+        return 2
     finally:
         await app.close()
 
@@ -484,10 +529,60 @@ def check_config(path: str, out: TextIO | None = None) -> int:
     return 0
 
 
+# `serve --help`'s environment: one short line for each variable Settings.from_env reads. The variables of
+# ENV_SETTINGS are listed from that table, in its order, each with its default from Settings; the others are read
+# by from_env itself. tests/test_cli.py checks that the listing is exactly what from_env reads.
+ENV_LINES = {
+    "APP_ID": "the GitHub App's id; with its key, live mode, else the sandbox",
+    "PRIVATE_KEY": "the App's PEM private key (one-line \\n escapes are accepted)",
+    "PRIVATE_KEY_PATH": "a file holding the PEM key, read when PRIVATE_KEY is unset",
+    "WEBHOOK_SECRET": "the webhook secret, several comma-separated to rotate; required live",
+    "HOST": "the address to listen on",
+    "PORT": "the port to listen on; 0: any free port",
+    "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR (default: INFO live, WARNING in the sandbox)",
+    "GITHUB_API_URL": "the REST API, https://HOST/api/v3 on Enterprise",
+    "SWEEPBOT_DB": "the journal: SQLite file or postgresql:// URL; sandbox: temporary",
+    "SWEEPBOT_WORKERS": "deliveries handled at once; 0 only journals them",
+    "SWEEPBOT_WRITES_PER_MINUTE": "content-creating requests per installation a minute; 0: unpaced",
+    "SWEEPBOT_HTTP_TIMEOUT": "seconds one GitHub request may take",
+    "SWEEPBOT_GITHUB_IN_FLIGHT": "GitHub requests under way at once, 1 to 100",
+    "SWEEPBOT_SETTLE_SECONDS": "seconds a label change waits before it is handled; 0: at once",
+    "SWEEPBOT_LEASE_SECONDS": "PostgreSQL: seconds before a silent replica's lanes are taken over",
+    "SWEEPBOT_WORKER_PROCESS": "live: 1 runs the workers in a process of their own, 0 on a thread",
+    "SWEEPBOT_HEALTH_TOKEN": "the bearer token (16 or more characters) that reads /healthz's details",
+}
+ENV_READ_DIRECTLY = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "HOST")  # not in ENV_SETTINGS
+ENV_FIELDS = {"HOST": "host", **{variable: name for variable, name, _ in ENV_SETTINGS}}  # whose default is shown
+
+
+def environment_help() -> str:
+    """The environment `serve` reads, one line per variable: what it is, and its default where it has one."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Settings)}
+    variables = [*ENV_READ_DIRECTLY, *(variable for variable, _, _ in ENV_SETTINGS)]
+    width = max(map(len, variables)) + 2
+    lines = ["environment (also read from a .env file in the working directory):"]
+    for variable in variables:
+        line = ENV_LINES.get(variable, f"see the README (Settings.{ENV_FIELDS.get(variable)})")
+        default = defaults.get(ENV_FIELDS.get(variable, ""))
+        if default is not None:
+            line += f" (default: {_as_set(default)})"
+        lines.append(f"  {variable:{width}}{line}")
+    return "\n".join(lines)
+
+
+def _as_set(value: Any) -> str:
+    """A default as one would set it: a switch 1 or 0, seconds without a trailing .0."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)")
+    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)",
+                   description="Run the webhook server: live with APP_ID and the App's key, else the sandbox.",
+                   epilog=environment_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     r = sub.add_parser("receive", help="run one delivery through the handlers")
     r.add_argument("-e", "--event", required=True, help="the X-GitHub-Event name, e.g. pull_request")
     r.add_argument("-p", "--payload", required=True, help="a JSON payload file")

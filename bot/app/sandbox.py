@@ -206,6 +206,38 @@ def seed_from_payload(fake: InMemoryGitHub, payload: dict[str, Any]) -> None:
                       or "contributor")
 
 
+def pull_named(payload: dict[str, Any]) -> int | None:
+    """The number of the PR a payload is about: its pull_request's, or its issue's when the issue is a PR."""
+    pr, issue = payload.get("pull_request"), payload.get("issue")
+    item = pr if isinstance(pr, dict) else issue if isinstance(issue, dict) and "pull_request" in issue else {}
+    number = item.get("number")
+    return number if isinstance(number, int) else None
+
+
+def held_pulls(fake: InMemoryGitHub) -> list[str]:
+    """Every PR the sandbox's GitHub holds, as owner/name#number."""
+    return [f"{repo}#{issue['number']}" for repo in fake.repos for issue in fake.issues(repo)
+            if "pull_request" in issue]
+
+
+def not_held(fake: InMemoryGitHub, payload: dict[str, Any]) -> str | None:
+    """The PR the payload is about when the sandbox's GitHub lacks it, in one sentence (None: it holds it, or the
+    payload names none), once `seed_from_payload` has made what it can (the repository always)."""
+    repo = (payload.get("repository") or {}).get("full_name")
+    number = pull_named(payload)
+    if not isinstance(repo, str) or number is None:
+        return None
+    if f"{repo}#{number}".lower() in {held.lower() for held in held_pulls(fake)}:
+        return None
+    return f"the sandbox holds no PR {repo}#{number} ({sandbox_holds(fake)})"
+
+
+def sandbox_holds(fake: InMemoryGitHub) -> str:
+    """The PRs the sandbox holds, and how another repository's come to be."""
+    return (f"it holds {', '.join(held_pulls(fake)) or 'no PR'}, and makes the repository and PR of a"
+            f" pull_request payload for a repository it lacks")
+
+
 def sandbox_app(fake: InMemoryGitHub, metrics: Metrics) -> GitHubApp:
     http = httpx.AsyncClient(transport=httpx.MockTransport(fake.handle))
     return GitHubApp(app_id="1", private_key=_generate_key(), api_url=fake.base_url, metrics=metrics, http=http,

@@ -565,6 +565,14 @@ KINDS: dict[type, Kind] = {
 }
 
 
+def written_text(action: act.Action) -> str:
+    """The text `action` would write, shown in full by a dry run: its body, except a suggestion review's without
+    line comments, which `Executor.review` never writes (it only retires earlier reviews)."""
+    if isinstance(action, act.SuggestionReview) and not action.comments:
+        return ""
+    return getattr(action, "body", "") or ""
+
+
 class DryRun:
     """Stands in for the executor in a dry run: prints each action in full and returns placeholders."""
 
@@ -574,7 +582,7 @@ class DryRun:
 
     async def apply(self, action: act.Action) -> Result:
         self.say(f"would {action.describe()}")
-        for line in (getattr(action, "body", "") or "").splitlines():
+        for line in written_text(action).splitlines():
             self.say(f"    | {line}")
         result = Result("planned", 0)
         self.applied.append((action, result))
