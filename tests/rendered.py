@@ -90,6 +90,12 @@ def visible_text(markdown: str) -> str:
     return _SPACE.sub(" ", "".join(_read(markdown).shown)).strip()
 
 
+def prose_text(markdown: str) -> str:
+    """The text of `markdown` as GitHub renders it, outside code spans and code blocks (each leaves one space),
+    collapsed details included: the words a glossary check reads."""
+    return _SPACE.sub(" ", "".join(_read(markdown).prose)).strip()
+
+
 def render_problems(markdown: str) -> list[str]:
     """What of `markdown` GitHub would not render as meant: each problem with the text around it. Code spans and
     code blocks are left out (a `**` there is meant)."""

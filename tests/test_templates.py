@@ -595,7 +595,7 @@ def test_every_kind_has_samples_and_every_sample_a_kind():
 
 def test_no_template_file_lacks_its_other_language():
     for path in DEFAULT_DIRECTORY.iterdir():
-        if path.name == "layout.md.j2":
+        if path.name in ("layout.md.j2", "GLOSSARY.md"):  # the layout; the terms both languages use
             continue
         kind, _, rest = path.name.partition(".")
         if kind.startswith("_") and rest in ("en.j2", "zh.j2"):  # partials: macros a kind imports, per language
@@ -795,6 +795,18 @@ def test_welcome_keeps_the_fork_rule_in_the_details():
         assert "On a PR from a fork, only a label added by a maintainer" in details[0]
         assert "removes the label and adds it again" in details[0]
         assert "对于来自 fork 的 PR，只有维护者" in details[1] and "移除该标签并重新添加" in details[1]
+
+
+# --- ingest report ------------------------------------------------------------------------------
+
+
+def test_the_ingest_reports_closing_line_says_rows_in_both_languages():
+    """Regression (issue 28): with no failure, the English said "All rows were ingested" and the Chinese
+    所有类别均已导入 ("all categories"): one fact, two words. Both now say rows: 行, as templates/GLOSSARY.md has."""
+    sample = next(s for s in SAMPLES["ingest_report"] if not any(c["failed"] for c in s["counts"].values()))
+    english, chinese = halves(TEMPLATES.render("ingest_report", **sample))
+    assert "All rows were ingested without failures." in english
+    assert "表中所有行均已导入，没有任何失败。" in chinese
 
 
 # --- help ---------------------------------------------------------------------------------------
