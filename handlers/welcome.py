@@ -1,7 +1,8 @@
-"""Welcome a PR that touches benchmark paths: how review, sweeps and reuse work here."""
+"""Welcome a PR that touches benchmark paths: its author's next steps, what maintainers do, the details folded."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from gidgethub import routing, sansio
@@ -19,18 +20,19 @@ RERUN_DOCS_URL = "https://docs.github.com/en/actions/managing-workflow-runs/re-r
 router = routing.Router()
 
 
-def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str, Any]) -> dict[str, Any]:
-    """Everything the welcome template shows, from the policy and the repository (links follow its default branch)."""
+def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str, Any],
+                      files: Collection[str] = ()) -> dict[str, Any]:
+    """Everything the welcome template shows, from the policy, the repository (links follow its default branch)
+    and the PR's changed files (`files`: whether it already changes the changelog)."""
     paths = policy["paths"]
     blob = f"{repo['html_url']}/blob/{repo.get('default_branch') or 'main'}"
     commands = policy["commands"]
     return {
         "author": pr["user"]["login"],
-        "repo": repo["full_name"],
         "is_fork": is_fork(pr, repo["full_name"]),
+        "changelog_in_pr": paths["changelog"] in files,
         "codeowners_url": f"{blob}/{paths['codeowners']}",
         "checklist_url": f"{blob}/{paths['checklist']}",
-        "checklist_name": paths["checklist"].rsplit("/", 1)[-1],
         "changelog_path": paths["changelog"],
         "changelog_url": f"{blob}/{paths['changelog']}",
         "signoff_phrase": policy["signoff_phrase"],
@@ -48,7 +50,8 @@ async def _welcome(event: sansio.Event, ctx: Context, *, only_if_missing: bool) 
     files = await ctx.pr_files(pr["number"])
     if not any_match(files, ctx.policy["paths"]["benchmark"]):
         return []
-    body = ctx.render("welcome", **welcome_variables(ctx.policy, event.data["repository"], pr))
+    # the files read above say whether the PR already changes the changelog: no second read
+    body = ctx.render("welcome", **welcome_variables(ctx.policy, event.data["repository"], pr, files))
     return [Comment(pr["number"], PURPOSE, body, only_if_missing=only_if_missing)]
 
 

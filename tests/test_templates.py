@@ -32,11 +32,10 @@ BLOB = "https://github.com/SemiAnalysisAI/InferenceX/blob/main"
 
 WELCOME = {
     "author": "gpu-vendor-dev",
-    "repo": "SemiAnalysisAI/InferenceX",
     "is_fork": False,
+    "changelog_in_pr": False,
     "codeowners_url": f"{BLOB}/.github/CODEOWNERS",
     "checklist_url": f"{BLOB}/docs/PR_REVIEW_CHECKLIST.md",
-    "checklist_name": "PR_REVIEW_CHECKLIST.md",
     "changelog_path": "inferencex-e2e/perf-changelog.yaml",
     "changelog_url": f"{BLOB}/inferencex-e2e/perf-changelog.yaml",
     "signoff_phrase": "As a PR reviewer and CODEOWNER, I have reviewed this and have",
@@ -51,10 +50,8 @@ WELCOME = {
 RENAMED_WELCOME = {
     **WELCOME,
     "is_fork": True,
-    "repo": "acme/bench",
     "codeowners_url": "https://github.com/acme/bench/blob/trunk/OWNERS",
     "checklist_url": "https://github.com/acme/bench/blob/trunk/REVIEW.md",
-    "checklist_name": "REVIEW.md",
     "changelog_path": "perf/log.yaml",
     "changelog_url": "https://github.com/acme/bench/blob/trunk/perf/log.yaml",
     "signoff_phrase": "Signed off as owner",
@@ -93,7 +90,9 @@ CONFIG_INVALID = {
 }
 
 SAMPLES: dict[str, list[dict]] = {
-    "welcome": [WELCOME, {**WELCOME, "is_fork": True}, RENAMED_WELCOME],
+    # same repository or fork, the changelog in the PR or not, and renamed names
+    "welcome": [{**WELCOME, "is_fork": fork, "changelog_in_pr": changelog} for fork in (False, True)
+                for changelog in (False, True)] + [RENAMED_WELCOME],
     "help": [
         HELP,
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
@@ -600,7 +599,7 @@ def test_every_kind_has_samples_and_every_sample_a_kind():
 
 def test_no_template_file_lacks_its_other_language():
     for path in DEFAULT_DIRECTORY.iterdir():
-        if path.name == "layout.md.j2":
+        if path.name in ("layout.md.j2", "GLOSSARY.md"):  # the layout; the terms both languages use
             continue
         kind, _, rest = path.name.partition(".")
         if kind.startswith("_") and rest in ("en.j2", "zh.j2"):  # partials: macros a kind imports, per language
@@ -690,7 +689,25 @@ def test_both_languages_carry_the_same_code_and_links(kind):
 # --- welcome ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sample", SAMPLES["welcome"], ids=["defaults", "fork", "renamed"])
+WELCOME_IDS = ["same-repo", "same-repo-changelog", "fork", "fork-changelog", "renamed"]
+# What only a maintainer does (label the PR, pin a run), in words and in this repository's names: no step the
+# welcome numbers as its reader's may name one of them.
+MAINTAINER_ONLY = (re.compile(r"\blabel|\bpin", re.I), re.compile("标签|固定"))
+
+
+def welcome_parts(sample: dict) -> list[tuple[str, list[str], list[str]]]:
+    """Per language: (the opening line, the numbered steps, the other visible paragraphs), as Markdown lines of
+    the part outside the collapsed `<details>`."""
+    parts = []
+    for half in halves(TEMPLATES.render("welcome", **sample)):
+        shown = half.split("<details>")[0]
+        lines = [line for line in shown.splitlines() if line.strip()]
+        steps = [line for line in lines if re.match(r"\d+\. ", line)]
+        parts.append((lines[0], steps, [line for line in lines[1:] if line not in steps]))
+    return parts
+
+
+@pytest.mark.parametrize("sample", SAMPLES["welcome"], ids=WELCOME_IDS)
 def test_welcome_lists_every_label_and_modifier(sample):
     text = TEMPLATES.render("welcome", **sample)
     for half, recommended in zip(halves(text), ("(recommended)", "（推荐）")):
@@ -704,7 +721,7 @@ def test_welcome_lists_every_label_and_modifier(sample):
         for name in sample["modifiers"].values():
             assert name in spans
             assert any(line.startswith("- ") and code_spans(line)[:1] == [name] for line in lines), name
-        for key in ("repo", "changelog_path", "signoff_phrase"):
+        for key in ("changelog_path", "signoff_phrase"):
             assert sample[key] in spans
         assert f"{sample['use_command']} <run_id>" in spans
         assert f"{sample['reuse_command']} <run_id>" in spans
@@ -715,7 +732,7 @@ def test_welcome_lists_every_label_and_modifier(sample):
 def test_welcome_uses_the_names_it_is_given():
     text = TEMPLATES.render("welcome", **RENAMED_WELCOME)
     defaults = [label["name"] for label in DEFAULT_LABELS] + list(DEFAULT_MODIFIERS.values())
-    defaults += [WELCOME["changelog_path"], WELCOME["signoff_phrase"], WELCOME["use_command"], WELCOME["repo"]]
+    defaults += [WELCOME["changelog_path"], WELCOME["signoff_phrase"], WELCOME["use_command"], "SemiAnalysisAI"]
     for name in defaults:
         assert name not in text, name
     assert "``sweep-odd`tick``" in text
@@ -728,16 +745,72 @@ def test_welcome_describes_each_primary_label():
     assert "- `full-sweep-fail-fast`（推荐）：先运行 canary；每个 matrix 遇到第一个失败即停止。" in chinese
 
 
-def test_welcome_states_the_fork_rule_with_emphasis_only_on_forks():
+@pytest.mark.parametrize("sample", SAMPLES["welcome"], ids=WELCOME_IDS)
+def test_a_welcomes_numbered_steps_are_its_readers_own(sample):
+    """Regression (issue 28): the welcome numbered five steps for its reader, a fork's author among them, two of
+    which only a maintainer can do (add the primary label, pin a run with `/use`). The steps now name no
+    maintainer's action or command; one line after them says what maintainers do."""
+    names = [label["name"] for label in sample["primary_labels"]] + list(sample["modifiers"].values())
+    names += [sample["use_command"], sample["reuse_command"]]
+    for (opening, steps, others), words, (label, pin, merge) in zip(
+            welcome_parts(sample), MAINTAINER_ONLY, (("label", "pin", "merge"), ("标签", "固定", "合并"))):
+        assert steps, "no steps"
+        for step in steps:
+            assert not words.search(step), step
+            assert not any(name in step for name in names), step
+        assert not words.search(opening) and "@" + sample["author"] in opening
+        [maintainers] = [line for line in others if words.search(line)]
+        assert label in maintainers and pin in maintainers and merge in maintainers
+        assert not any(name in maintainers for name in names), "commands and labels stay in the details"
+
+
+def test_same_repository_and_fork_welcomes_have_the_same_shape():
+    """Issue 28: a same-repository PR's author sees the steps a fork's author sees; only the maintainers' line
+    adds, for a fork, that a label must be added again after each push."""
+    same, fork = (welcome_parts({**WELCOME, "is_fork": is_fork}) for is_fork in (False, True))
+    for (opening, steps, others), (fork_opening, fork_steps, fork_others), clause in zip(
+            same, fork, (" (again after each push: it comes from a fork)", "（它来自 fork：每次推送后都要重新添加）")):
+        assert (opening, steps) == (fork_opening, fork_steps)
+        assert len(others) == len(fork_others)
+        assert [line.replace(clause, "") for line in fork_others] == others
+        assert clause in fork_others[0] and clause not in others[0]
+
+
+@pytest.mark.parametrize("is_fork", [False, True], ids=["same-repo", "fork"])
+def test_a_pr_that_changes_the_changelog_is_not_told_to_append_an_entry(is_fork):
+    """Regression (issue 28): the welcome told every author to "append at least one entry" to the changelog, also
+    when their PR already held a valid one. A PR that changes the changelog is now told that the sweep status
+    comment says whether the entry is valid; one that does not is told to append one."""
+    for changelog_in_pr in (False, True):
+        english, chinese = halves(TEMPLATES.render("welcome", **{**WELCOME, "is_fork": is_fork,
+                                                                 "changelog_in_pr": changelog_in_pr}))
+        english, chinese = english.split("<details>")[0], chinese.split("<details>")[0]
+        assert ("append" in english.lower()) is (not changelog_in_pr)
+        assert ("追加" in chinese) is (not changelog_in_pr)
+        assert ("sweep status comment says if your [changelog]" in english) is changelog_in_pr
+        assert ("sweep 状态评论会说明你的 [changelog]" in chinese) is changelog_in_pr
+        assert f"]({WELCOME['changelog_url']})" in english and f"]({WELCOME['changelog_url']})" in chinese
+
+
+def test_welcome_keeps_the_fork_rule_in_the_details():
     for is_fork in (False, True):
         english, chinese = halves(TEMPLATES.render("welcome", **{**WELCOME, "is_fork": is_fork}))
-        assert "removes the label and adds it again" in english
-        assert "移除该标签并重新添加" in chinese
-        assert "exact head commit" in english and "head commit" in chinese
-        for half in (english, chinese):
-            assert ("> [!IMPORTANT]" in half) == is_fork
-        assert ("This pull request comes from a fork." in english) == is_fork
-        assert ("此 PR 来自 fork。" in chinese) == is_fork
+        details = [half.split("<details>")[1] for half in (english, chinese)]
+        assert "On a PR from a fork, only a label added by a maintainer" in details[0]
+        assert "removes the label and adds it again" in details[0]
+        assert "对于来自 fork 的 PR，只有维护者" in details[1] and "移除该标签并重新添加" in details[1]
+
+
+# --- ingest report ------------------------------------------------------------------------------
+
+
+def test_the_ingest_reports_closing_line_says_rows_in_both_languages():
+    """Regression (issue 28): with no failure, the English said "All rows were ingested" and the Chinese
+    所有类别均已导入 ("all categories"): one fact, two words. Both now say rows: 行, as templates/GLOSSARY.md has."""
+    sample = next(s for s in SAMPLES["ingest_report"] if not any(c["failed"] for c in s["counts"].values()))
+    english, chinese = halves(TEMPLATES.render("ingest_report", **sample))
+    assert "All rows were ingested without failures." in english
+    assert "表中所有行均已导入，没有任何失败。" in chinese
 
 
 # --- help ---------------------------------------------------------------------------------------
