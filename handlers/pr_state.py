@@ -98,6 +98,10 @@ def in_turn(*told: RecordChanged) -> RecordChanged:
 # -- replies to commands ---------------------------------------------------------------------------
 
 
+MERGE_PURPOSE = "merge-reuse"  # the merge notice: which run the merge reuses, and its ingest
+NOTICE_RECORD = "merge-notice"  # its hidden line: the variables it was rendered from, so the ingest re-renders it
+
+
 def reply_purpose(comment_id: int) -> str:
     """Each command comment gets its own reply, edited in place when the command is edited."""
     return f"reply-{comment_id}"
@@ -139,6 +143,13 @@ def run_trust(ctx: Context) -> dict[str, Any]:
 def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
     """The record's entry for `run` when it is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs)."""
     return bot_run(run, record, **run_trust(ctx))
+
+
+def tested_sha(ctx: Context, run: Mapping[str, Any], record: SweepRecord | None) -> str:
+    """The commit a run tested: the head the bot dispatched it for (a fork's trusted run starts from the default
+    branch, so its own `head_sha` is that branch's commit), else the run's own head."""
+    entry = recorded_run(ctx, run, record) if record is not None else None
+    return (entry.head_sha if entry is not None else None) or run.get("head_sha") or ""
 
 
 async def pr_commits(ctx: Context, number: int) -> list[str]:

@@ -40,7 +40,7 @@ from bot.rules.sweep_record import Pin, SweepRecord
 from handlers import pr_state
 from handlers.commands import PERMISSION_UNKNOWN, UNAUTHORIZED, CommandRoute, CommentCommand, Feature, answered
 
-MERGE_PURPOSE = "merge-reuse"
+MERGE_PURPOSE = pr_state.MERGE_PURPOSE
 INGEST_RECORD = "ingest-request"  # the merge notice's hidden line: <!-- sweepbot-ingest-request {...} -->
 
 router = routing.Router()
@@ -73,11 +73,12 @@ def ingest_payload(pr_number: int, run: dict, merge_sha: str, pinned_by: str, no
 
 
 def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
-                    verdict: pins.Verdict | None, others: list[dict], *, fork: bool = False) -> dict[str, Any]:
+                    verdict: pins.Verdict | None, others: list[dict], *, fork: bool = False,
+                    record: SweepRecord | None = None) -> dict[str, Any]:
     summary = summarize(run) if run else None
     shown = None if run is None else {
         "id": run["id"], "url": run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
-        "head_sha": run.get("head_sha") or "", "conclusion": run.get("conclusion") or "",
+        "head_sha": pr_state.tested_sha(ctx, run, record), "conclusion": run.get("conclusion") or "",
         "summary": summary.text if summary else None}
     commands = ctx.policy["commands"]
     return {"outcome": outcome, "command": command.source.text, "requester": requester, "run": shown,
@@ -132,7 +133,7 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     outcome, run, verdict, others = await choose(ctx, command, pull, record, named)
     primary = await has_primary(ctx, pull, record)
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
-                                fork=pr_state.pull_is_fork(ctx, pull))
+                                fork=pr_state.pull_is_fork(ctx, pull), record=record)
     if outcome != "accepted":  # a refused command leaves an earlier pin as it was, unless its comment held it
         answer = [pr_state.reply_comment(ctx, number, call.comment_id, variables),
                   *answered(call.comment_id, False, edited=call.edited)]
@@ -280,14 +281,17 @@ async def shown_ingest_request(ctx: Context, number: int) -> Any:
 
 
 def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: dict | None,
-                 verdict: pins.Verdict | None, ingest: dict[str, Any] | None, *, after_merge: bool) -> Comment:
+                 verdict: pins.Verdict | None, ingest: dict[str, Any] | None, *, after_merge: bool,
+                 record: SweepRecord | None = None) -> Comment:
     summary = summarize(run) if run else None
-    body = ctx.render("merge_reuse", outcome=outcome, after_merge=after_merge, pin=None if pin is None else {
+    variables = {"outcome": outcome, "after_merge": after_merge, "pin": None if pin is None else {
         "run_id": pin.run_id, "by": pin.by,
         "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", pin.run_id),
-        "head_sha": (run or {}).get("head_sha") or "", "summary": summary.text if summary else None},
-        verdict=None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-        ingest=ingest, use_command=f"/{ctx.policy['commands']['use']}")
+        "head_sha": pr_state.tested_sha(ctx, run, record) if run else "", "summary": summary.text if summary else None},
+        "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
+        "ingest": ingest, "report": None, "use_command": f"/{ctx.policy['commands']['use']}"}
+    # the variables kept in the notice: the results service's counts are added to them and the notice re-rendered
+    body = hidden_record(pr_state.NOTICE_RECORD, variables) + "\n" + ctx.render("merge_reuse", **variables)
     if ingest is not None:
         body = hidden_record(INGEST_RECORD, {"run_id": pin.run_id, "state": ingest["state"]}) + "\n" + body
     return Comment(number, MERGE_PURPOSE, body)
@@ -308,13 +312,14 @@ async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_m
         run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
     outcome = merge_outcome(record.pin, verdict)
     if outcome != "reused":
-        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, None, after_merge=after_merge))
+        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, None, after_merge=after_merge,
+                                              record=record))
         return None
     ingest = ingest_state("requested", ctx.policy)
     if ingest_requested(await shown_ingest_request(ctx, number), record.pin.run_id):
         return ingest  # asked already: the notice says so and stays as it is
     notice = await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest,
-                                          after_merge=after_merge))
+                                          after_merge=after_merge, record=record))
     payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), record.pin.by, int(notice.id or 0))
     try:
         await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["ingest"],
@@ -322,7 +327,8 @@ async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_m
     except gidgethub.GitHubException as exc:  # shown in the notice; a maintainer asks again with `/use`
         logs.event("ingest request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
         ingest = ingest_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
-        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest, after_merge=after_merge))
+        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest, after_merge=after_merge,
+                                     record=record))
     return ingest
 
 

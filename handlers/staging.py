@@ -38,7 +38,8 @@ from bot.core.processing import Context
 from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
                                          parse_callback)
 from bot.github.client import get_or_none
-from handlers.pr_state import load_record, own_comment, reply_comment, reply_record, staging_state
+from handlers.pr_state import (MERGE_PURPOSE, NOTICE_RECORD, load_record, own_comment, reply_comment, reply_record,
+                               staging_state)
 
 INGEST_PURPOSE = "ingest-{run_id}"
 INGEST_RECORD = "ingest"  # the report's hidden line: <!-- sweepbot-ingest {"app_run_id": ...} -->
@@ -224,11 +225,15 @@ async def stage_progress(ctx: Context, callback: Callback) -> list[Action]:
 
 
 async def shown_ingest_run(ctx: Context, number: int, run_id: int) -> int | None:
-    """The app run the PR's ingest report for `run_id` shows, if there is one that says."""
-    report = await own_comment(ctx, number, INGEST_PURPOSE.format(run_id=run_id))
-    shown = read_hidden_record(INGEST_RECORD, report.get("body")) if report is not None else None
-    app_run = shown.get("app_run_id") if isinstance(shown, dict) else None
-    return app_run if type(app_run) is int else None
+    """The app run the PR's ingest counts for `run_id` show (in the merge notice, or a report of their own), if
+    there are any that say."""
+    for purpose in (MERGE_PURPOSE, INGEST_PURPOSE.format(run_id=run_id)):
+        report = await own_comment(ctx, number, purpose)
+        shown = read_hidden_record(INGEST_RECORD, report.get("body")) if report is not None else None
+        app_run = shown.get("app_run_id") if isinstance(shown, dict) else None
+        if type(app_run) is int:
+            return app_run
+    return None
 
 
 async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
@@ -246,12 +251,32 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
     shown = await shown_ingest_run(ctx, number, callback.run_id)
     if shown is not None and callback.app_run_id is not None and callback.app_run_id < shown:
         return ignore("older than the report shows", callback, shown=shown)
+    report = ingest_variables(callback, ctx.policy, ctx.html_url)
+    kept = hidden_record(INGEST_RECORD, {"app_run_id": callback.app_run_id})
     try:
-        body = ctx.render("ingest_report", **ingest_variables(callback, ctx.policy, ctx.html_url))
+        notice = await merge_notice_with(ctx, number, callback.run_id, report, kept) if pinned else None
+        if notice is not None:  # the counts join the merge notice: one comment for the merge and its ingest
+            return [notice]
+        body = ctx.render("ingest_report", **report)
     except RENDER_ERRORS as exc:
         return ignore("the report could not be rendered", callback, error=f"{type(exc).__name__}: {exc}"[:300])
-    kept = hidden_record(INGEST_RECORD, {"app_run_id": callback.app_run_id})
     return [Comment(number, INGEST_PURPOSE.format(run_id=callback.run_id), kept + "\n" + body)]
+
+
+async def merge_notice_with(ctx: Context, number: int, run_id: int, report: dict[str, Any], kept: str
+                            ) -> Comment | None:
+    """The bot's merge notice for `run_id` (it asked for this ingest) re-rendered with the ingest's counts; None
+    when there is none to add them to (the run was staged, not merged), and the report is a comment of its own."""
+    notice = await own_comment(ctx, number, MERGE_PURPOSE)
+    shown = read_hidden_record(NOTICE_RECORD, notice.get("body")) if notice is not None else None
+    pin = shown.get("pin") if isinstance(shown, dict) else None
+    if not isinstance(pin, dict) or pin.get("run_id") != run_id or (shown.get("ingest") or {}).get("state") != "requested":
+        return None
+    variables = {**shown, "report": report}
+    lines = [line for line in notice["body"].split("\n")[:3] if line.startswith("<!-- sweepbot-ingest-request ")]
+    body = "\n".join([*lines, kept, hidden_record(NOTICE_RECORD, {**shown, "report": None}),
+                      ctx.render("merge_reuse", **variables)])
+    return Comment(number, MERGE_PURPOSE, body)
 
 
 async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:

@@ -511,7 +511,8 @@ async def run_jobs(ctx: Context, run_id: int) -> list[dict]:
     return [job async for job in ctx.gh.getiter(url, iterable_key="jobs")]
 
 
-def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord, jobs: list[dict]) -> dict[str, Any]:
+def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord, jobs: list[dict],
+                          author: str) -> dict[str, Any]:
     run_id, conclusion = int(run["id"]), run.get("conclusion")
     attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
     summary = run_report.summarize_jobs(jobs)
@@ -525,6 +526,7 @@ def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord
                                  for j in summary.failed_jobs]},
         "results": links or None,
         "next": run_report.next_step(conclusion),
+        "author": author, "use_command": f"/{ctx.policy['commands']['use']}",
     }
 
 
@@ -537,9 +539,14 @@ async def run_comment(ctx: Context, number: int, run: Mapping[str, Any], entry: 
     superseded = latest is not None and latest.run_id not in (0, int(run["id"]))
     if not run_report.wants_comment(run.get("conclusion"), superseded=superseded):
         return None
-    attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
-    variables = run_comment_variables(ctx, run, entry, await run_jobs(ctx, int(run["id"])))
-    return Comment(number, run_report.purpose(int(run["id"]), attempt), ctx.render("run_comment", **variables))
+    author, jobs = await asyncio.gather(pr_author(ctx, number), run_jobs(ctx, int(run["id"])))
+    variables = run_comment_variables(ctx, run, entry, jobs, author)
+    return Comment(number, run_report.purpose(int(run["id"])), ctx.render("run_comment", **variables))
+
+
+async def pr_author(ctx: Context, number: int) -> str:
+    """The login of the PR's author (the delivery's reader keeps the PR it read)."""
+    return ((await ctx.pull(number)).get("user") or {}).get("login") or ""
 
 
 async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:

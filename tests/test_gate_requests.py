@@ -42,7 +42,7 @@ FIGURES = {
     "invalid_changelog": (12, 2, 6, "list comments, list files, read PR, read permission → compare (merge "
                                     "base), list label events, read commit, read file at commit → read file "
                                     "at commit → create comment → list check runs → create check run"),
-    "run_completed": (9, 4, 8, "list comments → list run jobs → list files (304), read PR (304) → list label "
+    "run_completed": (9, 4, 8, "list comments → list run jobs, read PR (304) → list files (304) → list label "
                                "events (304) → edit comment → update check run → update check run → create "
                                "comment"),
     "opened_no_changelog": (5, 1, 4, "list files → list comments, read PR → list check runs → create check "

@@ -201,7 +201,7 @@ async def test_an_edit_elsewhere_runs_nothing_again_and_deleting_the_comment_wit
 
 def merge_comment(github, number: int) -> str:
     (found,) = [c["body"] for c in github.comments(REPO, number) if c["body"].startswith(marker("merge-reuse") + "\n")]
-    return english(found).split("\n", 1)[1]  # after the marker
+    return "\n".join(line for line in english(found).split("\n") if not line.startswith("<!-- sweepbot"))
 
 
 MERGE_SHA = "3f786850e387550fdab836ed7e6dc881de23001b"
@@ -231,7 +231,8 @@ async def test_at_merge_the_pin_is_checked_again_and_the_reused_run_named(repo, 
     await command(h, 46, f"/use {run['id']}")
     await merge(h, 46)
     text = merge_comment(repo, 46)
-    assert "will be reused" in text and f"actions/runs/{run['id']}" in text
+    assert text.startswith("### ✅ Merged: [run") and "is reused; no new sweep runs" in text
+    assert f"actions/runs/{run['id']}" in text
 
 
 async def test_at_merge_a_pin_whose_artifacts_expired_since_is_said_loudly(repo, make_harness, monkeypatch):
@@ -242,7 +243,7 @@ async def test_at_merge_a_pin_whose_artifacts_expired_since_is_said_loudly(repo,
     monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))  # past 90 days
     await merge(h, 47)
     text = merge_comment(repo, 47)
-    assert text.startswith("**Merged, but") and "no-result-artifact" in text
+    assert text.startswith("### ❌ Merged, but pinned") and "no-result-artifact" in text
 
 
 async def test_at_merge_with_nothing_pinned_the_pr_is_told(repo, make_harness):
@@ -250,7 +251,7 @@ async def test_at_merge_with_nothing_pinned_the_pr_is_told(repo, make_harness):
     h = await make_harness()
     await label(h, 48, FAIL_FAST)
     await merge(h, 48)
-    assert merge_comment(repo, 48).startswith("**Merged with no run pinned")
+    assert merge_comment(repo, 48).startswith("### ❌ Merged with no run pinned")
 
 
 async def test_a_merged_pr_that_never_asked_for_a_sweep_gets_no_merge_comment(repo, make_harness):
@@ -295,13 +296,8 @@ async def test_use_asks_the_results_service_to_stage_the_run_with_the_replys_id(
     english_half, chinese_half = (half.strip().removesuffix("---").rstrip()
                                   for half in reply["body"].split("\n## 中文\n"))
     assert english_half.endswith(
-        "\n### Staging\n\n"
-        f"The bot asked the results service `{RESULTS}` to stage this run (a `stage-results` repository dispatch). "
-        "This comment is updated as the service reports back.")
-    assert chinese_half.endswith(
-        "\n### 暂存结果（staging）\n\n"
-        f"bot 已请求结果服务 `{RESULTS}` 暂存这个 run（通过 `stage-results` repository dispatch）。"
-        "结果服务回报进度时，bot 会更新这条评论。")
+        f"\n⏳ **Staging:** asked of the results service `{RESULTS}`; this line follows what it reports.")
+    assert chinese_half.endswith(f"\n⏳ **暂存**：已请求结果服务 `{RESULTS}` 暂存；这一行会随它的回报更新。")
 
 
 async def test_use_without_a_primary_label_stages_nothing_and_says_so(repo, make_harness):
@@ -474,7 +470,7 @@ async def test_a_merge_with_a_valid_pin_asks_the_results_service_to_ingest_it_on
         "pr-number": "70", "run-id": str(run["id"]), "run-attempt": "1", "run-date": run["created_at"][:10],
         "merge-sha": MERGE_SHA, "pinned-by": "maintainer", "comment-id": str(notice["id"])}
     text = english(notice["body"])
-    assert "will be reused and ingested" in text and "asked the results service" in text
+    assert "is reused; no new sweep runs" in text and "Ingest:** asked of the results service" in text
     await merge(h, 70, delivery="merge-70")
     await merge(h, 70, delivery="merge-70-again")  # the journal lost: only the notice's record remembers
     assert len(ingest_requests(repo)) == 1
@@ -493,8 +489,8 @@ async def test_a_merge_with_nothing_pinned_says_nothing_is_ingested_and_a_use_af
     repo.complete_run(REPO, run["id"], "success")
     repo.add_artifact(REPO, run["id"], "results_bmk_dsr1")
     await merge(h, 71)
-    text = english(merge_notice(repo, 71)["body"])
-    assert text.split("\n", 1)[1].startswith("**Merged with no run pinned") and "Nothing from this PR will be ingested" in text
+    text = merge_comment(repo, 71)
+    assert text.startswith("### ❌ Merged with no run pinned, so nothing is ingested")
     assert "`/use <run_id>`" in text and ingest_requests(repo) == []
     c = await command(h, 71, f"/use {run['id']}")
     assert reactions(repo, c) == ["+1"] and pin(repo, 71).run_id == run["id"]
@@ -502,8 +498,8 @@ async def test_a_merge_with_nothing_pinned_says_nothing_is_ingested_and_a_use_af
     notice = merge_notice(repo, 71)
     assert sent["client_payload"]["run-id"] == str(run["id"]) and sent["client_payload"]["merge-sha"] == MERGE_SHA
     assert sent["client_payload"]["comment-id"] == str(notice["id"])
-    assert "now pinned" in english(notice["body"]) and "after the merge" in english(notice["body"])
-    assert "already merged, so the bot asked the results service" in reply(repo, 71, c)
+    assert merge_comment(repo, 71).startswith("### ✅ Merged, then pinned: [run")
+    assert "The PR is merged already: the results service" in reply(repo, 71, c)
     again = await command(h, 71, f"/use {run['id']}")  # the same run again: asked already
     assert reactions(repo, again) == ["+1"] and len(ingest_requests(repo)) == 1
 
@@ -518,7 +514,7 @@ async def test_a_merge_whose_pin_no_longer_qualifies_asks_for_no_ingest(repo, ma
     monkeypatch.setattr(pr_state, "utcnow", lambda: FAKE_NOW + dt.timedelta(days=120))
     await merge(h, 72)
     assert ingest_requests(repo) == []
-    assert "Nothing from this PR will be ingested" in english(merge_notice(repo, 72)["body"])
+    assert "no longer qualifies" in merge_comment(repo, 72) and "nothing is ingested" in merge_comment(repo, 72)
 
 
 async def test_an_ingest_request_github_refuses_is_shown_and_a_use_sends_it_again(repo, make_harness):

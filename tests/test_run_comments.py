@@ -1,6 +1,7 @@
-"""Run comments (issue 17) through the webhook into the fake GitHub: each finished attempt of a sweep the bot
-dispatched gets one bilingual comment of its own (conclusion, jobs, viewer links or what to do), edited in place
-on a redelivery; the status comment keeps the latest state as well."""
+"""Run comments through the webhook into the fake GitHub: each sweep the bot dispatched gets one bilingual comment
+once it finishes (its outcome on the commit it tested, the next step and whose it is, the failed jobs, the viewer
+links), edited in place on a redelivery and when a rerun of it finishes; the status comment keeps the latest
+state as well."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ def run_comments(github, number: int) -> list[dict]:
             if c["user"]["login"] == github.bot_login and c["body"].startswith("<!-- sweepbot:sweep-run-")]
 
 
-def run_comment(github, number: int, run_id: int, attempt: int = 1) -> dict:
+def run_comment(github, number: int, run_id: int) -> dict:
     found = [c for c in github.comments(REPO, number)
-             if c["user"]["login"] == github.bot_login and c["body"].startswith(marker(f"sweep-run-{run_id}-{attempt}") + "\n")]
-    assert len(found) == 1, f"{len(found)} comments for run {run_id}, attempt {attempt}"
+             if c["user"]["login"] == github.bot_login and c["body"].startswith(marker(f"sweep-run-{run_id}") + "\n")]
+    assert len(found) == 1, f"{len(found)} comments for run {run_id}"
     return found[0]
 
 
@@ -41,14 +42,15 @@ async def test_a_failed_run_gets_a_comment_naming_its_failed_jobs_and_how_to_rer
     body = run_comment(repo, 60, run["id"])["body"]
     text = english(body)
     html = repo._repo(REPO).json["html_url"]
-    assert f"finished with `failure`" in text
+    headline = text.split("\n")[1]
+    assert headline.startswith(f"### ❌ [Sweep run {run['id']}]({html}/actions/runs/{run['id']}) ended with `failure`")
+    assert "2 of 4 jobs failed" in headline and "@partner fixes them" in headline and "reruns the failed jobs" in headline
     assert "1 succeeded, 2 failed, 1 skipped" in text
     assert f"[``bmk `mi355x` [x](https://evil.example)``]({html}/actions/runs/{run['id']}/job/{jobs[1]['id']})" in text
     assert f"[`eval`]({html}/actions/runs/{run['id']}/job/{jobs[2]['id']})" in text
-    assert "**Re-run failed jobs**" in text and f"({html}/actions/runs/{run['id']})" in text
     assert "unofficialRun" not in body, "no viewer links for a failed run"
-    assert "## 中文" in body and "2 个失败" in body
-    assert "`failure`" in english(status(repo, 60)), "the status comment keeps the latest state"
+    assert "## 中文" in body and "有 2 个失败" in body
+    assert english(status(repo, 60)).split("\n")[2].startswith("### ❌ Sweep"), "the status keeps the latest state"
     before = run_comment(repo, 60, run["id"])
     await h.deliver("workflow_run", payload, delivery="done-2")  # GitHub sends it again
     assert len(run_comments(repo, 60)) == 1
@@ -65,9 +67,10 @@ async def test_a_successful_run_gets_a_comment_with_the_viewer_links(repo, make_
     await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
     text = english(run_comment(repo, 61, run["id"])["body"])
     assert "2 succeeded, 0 failed, 0 skipped" in text
+    assert f" passed on `" in text and f"Next: a maintainer pins it with `/use {run['id']}`" in text
     assert f"{VIEWER}/inference?unofficialRun={run['id']}" in text
     assert f"{VIEWER}/evaluation?unofficialRun={run['id']}" in text
-    assert "Re-run failed jobs" not in text and "Failed job" not in text
+    assert "❌" not in text and "reruns" not in text
 
 
 async def test_a_run_the_bot_cancelled_for_a_newer_push_gets_no_comment(repo, make_harness):
@@ -83,22 +86,23 @@ async def test_a_run_the_bot_cancelled_for_a_newer_push_gets_no_comment(repo, ma
     assert run_comments(repo, 62) == []
 
 
-async def test_a_rerun_of_the_failed_jobs_that_finishes_gets_a_comment_of_its_own(repo, make_harness):
-    """Pins: each attempt has its own comment, so a rerun that passes notifies with a new one and the failed
-    attempt's comment stays as it was; the new one says which attempt it is."""
+async def test_a_rerun_of_the_failed_jobs_that_finishes_edits_the_runs_comment(repo, make_harness):
+    """One comment per run, not per attempt (each new comment notifies everyone watching the PR): a rerun that
+    passes edits the run's comment, which then says which attempt it is."""
     open_pull(repo, 63)
     h = await make_harness()
     await label(h, 63, FAIL_FAST)
     (run,) = runs(repo)
     repo.set_jobs(REPO, run["id"], [{"name": "build", "conclusion": "success"}, {"name": "bmk", "conclusion": "failure"}])
     await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="failure"))
-    first = run_comment(repo, 63, run["id"], 1)
+    first = run_comment(repo, 63, run["id"])
     again = repo.rerun_failed_jobs(REPO, run["id"])
     assert (again["status"], again["run_attempt"]) == ("queued", 2)
     repo.set_jobs(REPO, run["id"], [{"name": "bmk", "conclusion": "success"}])
     await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
-    assert run_comment(repo, 63, run["id"], 1) == first
-    second = english(run_comment(repo, 63, run["id"], 2)["body"])
-    assert "(attempt 2)" in second and "finished with `success`" in second
-    assert "2 succeeded, 0 failed" in second, "the latest attempt of each job"
+    second = run_comment(repo, 63, run["id"])
+    assert second["id"] == first["id"] and len(run_comments(repo, 63)) == 1
+    text = english(second["body"])
+    assert "(attempt 2) passed on" in text
+    assert "2 succeeded, 0 failed" in text, "the latest attempt of each job"
     assert len(runs(repo)) == 1, "a rerun is not a new dispatch"

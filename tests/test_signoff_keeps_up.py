@@ -65,7 +65,7 @@ async def test_a_fail_while_the_sweep_runs_flips_to_pass_in_place_when_it_finish
     assert after["body"].startswith("### ✅ PASS: sign-off by `amd-owner`")
     assert f"[Run {run['id']}]" in check_line(after["body"], "Sweep")
     new = [c["body"].split(" -->", 1)[0] for c in bot_comments(owned, 130)[posted:]]
-    assert new == [f"<!-- sweepbot:sweep-run-{run['id']}-1"], "nothing new is posted but the sweep's run comment"
+    assert new == [f"<!-- sweepbot:sweep-run-{run['id']}"], "nothing new is posted but the sweep's run comment"
     assert signoff_check(owned, head)["conclusion"] == "success"
     assert "Edit the sign-off" not in after["body"] and "edit the sign-off" not in after["body"], \
         "a PASS never asks to be edited again"

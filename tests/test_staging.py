@@ -94,7 +94,7 @@ def every_body(github) -> list[str]:
 
 
 def staging_text(github, number: int, c: dict) -> str:
-    return english(reply_comment_of(github, number, c)["body"]).split("### Staging", 1)[1]
+    return english(reply_comment_of(github, number, c)["body"]).split("**Staging:**", 1)[1]
 
 
 def ingest_reports(github, number: int, run_id: int) -> list[dict]:
@@ -175,7 +175,7 @@ async def test_stage_results_restages_the_pinned_run_and_its_callbacks_update_it
         "stage-succeeded": "false"})
     await h.deliver("repository_dispatch", done)
     assert f"https://github.com/{RESULTS}/actions/runs/777" in reply_comment_of(repo, 60, again)["body"]
-    assert "Staging failed" in staging_text(repo, 60, again)
+    assert "failed in the results service" in staging_text(repo, 60, again)
     assert reply_comment_of(repo, 60, c)["body"] == use_reply, "the /use reply is another request's"
 
 
@@ -192,7 +192,7 @@ async def test_real_shaped_callbacks_are_accepted_end_to_end(repo, make_harness)
     assert set(request) == {"pr-number", "run-id", "run-attempt", "run-date", "requested-by", "comment-id"}
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
                                                     echoed(request, "stage-results-started", 9001), SENDER))
-    assert "started staging this run" in staging_text(repo, 70, c)
+    assert " started" in staging_text(repo, 70, c)
     assert f"(https://github.com/{RESULTS}/actions/runs/9001)" in staging_text(repo, 70, c)
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
                                                     echoed(request, "stage-results-completed", 9001), SENDER))
@@ -227,7 +227,7 @@ async def test_a_callback_from_a_sender_not_configured_changes_nothing(repo, mak
     assert ingest_reports(repo, 71, run["id"]) == [], f"{SENDER} is not in results.senders here"
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
                                                     old_shape(request, "stage-results-started")))  # the App itself
-    assert "started staging this run" in staging_text(repo, 71, c)
+    assert " started" in staging_text(repo, 71, c)
 
 
 # -- issue 15: what a callback may name ------------------------------------------------------------
@@ -437,10 +437,10 @@ async def test_a_rerun_of_the_staging_workflow_moves_the_reply_on(repo, make_har
     run, c, request = await staged_pin(h, repo, 84)
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", echoed(
         request, "stage-results-completed", 600, **{"stage-succeeded": "false"})))
-    assert "Staging failed" in staging_text(repo, 84, c)
+    assert "failed in the results service" in staging_text(repo, 84, c)
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
                                                     echoed(request, "stage-results-started", 601)))
-    assert "started staging this run" in staging_text(repo, 84, c) and "runs/601" in staging_text(repo, 84, c)
+    assert " started" in staging_text(repo, 84, c) and "runs/601" in staging_text(repo, 84, c)
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
                                                     echoed(request, "stage-results-completed", 601)))
     assert "staged this run" in staging_text(repo, 84, c)
@@ -565,7 +565,8 @@ async def test_an_ingest_run_link_outside_the_results_repository_is_not_shown(re
 
 async def test_merge_then_ingest_completed_writes_the_report_on_the_merged_pr(repo, make_harness):
     """Pins (issue 17): the lifecycle's end: merge sends `ingest-results`, and the service's `ingest-completed`,
-    echoing the request's fields (the merge notice's id as comment-id), fills the report on the merged PR."""
+    echoing the request's fields (the merge notice's id as comment-id), adds the counts to the merge notice (one
+    comment, one notification, for the merge and its ingest)."""
     from test_reuse_command import ingest_requests, merge
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 93)
@@ -575,5 +576,8 @@ async def test_merge_then_ingest_completed_writes_the_report_on_the_merged_pr(re
                                                                             "run-date", "comment-id")}
     await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", {
         **echoed_back, "source-repository": RESULTS, "app-run-id": "888", "counts": COUNTS}))
-    (report,) = ingest_reports(repo, 93, run["id"])
-    assert "ingested into the production database" in english(report["body"])
+    assert ingest_reports(repo, 93, run["id"]) == [], "the counts join the merge notice: no comment of their own"
+    from test_reuse_command import merge_comment
+    text = merge_comment(repo, 93)
+    assert text.startswith("### ✅ Merged: [run") and "✅ **Ingested" in text
+    assert "| `benchmark` |" in text, "the counts by row, in the notice's collapsed section"

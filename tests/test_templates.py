@@ -140,7 +140,7 @@ SAMPLES: dict[str, list[dict]] = {
         {"outcome": "reused", "use_command": "/use", "verdict": {"code": "eligible", "params": {}}, "pin": {
             "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
             "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "summary": "DeepSeek-R1 · 1k1k · fp8"},
-         "after_merge": after_merge, "ingest": ingest}
+         "after_merge": after_merge, "ingest": ingest, "report": None}
         for after_merge in (False, True)
         for ingest in ({"state": "requested", "repository": "SemiAnalysisAI/InferenceX-app", "error": None},
                        {"state": "dispatch_failed", "repository": "SemiAnalysisAI/InferenceX-app",
@@ -149,10 +149,11 @@ SAMPLES: dict[str, list[dict]] = {
     ] + [
         {"outcome": "invalid", "use_command": "/pin", "verdict": {"code": "no-result-artifact", "params": {}}, "pin": {
             "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
-            "head_sha": "", "summary": None}, "after_merge": after_merge, "ingest": None}
+            "head_sha": "", "summary": None}, "after_merge": after_merge, "ingest": None, "report": None}
         for after_merge in (False, True)
     ] + [
-        {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None, "after_merge": False, "ingest": None},
+        {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None, "after_merge": False, "ingest": None,
+         "report": None},
     ],
     "run_comment": [],  # filled below from real jobs summaries
     # the `sweep` check on the commit a sweep tested: queued, running, and each conclusion
@@ -479,7 +480,7 @@ def _run_comment_samples() -> list[dict]:
 
     base = {"run_id": 1006, "attempt": 1, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
             "dispatch_id": "sw-12-0a1b2c3d4e5f", "url": "https://github.com/acme/InferenceX/actions/runs/1006",
-            "results": None}
+            "results": None, "author": "partner", "use_command": "/use"}
     many = [(f"bmk (mi355x, {i})", "failure") for i in range(23)] + [("build", "success"), ("evals", "skipped")]
     return [
         {**base, "conclusion": "success", "next": next_step("success"),
@@ -493,6 +494,10 @@ def _run_comment_samples() -> list[dict]:
     ]
 
 
+# the merge notice once the results service has ingested its run: the counts of each ingest report sample
+SAMPLES["merge_reuse"] += [
+    {**SAMPLES["merge_reuse"][0], "report": {k: v for k, v in report.items() if k not in ("run_id", "run_url")}}
+    for report in SAMPLES["ingest_report"]]
 SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()

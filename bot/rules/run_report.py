@@ -47,9 +47,10 @@ class JobsSummary:
         return self.succeeded + self.failed + self.cancelled + self.skipped + self.other
 
 
-def purpose(run_id: int, attempt: int) -> str:
-    """The comment's purpose: one per attempt of a run."""
-    return f"sweep-run-{int(run_id)}-{max(int(attempt), 1)}"
+def purpose(run_id: int) -> str:
+    """The comment's purpose: one per run, edited in place when a rerun of it finishes (an edit notifies nobody:
+    the status comment and the `sweep` check carry the news)."""
+    return f"sweep-run-{int(run_id)}"
 
 
 def wants_comment(conclusion: str | None, *, superseded: bool) -> bool:
