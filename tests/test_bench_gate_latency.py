@@ -29,7 +29,7 @@ def test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_fig
     assert "in a process of their own beside the intake's (live `sweepbot serve`)" in out
     assert "at most 7 GitHub requests under way at once" in out and "fake GitHub in a process of its own" in out
     assert "labeled -> dispatch, warm, 4 PRs unpaced: median " in out
-    assert "GitHub requests: 52 for 4 PRs (13.0 a PR)" in out
+    assert "GitHub requests: 60 for 4 PRs (15.0 a PR)" in out  # with the `sweep` check on the tested head
     assert "CPU from the first POST until drained, a PR: intake " in out and ", fake GitHub " in out
     assert "acks: {202: 4}; journal: {'done': 4}" in out and "checked: exactly 4 runs" in out
 
@@ -40,5 +40,5 @@ def test_live_with_the_prs_opened_first_the_label_reads_no_changelog_again(capsy
     assert gate_latency.main(["--prs", "3", "--live", "--opened-first", "--github-latency", "20"]) == 0
     out = capsys.readouterr().out
     assert "each PR opened and handled first" in out and "labeled -> dispatch, warm, PRs opened first" in out
-    assert "GitHub requests: 27 for 3 PRs (9.0 a PR)" in out
+    assert "GitHub requests: 33 for 3 PRs (11.0 a PR)" in out
     assert "checked: exactly 3 runs" in out
