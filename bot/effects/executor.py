@@ -418,8 +418,9 @@ class Executor:
 
     # -- check runs ----------------------------------------------------------------------------
 
-    async def _existing_check(self, action: act.CheckRun) -> tuple[int, str] | None:
-        """(id, fingerprint) of the bot's check run `name` on the commit, from memory or from GitHub."""
+    async def _existing_check(self, action: act.CheckRun) -> tuple[int, str, bool] | None:
+        """(id, fingerprint, whether it is completed) of the bot's check run `name` on the commit, from memory or
+        from GitHub."""
         cache_key = (self.ctx.repo, action.head_sha, action.name)
         if cache_key in self.known_checks:
             return self.known_checks[cache_key]
@@ -428,15 +429,20 @@ class Executor:
         async for run in self.gh.getiter(url, iterable_key="check_runs"):
             slug = (run.get("app") or {}).get("slug")
             if run.get("name") == action.name and (slug is None or f"{slug}[bot]" == self.ctx.bot_login):
-                found = (int(run["id"]), run.get("external_id") or "")
+                found = (int(run["id"]), run.get("external_id") or "", run.get("status") == "completed")
                 self.known_checks[cache_key] = found
                 return found
         return None
 
     async def check_run(self, action: act.CheckRun) -> Result:
+        cache_key = (self.ctx.repo, action.head_sha, action.name)
+        if action.rewrite and action.status != "completed":  # "Re-run" queued it again: read what it is now
+            self.known_checks.pop(cache_key, None)
         existing = await self._existing_check(action)
         if existing is not None and existing[1] == action.fingerprint and not action.rewrite:
             return Result("unchanged", existing[0])
+        if existing is not None and existing[2] and action.status != "completed":
+            existing = None  # GitHub never moves a completed check run back: a new one of that name takes its place
         batches = [action.annotations[i:i + ANNOTATIONS_PER_REQUEST]
                    for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)] or [()]
         state = {"status": "completed", "conclusion": action.conclusion} if action.status == "completed" else {
@@ -459,7 +465,7 @@ class Executor:
         for batch in batches[1:]:  # GitHub takes 50 annotations per request and appends the next ones
             await self.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data={
                 "output": {**body["output"], "annotations": _annotations(batch)}})
-        self.known_checks[(self.ctx.repo, action.head_sha, action.name)] = (check_id, action.fingerprint)
+        self.known_checks[cache_key] = (check_id, action.fingerprint, action.status == "completed")
         return Result(outcome, check_id)
 
     async def find_check(self, action: act.CheckRun) -> Result | None:

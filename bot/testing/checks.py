@@ -122,6 +122,11 @@ class ChecksMixin(GitHubCore):
         if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
             raise not_supplied("name", doc=UPDATE_DOC)
         fields = _check_fields(body, UPDATE_DOC)
+        if run["status"] == "completed" and fields.get("status", "completed") != "completed":
+            # GitHub moves a check run's status one way only, queued -> in_progress -> completed (only its own
+            # "Re-run" queues a completed one again): an App that has more to say makes a new check run
+            raise unprocessable(f"Invalid request.\n\nCheck run {id} is completed; its status cannot go back to "
+                                f"{json.dumps(fields['status'])}.", doc=UPDATE_DOC)
         if "name" in body:
             run["name"] = body["name"]
         for key in ("external_id", "details_url"):
