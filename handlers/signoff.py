@@ -7,7 +7,9 @@ says which groups are covered. A verdict keeps up with its inputs: when a sweep 
 finishes, a pin is set or withdrawn (the reuse feature's record change, handed over by handlers/registry.py), the
 base branch changes or someone asks the `signoff` check to run again, the current sign-offs
 (bot.rules.signoff.current) are verified again; a sign-off posted or withdrawn changes the groups the others
-cover; each verdict whose text changed is edited in place."""
+cover; each verdict whose text changed is edited in place. A verdict whose own checks (CODEOWNER, checklist) hold
+waits (⏳, the check run in progress) for the sweep, a pin or the other owner groups, and turns to PASS in place;
+only a failing check of its own is a FAIL, whose first line says what is to change and whose it is."""
 
 from __future__ import annotations
 
@@ -56,6 +58,7 @@ router = routing.Router()
 def verdict_comment(ctx: Context, number: int, variables: dict[str, Any]) -> Comment:
     """The verdict, with the variables it was rendered from kept in it: a push or the judge re-renders it."""
     shown = {k: v for k, v in variables.items() if k not in RECORD_ONLY}
+    shown["checks"] = rules.shown(variables["checks"])
     body = hidden_record(RECORD, variables) + "\n" + ctx.render("signoff_verdict", **shown)
     return Comment(number, rules.PURPOSE_PREFIX + variables["signoff"], body)
 
@@ -78,18 +81,23 @@ async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
     return {key: record for key, (record, _) in (await verdict_comments(ctx, number)).items()}
 
 
+OUTCOME_ORDER = {rules.PASS: 0, rules.WAIT: 1, rules.FAIL: 2}  # the check run's summary lists passes first
+
+
 def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]]) -> CheckRun:
-    """The `signoff` check run on the PR's head: success only while a current sign-off of that very head passed,
-    its owner groups counted (`records` as `written` settled them)."""
+    """The `signoff` check run on the PR's head, as its verdicts say (`records` as `written` settled them): success
+    while a current sign-off of that very head passed, its owner groups counted; in progress while none passed
+    and one waits on the sweep, a pin or the other owner groups; failure otherwise."""
     head = pull["head"]["sha"]
     conclusion = rules.check_conclusion(records, head)
-    shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH, r.get("outcome") != rules.PASS,
-                                                    r["signoff"]))
+    shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH,
+                                                    OUTCOME_ORDER.get(r.get("outcome"), 3), r["signoff"]))
     summary = ctx.render("signoff_summary", head_sha=head, verdicts=[
         {k: r.get(k) for k in ("signer", "outcome", "state", "head_sha", "url")} for r in shown])
-    return CheckRun(head_sha=head, name=CHECK_NAME, conclusion=conclusion, summary=summary,
+    waiting = conclusion == rules.PENDING
+    return CheckRun(head_sha=head, name=CHECK_NAME, conclusion="" if waiting else conclusion, summary=summary,
                     title=ctx.templates.title("signoff_check", conclusion=conclusion),
-                    details_url=pull.get("html_url"))
+                    details_url=pull.get("html_url"), status="in_progress" if waiting else "completed")
 
 
 def written(ctx: Context, number: int, head: str, comments: dict[str, tuple[dict[str, Any], str]],
@@ -245,8 +253,7 @@ def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound:
         "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
         "signed_at": signoff.signed_at,
         "head_sha": bound, "current_sha": pull["head"]["sha"], "state": rules.freshness(bound, pull["head"]["sha"]),
-        "outcome": rules.outcome(checks),
-        "checks": [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in rules.ordered(checks)],
+        "outcome": rules.outcome(checks), "checks": rules.check_rows(checks),
         "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
         "judge": judge, "codeowners_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy["paths"]["codeowners"])),
         "checklist_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy["paths"]["checklist"])),

@@ -140,7 +140,6 @@ GLOSSARY_XFAIL = {
     "default_branch_changelog": "says `commit` where the glossary has 提交",
     "sweep_status": "says `commit` (and `merge commit`) where the glossary has 提交 (in _gate_reason.zh.j2)",
     "help": "says 这次运行 for a run (the glossary keeps `run`)",
-    "signoff_verdict": "leaves `pin` untranslated (被 pin 或取消 pin) where the glossary has 固定",
 }
 CHINESE_TEXTS = sorted([*KINDS, *(p.name for p in DEFAULT_DIRECTORY.glob("*.zh.txt.j2")),
                         *(p.name for p in DEFAULT_DIRECTORY.glob("*.zh.html.j2"))])

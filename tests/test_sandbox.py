@@ -110,7 +110,7 @@ def test_every_step_of_the_lifecycle_leaves_its_write(walked):
 
     assert comments(1) == ["welcome", "sweep-status"]  # the welcome first
     assert any(path.endswith("/actions/workflows/e2e-tests.yml/dispatches") for _, path, _, _ in steps[2])
-    assert comments(6)[0].startswith("signoff-") and any("check run signoff failure" in w for *_, w in steps[6])
+    assert comments(6)[0].startswith("signoff-") and any("check run signoff in_progress" in w for *_, w in steps[6])
     assert comments(8)[0].startswith("reply-")
     assert any(path == "/repos/SemiAnalysisAI/InferenceX-app/dispatches" and "stage-results" in what
                for _, path, _, what in steps[8])
@@ -158,14 +158,19 @@ def test_stdout_has_one_line_per_write_and_the_transcript_every_text_in_full(wal
     assert "output.summary:" in transcript  # the check runs' texts too
 
 
-def test_the_verdict_ends_at_pass_without_a_new_signoff(walked):
-    """The sign-off is posted while the rerun goes (FAIL: no green run, no pin); the bot verifies it again when the
-    run finishes and when the pin is set, editing the one verdict in place, which ends at PASS."""
+def test_the_verdict_waits_and_ends_at_pass_without_a_new_signoff(walked):
+    """Pins issue 28's "FAIL while only waiting": the sign-off posted while the rerun goes said "❌ FAIL" (and its
+    check failed) though it only waited for the run and a pin. It waits (⏳, nothing for the signer to change); the
+    bot verifies it again when the run finishes and when the pin is set, editing the one verdict in place, which
+    ends at PASS."""
     _, transcript = walked
     verdicts = [text for text in FENCED.findall(transcript) if text.startswith("<!-- sweepbot:signoff-")]
     assert len({text.split(" -->", 1)[0] for text in verdicts}) == 1  # one verdict, edited
-    assert "### ❌ FAIL: sign-off by `amd-partner`" in verdicts[0]
-    assert "### ✅ PASS: sign-off by `amd-partner`" in verdicts[-1]
+    firsts = [text.split("\n")[2] for text in verdicts]  # after the marker and the hidden record
+    assert firsts[0] == ("### ⏳ WAITING: sign-off by `amd-partner` waits for a maintainer to pin a green sweep;"
+                         " nothing for `amd-partner` to change")
+    assert firsts[-1] == "### ✅ PASS: sign-off by `amd-partner`; nothing left to do"
+    assert not [text for text in verdicts if "FAIL" in text or "❌" in text], "nothing in it is the signer's to fix"
 
 
 async def test_the_sandbox_journal_is_temporary_and_never_live_modes_default(walked, walk_dir, monkeypatch, capsys):

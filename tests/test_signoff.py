@@ -73,9 +73,11 @@ def verdict(github, number: int, comment: dict, source: str = "comment") -> dict
 
 
 def signoff_check(github, sha: str) -> dict:
+    """The `signoff` check run GitHub shows on `sha`: the newest of that name (one that passed or failed and then
+    waits again is a new one: GitHub never moves a completed check run back)."""
     found = [c for c in github.check_runs(REPO, sha) if c["name"] == "signoff"]
-    assert len(found) == 1, f"{len(found)} signoff check runs on {sha[:7]}"
-    return found[0]
+    assert found and all(c["status"] == "completed" for c in found[:-1]), found
+    return found[-1]
 
 
 def check_line(body: str, title: str) -> str:
@@ -219,13 +221,15 @@ async def test_a_signed_line_naming_someone_else_fails(owned, make_harness):
     assert "`Signed:` names `someone-else`, not the signer `amd-owner`" in found["body"]
 
 
-async def test_no_sweep_run_fails_the_sweep_check(owned, make_harness):
+async def test_no_sweep_run_yet_is_waited_for(owned, make_harness):
+    """Issue 28: no sweep and no pin yet are nothing the signer can fix: the verdict waits (⏳), it does not fail."""
     h = await make_harness()
     open_pull(owned, 61, files=(CHANGELOG, AMD_FILE))
     found = verdict(owned, 61, await sign(h, 61, "amd-owner"))
-    assert found["record"]["outcome"] == "fail"
-    assert check_line(found["body"], "Sweep").startswith("- ❌ **Sweep:** No sweep run has finished")
-    assert check_line(found["body"], "Reuse pin").startswith("- ❌ **Reuse pin:** No maintainer has pinned")
+    assert found["record"]["outcome"] == "wait"
+    assert check_line(found["body"], "Sweep").startswith("- ⏳ **Sweep:** No sweep run has started on a commit of")
+    assert check_line(found["body"], "Reuse pin").startswith("- ⏳ **Reuse pin:** No maintainer has pinned")
+    assert signoff_check(owned, owned.pull(REPO, 61)["head"]["sha"])["status"] == "in_progress"
 
 
 async def test_a_failed_sweep_is_named_as_the_latest_run(owned, make_harness):
@@ -241,7 +245,7 @@ async def test_a_green_run_on_a_commit_no_longer_in_the_pr_does_not_count(owned,
     open_pull(owned, 63, files=(CHANGELOG, AMD_FILE))
     finished_run(owned, 63, sha="f" * 40)
     line = check_line(verdict(owned, 63, await sign(h, 63, "amd-owner"))["body"], "Sweep")
-    assert line.startswith("- ❌")
+    assert line.startswith("- ⏳ **Sweep:** No sweep run has started on a commit of this PR yet"), line
 
 
 async def test_a_new_push_after_pass_marks_the_verdict_stale_and_the_check_fails_on_the_new_head(owned, make_harness):
@@ -254,10 +258,11 @@ async def test_a_new_push_after_pass_marks_the_verdict_stale_and_the_check_fails
     await h.deliver("pull_request", owned.pull_request_payload(REPO, 64, "synchronize"))
     found = verdict(owned, 64, comment)
     assert found["record"]["state"] == "stale"
-    assert f"**Stale:** this verdict is for `{old[:7]}`, and the PR is now at `eeeeeee`" in found["body"]
+    assert found["body"].startswith(f"### ➖ STALE: sign-off by `amd-owner` is for `{old[:7]}`, and the PR is now at"
+                                    " `eeeeeee`; `amd-owner` edits the sign-off, or signs off again, for it to count")
     new_check = signoff_check(owned, "e" * 40)
     assert new_check["conclusion"] == "failure"
-    assert "stale" in new_check["output"]["summary"]
+    assert "➖ STALE" in new_check["output"]["summary"]
 
 
 async def test_an_edited_signoff_updates_the_same_verdict_comment(owned, make_harness):
@@ -345,7 +350,7 @@ async def test_deleting_the_signoff_or_editing_the_phrase_out_withdraws_the_verd
                                                                   changes={"body": {"from": before}}))
     assert {k: v["record"]["state"] for k, v in verdicts(owned, 70).items()} == {
         f"comment-{deleted['id']}": "withdrawn", f"comment-{edited['id']}": "withdrawn"}
-    assert "**Withdrawn:**" in verdict(owned, 70, edited)["body"]
+    assert verdict(owned, 70, edited)["body"].startswith("### ➖ WITHDRAWN: sign-off by `nv-member` was deleted")
     assert signoff_check(owned, head)["conclusion"] == "failure"
 
 

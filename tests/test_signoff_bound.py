@@ -38,10 +38,12 @@ async def test_a_review_of_an_older_commit_does_not_pass_on_the_new_head(owned, 
     found = verdict(owned, 90, review, "review")
     assert (found["record"]["head_sha"], found["record"]["state"]) == (reviewed, "stale"), found["body"]
     assert f"on commit `{reviewed[:7]}`, the commit it was written on" in found["body"]
-    assert f"**Stale:** this verdict is for `{reviewed[:7]}`, and the PR is now at `eeeeeee`" in found["body"]
+    assert found["body"].startswith(f"### ➖ STALE: sign-off by `amd-owner` is for `{reviewed[:7]}`, and the PR is"
+                                    " now at `eeeeeee`; `amd-owner` signs off again for it to count\n")
     check = signoff_check(owned, NEW)
     assert check["conclusion"] == "failure"
-    assert f"on `{reviewed[:7]}`: stale, for a commit before the latest push" in check["output"]["summary"]
+    assert f"➖ STALE [sign-off by `amd-owner`]" in check["output"]["summary"]
+    assert f"on `{reviewed[:7]}`, a commit before the latest push" in check["output"]["summary"]
 
 
 async def test_a_review_of_the_head_still_passes(owned, make_harness):
@@ -104,7 +106,8 @@ async def test_a_comment_written_before_a_force_push_is_stale_whatever_the_new_c
     found = verdict(owned, 94, comment)
     assert (found["record"]["head_sha"], found["record"]["state"]) == ("", "stale"), found["body"]
     assert "on an earlier head of this PR, which a force push replaced" in found["body"]
-    assert "**Stale:** this verdict is for an earlier head, and the PR is now at `eeeeeee`" in found["body"]
+    assert found["body"].startswith("### ➖ STALE: sign-off by `amd-owner` is for an earlier head, and the PR is now"
+                                    " at `eeeeeee`")
     assert signoff_check(owned, NEW)["conclusion"] == "failure"
 
 

@@ -46,17 +46,17 @@ def rerequested(github, check: dict, sender: str = "maintainer") -> dict:
             "sender": {"login": sender, "type": "User"}, "installation": {"id": github._repo(REPO).installation_id}}
 
 
-async def test_a_fail_while_the_sweep_runs_flips_to_pass_in_place_when_it_finishes(owned, make_harness):
+async def test_a_wait_while_the_sweep_runs_flips_to_pass_in_place_when_it_finishes(owned, make_harness):
     """Pins issue 17's "a verdict flipping to PASS when the sweep finishes without a new sign-off": the same
     verdict comment is edited, no other comment is posted (the run's own comment is the sweep gate's), and the
-    `signoff` check run turns to success."""
+    `signoff` check run turns to success. While the sweep runs the verdict waits (issue 28), it does not fail."""
     h = await make_harness()
     run, comment = await signed_while_the_sweep_runs(h, 130)
     before = verdict(owned, 130, comment)
-    assert before["record"]["outcome"] == "fail", before["body"]
-    assert check_line(before["body"], "Sweep").startswith("- ❌")
+    assert before["record"]["outcome"] == "wait", before["body"]
+    assert check_line(before["body"], "Sweep").startswith("- ⏳")
     head = owned.pull(REPO, 130)["head"]["sha"]
-    assert signoff_check(owned, head)["conclusion"] == "failure"
+    assert signoff_check(owned, head)["status"] == "in_progress"
     posted = len(bot_comments(owned, 130))
     await h.deliver("workflow_run", owned.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
     after = verdict(owned, 130, comment)
@@ -90,8 +90,8 @@ async def test_a_redelivered_completion_writes_nothing_again(owned, make_harness
 
 async def test_a_finished_run_the_bot_did_not_dispatch_changes_no_verdict(owned, make_harness):
     """Pins that a run counts only through bot.rules.dispatched_runs: a maintainer's own green run of the
-    sweep workflow on the PR's head, finished, re-verifies nothing (the verdict stays FAIL, untouched, and the PR
-    is not even read)."""
+    sweep workflow on the PR's head, finished, re-verifies nothing (the verdict still waits for a sweep,
+    untouched, and the PR is not even read)."""
     h = await make_harness()
     owned.set_file(REPO, ".github/sweepbot.yml", NO_REUSE, ref="main")
     open_pull(owned, 132, files=(CHANGELOG, AMD_FILE))
@@ -101,21 +101,21 @@ async def test_a_finished_run_the_bot_did_not_dispatch_changes_no_verdict(owned,
     other = finished_run(owned, 132, by_bot=False)
     owned.reset_requests()
     await h.deliver("workflow_run", owned.workflow_run_payload(REPO, other["id"], "completed"))
-    assert verdict(owned, 132, comment)["record"]["outcome"] == "fail"
+    assert verdict(owned, 132, comment)["record"]["outcome"] == "wait"
     assert len(writes_to(owned, verdict_id)) == edits
     assert not [r for r in owned.requests if r.path.endswith(f"/pulls/132")], "not even verified again"
 
 
 async def test_a_pin_set_and_withdrawn_reverifies_the_same_verdict(owned, make_harness):
     """Pins the re-verification on a pin set and withdrawn (the reuse feature's record change, handed over by
-    the registry): FAIL for want of a pin, PASS once `/use` pins the run, FAIL again when the `/use` comment is
+    the registry): waiting for a pin, PASS once `/use` pins the run, waiting again when the `/use` comment is
     deleted; always the same comment."""
     h = await make_harness()
     open_pull(owned, 133, files=(CHANGELOG, AMD_FILE))
     run = finished_run(owned, 133)
     comment = await sign(h, 133, "amd-owner")
     first = verdict(owned, 133, comment)
-    assert check_line(first["body"], "Reuse pin").startswith("- ❌"), first["body"]
+    assert check_line(first["body"], "Reuse pin").startswith("- ⏳"), first["body"]
     use = await command(h, 133, f"/use {run['id']}")
     pinned = verdict(owned, 133, comment)
     assert pinned["id"] == first["id"] and pinned["record"]["outcome"] == "pass", pinned["body"]
@@ -124,9 +124,9 @@ async def test_a_pin_set_and_withdrawn_reverifies_the_same_verdict(owned, make_h
     assert signoff_check(owned, head)["conclusion"] == "success"
     await h.deliver("issue_comment", owned.issue_comment_payload(REPO, 133, use, "deleted"))
     unpinned = verdict(owned, 133, comment)
-    assert unpinned["id"] == first["id"] and unpinned["record"]["outcome"] == "fail"
-    assert check_line(unpinned["body"], "Reuse pin").startswith("- ❌")
-    assert signoff_check(owned, head)["conclusion"] == "failure"
+    assert unpinned["id"] == first["id"] and unpinned["record"]["outcome"] == "wait"
+    assert check_line(unpinned["body"], "Reuse pin").startswith("- ⏳")
+    assert signoff_check(owned, head)["status"] == "in_progress"
     assert len(verdicts(owned, 133)) == 1
 
 
@@ -143,8 +143,8 @@ async def test_a_stale_verdict_stays_stale_when_a_sweep_finishes(owned, make_har
         await h.deliver("workflow_run", owned.workflow_run_payload(REPO, finished["id"], "completed",
                                                                    conclusion="success"))
     found = verdict(owned, 134, comment)
-    assert found["record"]["state"] == "stale" and found["record"]["outcome"] == "fail"
-    assert "**Stale:**" in found["body"]
+    assert found["record"]["state"] == "stale" and found["record"]["outcome"] == "wait"
+    assert found["body"].startswith("### ➖ STALE: sign-off by `amd-owner`")
 
 
 async def test_re_run_on_the_signoff_check_verifies_again(owned, make_harness):
@@ -156,7 +156,7 @@ async def test_re_run_on_the_signoff_check_verifies_again(owned, make_harness):
     owned.complete_run(REPO, run["id"], "success")  # its workflow_run delivery never came
     head = owned.pull(REPO, 135)["head"]["sha"]
     check = signoff_check(owned, head)
-    assert check["conclusion"] == "failure"
+    assert check["status"] == "in_progress"
     await h.deliver("check_run", rerequested(owned, check))
     found = verdict(owned, 135, comment)
     assert found["record"]["outcome"] == "pass", found["body"]
@@ -173,7 +173,7 @@ async def test_re_run_on_another_apps_check_of_that_name_does_nothing(owned, mak
     for other in ({**check, "app": {"id": 999, "slug": "someone-elses-app", "name": "x"}},
                   {**check, "name": "sweep-gate-of-sorts"}):
         await h.deliver("check_run", rerequested(owned, other), delivery=f"rerun-{other['name']}-{other['app']['id']}")
-    assert verdict(owned, 136, comment)["record"]["outcome"] == "fail"
+    assert verdict(owned, 136, comment)["record"]["outcome"] == "wait"
 
 
 async def test_the_real_checklist_lists_its_judgement_items_whole_and_collapsed(real, make_harness):
@@ -217,3 +217,4 @@ async def test_a_retarget_verifies_the_current_verdict_and_leaves_a_stale_one_st
     stale, current = verdict(owned, 138, early), verdict(owned, 138, late)
     assert stale["record"]["state"] == "stale" and stale["record"]["head_sha"] != "e" * 40
     assert check_line(current["body"], "CODEOWNER").startswith("- ❌"), "verified against the new base's CODEOWNERS"
+

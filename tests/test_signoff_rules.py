@@ -208,6 +208,50 @@ def test_outcome_and_failing_checks_first(checks, outcome, order):
     assert [c.name for c in rules.ordered(checks)] == order
 
 
+LATEST = {"run_id": 7, "url": "https://x/runs/7", "sha": SHA, "conclusion": None}
+
+
+@pytest.mark.parametrize(("check", "mark"), [
+    (rules.Check("codeowner", True, "owns"), "done"),
+    (rules.Check("sweep", None, "not_asked"), "na"),
+    # what waits on others: no sweep yet, one running, no pin or one no longer eligible, another group's sign-off
+    (rules.Check("sweep", False, "no_green_run", {"latest": None}), "wait"),
+    (rules.Check("sweep", False, "no_green_run", {"latest": {**LATEST, "status": "in_progress"}}), "wait"),
+    (rules.Check("reuse", False, "no_pin"), "wait"),
+    (rules.Check("reuse", False, "pin_invalid"), "wait"),
+    (rules.Check("groups", False, "uncovered"), "wait"),
+    # what a person must fix: a sweep that ended without success, and the sign-off's own checks
+    (rules.Check("sweep", False, "no_green_run", {"latest": {**LATEST, "status": "completed",
+                                                              "conclusion": "failure"}}), "fix"),
+    (rules.Check("groups", False, "not_checked"), "fix"),
+    (rules.Check("codeowner", False, "not_owner"), "fix"),
+    (rules.Check("codeowner", False, "own_pr"), "fix"),
+    (rules.Check("checklist", False, "incomplete"), "fix"),
+])
+def test_mark(check, mark):
+    assert rules.mark(check) == mark
+
+
+OWNS, COMPLETE = rules.Check("codeowner", True, "owns"), rules.Check("checklist", True, "complete")
+RUNNING = rules.Check("sweep", False, "no_green_run", {"latest": {**LATEST, "status": "in_progress"}})
+FAILED = rules.Check("sweep", False, "no_green_run", {"latest": {**LATEST, "status": "completed",
+                                                                 "conclusion": "failure"}})
+NO_PIN = rules.Check("reuse", False, "no_pin")
+
+
+@pytest.mark.parametrize(("checks", "outcome"), [
+    ([OWNS, RUNNING, NO_PIN, COMPLETE], "wait"),  # issue 28: only waiting is no FAIL
+    ([OWNS, FAILED, NO_PIN, COMPLETE], "wait"),  # the sweep failed: not the signer's to fix
+    ([OWNS, rules.Check("groups", False, "uncovered"), COMPLETE], "wait"),  # another owner group's sign-off
+    ([OWNS, RUNNING, NO_PIN, rules.Check("checklist", False, "incomplete")], "fail"),  # the sign-off's own
+    ([rules.Check("codeowner", False, "not_owner"), RUNNING, COMPLETE], "fail"),
+    ([OWNS, rules.Check("groups", False, "not_checked"), COMPLETE], "fail"),
+    ([OWNS, rules.Check("sweep", True, "green_run"), rules.Check("reuse", True, "pinned"), COMPLETE], "pass"),
+])
+def test_a_verdict_waits_while_its_own_checks_hold(checks, outcome):
+    assert rules.outcome(checks) == outcome
+
+
 def verdict_of(key, signer="amd-owner", *, head=SHA, state="fresh", outcome="pass", signed_at="2026-01-01T00:00:00Z"):
     return {"signoff": key, "signer": signer, "head_sha": head, "state": state, "outcome": outcome,
             "signed_at": signed_at}
@@ -223,6 +267,10 @@ def verdict_of(key, signer="amd-owner", *, head=SHA, state="fresh", outcome="pas
     ([verdict_of("comment-1"), verdict_of("comment-2", outcome="fail", signed_at="2026-01-02T00:00:00Z")],
      "failure"),  # the signer's newer sign-off supersedes the passing one
     ([], "failure"),
+    ([verdict_of("comment-1", outcome="wait")], "pending"),  # issue 28: in progress while it waits
+    ([verdict_of("comment-1", outcome="fail"), verdict_of("comment-2", "nv-member", outcome="wait")], "pending"),
+    ([verdict_of("comment-1", outcome="wait"), verdict_of("comment-2", "nv-member")], "success"),
+    ([verdict_of("comment-1", head=OLD, state="stale", outcome="wait")], "failure"),
 ])
 def test_check_conclusion(records, conclusion):
     assert rules.check_conclusion({r["signoff"]: r for r in records}, SHA) == conclusion
@@ -524,20 +572,21 @@ def settled(*records):
 
 
 @pytest.mark.parametrize(("records", "expected"), [
-    ([signed("comment-1", "amd", [AMD_KEY])], {"comment-1": ("fail", "uncovered")}),
+    # a sign-off whose own checks hold waits for the other owner groups' sign-offs (issue 28)
+    ([signed("comment-1", "amd", [AMD_KEY])], {"comment-1": ("wait", "uncovered")}),
     ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY])],
      {"comment-1": ("pass", "covered"), "comment-2": ("pass", "covered")}),
     # a sign-off whose own checks fail covers nothing (an author's, a non-owner's, an incomplete checklist)
     ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], own=False)],
-     {"comment-1": ("fail", "uncovered"), "comment-2": ("fail", "uncovered")}),
+     {"comment-1": ("wait", "uncovered"), "comment-2": ("fail", "uncovered")}),
     # a stale or withdrawn sign-off covers nothing, and is left as it is
     ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], head=OLD, state="stale")],
-     {"comment-1": ("fail", "uncovered")}),
+     {"comment-1": ("wait", "uncovered")}),
     ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY], state="withdrawn")],
-     {"comment-1": ("fail", "uncovered")}),
+     {"comment-1": ("wait", "uncovered")}),
     # a signer's newer sign-off supersedes the older one
     ([signed("comment-1", "amd", [AMD_KEY, NV_KEY]), signed("comment-2", "amd", [AMD_KEY], signed_at=T(2))],
-     {"comment-2": ("fail", "uncovered")}),
+     {"comment-2": ("wait", "uncovered")}),
     ([signed("comment-1", "core", [AMD_KEY, NV_KEY])], {"comment-1": ("pass", "covered")}),  # a sufficient owner
     # a verdict written before the groups were checked covers none, and says so
     ([signed("comment-1", "amd", [AMD_KEY, NV_KEY], groups=None)], {"comment-1": ("fail", "not_checked")}),

@@ -389,7 +389,8 @@ def _annotation_samples() -> list[dict]:
 
 
 def _signoff_samples() -> list[dict]:
-    """Verdicts covering every check code, state and judge state, built by bot/rules/signoff.py's own rules."""
+    """Verdicts covering every check code, state, outcome, first line and judge state, built by
+    bot/rules/signoff.py's own rules."""
     from bot.rules import signoff as rules
     from bot.rules.checklist import ChecklistResult, Item, Template, TemplateProblem
     from bot.rules.codeowners import parse
@@ -448,8 +449,7 @@ def _signoff_samples() -> list[dict]:
             "use_command": "/use"}
     judge = {"workflow": "signoff-judge.yml", "dispatch_id": "so-12-0a1b2c3d4e5f", "url": "", "error": "",
              "summary": ""}
-    plain = lambda checks: [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params}  # noqa: E731
-                            for c in rules.ordered(checks)]
+    plain = lambda checks: rules.shown(rules.check_rows(checks))  # noqa: E731
     out = [{**base, "checks": plain(checks)},
            {**base, "checks": plain([checks[0], checks[4], checks[12], checks[18], checks[23]]), "outcome": "pass",
             "source": "review", "covered": [], "not_verified": []},
@@ -462,6 +462,18 @@ def _signoff_samples() -> list[dict]:
                          ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
                          ("pass", {}), ("fail", {"summary": "The recipe sets --hf-overrides."}), ("error", {})):
         out.append({**base, "checks": plain(checks[:1]), "judge": {**judge, "state": state, **extra}})
+    # waiting (issue 28), for each thing a verdict waits for: a sweep running and a pin, with another owner group;
+    # a failed sweep and a pin; a pin no longer eligible and many groups; no sweep yet; a sweep running; a pin
+    waits = ([3, 15, 20], [4, 14, 20], [5, 13, 19], [4, 16, 21], [4, 15, 21], [4, 13, 20])
+    out += [{**base, "checks": plain([checks[0], checks[23]] + [checks[i] for i in more])} for more in waits]
+    # failing, for each check of the sign-off's own that fails it, while its sweep still runs
+    fails = ([1], [8], [9], [10], [11], [0, 24], [0, 25], [0, 26], [0, 27], [0, 7])
+    out += [{**base, "checks": plain([checks[i] for i in own] + [checks[4], checks[15], checks[20], checks[23]]
+                                     if len(own) == 1 else [checks[own[0]], checks[own[1]], checks[15], checks[20]])}
+            for own in fails]
+    for sample in out:  # each verdict's outcome as the rules give it
+        sample["outcome"] = rules.outcome(rules.Check(c["name"], c["ok"], c["code"], c["params"])
+                                          for c in sample["checks"])
     return out
 
 
@@ -551,7 +563,8 @@ SAMPLES["changelog_suggestions_outdated"] = [{"head_sha": "d55207c21fee12d6cceee
 SAMPLES["signoff_summary"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "verdicts": [
     {"signer": signer, "outcome": outcome, "state": state, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
      "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12"}
-    for signer, outcome, state in (("amd-owner", "pass", "fresh"), ("drive-by", "fail", "fresh"),
+    for signer, outcome, state in (("amd-owner", "pass", "fresh"), ("nv-owner", "wait", "fresh"),
+                                   ("drive-by", "fail", "fresh"),
                                    ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))] + [
     {"signer": "rebased-owner", "outcome": "pass", "state": "stale", "head_sha": "",  # a head a force push replaced
      "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-13"}]}]

@@ -356,7 +356,7 @@ def lifecycle() -> list[Step]:
         Step("the sweep run starts", "workflow_run", started),
         Step("the sweep run fails: one matrix job failed", "workflow_run", failed),
         Step(f"{DEMO_MAINTAINER} reruns the failed jobs", "workflow_run", rerun),
-        Step(f"{DEMO_SIGNER}, the AMD CODEOWNER, signs off while the rerun is going: the verdict fails",
+        Step(f"{DEMO_SIGNER}, the AMD CODEOWNER, signs off while the rerun is going: the verdict waits",
              "issue_comment", signed),
         Step("the rerun finishes green: the sign-off is verified again", "workflow_run", green),
         Step(f"{DEMO_MAINTAINER} pins the green run with /use: staging is asked for", "issue_comment", pinned),

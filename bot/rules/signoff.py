@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.rules.checklist import ChecklistResult, Template, TemplateProblem, normalise
 from bot.rules.codeowners import CodeOwners, Rule, handles, owned_files
+from bot.rules.gate import DONE, FIX, MARK_SYMBOLS, NOT_APPLICABLE, WAIT as WAITING
 from bot.rules.markdown import mentions, prose
 from bot.rules.message_schemas import out_of_bounds, validator
 
@@ -19,7 +20,13 @@ CHECKS = ("codeowner", "groups", "sweep", "reuse", "checklist")  # the checks th
 # A sign-off's own checks: while they pass, a current sign-off covers the owner groups its signer owns. The others
 # are the PR's (its sweep, its pin) or the sign-offs' together (the owner groups).
 OWN_CHECKS = ("codeowner", "checklist")
-PASS, FAIL = "pass", "fail"
+# A verdict's outcome: PASS; WAIT while its own checks hold and it waits on others (the sweep, a maintainer's pin,
+# the other owner groups' sign-offs); FAIL when one of its own checks fails (something the signer, or whoever
+# keeps CODEOWNERS and the checklist, must change).
+PASS, FAIL, WAIT = "pass", "fail", "wait"
+# The checks that wait on others when they fail (each check's mark is one of bot.rules.gate's, the marks every
+# text uses): a maintainer's pin, another owner group's sign-off; and the sweep while no run of it has finished.
+WAITING_CODES = (("reuse", "no_pin"), ("reuse", "pin_invalid"), ("groups", "uncovered"))
 FRESH, STALE, WITHDRAWN = "fresh", "stale", "withdrawn"
 SHOWN_FILES = 20  # files (and their owners) a verdict names; the rest are counted
 SHOWN_GROUPS = 20  # owner groups a verdict lists; the rest are counted
@@ -422,15 +429,46 @@ def covered_items(template: Template | TemplateProblem | None, covered: Iterable
 # -- the verdict ----------------------------------------------------------------------------------
 
 
+def mark(check: Check) -> str:
+    """What a check's line shows (bot.rules.gate's marks): DONE, NOT_APPLICABLE, WAIT for something no one on the
+    PR has to fix (a sweep not started or not finished, a maintainer's pin, another owner group's sign-off), or FIX
+    (every other failing check: the sign-off's own, or a sweep whose latest run ended without success)."""
+    if check.ok is not False:
+        return DONE if check.ok else NOT_APPLICABLE
+    if check.name == "sweep" and check.code == "no_green_run":
+        latest = check.params.get("latest")
+        return WAITING if not latest or latest.get("status") != "completed" else FIX
+    return WAITING if (check.name, check.code) in WAITING_CODES else FIX
+
+
 def outcome(checks: Iterable[Check]) -> str:
-    """PASS only when no decidable check fails (one that does not apply does not fail)."""
-    return FAIL if any(c.ok is False for c in checks) else PASS
+    """FAIL when one of the sign-off's own checks fails (OWN_CHECKS, or the owner groups of a verdict written before
+    they were checked); else WAIT while another check fails (the sweep, the pin, the other owner groups); else
+    PASS (a check that does not apply does not fail)."""
+    failing = [c for c in checks if c.ok is False]
+    if any(c.name in OWN_CHECKS or (c.name == "groups" and c.code == "not_checked") for c in failing):
+        return FAIL
+    return WAIT if failing else PASS
+
+
+def check_rows(checks: Iterable[Check]) -> list[dict[str, Any]]:
+    """The checks as a verdict keeps them, in display order (`ordered`)."""
+    return [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in ordered(checks)]
+
+
+def shown(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A verdict's checks as its text shows them: each with its `mark` and that mark's `symbol`, the open ones (FIX,
+    then WAIT) first."""
+    checks = [Check(row["name"], row["ok"], row["code"], dict(row.get("params") or {})) for row in rows]
+    return [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params, "mark": mark(c),
+             "symbol": MARK_SYMBOLS[mark(c)]} for c in ordered(checks)]
 
 
 def ordered(checks: Iterable[Check]) -> list[Check]:
-    """Failing checks first, then passing, then those that do not apply; CHECKS order within each."""
-    rank = {False: 0, True: 1, None: 2}
-    return sorted(checks, key=lambda c: (rank[c.ok], CHECKS.index(c.name) if c.name in CHECKS else len(CHECKS)))
+    """Those a person must fix first, then those waiting, then passing, then those that do not apply; CHECKS order
+    within each."""
+    rank = {FIX: 0, WAITING: 1, DONE: 2, NOT_APPLICABLE: 3}
+    return sorted(checks, key=lambda c: (rank[mark(c)], CHECKS.index(c.name) if c.name in CHECKS else len(CHECKS)))
 
 
 def freshness(verified_sha: str, head_sha: str, withdrawn: bool = False) -> str:
@@ -439,11 +477,15 @@ def freshness(verified_sha: str, head_sha: str, withdrawn: bool = False) -> str:
     return FRESH if verified_sha == head_sha else STALE
 
 
+PENDING = "pending"  # the `signoff` check while a current sign-off waits: in progress, no conclusion yet
+
+
 def check_conclusion(records: Mapping[str, Mapping[str, Any]], head_sha: str) -> str:
-    """The `signoff` check run on `head_sha`: success only when a current sign-off of that very head passed (its
-    outcome counts the owner groups of every current sign-off: `settle`)."""
-    return "success" if any(records[key].get("outcome") == PASS for key in current(records.values(), head_sha)) \
-        else "failure"
+    """The `signoff` check run on `head_sha`, as its verdicts say: "success" when a current sign-off of that very
+    head passed (its outcome counts the owner groups of every current sign-off: `settle`); PENDING while none
+    passed and one waits (on the sweep, a pin or the other owner groups); "failure" otherwise."""
+    outcomes = {records[key].get("outcome") for key in current(records.values(), head_sha)}
+    return "success" if PASS in outcomes else PENDING if WAIT in outcomes else "failure"
 
 
 def valid(record: Mapping[str, Any]) -> bool:
@@ -465,10 +507,10 @@ def settle(records: Mapping[str, Mapping[str, Any]], head_sha: str) -> dict[str,
     settled = {}
     for key in keys:
         record = records[key]
-        checks = [Check(**c) for c in record.get("checks") or [] if c.get("name") != "groups"]
+        checks = [Check(c["name"], c["ok"], c["code"], c.get("params") or {})
+                  for c in record.get("checks") or [] if c.get("name") != "groups"]
         checks.append(groups_check(record.get("groups"), by))
-        settled[key] = {**record, "outcome": outcome(checks), "checks": [
-            {"name": c.name, "ok": c.ok, "code": c.code, "params": c.params} for c in ordered(checks)]}
+        settled[key] = {**record, "outcome": outcome(checks), "checks": check_rows(checks)}
     return settled
 
 
