@@ -84,10 +84,12 @@ async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
 OUTCOME_ORDER = {rules.PASS: 0, rules.WAIT: 1, rules.FAIL: 2}  # the check run's summary lists passes first
 
 
-def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]]) -> CheckRun:
+def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]], *, rewrite: bool = False
+              ) -> CheckRun:
     """The `signoff` check run on the PR's head, as its verdicts say (`records` as `written` settled them): success
     while a current sign-off of that very head passed, its owner groups counted; in progress while none passed
-    and one waits on the sweep, a pin or the other owner groups; failure otherwise."""
+    and one waits on the sweep, a pin or the other owner groups; failure otherwise. `rewrite`: written even
+    unchanged ("Re-run" queued it again)."""
     head = pull["head"]["sha"]
     conclusion = rules.check_conclusion(records, head)
     shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH,
@@ -97,7 +99,8 @@ def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, A
     waiting = conclusion == rules.PENDING
     return CheckRun(head_sha=head, name=CHECK_NAME, conclusion="" if waiting else conclusion, summary=summary,
                     title=ctx.templates.title("signoff_check", conclusion=conclusion),
-                    details_url=pull.get("html_url"), status="in_progress" if waiting else "completed")
+                    details_url=pull.get("html_url"), status="in_progress" if waiting else "completed",
+                    rewrite=rewrite)
 
 
 def written(ctx: Context, number: int, head: str, comments: dict[str, tuple[dict[str, Any], str]],
@@ -332,7 +335,7 @@ async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool]
     records, actions = written(ctx, number, pull["head"]["sha"], comments, records)
     logs.event("sign-offs verified again", pr=number, changed=len(actions))
     if actions or check:
-        actions.append(check_run(ctx, pull, records))
+        actions.append(check_run(ctx, pull, records, rewrite=check))  # "Re-run" queued it: written even unchanged
     return actions
 
 

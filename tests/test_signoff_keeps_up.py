@@ -218,3 +218,41 @@ async def test_a_retarget_verifies_the_current_verdict_and_leaves_a_stale_one_st
     assert stale["record"]["state"] == "stale" and stale["record"]["head_sha"] != "e" * 40
     assert check_line(current["body"], "CODEOWNER").startswith("- ❌"), "verified against the new base's CODEOWNERS"
 
+
+async def test_re_run_of_an_unchanged_check_completes_it_again(owned, make_harness):
+    """Pins "Re-run leaves the `signoff` check queued": GitHub queues a check again when "Re-run" is pressed; the
+    bot verified the sign-offs again and, their verdicts unchanged, wrote nothing, so the check stayed queued
+    (pending) under a PASS. It is written again, as the verdicts say."""
+    h = await make_harness()
+    open_pull(owned, 139, files=(CHANGELOG, AMD_FILE))
+    run = finished_run(owned, 139)
+    await command(h, 139, f"/use {run['id']}")
+    await sign(h, 139, "amd-owner")
+    head = owned.pull(REPO, 139)["head"]["sha"]
+    check = signoff_check(owned, head)
+    assert check["conclusion"] == "success"
+    owned.rerequest_check_run(REPO, check["id"])  # what the press does on GitHub's side
+    await h.deliver("check_run", rerequested(owned, signoff_check(owned, head)))
+    again = signoff_check(owned, head)
+    assert again["id"] == check["id"] and (again["status"], again["conclusion"]) == ("completed", "success")
+
+
+async def test_re_run_when_the_verdict_now_waits_brings_the_same_check_back_in_progress(owned, make_harness):
+    """"Re-run" on a check that had passed, when the verdict now waits (the pinned run's artifact has expired, so
+    the pin is no longer eligible): GitHub queued that check again, so the bot writes it back in progress rather
+    than leaving it queued beside a new one."""
+    h = await make_harness()
+    open_pull(owned, 140, files=(CHANGELOG, AMD_FILE))
+    run = finished_run(owned, 140)
+    await command(h, 140, f"/use {run['id']}")
+    comment = await sign(h, 140, "amd-owner")
+    head = owned.pull(REPO, 140)["head"]["sha"]
+    check = signoff_check(owned, head)
+    assert check["conclusion"] == "success"
+    for artifact in owned._repo(REPO).artifacts[run["id"]]:
+        artifact["expired"] = True
+    owned.rerequest_check_run(REPO, check["id"])
+    await h.deliver("check_run", rerequested(owned, signoff_check(owned, head)))
+    assert verdict(owned, 140, comment)["record"]["outcome"] == "wait"
+    (again,) = [c for c in owned.check_runs(REPO, head) if c["name"] == "signoff"]
+    assert again["id"] == check["id"] and again["status"] == "in_progress"
