@@ -1,15 +1,23 @@
-# Two entry points: `make serve` and `make test`. Each builds the venv it needs.
+# Two entry points: `make serve` and `make test`. Each builds the virtual environment it needs: serving needs
+# only the bot's own dependencies; the tests add theirs (pytest, Playwright, linters) on top.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --quiet --disable-pip-version-check --no-compile
 
-$(BIN)/.installed: pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test]'
+
+$(BIN)/.serve-installed: pyproject.toml | $(BIN)/python
+	$(PIP) -e .
 	touch $@
 
+$(BIN)/.installed: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]'
+	touch $(BIN)/.serve-installed $@
+
 .PHONY: serve test bench
-serve: $(BIN)/.installed
+serve: $(BIN)/.serve-installed
 	$(BIN)/sweepbot serve
 
 test: $(BIN)/.installed
