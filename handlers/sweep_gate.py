@@ -439,8 +439,8 @@ def sweep_check(ctx: Context, entry: RunRecord) -> CheckRun:
     url = entry.html_url or web(ctx.html_url, "actions", "runs", entry.run_id)
     done = entry.status == "completed"
     conclusion = (entry.conclusion or "neutral") if done else ""
-    if conclusion not in SWEEP_CHECK_CONCLUSIONS:
-        conclusion = "failure"
+    if done and conclusion not in SWEEP_CHECK_CONCLUSIONS:
+        conclusion = "failure"  # one GitHub may add: nothing that passed
     variables = {"run_id": entry.run_id, "url": url, "head_sha": entry.head_sha, "status": entry.status,
                  "conclusion": conclusion}
     return CheckRun(head_sha=entry.head_sha, name=SWEEP_CHECK, conclusion=conclusion,

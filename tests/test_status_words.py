@@ -50,6 +50,7 @@ async def test_a_failed_sweep_reads_as_failed_and_fails_the_sweep_check_on_the_t
     (check,) = sweep_checks(repo, sha)
     assert check["status"] in ("queued", "in_progress") and check["conclusion"] is None
     assert check["details_url"] == run["html_url"]
+    assert "failed" not in check["output"]["title"], "regression: a sweep not yet finished was titled failed"
     repo.start_run(REPO, run["id"])
     await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "in_progress"))
     assert sweep_checks(repo, sha)[0]["status"] == "in_progress"
