@@ -112,3 +112,28 @@ async def test_the_check_run_summary_is_the_headline_and_what_is_open_not_a_copy
     assert "<details>" not in summary and "updated in place" not in summary
     assert summary.split("\n")[0] == headline(repo, 125)
     assert "updated in place" not in status(repo, 125)
+
+
+async def test_the_use_reply_and_the_merge_notice_name_the_commit_the_fork_sweep_tested(repo, make_harness):
+    """Regression: the `/use` reply and the merge notice said "pinned run `1017` ... made on commit `8f3062b`": the
+    default-branch commit a fork's trusted workflow starts from, not the head it tested that every other text
+    names."""
+    from test_reuse_command import merge, merge_comment, reply  # noqa: PLC0415
+
+    pr = open_pull(repo, 126, fork=True)
+    head = pr["head"]["sha"]
+    repo.add_repo("SemiAnalysisAI/InferenceX-app", installation_id=1)
+    h = await make_harness()
+    await label(h, 126, FAIL_FAST)
+    (run,) = runs(repo, "e2e-tests.yml")
+    assert run["head_sha"] != head, "the trusted run starts from the default branch"
+    repo.complete_run(REPO, run["id"], "success")
+    repo.add_artifact(REPO, run["id"], "results_bmk_dsr1")
+    await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed"))
+    comment = repo.add_comment(REPO, 126, f"/use {run['id']}", user="maintainer", author_association="MEMBER")
+    await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 126, comment))
+    text = "\n".join(line for line in reply(repo, 126, comment).split("\n") if not line.startswith("<!--"))
+    assert f"tested on `{head[:7]}`" in text and run["head_sha"][:7] not in text, text
+    await merge(h, 126)
+    notice = merge_comment(repo, 126)
+    assert f"tested on `{head[:7]}`" in notice and run["head_sha"][:7] not in notice, notice
