@@ -219,3 +219,15 @@ async def test_with_no_workers_nothing_is_walked_and_no_transcript_begun(tmp_pat
     text = out.getvalue()
     assert "SWEEPBOT_WORKERS=0, so no worker handles the lifecycle's deliveries: not walked" in text
     assert "GitHub write" not in text and not STEP.search(text) and not transcript.exists()
+
+
+def test_the_lifecycle_notifies_at_most_six_times_and_asks_little_reading(walked):
+    """The words goal, measured as bench/comments.py measures it: at most 6 new comments (each a notification) and
+    5,000 visible characters in the final versions of all the bot's comments, both languages (before: 8 and
+    8,427)."""
+    from harness import load_bench
+
+    found = load_bench("comments").measure(walked[1])
+    assert len(found["new"]) <= 6, found["new"]
+    assert found["visible"] <= 5_000, found["rows"]
+    assert set(found["rows"]) >= {"welcome", "sweep-status", "merge-reuse"}, "the measure found the comments"
