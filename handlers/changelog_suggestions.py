@@ -71,6 +71,5 @@ async def suggest_fixes(event: sansio.Event, ctx: Context) -> list[Action]:
     return [SuggestionReview(number, PURPOSE, head_sha, body, comments, outdated)]
 
 
-suggest_fixes.runs_last = True  # type: ignore[attr-defined]  # after the gate: its dispatch is what people wait for
 for _action in PR_ACTIONS:
     router.add(suggest_fixes, "pull_request", action=_action)

@@ -164,7 +164,7 @@ class Dispatcher:
         if call.action in ("edited", "deleted"):
             for hook in self.hooks:
                 for action in await hook(ctx, call):
-                    await ctx.apply(action)
+                    await ctx.write_now(action)
         if not call.is_new:
             return []
         return await self.run(ctx, call)
@@ -183,7 +183,7 @@ class Dispatcher:
             return []
         # a writer confirmed lately (the permission cache) gets 👀 at once; anyone else's permission is asked
         # before any write, so an outsider's command costs at most one
-        seen = asyncio.ensure_future(ctx.apply(React(call.comment_id, SEEN))) if ctx.known_writer(call.author) \
+        seen = asyncio.ensure_future(ctx.write_now(React(call.comment_id, SEEN))) if ctx.known_writer(call.author) \
             else None
         allowed = await ctx.writer(call.author)
         refusal = authority_outcome(allowed)
@@ -193,7 +193,7 @@ class Dispatcher:
             return [*await self.refuse(ctx, call, route, refusal),
                     *([Unreact(call.comment_id, SEEN)] if seen is not None else [])]
         # 👀 while the feature reads: the maintainer sees it was heard; the feature's writes come after it
-        seen = seen or asyncio.ensure_future(ctx.apply(React(call.comment_id, SEEN)))
+        seen = seen or asyncio.ensure_future(ctx.write_now(React(call.comment_id, SEEN)))
         try:
             return await route.run(ctx.writing_after(seen), call)
         finally:

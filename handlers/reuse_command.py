@@ -150,12 +150,12 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     try:
         if status is not None:
             body = record.pinned(pin).written_into(status.get("body"))
-            await ctx.apply(Comment(number, pr_state.STATUS_PURPOSE, body))
+            await ctx.write_now(Comment(number, pr_state.STATUS_PURPOSE, body))
         elif wins:  # no status comment to write it into (an accepted pin names a run its record holds): the gate
             # writes the comment, with the pin, before the reply; what else it calls for comes after the reply
             for action in await record_changed(ctx, number, record.pinned(pin), exists):
                 if records_the_pin(action):
-                    await ctx.apply(action)
+                    await ctx.write_now(action)
                 else:
                     later.append(action)
         if wins:
@@ -167,9 +167,9 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
         if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
             variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
         elif answer:  # the reply and its 👍 now, before the gate renders the status
-            await ctx.apply(pr_state.reply_comment(ctx, number, call.comment_id, variables))
+            await ctx.write_now(pr_state.reply_comment(ctx, number, call.comment_id, variables))
             for action in answer:
-                await ctx.apply(action)
+                await ctx.write_now(action)
             answer = []
     finally:
         if reading is not None:  # what failed to be read is read again by the gate
@@ -248,11 +248,11 @@ async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester
         variables["staging"] = pr_state.staging_state("needs_primary", ctx.policy)
         return False
     variables["staging"] = pr_state.staging_state("requested", ctx.policy)
-    posted = await ctx.apply(pr_state.reply_comment(ctx, number, comment_id, variables))
+    posted = await ctx.write_now(pr_state.reply_comment(ctx, number, comment_id, variables))
     for action in answer:
-        await ctx.apply(action)
+        await ctx.write_now(action)
     try:
-        await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["stage"],
+        await ctx.write_now(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["stage"],
                                            staging_payload(number, run, requester, int(posted.id or 0))))
     except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
         logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
@@ -312,22 +312,22 @@ async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_m
         run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
     outcome = merge_outcome(record.pin, verdict)
     if outcome != "reused":
-        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, None, after_merge=after_merge,
+        await ctx.write_now(merge_notice(ctx, number, outcome, record.pin, run, verdict, None, after_merge=after_merge,
                                               record=record))
         return None
     ingest = ingest_state("requested", ctx.policy)
     if ingest_requested(await shown_ingest_request(ctx, number), record.pin.run_id):
         return ingest  # asked already: the notice says so and stays as it is
-    notice = await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest,
+    notice = await ctx.write_now(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest,
                                           after_merge=after_merge, record=record))
     payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), record.pin.by, int(notice.id or 0))
     try:
-        await ctx.apply(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["ingest"],
+        await ctx.write_now(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["ingest"],
                                            payload))
     except gidgethub.GitHubException as exc:  # shown in the notice; a maintainer asks again with `/use`
         logs.event("ingest request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
         ingest = ingest_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
-        await ctx.apply(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest, after_merge=after_merge,
+        await ctx.write_now(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest, after_merge=after_merge,
                                      record=record))
     return ingest
 

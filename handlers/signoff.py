@@ -237,7 +237,7 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
         return earlier
     shown = {"workflow": judge["workflow"], "dispatch_id": start.dispatch_id, "summary": "", "url": "", "error": ""}
     try:
-        result = await ctx.apply(start)
+        result = await ctx.write_now(start)
     except gidgethub.GitHubException as exc:  # the bot's own checks stand; the verdict says the judge did not start
         logs.event("judge dispatch failed", logging.ERROR, signoff=signoff.key, error=f"{type(exc).__name__}: {exc}")
         return {**shown, "state": "dispatch_failed", "error": str(exc)[:200]}

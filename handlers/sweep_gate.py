@@ -379,15 +379,15 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
     pull = state.pull
     if decision.remove_labels:
         for name in decision.remove_labels:
-            await ctx.apply(RemoveLabel(number, name))
+            await ctx.write_now(RemoveLabel(number, name))
         removed = decision.condition("fork_approval").params
-        await ctx.apply(Comment(number, FORK_LABEL_PURPOSE, ctx.render(
+        await ctx.write_now(Comment(number, FORK_LABEL_PURPOSE, ctx.render(
             "fork_label_removed", labels=list(decision.remove_labels), by=list(removed.get("by") or ()),
             repo=ctx.repo)))
     closed_unmerged = pull.get("state") == "closed" and not pull.get("merged")
     cancelled: list[int] = []
     for run_id in runs_to_cancel(decision, record, closed_unmerged=closed_unmerged):
-        result = await ctx.apply(CancelRun(run_id))
+        result = await ctx.write_now(CancelRun(run_id))
         if result.outcome in ("cancelled", "finished", "absent"):
             conclusion = "cancelled" if result.outcome == "cancelled" else record.run(run_id).conclusion
             record = record.update_run(run_id, status="completed", conclusion=conclusion)
@@ -395,7 +395,7 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
     if decision.start is not None and may_start:
         start = DispatchWorkflow(**vars(decision.start))
         try:
-            result = await ctx.apply(start)
+            result = await ctx.write_now(start)
         except NotListedYet:
             raise  # GitHub started it: saying it failed to start would be false; the retry finds the run and shows it
         except Exception as exc:
@@ -464,7 +464,7 @@ async def read_ahead(ctx: Context, number: int, record: SweepRecord, exists: boo
 async def _report(ctx: Context, comment: Comment) -> None:
     """Say on the PR that the dispatch failed; the failure itself is re-raised by the caller either way."""
     try:
-        await ctx.apply(comment)
+        await ctx.write_now(comment)
     except Exception as exc:
         logs.event("could not report a failed dispatch on the PR", error=f"{type(exc).__name__}: {exc}")
 

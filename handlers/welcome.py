@@ -67,7 +67,6 @@ async def welcome_late(event: sansio.Event, ctx: Context) -> list[Action]:
 
 
 # A new PR hears the welcome before the sweep status table: both run on these events (bot.core.processing).
-welcome_opened.runs_first = welcome_late.runs_first = True  # type: ignore[attr-defined]
 
 for _action in LATE_ACTIONS:
     router.add(welcome_late, "pull_request", action=_action)

@@ -40,7 +40,7 @@ class StubContext:
         self.asked.append(login)
         return self.permission
 
-    async def apply(self, action: Action) -> Any:
+    async def write_now(self, action: Action) -> Any:
         self.applied.append(action)
 
     cached: bool | None = None  # what the permission cache knows of the author (None: nothing)

@@ -36,7 +36,7 @@ def sweeping_router(seen: dict) -> routing.Router:
     @router.register("pull_request", action="labeled")
     async def sweep(event, ctx):
         pr = event.data["pull_request"]
-        seen["run"] = await ctx.apply(DispatchWorkflow(
+        seen["run"] = await ctx.write_now(DispatchWorkflow(
             WORKFLOW, pr["head"]["ref"], {"pr-number": str(pr["number"]), "dispatch-id": "d-2-204"},
             "d-2-204", pr["head"]["sha"]))
         return []

@@ -31,12 +31,12 @@ def inject(github, fault: str, method: str, path: str, times: int) -> None:
 
 
 def reacting_router() -> routing.Router:
-    """A handler that reacts 👀 to every PR comment: the reaction create goes through ctx.apply."""
+    """A handler that reacts 👀 to every PR comment: the reaction create goes through ctx.write_now."""
     router = routing.Router()
 
     @router.register("issue_comment", action="created")
     async def look(event, ctx):
-        result = await ctx.apply(React(event.data["comment"]["id"], "eyes"))
+        result = await ctx.write_now(React(event.data["comment"]["id"], "eyes"))
         assert result.id is not None  # the handler sees GitHub's answer
         return []
 
@@ -93,7 +93,7 @@ async def test_a_retried_delivery_skips_what_its_ledger_has_done(make_harness):
 
     @router.register("issue_comment", action="created")
     async def reply_then_fail(event, ctx):
-        tries.append(await ctx.apply(Comment(1, "note", "hello")))
+        tries.append(await ctx.write_now(Comment(1, "note", "hello")))
         if len(tries) == 1:
             raise RuntimeError("a bug after the write")
         return []
@@ -185,7 +185,7 @@ async def test_a_dispatch_whose_answer_was_lost_is_found_by_its_dispatch_id_not_
     @router.register("pull_request", action="labeled")
     async def sweep(event, ctx):
         pr = event.data["pull_request"]
-        seen["run"] = await ctx.apply(DispatchWorkflow(
+        seen["run"] = await ctx.write_now(DispatchWorkflow(
             "run-sweep.yml", pr["head"]["ref"], {"pr-number": str(pr["number"]), "dispatch-id": "d-1-abc"},
             "d-1-abc", pr["head"]["sha"]))
         return []
@@ -208,7 +208,7 @@ async def test_a_dispatch_that_cannot_be_reconciled_is_not_sent_again_and_is_vis
     @router.register("pull_request", action="labeled")
     async def sweep(event, ctx):
         pr = event.data["pull_request"]
-        await ctx.apply(DispatchWorkflow("run-sweep.yml", pr["head"]["ref"], {"dispatch-id": "d-1-zzz"},
+        await ctx.write_now(DispatchWorkflow("run-sweep.yml", pr["head"]["ref"], {"dispatch-id": "d-1-zzz"},
                                          "d-1-zzz", pr["head"]["sha"]))
         return []
 

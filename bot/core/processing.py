@@ -24,6 +24,7 @@ from bot.core.permissions import PERMISSION_TTL, Permissions
 from bot.core.policy import Policy
 from bot.core.reader import PRReader, open_pr_of_head
 from bot.core.repo_config import ConfigProblem, RepoConfigs
+from bot.core.routing import ordered
 from bot.github.shared_reads import SharedReads
 from bot.core.templates import Templates
 
@@ -36,8 +37,12 @@ class Context:
     """What a handler sees: the event, the repository's policy, the templates, its reads (`reader`, memoised
     per delivery) and permission lookups (`permissions`, cached per process).
 
-    `await ctx.apply(action)` has the framework perform one action now and returns what GitHub answered
-    (a comment's or reaction's id, a run id), so a handler can react before slow checks and use the ids.
+    A handler returns the actions it decided on, and the framework performs them in order once it is done. The
+    one exception is `await ctx.write_now(action)`: the framework performs that action at once and returns what
+    GitHub answered. A feature uses it only where it cannot go on without the write: it needs GitHub's answer
+    (a run's or a comment's id for a later request, whether a run was really cancelled), or a person waits for
+    this write before slower work (a command's 👀, a pin's reply before the staging request), or a later write
+    of the same delivery must follow it (a pin recorded before its reply says "pinned").
     """
 
     event: sansio.Event
@@ -64,7 +69,8 @@ class Context:
         """Whether a later delivery of one of `kinds` waits in this PR's lane (it will decide on newer state)."""
         return any(kind in kinds for kind in self.waiting())
 
-    async def apply(self, action: act.Action) -> act.Result:
+    async def write_now(self, action: act.Action) -> act.Result:
+        """Perform `action` now (the class's docstring says when a feature may), returning GitHub's answer."""
         if self._apply is None:
             raise RuntimeError("this context cannot write")
         return await self._apply(action)
@@ -173,15 +179,6 @@ class Outcome:
     handlers: list[str]
 
 
-def handler_order(handler: Callable) -> tuple[int, str, str]:
-    """The order the handlers of one event run in, and so the order of their writes: a stable order by module
-    and name (the router hands them over as a set), except that a handler marked `runs_first` (the welcome: a new
-    PR hears it before the status table) goes before the others, and one marked `runs_last` (the changelog's
-    suggestions: the sweep people wait for is dispatched first) after them."""
-    rank = 0 if getattr(handler, "runs_first", False) else 2 if getattr(handler, "runs_last", False) else 1
-    return (rank, handler.__module__, handler.__name__)
-
-
 class Processor:
     """Runs a delivery through its handlers; their actions are applied (once each, by the ledger) or printed."""
 
@@ -219,7 +216,7 @@ class Processor:
                       waiting: Callable[[], list[tuple[str, str | None]]] | None = None,
                       last_try: bool = False) -> Outcome:
         started = time.monotonic()
-        handlers = sorted(self.router.fetch(event), key=handler_order)
+        handlers = ordered(self.router, event)  # the registry's order (handlers/registry.py ORDER)
         repo = (event.data.get("repository") or {}).get("full_name")
         installation = (event.data.get("installation") or {}).get("id")
         if not handlers or not repo or not installation:
