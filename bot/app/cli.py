@@ -538,7 +538,7 @@ ENV_LINES = {
     "PRIVATE_KEY_PATH": "a file holding the PEM key, read when PRIVATE_KEY is unset",
     "WEBHOOK_SECRET": "the webhook secret, several comma-separated to rotate; required live",
     "HOST": "the address to listen on",
-    "PORT": "the port to listen on; 0: any free port",
+    "PORT": "the port to listen on, 1 to 65535",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR (default: INFO live, WARNING in the sandbox)",
     "GITHUB_API_URL": "the REST API, https://HOST/api/v3 on Enterprise",
     "SWEEPBOT_DB": "the journal: SQLite file or postgresql:// URL; sandbox: temporary",
@@ -562,7 +562,7 @@ def environment_help() -> str:
     width = max(map(len, variables)) + 2
     lines = ["environment (also read from a .env file in the working directory):"]
     for variable in variables:
-        line = ENV_LINES.get(variable, f"see the README (Settings.{ENV_FIELDS.get(variable)})")
+        line = ENV_LINES.get(variable, f"see docs/operating.md (Settings.{ENV_FIELDS.get(variable)})")
         default = defaults.get(ENV_FIELDS.get(variable, ""))
         if default is not None:
             line += f" (default: {_as_set(default)})"

@@ -112,8 +112,8 @@ def refuse_newer_schema(found: int, known: int, where: str) -> None:
     if found > known:
         raise JournalUnavailable(
             f"the journal at {where} is at schema version {found}, newer than this sweepbot's {known}: a newer"
-            " sweepbot migrated it. Run that version, or start this one on a new journal (README, 'Upgrade and"
-            " roll back')")
+            " sweepbot migrated it. Run that version, or start this one on a new journal (docs/operating.md, 'Upgrade"
+            " and roll back')")
 
 
 class JournalBackend(Protocol):
