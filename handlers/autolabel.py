@@ -8,6 +8,7 @@ from gidgethub import routing, sansio
 
 from bot.effects.actions import Action, AddLabels, EnsureLabel, RemoveLabel
 from bot.core.processing import Context
+from bot.rules.policy import AutoLabel
 from bot.rules.pull_request import label_key, last_applied
 from handlers.paths import any_match
 
@@ -17,16 +18,16 @@ router = routing.Router()
 
 
 def label_changes(files: Iterable[str], current: Iterable[str],
-                  rules: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+                  rules: Iterable[AutoLabel]) -> tuple[list[AutoLabel], list[str]]:
     """(rules whose label is missing and should be added, rule labels present whose paths no longer match)."""
     files, current = list(files), {label_key(name) for name in current}
     add, stale = [], []
     for rule in rules:
-        hit = any_match(files, rule["paths"])
-        if hit and label_key(rule["label"]) not in current:
+        hit = any_match(files, rule.paths)
+        if hit and label_key(rule.label) not in current:
             add.append(rule)
-        elif not hit and label_key(rule["label"]) in current:
-            stale.append(rule["label"])
+        elif not hit and label_key(rule.label) in current:
+            stale.append(rule.label)
     return add, stale
 
 
@@ -35,10 +36,10 @@ def last_labeler(events: Iterable[dict[str, Any]], label: str) -> str | None:
     return ((last_applied(events, label) or {}).get("actor") or {}).get("login")
 
 
-def plan(add: list[dict[str, Any]], removable: list[str], number: int) -> list[Action]:
-    actions: list[Action] = [EnsureLabel(r["label"], r["color"], r["description"]) for r in add]
+def plan(add: list[AutoLabel], removable: list[str], number: int) -> list[Action]:
+    actions: list[Action] = [EnsureLabel(r.label, r.color, r.description) for r in add]
     if add:
-        actions.append(AddLabels(number, tuple(r["label"] for r in add)))
+        actions.append(AddLabels(number, tuple(r.label for r in add)))
     actions.extend(RemoveLabel(number, label) for label in removable)
     return actions
 
@@ -47,10 +48,10 @@ async def autolabel(event: sansio.Event, ctx: Context) -> list[Action]:
     pr = event.data["pull_request"]
     current = [label["name"] for label in pr.get("labels") or []]
     files = await ctx.pr_files(pr["number"])
-    add, stale = label_changes(files, current, ctx.policy["autolabels"])
+    add, stale = label_changes(files, current, ctx.policy.autolabels)
     if add or stale:  # the payload is a snapshot (a redelivery, a queued event): check GitHub before writing
         current = await ctx.labels(pr["number"])
-        add, stale = label_changes(files, current, ctx.policy["autolabels"])
+        add, stale = label_changes(files, current, ctx.policy.autolabels)
     removable = []
     if stale:  # state from GitHub itself: only labels whose latest `labeled` event is the bot's
         events = await ctx.label_events(pr["number"])

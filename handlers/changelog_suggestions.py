@@ -38,12 +38,12 @@ def review_comment(ctx: Context, path: str, fix: Suggestion, error: ChangelogErr
 async def _fixes(ctx: Context, pull: dict[str, Any], path: str) -> tuple[list[Suggestion], dict[int, ChangelogError]]:
     """The one-click fixes of the PR's change to the changelog, from the file at the merge base and at the head."""
     base_sha, head_sha, number = pull["base"]["sha"], pull["head"]["sha"], pull["number"]
-    prefix = ctx.policy["pr_link_prefix"]
+    prefix = ctx.policy.pr_link_prefix
     base = await ctx.file_at(path, await ctx.merge_base(base_sha, head_sha))
     head = await ctx.file_at(path, head_sha) or b""
     try:  # a big file is checked in the worker process (bot/core/offload.py)
         result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
-                                   limits=policy_limits(ctx.policy["limits"]), size=len(head) + len(base or b""))
+                                   limits=policy_limits(ctx.policy.limits), size=len(head) + len(base or b""))
     except offload.OffloadFailed:
         return [], {}  # nothing was checked: nothing to suggest
     found = suggestions(result.errors, head, pr_number=number, canonical_prefix=prefix, limit=len(result.errors))
@@ -55,7 +55,7 @@ async def suggest_fixes(event: sansio.Event, ctx: Context) -> list[Action]:
     if data.get("action") == "edited" and "base" not in (data.get("changes") or {}):
         return []
     number = data["pull_request"]["number"]
-    path = ctx.policy["paths"]["changelog"]
+    path = ctx.policy.paths.changelog
     if path not in await ctx.pr_files(number):
         return []
     pull = await ctx.pull(number)  # as it is now: a queued payload may be old

@@ -160,7 +160,7 @@ class Dispatcher:
         data = event.data
         if "pull_request" not in data["issue"] or from_a_bot(data["comment"].get("user") or {}, ctx.bot_login):
             return []
-        call = CommentCommand(data, ctx.policy["commands"])
+        call = CommentCommand(data, ctx.policy.commands.names())
         if call.action in ("edited", "deleted"):
             for hook in self.hooks:
                 for action in await hook(ctx, call):

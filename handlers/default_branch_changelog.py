@@ -47,13 +47,13 @@ async def _owners(ctx: Context, path: str, data: dict[str, Any], text: bytes, sh
     issue = await find_bot_issue(ctx.gh, ctx.repo, PURPOSE, ctx.bot_login)
     remembered = remembered_links(read_hidden_record(LINKS_RECORD, (issue or {}).get("body")))
     return bad_links(errors, first_new=first_new_line(before, text), pr_number=pushed_pr(pulls or [], sha),
-                     remembered=remembered, canonical_prefix=ctx.policy["pr_link_prefix"])
+                     remembered=remembered, canonical_prefix=ctx.policy.pr_link_prefix)
 
 
 @router.register("push")
 async def check_pushed_changelog(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
-    path = ctx.policy["paths"]["changelog"]
+    path = ctx.policy.paths.changelog
     sha = data.get("after") or NO_COMMIT
     if (data.get("ref") != f"refs/heads/{ctx.default_branch}" or data.get("deleted") or sha == NO_COMMIT
             or not push_may_change(data.get("commits"), path)):
@@ -61,10 +61,10 @@ async def check_pushed_changelog(event: sansio.Event, ctx: Context) -> list[Acti
     text = await ctx.file_at(path, sha)  # the default branch: authority data, read by the bot itself
     if text is None:
         return [CloseIssue(PURPOSE)]  # no changelog left: nothing to correct
-    prefix = ctx.policy["pr_link_prefix"]
+    prefix = ctx.policy.pr_link_prefix
     try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
         result = await offload.run(check_default_branch, text, canonical_prefix=prefix,
-                                   limits=policy_limits(ctx.policy["limits"]), size=len(text))
+                                   limits=policy_limits(ctx.policy.limits), size=len(text))
     except offload.OffloadFailed:
         result = unfinished_check(len(text))
     errors = list(result.errors)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.effects.actions import Action, Comment
+from bot.rules.policy import Policy
 from bot.rules.commands import COMMANDS, USAGE_ANSWER, Command, answering_kind
 from bot.core.processing import Context
 from handlers.commands import CommandRoute, CommentCommand, Feature
@@ -23,11 +24,11 @@ def help_entries(names: Mapping[str, str]) -> list[dict[str, str]]:
             for spec in COMMANDS]
 
 
-def help_variables(policy: dict[str, Any], requester: str, command: Command) -> dict[str, Any]:
+def help_variables(policy: Policy, requester: str, command: Command) -> dict[str, Any]:
     problem = None
     if command.problem is not None:
         problem = {"text": command.source.text, "key": command.problem}
-    return {"requester": requester, "commands": help_entries(policy["commands"]), "docs_url": policy["docs_url"],
+    return {"requester": requester, "commands": help_entries(policy.commands.names()), "docs_url": policy.docs_url,
             "problem": problem}
 
 

@@ -29,6 +29,7 @@ from bot.rules.dispatched_runs import bot_run
 from bot.rules.links import repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
 from bot.rules.gate import AppliedLabel
+from bot.rules.policy import Policy
 from bot.rules.pull_request import (actor_of, is_fork, label_generation, label_key, label_names, last_applied,
                                     last_removed, sweep_label_names, trusted_labels)
 from bot.rules.sweep_record import RunRecord, SweepRecord
@@ -120,10 +121,10 @@ def reply_record(body: str | None) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def staging_state(state: str, policy: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+def staging_state(state: str, policy: Policy, **extra: Any) -> dict[str, Any]:
     """A reply's staging section (templates/_staging.*.j2)."""
-    return {"state": state, "repository": policy["results"]["repository"], "results_url": None,
-            "app_run_url": None, "error": None, "primary_labels": [p["name"] for p in policy["labels"]["primary"]],
+    return {"state": state, "repository": policy.results.repository, "results_url": None,
+            "app_run_url": None, "error": None, "primary_labels": [p.name for p in policy.labels.primary],
             **extra}
 
 
@@ -137,7 +138,7 @@ def utcnow() -> dt.datetime:
 
 def run_trust(ctx: Context) -> dict[str, Any]:
     """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
-    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy["workflows"].values())}
+    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy.workflows.names().values())}
 
 
 def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
@@ -248,7 +249,7 @@ async def may_label(ctx: Context, login: str, fork: bool) -> bool | None:
     """Whether `login`'s sweep labels count: a confirmed writer's always; on the repository's own branches also
     the triage role's, when the policy's `sweeps.triage_may_start` says so. None when GitHub would not say."""
     writer = await ctx.writer(login)
-    if writer is not False or fork or not ctx.policy["sweeps"]["triage_may_start"]:
+    if writer is not False or fork or not ctx.policy.sweeps.triage_may_start:
         return writer
     return await ctx.role(login) == "triage"
 

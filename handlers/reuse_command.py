@@ -29,6 +29,7 @@ from gidgethub import routing, sansio
 
 from bot.telemetry import logs
 
+from bot.rules.policy import Policy
 from bot.rules import pins, pull_request
 from bot.effects.actions import Action, Comment, RepositoryDispatch
 from bot.rules.commands import Command
@@ -80,12 +81,12 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
         "id": run["id"], "url": run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
         "head_sha": pr_state.tested_sha(ctx, run, record), "conclusion": run.get("conclusion") or "",
         "summary": summary.text if summary else None}
-    commands = ctx.policy["commands"]
+    commands = ctx.policy.commands
     return {"outcome": outcome, "command": command.source.text, "requester": requester, "run": shown,
             "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
             "others": others, "workflow": pins.sweep_workflow(ctx.policy, fork=fork), "staging": None,
-            "use_command": f"/{commands['use']}", "reuse_command": f"/{commands['reuse']}",
-            "stage_command": f"/{commands['stage']}", "ingest": None}
+            "use_command": f"/{commands.use}", "reuse_command": f"/{commands.reuse}",
+            "stage_command": f"/{commands.stage}", "ingest": None}
 
 
 async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord,
@@ -252,7 +253,7 @@ async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester
     for action in answer:
         await ctx.write_now(action)
     try:
-        await ctx.write_now(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["stage"],
+        await ctx.write_now(RepositoryDispatch(ctx.policy.results.repository, ctx.policy.results.stage,
                                            staging_payload(number, run, requester, int(posted.id or 0))))
     except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
         logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
@@ -289,7 +290,7 @@ def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: 
         "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", pin.run_id),
         "head_sha": pr_state.tested_sha(ctx, run, record) if run else "", "summary": summary.text if summary else None},
         "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-        "ingest": ingest, "report": None, "use_command": f"/{ctx.policy['commands']['use']}"}
+        "ingest": ingest, "report": None, "use_command": f"/{ctx.policy.commands.use}"}
     # the variables kept in the notice: the results service's counts are added to them and the notice re-rendered
     body = hidden_record(pr_state.NOTICE_RECORD, variables) + "\n" + ctx.render("merge_reuse", **variables)
     if ingest is not None:
@@ -297,9 +298,9 @@ def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: 
     return Comment(number, MERGE_PURPOSE, body)
 
 
-def ingest_state(state: str, policy: dict, error: str | None = None) -> dict[str, Any]:
+def ingest_state(state: str, policy: Policy, error: str | None = None) -> dict[str, Any]:
     """The merge notice's (and a post-merge `/use` reply's) ingest section: "requested" or "dispatch_failed"."""
-    return {"state": state, "repository": policy["results"]["repository"], "error": error}
+    return {"state": state, "repository": policy.results.repository, "error": error}
 
 
 async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_merge: bool) -> dict[str, Any] | None:
@@ -322,7 +323,7 @@ async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_m
                                           after_merge=after_merge, record=record))
     payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), record.pin.by, int(notice.id or 0))
     try:
-        await ctx.write_now(RepositoryDispatch(ctx.policy["results"]["repository"], ctx.policy["results"]["ingest"],
+        await ctx.write_now(RepositoryDispatch(ctx.policy.results.repository, ctx.policy.results.ingest,
                                            payload))
     except gidgethub.GitHubException as exc:  # shown in the notice; a maintainer asks again with `/use`
         logs.event("ingest request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
@@ -349,9 +350,9 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
 
 
 def stage_variables(ctx: Context, call: CommentCommand) -> dict[str, Any]:
-    commands = ctx.policy["commands"]
+    commands = ctx.policy.commands
     return {"template": "stage_reply", "command": call.command.source.text, "requester": call.author,
-            "stage_command": f"/{commands['stage']}", "use_command": f"/{commands['use']}",
+            "stage_command": f"/{commands.stage}", "use_command": f"/{commands.use}",
             "run": None, "verdict": None, "staging": None}
 
 

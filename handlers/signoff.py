@@ -150,7 +150,7 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
                     ) -> tuple[rules.Check, list[dict[str, Any]], list[str]]:
     """The CODEOWNER check of `signer` by the base branch's CODEOWNERS `text`, the owner groups of the changed
     files (bot.rules.signoff.group_rows; none without CODEOWNERS), and the keys of those the signer covers."""
-    path = ctx.policy["paths"]["codeowners"]
+    path = ctx.policy.paths.codeowners
     if text is None:
         return rules.codeowner_check(None, files, signer, (), path=path), [], []
     owners = parse_codeowners(text)
@@ -161,10 +161,10 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
             member_of.append(team)
         elif member is None:
             unreadable.append(team)
-    policy = ctx.policy["signoff"]
+    policy = ctx.policy.signoff
     groups = rules.owner_groups(owners, files)
-    covers, through = rules.covers(groups, signer, member_of, policy["sufficient_owners"])
-    authored = not policy["author_may_sign"] and signer.casefold() == str(
+    covers, through = rules.covers(groups, signer, member_of, policy.sufficient_owners)
+    authored = not policy.author_may_sign and signer.casefold() == str(
         (pull.get("user") or {}).get("login") or "").casefold()
     check = rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path, authored=authored,
                                   sufficient=through)
@@ -192,7 +192,7 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], 
     record, exists = known if known is not None else await pr_state.load_record(ctx, number)
     commits = await pr_state.pr_commits(ctx, number)
     labels = label_names(pull)
-    asked = shows_status(ctx.policy["paths"]["changelog"] in files, labels, ctx.policy, exists or bool(record.runs))
+    asked = shows_status(ctx.policy.paths.changelog in files, labels, ctx.policy, exists or bool(record.runs))
     pinned, code = None, None
     if record.pin is not None:
         run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
@@ -202,14 +202,14 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], 
             pinned = sweep_run(ctx, run, known)
     sweep = rules.sweep_check(await sweep_runs(ctx, record), commits, pinned=pinned, asked=asked)
     reuse = rules.reuse_check(record.pin.run_id if record.pin else None, record.pin.by if record.pin else None,
-                              code, required=ctx.policy["signoff"]["require_reuse"], asked=asked)
+                              code, required=ctx.policy.signoff.require_reuse, asked=asked)
     return sweep, reuse
 
 
 def checklist(ctx: Context, text: str | None, signoff: rules.Signoff) -> tuple[rules.Check, Template | None]:
     """The checklist check of `signoff` by the base branch's checklist file `text`."""
-    path = ctx.policy["paths"]["checklist"]
-    template = None if text is None else template_items(text, ctx.policy["checklist_heading"])
+    path = ctx.policy.paths.checklist
+    template = None if text is None else template_items(text, ctx.policy.checklist_heading)
     result = compare(template, signoff.body, signoff.signer) if isinstance(template, Template) else None
     check = rules.checklist_check(template, result, signoff.signer, path=path)
     return check, template if isinstance(template, Template) else None
@@ -221,21 +221,21 @@ def checklist(ctx: Context, text: str | None, signoff: rules.Signoff) -> tuple[r
 def judge_dispatch(ctx: Context, number: int, head: str, signoff: rules.Signoff) -> DispatchWorkflow:
     dispatch_id = f"so-{number}-{digest(signoff.key, head, signoff.body)[:12]}"
     inputs = dict(zip(JUDGE_INPUTS, (str(number), head, signoff.key, dispatch_id)))
-    return DispatchWorkflow(ctx.policy["signoff"]["judge"]["workflow"], ctx.default_branch, inputs, dispatch_id)
+    return DispatchWorkflow(ctx.policy.signoff.judge.workflow, ctx.default_branch, inputs, dispatch_id)
 
 
 async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff,
                     before: dict[str, Any] | None) -> dict[str, Any] | None:
     """The verdict's judge section: None when no judge is configured; the earlier answer when the same sign-off
     text was judged on the same head; else the judge is dispatched (once per sign-off text and head)."""
-    judge = ctx.policy["signoff"]["judge"]
-    if not judge["enabled"]:
+    judge = ctx.policy.signoff.judge
+    if not judge.enabled:
         return None
     start = judge_dispatch(ctx, number, head, signoff)
     earlier = (before or {}).get("judge") or {}
     if earlier.get("dispatch_id") == start.dispatch_id:
         return earlier
-    shown = {"workflow": judge["workflow"], "dispatch_id": start.dispatch_id, "summary": "", "url": "", "error": ""}
+    shown = {"workflow": judge.workflow, "dispatch_id": start.dispatch_id, "summary": "", "url": "", "error": ""}
     try:
         result = await ctx.write_now(start)
     except gidgethub.GitHubException as exc:  # the bot's own checks stand; the verdict says the judge did not start
@@ -251,16 +251,16 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
 def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str, checks: list[rules.Check],
               template: Template | None, judge: dict[str, Any] | None) -> dict[str, Any]:
     base = pull["base"]["ref"]
-    covered = ctx.policy["signoff"]["verified_items"]
+    covered = ctx.policy.signoff.verified_items
     return {
         "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
         "signed_at": signoff.signed_at,
         "head_sha": bound, "current_sha": pull["head"]["sha"], "state": rules.freshness(bound, pull["head"]["sha"]),
         "outcome": rules.outcome(checks), "checks": rules.check_rows(checks),
         "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
-        "judge": judge, "codeowners_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy["paths"]["codeowners"])),
-        "checklist_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy["paths"]["checklist"])),
-        "use_command": f"/{ctx.policy['commands']['use']}",
+        "judge": judge, "codeowners_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy.paths.codeowners)),
+        "checklist_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy.paths.checklist)),
+        "use_command": f"/{ctx.policy.commands.use}",
     }
 
 
@@ -272,8 +272,8 @@ async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff,
     of the head."""
     base = pull["base"]["ref"]
     files, owners_text, checklist_text = await asyncio.gather(
-        changed_paths(ctx, pull["number"]), text_at(ctx, ctx.policy["paths"]["codeowners"], base),
-        text_at(ctx, ctx.policy["paths"]["checklist"], base))
+        changed_paths(ctx, pull["number"]), text_at(ctx, ctx.policy.paths.codeowners, base),
+        text_at(ctx, ctx.policy.paths.checklist, base))
     owner, groups, covers = await codeowner(ctx, pull, files, signoff.signer, owners_text)
     sweep, reuse = await sweep_and_reuse(ctx, pull, files, known)
     listed, template = checklist(ctx, checklist_text, signoff)
@@ -309,7 +309,7 @@ async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | 
     item = await get_or_none(ctx.gh, repo_api(ctx.repo, *path))
     if item is None:
         return None
-    return rules.signoff_in(source, item, ctx.policy["signoff_phrase"])
+    return rules.signoff_in(source, item, ctx.policy.signoff_phrase)
 
 
 async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool] | None = None,
@@ -374,7 +374,7 @@ async def signoff_posted(event: sansio.Event, ctx: Context) -> list[Action]:
         logs.event("sign-off edit by someone other than its author ignored", editor=editor,
                    author=_author(event).get("login"), source=rules.source_key(event.event, data))
         return []
-    signoff = rules.signoff_of(event.event, data, ctx.policy["signoff_phrase"])
+    signoff = rules.signoff_of(event.event, data, ctx.policy.signoff_phrase)
     if signoff is not None:
         return await verify(ctx, number, signoff)
     if data.get("action") == "edited":  # the phrase was edited out: the sign-off is withdrawn
@@ -460,7 +460,7 @@ async def judged(event: sansio.Event, ctx: Context) -> list[Action]:
     """The judge workflow answered: merge its result into the verdict it was asked for. Only an answer from an
     accepted sender, for a verdict whose judge the bot asked and that has not answered yet, on that head,
     counts; its link is always the judge run the bot dispatched, never one the answer sent."""
-    if sent_by(event.data, ctx.bot_login, ctx.policy["signoff"]["judge"]["senders"]) is None:
+    if sent_by(event.data, ctx.bot_login, ctx.policy.signoff.judge.senders) is None:
         logs.event("judge answer from a sender that is not accepted, ignored", logging.WARNING,
                    sender=str(sender_login(event.data))[:60])
         return []

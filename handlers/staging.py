@@ -29,6 +29,7 @@ import gidgethub
 import jinja2
 from gidgethub import routing, sansio
 
+from bot.rules.policy import Policy
 from bot.rules import links
 
 from bot.telemetry import logs
@@ -158,23 +159,23 @@ def is_newer(staging: dict[str, Any], callback: Callback) -> bool:
     return shown is None or (callback.app_run_id or 0, PHASES[callback.kind]) > shown
 
 
-def next_staging(callback: Callback, policy: dict, html_url: str) -> dict[str, Any]:
+def next_staging(callback: Callback, policy: Policy, html_url: str) -> dict[str, Any]:
     """The reply's staging section after a stage callback: the state, the app run it came from and its link,
     and (staged) the checked results link, if any."""
     progress = {"app_run_id": callback.app_run_id,
-                "app_run_url": app_run_url(html_url, policy["results"]["repository"], callback.app_run_id)}
+                "app_run_url": app_run_url(html_url, policy.results.repository, callback.app_run_id)}
     if callback.kind == "started":
         return staging_state("started", policy, **progress)
     if callback.succeeded:
         return staging_state("staged", policy, results_url=callback.results_url,
-                             viewer_url=viewer_run_url(policy["results"]["viewer"], callback.run_id), **progress)
+                             viewer_url=viewer_run_url(policy.results.viewer, callback.run_id), **progress)
     return staging_state("stage_failed", policy, **progress)
 
 
-def ingest_variables(callback: Callback, policy: dict, html_url: str) -> dict[str, Any]:
+def ingest_variables(callback: Callback, policy: Policy, html_url: str) -> dict[str, Any]:
     """The report's variables: the ingest run's link is the one the service sent (checked and rebuilt), else the
     page of the run that sent the callback; the extra counters are the documented ones sent, in their order."""
-    app_run = app_run_url(html_url, policy["results"]["repository"], callback.app_run_id)
+    app_run = app_run_url(html_url, policy.results.repository, callback.app_run_id)
     return {"run_id": callback.run_id, "run_url": links.web(html_url, "actions", "runs", callback.run_id),
             "app_run_url": app_run, "ingest_run_url": callback.ingest_run_url or app_run,
             "run_date": callback.run_date.isoformat() if callback.run_date else None,
@@ -215,7 +216,7 @@ async def stage_progress(ctx: Context, callback: Callback) -> list[Action]:
     if not is_newer(record["staging"], callback):
         return ignore("older than what the reply shows", callback, shown=shown_progress(record["staging"]))
     updated = {**record, "staging": next_staging(callback, ctx.policy, ctx.html_url)}
-    updated.setdefault("stage_command", f"/{ctx.policy['commands']['stage']}")  # a reply older than staging
+    updated.setdefault("stage_command", f"/{ctx.policy.commands.stage}")  # a reply older than staging
     if updated.get("template", "reuse_reply") == "reuse_reply":
         updated.setdefault("ingest", None)  # a reply older than the ingest request
     try:
@@ -281,14 +282,14 @@ async def merge_notice_with(ctx: Context, number: int, run_id: int, report: dict
 
 async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
-    results = ctx.policy["results"]
-    if sent_by(data, ctx.bot_login, results.get("senders")) is None:
+    results = ctx.policy.results
+    if sent_by(data, ctx.bot_login, results.senders) is None:
         logs.event("results callback from a sender that is not the App nor one of results.senders, ignored",
                    logging.WARNING, event_type=str(data.get("action"))[:60],
                    sender=str(sender_login(data))[:60])
         return []
     parsed = parse_callback(data.get("action") or "", data.get("client_payload"),
-                            results_repository=results["repository"], link_hosts=[links.host_of(results["viewer"])],
+                            results_repository=results.repository, link_hosts=[links.host_of(results.viewer)],
                             run_hosts=[links.host_of(ctx.html_url)])
     if isinstance(parsed, Rejected):
         logs.event("results callback rejected", logging.WARNING, code=parsed.code, field=parsed.field, step=parsed.step,

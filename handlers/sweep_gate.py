@@ -25,6 +25,7 @@ from bot.rules.gate import (ACTIVE_STATUSES, DONE, FIX, MARK_SYMBOLS, NOT_APPLIC
                       GateInput, decide, mark)
 from bot.rules.links import VIEWER_PAGES, Slashed, repo_api, viewer_links, web
 from bot.rules.pins import blocking_labels
+from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules import check_buttons, run_report
 from bot.rules.run_summary import summary_tokens
@@ -55,7 +56,7 @@ _commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha)
 
 
 def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool | None,
-                    head_sha: str, at: str, policy: Mapping[str, Any]) -> tuple[str, Approval] | None:
+                    head_sha: str, at: str, policy: Policy) -> tuple[str, Approval] | None:
     """What a label event changes in the record of fork approvals: ("approve" or "withdraw", Approval) or None.
     A writer's primary label approves the head SHA of that moment (`at`: the PR's `updated_at` in the
     delivery), and no later one; taking it off withdraws it. Anyone else's label event changes nothing (and a
@@ -174,8 +175,8 @@ async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
 async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> ChangelogResult:
     """The PR's change to the changelog, judged from the file at the merge base and at the head."""
     base_sha, head_sha, number = pull["base"]["sha"], pull["head"]["sha"], pull["number"]
-    prefix = ctx.policy["pr_link_prefix"]
-    key = (ctx.repo, path, base_sha, head_sha, number, prefix, policy_limits(ctx.policy["limits"]))
+    prefix = ctx.policy.pr_link_prefix
+    key = (ctx.repo, path, base_sha, head_sha, number, prefix, policy_limits(ctx.policy.limits))
     if key not in _changelog_checks:
         # the head's bytes are read while the merge base is asked for; the base's need its answer
         merge_base, head = await asyncio.gather(ctx.merge_base(base_sha, head_sha), ctx.file_at(path, head_sha))
@@ -183,7 +184,7 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
         head = head or b""
         try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
             result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
-                                       limits=policy_limits(ctx.policy["limits"]), size=len(head) + len(base or b""))
+                                       limits=policy_limits(ctx.policy.limits), size=len(head) + len(base or b""))
         except offload.OffloadFailed:
             result = unfinished_check(len(head))
         # kept per head: only what is shown (the result holds at most limits.changelog_errors errors)
@@ -212,7 +213,7 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     need their answers (the changelog at the merge base; a fork's merge commit once a writer's label counts)."""
     pull, files = await asyncio.gather(read_pull(ctx, number), ctx.pr_files(number))
     fork = is_fork(pull, ctx.repo)
-    path = ctx.policy["paths"]["changelog"]
+    path = ctx.policy.paths.changelog
     touches = path in files
     names = label_names(pull)
     primaries = primary_names(ctx.policy)
@@ -239,7 +240,7 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
 
 
-def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -> GateInput:
+def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput:
     pull, record = state.pull, state.record
     return GateInput(
         number=pull["number"], head_sha=pull["head"]["sha"], base_sha=pull["base"]["sha"],
@@ -263,16 +264,16 @@ def gate_input(state: PRState, default_branch: str, policy: Mapping[str, Any]) -
 
 def _facts(ctx: Context, pull: Mapping[str, Any]) -> dict[str, Any]:
     policy = ctx.policy
-    primary = policy["labels"]["primary"]
-    path = policy["paths"]["changelog"]
+    primary = policy.labels.primary
+    path = policy.paths.changelog
     return {
-        "primary_labels": [p["name"] for p in primary],
-        "recommended": next((p["name"] for p in primary if p.get("recommended")), None),
-        "modifiers": dict(policy["labels"]["modifiers"]),
+        "primary_labels": [p.name for p in primary],
+        "recommended": next((p.name for p in primary if p.recommended), None),
+        "modifiers": policy.labels.modifiers.names(),
         "changelog_path": path,
         "changelog_url": web(ctx.html_url, "blob", pull["head"]["sha"], Slashed(path)),
-        "skip_marker": policy["skip_sweep_marker"],
-        "use_command": f"/{policy['commands']['use']}",
+        "skip_marker": policy.skip_sweep_marker,
+        "use_command": f"/{policy.commands.use}",
         "runs_url": web(ctx.html_url, "actions"),
     }
 
@@ -291,7 +292,7 @@ def _error(e: Any) -> dict[str, Any]:
 def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
     if run is None:
         return None
-    links = viewer_links(ctx.policy["results"]["viewer"], run.run_id) if run.finished else {}
+    links = viewer_links(ctx.policy.results.viewer, run.run_id) if run.finished else {}
     return {"run_id": run.run_id, "dispatch_id": run.dispatch_id, "status": run.status,
             "conclusion": run.conclusion, "url": run.html_url or web(ctx.html_url, "actions", "runs", run.run_id),
             "head_sha": run.head_sha, **{k: links.get(k) for k in VIEWER_PAGES}}
@@ -352,7 +353,7 @@ def buttons(ctx: Context, state: PRState, decision: Decision) -> tuple[CheckButt
 
 def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, rewrite: bool = False) -> CheckRun:
     conclusion = check_conclusion(decision)
-    path = ctx.policy["paths"]["changelog"]
+    path = ctx.policy.paths.changelog
     errors = list(state.changelog.errors) if state.changelog is not None else []
     notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e)))
                   for e in errors)
@@ -516,7 +517,7 @@ def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord
     run_id, conclusion = int(run["id"]), run.get("conclusion")
     attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
     summary = run_report.summarize_jobs(jobs)
-    links = viewer_links(ctx.policy["results"]["viewer"], run_id) if conclusion == "success" else {}
+    links = viewer_links(ctx.policy.results.viewer, run_id) if conclusion == "success" else {}
     return {
         "run_id": run_id, "attempt": attempt, "conclusion": conclusion or "unknown", "head_sha": entry.head_sha,
         "dispatch_id": entry.dispatch_id, "url": web(ctx.html_url, "actions", "runs", run_id),
@@ -526,7 +527,7 @@ def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord
                                  for j in summary.failed_jobs]},
         "results": links or None,
         "next": run_report.next_step(conclusion),
-        "author": author, "use_command": f"/{ctx.policy['commands']['use']}",
+        "author": author, "use_command": f"/{ctx.policy.commands.use}",
     }
 
 

@@ -9,6 +9,7 @@ from gidgethub import routing, sansio
 
 from bot.effects.actions import Action, Comment
 from bot.core.processing import Context
+from bot.rules.policy import Policy
 from bot.rules.pull_request import is_fork
 from handlers.paths import any_match
 
@@ -20,27 +21,27 @@ RERUN_DOCS_URL = "https://docs.github.com/en/actions/managing-workflow-runs/re-r
 router = routing.Router()
 
 
-def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str, Any],
+def welcome_variables(policy: Policy, repo: dict[str, Any], pr: dict[str, Any],
                       files: Collection[str] = ()) -> dict[str, Any]:
     """Everything the welcome template shows, from the policy, the repository (links follow its default branch)
     and the PR's changed files (`files`: whether it already changes the changelog)."""
-    paths = policy["paths"]
+    paths = policy.paths
     blob = f"{repo['html_url']}/blob/{repo.get('default_branch') or 'main'}"
-    commands = policy["commands"]
+    commands = policy.commands
     return {
         "author": pr["user"]["login"],
         "is_fork": is_fork(pr, repo["full_name"]),
-        "changelog_in_pr": paths["changelog"] in files,
-        "codeowners_url": f"{blob}/{paths['codeowners']}",
-        "checklist_url": f"{blob}/{paths['checklist']}",
-        "changelog_path": paths["changelog"],
-        "changelog_url": f"{blob}/{paths['changelog']}",
-        "signoff_phrase": policy["signoff_phrase"],
-        "primary_labels": [dict(label) for label in policy["labels"]["primary"]],
-        "modifiers": dict(policy["labels"]["modifiers"]),
-        "use_command": f"/{commands['use']}",
-        "reuse_command": f"/{commands['reuse']}",
-        "docs_url": policy["docs_url"],
+        "changelog_in_pr": paths.changelog in files,
+        "codeowners_url": f"{blob}/{paths.codeowners}",
+        "checklist_url": f"{blob}/{paths.checklist}",
+        "changelog_path": paths.changelog,
+        "changelog_url": f"{blob}/{paths.changelog}",
+        "signoff_phrase": policy.signoff_phrase,
+        "primary_labels": [label.model_dump() for label in policy.labels.primary],
+        "modifiers": policy.labels.modifiers.names(),
+        "use_command": f"/{commands.use}",
+        "reuse_command": f"/{commands.reuse}",
+        "docs_url": policy.docs_url,
         "rerun_docs_url": RERUN_DOCS_URL,
     }
 
@@ -48,7 +49,7 @@ def welcome_variables(policy: dict[str, Any], repo: dict[str, Any], pr: dict[str
 async def _welcome(event: sansio.Event, ctx: Context, *, only_if_missing: bool) -> list[Action]:
     pr = event.data["pull_request"]
     files = await ctx.pr_files(pr["number"])
-    if not any_match(files, ctx.policy["paths"]["benchmark"]):
+    if not any_match(files, ctx.policy.paths.benchmark):
         return []
     # the files read above say whether the PR already changes the changelog: no second read
     body = ctx.render("welcome", **welcome_variables(ctx.policy, event.data["repository"], pr, files))

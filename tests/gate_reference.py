@@ -21,8 +21,8 @@ class Expected:
 
 
 def expected(pr, policy) -> Expected:
-    primary_names = [p["name"] for p in policy["labels"]["primary"]]
-    modifier_names = dict(policy["labels"]["modifiers"])  # key -> label name
+    primary_names = [p.name for p in policy.labels.primary]
+    modifier_names = policy.labels.modifiers.names()  # key -> label name
 
     def primary_of(name):
         for configured in primary_names:
@@ -94,7 +94,7 @@ def expected(pr, policy) -> Expected:
             blocked.add("merge_commit")
 
     # "`[skip-sweep]` in the head commit message skips the PR sweep only"
-    if policy["skip_sweep_marker"].lower() in pr.head_commit_message.lower():
+    if policy.skip_sweep_marker.lower() in pr.head_commit_message.lower():
         held.add("skip_marker")
 
     # "After a reuse pin a new push does not start a sweep; removing and re-adding the primary label forces one."

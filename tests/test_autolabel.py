@@ -10,7 +10,7 @@ from bot.core.config import default_policy
 from handlers.autolabel import label_changes, last_labeler, plan
 from harness import REPO
 
-RULES = default_policy()["autolabels"]
+RULES = default_policy().autolabels
 AMD = "configs/amd-master.yaml"
 NVIDIA = "configs/nvidia-master.yaml"
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -19,7 +19,7 @@ UPSTREAM_NVIDIA = "inferencex-e2e/configs/nvidia-master.yaml"
 
 
 def names(rules) -> list[str]:
-    return [r["label"] for r in rules]
+    return [r.label for r in rules]
 
 
 # ---- the pure rules ----------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 from gidgethub import sansio
 
 from bot.core.config import default_policy
+from bot.rules.policy import Policy
 from bot.effects.actions import Action, Comment, React, Unreact
 from handlers import commands as dispatcher_module
 from handlers.commands import CommandRoute, CommentCommand, Dispatcher, Feature
@@ -28,7 +29,7 @@ class StubContext:
     """What the dispatcher reads of a Context: the policy, the bot's login, the permission API, apply, render."""
 
     permission: bool | None = True
-    policy: dict = field(default_factory=lambda: POLICY)
+    policy: Policy = field(default_factory=lambda: POLICY)
     bot_login: str = BOT
     asked: list[str] = field(default_factory=list)
     applied: list[Action] = field(default_factory=list)

@@ -538,7 +538,7 @@ def test_is_new_command(bodies, expected):
 def test_the_registry_is_the_list_of_kinds_and_default_names():
     assert KINDS == tuple(spec.kind for spec in COMMANDS) == ("use", "reuse", "stage", "help")
     assert DEFAULT_NAMES == NAMES
-    assert default_policy()["commands"] == DEFAULT_NAMES  # app.yaml names every command of the registry
+    assert default_policy().commands.names() == DEFAULT_NAMES  # app.yaml names every command of the registry
 
 
 ARGUMENT_RULES = {  # what the bare command, one run id and two run ids give, per argument rule

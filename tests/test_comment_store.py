@@ -249,7 +249,7 @@ async def test_a_reply_over_the_limit_is_cut_with_the_note_never_rejected(harnes
     assert body.startswith(marker(f"reply-{command['id']}") + "\n")
     assert "cut short to fit GitHub's limit of 65536 characters" in body
     assert "超出了 GitHub 单条评论 65536 个字符的上限" in body  # the note is bilingual too
-    assert find_commands(body, default_policy()["commands"].values()) == []
+    assert find_commands(body, default_policy().commands.names().values()) == []
     assert (await harness.journal_row("huge")).status == "done"
 
     github.reset_requests()

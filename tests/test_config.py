@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot.app import cli
-from bot.core.config import DEFAULT_DB, ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config
+from bot.core.config import (DEFAULT_DB, ConfigError, Settings, default_policy, load_app_yaml, parse_repo_config,
+                             policy_defaults)
 
 SPEC_NAMES = [
     "inferencex-e2e/perf-changelog.yaml", ".github/CODEOWNERS", "docs/PR_REVIEW_CHECKLIST.md", "run-sweep.yml",
@@ -23,7 +24,7 @@ SPEC_NAMES = [
 
 
 def test_defaults_hold_every_name_from_the_spec():
-    text = json.dumps(default_policy())
+    text = json.dumps(default_policy().to_dict())
     missing = [name for name in SPEC_NAMES if json.dumps(name) not in text and name not in text]
     assert missing == []
 
@@ -58,13 +59,13 @@ def test_no_write_touches_code():
 @pytest.mark.parametrize("text, check", [
     ("", lambda p: p == default_policy()),
     ("paths:\n  changelog: perf/changelog.yaml\n",
-     lambda p: p["paths"]["changelog"] == "perf/changelog.yaml" and p["paths"]["codeowners"] == ".github/CODEOWNERS"),
+     lambda p: p.paths.changelog == "perf/changelog.yaml" and p.paths.codeowners == ".github/CODEOWNERS"),
     ("labels:\n  modifiers:\n    evals_only: evals\n",
-     lambda p: p["labels"]["modifiers"] == {"all_evals": "all-evals", "evals_only": "evals", "agentx_fast": "agentx-fast"}),
-    ("autolabels: []\n", lambda p: p["autolabels"] == []),  # lists replace
+     lambda p: p.labels.modifiers.names() == {"all_evals": "all-evals", "evals_only": "evals", "agentx_fast": "agentx-fast"}),
+    ("autolabels: []\n", lambda p: p.autolabels == ()),  # lists replace
     ("labels:\n  primary:\n    - {name: sweep, canary: true, fail_fast: true, recommended: true}\n",
-     lambda p: [x["name"] for x in p["labels"]["primary"]] == ["sweep"]),
-    ("commands:\n  use: pin\n", lambda p: p["commands"]["use"] == "pin" and p["commands"]["help"] == "help"),
+     lambda p: [x.name for x in p.labels.primary] == ["sweep"]),
+    ("commands:\n  use: pin\n", lambda p: p.commands.use == "pin" and p.commands.help == "help"),
 ], ids=["empty", "one-path", "one-modifier", "list-replaces", "primary-list", "rename-command"])
 def test_overrides_merge_over_defaults(text, check):
     assert check(parse_repo_config(text))
@@ -498,7 +499,7 @@ def test_the_example_config_sets_every_key_to_its_default():
     import yaml
 
     example = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
-    assert key_paths(example) == key_paths(default_policy())
+    assert key_paths(example) == key_paths(policy_defaults())
     assert parse_repo_config(EXAMPLE.read_bytes()) == default_policy()
 
 

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from bot.core.config import default_policy
 from bot.rules.dispatched_runs import dispatch_id_of
 from bot.rules.gate import Changelog, ChangelogOutcome, decide
 from bot.rules.message_schemas import validator
@@ -90,7 +91,7 @@ def test_the_fork_workflow_checks_out_only_the_approved_merge_commit():
 
 def judge_start():
     """What the bot dispatches the judge with (handlers/signoff.py), for a review comment's sign-off."""
-    ctx = SimpleNamespace(policy={"signoff": {"judge": {"workflow": JUDGE}}}, default_branch="main")
+    ctx = SimpleNamespace(policy=default_policy(), default_branch="main")  # its judge workflow is JUDGE
     posted = Signoff("review-comment", 2233445566, "maintainer-1", "signed off", "https://github.com/o/r/pull/1")
     return judge_dispatch(ctx, 1234, "3f786850e387550fdab836ed7e6dc881de23001b", posted)
 

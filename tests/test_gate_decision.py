@@ -8,7 +8,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 
 import pytest
 
-from bot.core.config import default_policy
+from bot.core.config import default_policy, policy_defaults
 from bot.effects.actions import DispatchWorkflow
 from bot.rules.gate import (
     ACTIVE_STATUSES,
@@ -31,12 +31,12 @@ from bot.rules.gate import (
     decide,
     dispatch_id,
 )
-from bot.core.policy import Policy
+from bot.rules.policy import Policy
 from gate_reference import expected
 
-POLICY = Policy(default_policy())
-PRIMARIES = [p["name"] for p in POLICY["labels"]["primary"]]  # fail-fast, enabled, non-canary
-MODIFIERS = dict(POLICY["labels"]["modifiers"])  # key -> name
+POLICY = default_policy()
+PRIMARIES = [p.name for p in POLICY.labels.primary]  # fail-fast, enabled, non-canary
+MODIFIERS = POLICY.labels.modifiers.names()  # key -> name
 FAIL_FAST, ENABLED, NON_CANARY = PRIMARIES
 ALL_EVALS, EVALS_ONLY, AGENTX_FAST = MODIFIERS["all_evals"], MODIFIERS["evals_only"], MODIFIERS["agentx_fast"]
 
@@ -133,7 +133,7 @@ def compare(pr: GateInput, decision: Decision) -> list[str]:
         flags = {key for key in MODIFIERS if inputs[key.replace("_", "-")] == "true"}
         if flags != want.modifiers:
             problems.append(f"modifiers {sorted(flags)}, reference {sorted(want.modifiers)}")
-        workflow = POLICY["workflows"]["fork_sweep" if pr.is_fork else "sweep"]
+        workflow = POLICY.workflows.fork_sweep if pr.is_fork else POLICY.workflows.sweep
         ref = pr.default_branch if pr.is_fork else pr.head_ref
         if (decision.start.workflow, decision.start.ref) != (workflow, ref):
             problems.append(f"dispatches {decision.start.workflow} on {decision.start.ref}, expected {workflow} on {ref}")
@@ -287,12 +287,12 @@ def test_label_names_compare_ignoring_case_and_the_input_uses_the_policy_spellin
 
 
 def test_a_repository_policy_renames_labels_workflows_and_the_marker():
-    custom = default_policy()
+    custom = policy_defaults()
     custom["labels"]["primary"] = [{"name": "gpu-sweep", "canary": False, "fail_fast": True, "recommended": True}]
     custom["labels"]["modifiers"] = {"all_evals": "evals-all", "evals_only": "evals-just", "agentx_fast": "quick"}
     custom["workflows"] = {"sweep": "sweep.yml", "fork_sweep": "trusted.yml"}
     custom["skip_sweep_marker"] = "[no-gpu]"
-    policy = Policy(custom)
+    policy = Policy.model_validate(custom)
     decision = decide(make_pr(labels=(writer("gpu-sweep"), writer("quick"), writer(FAIL_FAST))), policy)
     assert decision.start.workflow == "sweep.yml"
     assert (decision.start.inputs["sweep-label"], decision.start.inputs["agentx-fast"]) == ("gpu-sweep", "true")

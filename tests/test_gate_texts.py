@@ -18,7 +18,7 @@ import pytest
 from gidgethub import sansio
 
 from bot.rules.commands import find_commands
-from bot.core.config import default_policy
+from bot.core.config import default_policy, policy_defaults
 from bot.rules.gate import (
     CONDITIONS,
     REASONS,
@@ -31,7 +31,7 @@ from bot.rules.gate import (
     decide,
     dispatch_id,
 )
-from bot.core.policy import Policy
+from bot.rules.policy import Policy
 from bot.core.processing import Context
 from bot.core.templates import Templates, code_span
 from handlers import sweep_gate
@@ -44,9 +44,9 @@ REASON = {lang: ENV.from_string(f'{{% import "_gate_reason.{lang}.j2" as t %}}{{
 TITLE = {lang: ENV.from_string(f'{{% import "_gate_reason.{lang}.j2" as t %}}{{{{ t.title(name) }}}}')
          for lang in LANGUAGES}
 
-POLICY = Policy(default_policy())
-FAIL_FAST, ENABLED, NON_CANARY = (p["name"] for p in POLICY["labels"]["primary"])
-MODIFIERS = dict(POLICY["labels"]["modifiers"])
+POLICY = default_policy()
+FAIL_FAST, ENABLED, NON_CANARY = (p.name for p in POLICY.labels.primary)
+MODIFIERS = POLICY.labels.modifiers.names()
 ALL_EVALS, EVALS_ONLY, AGENTX_FAST = MODIFIERS["all_evals"], MODIFIERS["evals_only"], MODIFIERS["agentx_fast"]
 
 HEAD = "1a2b3c4d5e6f" + "1" * 28
@@ -95,9 +95,9 @@ def facts(policy=POLICY) -> dict:
 def test_the_facts_are_the_handlers():
     g = facts()
     assert g == {"primary_labels": [FAIL_FAST, ENABLED, NON_CANARY], "recommended": FAIL_FAST,
-                 "modifiers": MODIFIERS, "changelog_path": POLICY["paths"]["changelog"],
-                 "changelog_url": f"{REPO_URL}/blob/{HEAD}/{POLICY['paths']['changelog']}",
-                 "skip_marker": POLICY["skip_sweep_marker"], "use_command": "/" + POLICY["commands"]["use"],
+                 "modifiers": MODIFIERS, "changelog_path": POLICY.paths.changelog,
+                 "changelog_url": f"{REPO_URL}/blob/{HEAD}/{POLICY.paths.changelog}",
+                 "skip_marker": POLICY.skip_sweep_marker, "use_command": "/" + POLICY.commands.use,
                  "runs_url": RUNS_URL}
 
 
@@ -223,7 +223,7 @@ def test_each_code_of_a_condition_has_its_own_sentence(lang):
 @pytest.mark.parametrize("lists", [False, True], ids=["tuples", "lists"])
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_each_line_is_one_line_and_no_command(lang, lists):
-    names = set(POLICY["commands"].values())
+    names = set(POLICY.commands.names().values())
     for c in CONDITIONS_SEEN:
         line = render(as_mapping(c, lists), lang)
         assert line.strip(), pair(c)
@@ -429,10 +429,10 @@ def test_failed_and_retrying_show_the_error_as_a_code_span():
 
 
 def test_a_label_with_backticks_is_one_safe_code_span():
-    data = copy.deepcopy(default_policy())
+    data = policy_defaults()
     odd = "sweep`odd``tick"
     data["labels"]["primary"][1]["name"] = odd
-    policy = Policy(data)
+    policy = Policy.model_validate(data)
     pr = make_pr(labels=(writer(FAIL_FAST), writer(odd)))
     c = decide(pr, policy).condition("labels")
     assert c.reason_code == "several_primaries"

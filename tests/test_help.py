@@ -16,7 +16,7 @@ from handlers.help_command import help_entries, help_variables, needs_help
 from harness import REPO
 
 POLICY = default_policy()
-NAMES = POLICY["commands"]
+NAMES = POLICY.commands.names()
 
 
 # ---- the pure rules ----------------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def test_needs_help(body, wanted):
 
 def test_help_variables_show_the_problem_only_when_there_is_one():
     plain = help_variables(POLICY, "alice", parse("/help", NAMES))
-    assert plain == {"requester": "alice", "commands": help_entries(NAMES), "docs_url": POLICY["docs_url"],
+    assert plain == {"requester": "alice", "commands": help_entries(NAMES), "docs_url": POLICY.docs_url,
                      "problem": None}
     wrong = help_variables(POLICY, "bob", parse("/use abc", NAMES))
     assert wrong["problem"] == {"text": "/use abc", "key": "run-id-not-numeric"}
@@ -160,8 +160,8 @@ async def test_help_reply_lists_every_command_who_may_use_it_an_example_and_the_
         who, example = [cell.strip() for cell in row.split("|")[3:5]]
         assert who in ("Maintainers (write, maintain or admin permission)", "Anyone")
         assert example.startswith("`/")
-    assert f"[documentation]({POLICY['docs_url']})" in english
-    assert f"[文档]({POLICY['docs_url']})" in body
+    assert f"[documentation]({POLICY.docs_url})" in english
+    assert f"[文档]({POLICY.docs_url})" in body
     assert find_commands(body, NAMES.values()) == []  # the reply never reads as a command itself
 
 

@@ -19,6 +19,7 @@ import pytest
 import referencing.exceptions
 from hypothesis import given, strategies as st
 
+from bot.core.config import default_policy
 from bot.rules import message_schemas, signoff
 from bot.rules.message_schemas import MAX_DEPTH, MAX_KEYS, MAX_SIZE, out_of_bounds, validator
 from bot.rules.results_callbacks import (EVENT_KINDS, EXTRA_COUNTERS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
@@ -157,7 +158,7 @@ def test_what_the_bot_asks_the_results_service_to_ingest_is_valid_against_the_re
 
 @pytest.mark.parametrize("source, number", [("comment", 2233445566), ("review", 1), ("review-comment", 2**63 - 1)])
 def test_what_the_bot_sends_the_judge_is_valid_against_the_inputs_schema(source, number):
-    ctx = SimpleNamespace(policy={"signoff": {"judge": {"workflow": "signoff-judge.yml"}}}, default_branch="main")
+    ctx = SimpleNamespace(policy=default_policy(), default_branch="main")
     posted = signoff.Signoff(source, number, "maintainer-1", "signed off", "https://github.com/o/r/pull/12")
     start = judge_dispatch(ctx, 12, "3f786850e387550fdab836ed7e6dc881de23001b", posted)
     assert tuple(start.inputs) == JUDGE_INPUTS

@@ -32,10 +32,10 @@ from bot.rules.pins import (
     NEW_PIN_COMMAND,
 )
 from bot.rules.sweep_record import Pin, SweepRecord, Withdrawal
-from bot.core.policy import Policy
+from bot.rules.policy import Policy
 
-POLICY = Policy(default_policy())
-NAMES = dict(POLICY["commands"])
+POLICY = default_policy()
+NAMES = POLICY.commands.names()
 NOW = datetime(2025, 7, 1, 12, 0, 0, tzinfo=timezone.utc)
 HEAD, STRANGER = "a" * 40, "c" * 40
 RUN_ID = 101
@@ -66,7 +66,8 @@ LIVE = [artifact()]
 def check(r=None, *, pinned=True, dispatched=True, fork=False, artifacts=LIVE, labels=("full-sweep-enabled",),
           policy=POLICY, now=NOW) -> Verdict:
     return check_run(run() if r is None else r, pinned=pinned, dispatched=dispatched, fork=fork,
-                     artifacts=artifacts, labels=labels, policy=policy, now=now)
+                     artifacts=artifacts, labels=labels, now=now,
+                     policy=Policy.model_validate(policy) if isinstance(policy, dict) else policy)
 
 
 # --- check_run: one row per rule and boundary -----------------------------------------------------
@@ -84,7 +85,7 @@ CHECK_CASES = [
     ("same-name-elsewhere", {"r": run(path="ci/run-sweep.yml")}, WRONG_WORKFLOW),
     ("workflow-case", {"r": run(path=".github/workflows/Run-Sweep.yml")}, WRONG_WORKFLOW),
     ("no-path", {"r": run(path=None)}, WRONG_WORKFLOW),
-    ("override-workflow", {"policy": {**POLICY.to_dict(), "workflows": {"sweep": "bench.yml"}}}, WRONG_WORKFLOW),
+    ("override-workflow", {"policy": {**POLICY.to_dict(), "workflows": {"sweep": "bench.yml", "fork_sweep": "e2e-tests.yml"}}}, WRONG_WORKFLOW),
     # status
     ("queued", {"r": run(status="queued", conclusion=None)}, NOT_COMPLETED),
     ("in-progress", {"r": run(status="in_progress", conclusion=None)}, NOT_COMPLETED),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gidgethub
 import pytest
+from pydantic import ValidationError
 
 from bot.core.config import REPO_CONFIG_PATH
 from bot.core.repo_config import RepoConfigs
@@ -27,7 +28,7 @@ async def test_the_file_is_read_from_the_default_branch_only(github, gh):
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelog: base.yaml\n", ref="trunk")
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelog: from-a-pr-head.yaml\n", ref="feature")
     policy = await RepoConfigs().policy(gh, REPO, "trunk")
-    assert policy["paths"]["changelog"] == "base.yaml"
+    assert policy.paths.changelog == "base.yaml"
     (read,) = [r for r in github.requests if r.path.endswith(REPO_CONFIG_PATH)]
     assert read.query == {"ref": "trunk"}
 
@@ -37,10 +38,10 @@ async def test_cached_until_invalidated(github, gh):
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelog: one.yaml\n", ref="trunk")
     await configs.policy(gh, REPO, "trunk")
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelog: two.yaml\n", ref="trunk")
-    assert (await configs.policy(gh, REPO, "trunk"))["paths"]["changelog"] == "one.yaml"
+    assert (await configs.policy(gh, REPO, "trunk")).paths.changelog == "one.yaml"
     assert github.count("GET", REPO_CONFIG_PATH) == 1
     configs.invalidate(REPO)
-    assert (await configs.policy(gh, REPO, "trunk"))["paths"]["changelog"] == "two.yaml"
+    assert (await configs.policy(gh, REPO, "trunk")).paths.changelog == "two.yaml"
 
 
 async def test_an_invalid_file_keeps_the_last_good_one_and_records_why(github, gh):
@@ -50,12 +51,12 @@ async def test_an_invalid_file_keeps_the_last_good_one_and_records_why(github, g
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelgo: typo.yaml\n", ref="trunk")
     configs.invalidate(REPO)
     policy = await configs.policy(gh, REPO, "trunk")
-    assert policy["paths"]["changelog"] == "good.yaml"
+    assert policy.paths.changelog == "good.yaml"
     problem = configs.problems[REPO]
     assert problem.errors == ("paths.changelgo: unknown key (line 2)",) and problem.last_good is not None
     github.set_file(REPO, REPO_CONFIG_PATH, "paths:\n  changelog: fixed.yaml\n", ref="trunk")
     configs.invalidate(REPO)
-    assert (await configs.policy(gh, REPO, "trunk"))["paths"]["changelog"] == "fixed.yaml"
+    assert (await configs.policy(gh, REPO, "trunk")).paths.changelog == "fixed.yaml"
     assert REPO not in configs.problems
 
 
@@ -76,11 +77,11 @@ async def test_a_github_failure_is_raised_not_mistaken_for_no_file(github, gh):
 async def test_the_policy_handed_out_is_read_only(github, gh):
     """Regression: handlers got the cached policy dict itself, so one delivery could change what the next saw."""
     policy = await RepoConfigs().policy(gh, REPO, "trunk")
-    with pytest.raises(TypeError):
-        policy["paths"]["changelog"] = "elsewhere.yaml"
+    with pytest.raises(ValidationError):  # pydantic's answer to setting a field of a frozen model
+        policy.paths.changelog = "elsewhere.yaml"
     with pytest.raises(AttributeError):
-        policy["autolabels"].append({})
-    assert policy["paths"]["changelog"] == "inferencex-e2e/perf-changelog.yaml"
+        policy.autolabels.append({})
+    assert policy.paths.changelog == "inferencex-e2e/perf-changelog.yaml"
 
 
 COPIED_POLICY_ROOT = "policy:\n  paths:\n    changelog: perf.yaml\n"

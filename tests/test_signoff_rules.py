@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bot.rules.policy import VerifiedItem
 from bot.rules import signoff as rules
 from bot.rules.checklist import compare, template_items
 from bot.rules.codeowners import parse
@@ -154,7 +155,7 @@ def test_reuse_check(pin, code, required, asked, ok, expected):
 
 TEMPLATE = template_items("## Template\n```\n- [ ] Verified this PR has passed PR validation.\n"
                           "- [ ] Verified the evals.\n  - [ ] with _all_ of them\n\nSigned: `X`\n```\n")
-COVERED = [{"check": "sweep", "contains": "has passed pr VALIDATION"}]
+COVERED = [VerifiedItem(check="sweep", contains="has passed pr VALIDATION")]
 
 
 def test_checklist_check_passes_a_complete_signoff_and_lists_problems_otherwise():
@@ -185,7 +186,7 @@ def test_a_long_item_is_listed_whole_as_not_verified_and_shortened_where_a_check
     long = template_items("## Template\n```\n- [ ] " + "word " * 100 + "\n```\n")
     (shown,) = rules.not_verified(long, [])
     assert shown == ("word " * 100).strip()
-    (row,) = rules.covered_items(long, [{"check": "sweep", "contains": "word word"}])
+    (row,) = rules.covered_items(long, [VerifiedItem(check="sweep", contains="word word")])
     assert len(row["item"]) == rules.ITEM_CHARS and row["item"].endswith("…")
 
 
@@ -608,7 +609,7 @@ def test_settle_keeps_each_verdicts_other_checks_and_orders_failing_first():
     ('["InferenceX/core"]', "signoff.sufficient_owners[0]: 'InferenceX/core' is not an owner as CODEOWNERS names"
                             " one (`@user` or `@org/team`)"),
     ('["owner@example.com"]', "signoff.sufficient_owners[0]: 'owner@example.com' is not an owner"),
-    ("[3]", "signoff.sufficient_owners[0]: 3 is not an owner"),
+    ("[3]", "signoff.sufficient_owners[0]: expected a non-empty string, got a number"),
 ])
 def test_sufficient_owners_must_be_owners_that_name_an_account(owners, error):
     from bot.core.config import ConfigError, parse_repo_config

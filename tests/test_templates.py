@@ -313,8 +313,8 @@ def _status_samples() -> list[dict]:
 
     policy = default_policy()
     sha = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"
-    g = {"primary_labels": [p["name"] for p in policy["labels"]["primary"]], "recommended": "full-sweep-fail-fast",
-         "modifiers": dict(policy["labels"]["modifiers"]), "changelog_path": "inferencex-e2e/perf-changelog.yaml",
+    g = {"primary_labels": [p.name for p in policy.labels.primary], "recommended": "full-sweep-fail-fast",
+         "modifiers": policy.labels.modifiers.names(), "changelog_path": "inferencex-e2e/perf-changelog.yaml",
          "changelog_url": f"https://github.com/acme/InferenceX/blob/{sha}/inferencex-e2e/perf-changelog.yaml",
          "skip_marker": "[skip-sweep]", "use_command": "/use", "runs_url": "https://github.com/acme/InferenceX/actions",
          "is_open": True}
@@ -335,7 +335,7 @@ def _status_samples() -> list[dict]:
         return dict(labelled, changelog=valid, dispatched=(Dispatched(key, 1006, status, conclusion),))
 
     bad = check_append(b"", b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: TBD\n", pr_number=12,
-                       canonical_prefix=policy["pr_link_prefix"])
+                       canonical_prefix=policy.pr_link_prefix)
     blocked_fork = dict(base, changelog=ChangelogOutcome(Changelog.INVALID), is_fork=True,
                         labels=(AppliedLabel("full-sweep-fail-fast", "drive-by", False),
                                 AppliedLabel("evals-only", "maintainer", True, sha)))

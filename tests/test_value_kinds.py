@@ -7,7 +7,7 @@ import datetime
 
 import pytest
 
-from bot.core.config import ConfigError, merge_policy
+from bot.core.config import ConfigError, parse_repo_config
 from bot.rules.results_callbacks import Rejected, parse_callback
 from bot.rules.value_kinds import KINDS, kind_in_words, kind_of
 
@@ -35,7 +35,8 @@ def test_the_kinds_are_the_words_kind_of_has_for_json_and_yaml():
 
 def test_config_and_callbacks_say_the_kind_in_the_same_words():
     with pytest.raises(ConfigError) as raised:
-        merge_policy({"paths": {"changelog": "x"}, "limits": {"n": 1}}, {"paths": [1], "limits": {"n": None}})
-    assert raised.value.errors == ["paths: expected a mapping, got a list", "limits.n: expected a number, got nothing"]
+        parse_repo_config("paths: [1]\nlimits:\n  changelog_bytes: null\n")
+    assert raised.value.errors == ["paths: expected a mapping, got a list (line 1)",
+                                   "limits.changelog_bytes: expected a whole number above 0, got nothing (line 3)"]
     rejected = parse_callback("ingest-completed", [1], results_repository="o/r")
     assert isinstance(rejected, Rejected) and rejected.reason == "client_payload is a list, not an object"

@@ -75,24 +75,24 @@ async def test_fork_pr_opened_gets_one_welcome_with_the_policy_and_repo_links(ha
     assert f"({blob}/.github/CODEOWNERS)" in body
     assert f"({blob}/docs/PR_REVIEW_CHECKLIST.md)" in body
     assert f"({blob}/inferencex-e2e/perf-changelog.yaml)" in body
-    assert f"`{policy['signoff_phrase']}`" in body
+    assert f"`{policy.signoff_phrase}`" in body
     assert "- `full-sweep-fail-fast` (recommended): runs a canary first; each matrix stops at its first failure." \
         in body
-    for primary in policy["labels"]["primary"]:
-        assert f"`{primary['name']}`" in body
-    for modifier in policy["labels"]["modifiers"].values():
+    for primary in policy.labels.primary:
+        assert f"`{primary.name}`" in body
+    for modifier in policy.labels.modifiers.names().values():
         assert f"`{modifier}`" in body
     assert "`/use <run_id>`" in body and "`/reuse-sweep-run <run_id>`" in body
     assert "(again after each push: it comes from a fork)" in body
     assert "see that every GitHub Actions job passes" in body
-    assert f"({policy['docs_url']})" in body
+    assert f"({policy.docs_url})" in body
     assert "\n## 中文\n" in body and "它来自 fork" in body
 
 
 async def test_welcome_never_contains_a_line_that_parses_as_a_command(harness):
     await open_pr(harness, 1)
     [comment] = welcomes(harness.github, 1)
-    assert find_commands(comment["body"], default_policy()["commands"].values()) == []
+    assert find_commands(comment["body"], default_policy().commands.names().values()) == []
 
 
 async def test_same_repo_pr_links_follow_the_repository_and_its_default_branch(make_harness):
@@ -197,8 +197,8 @@ async def test_the_welcome_shows_under_half_of_what_it_did(make_harness, fork, c
     assert shown < VISIBLE_BEFORE["fork" if fork else "same-repo"] / 2, shown
     for half in languages(comment["body"]):
         assert half.count("<details>") == 1 and half.count("</details>") == 1
-        for label in default_policy()["labels"]["primary"]:  # the list of labels is in the collapsed part
-            assert label["name"] not in visible_text(half) and f"- `{label['name']}`" in half
+        for label in default_policy().labels.primary:  # the list of labels is in the collapsed part
+            assert label.name not in visible_text(half) and f"- `{label.name}`" in half
 
 
 @pytest.mark.parametrize("fork", [False, True], ids=["same-repo", "fork"])
@@ -252,7 +252,7 @@ async def test_the_welcome_keeps_the_seed_welcomes_points(harness):
     [comment] = welcomes(harness.github, 1)
     english, chinese = languages(comment["body"])
     checklist = "[checklist](https://github.com/acme/InferenceX/blob/main/docs/PR_REVIEW_CHECKLIST.md)"
-    phrase = f"`{default_policy()['signoff_phrase']}`"
+    phrase = f"`{default_policy().signoff_phrase}`"
     assert f"a comment with {phrase} and the latest {checklist}, filled in" in english
     assert f"一条含有 {phrase} 和填好的最新[检查清单]" in chinese
     assert "Ask the owners other than admins and core maintainers before you contact a core maintainer." in english

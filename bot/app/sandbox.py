@@ -30,7 +30,7 @@ DEMO_SECRET = "sandbox-secret"
 DEMO_AUTHOR = "partner-dev"
 DEMO_MAINTAINER = "maintainer"
 DEMO_CONFIG = "inferencex-e2e/configs/amd-master.yaml"  # the upstream layout, matched by the default autolabels
-RESULTS_REPO = default_policy()["results"]["repository"]
+RESULTS_REPO = default_policy().results.repository
 RESULTS_SENDER = "inferencex-results[bot]"  # the results service's account, trusted by the demo's policy
 TRANSCRIPT_PREFIX = "sweepbot-sandbox-transcript-"  # and a unique part, .md, in the temp directory
 
@@ -188,8 +188,8 @@ def demo_signoff(fake: InMemoryGitHub) -> dict[str, Any]:
 def add_sweep_workflows(fake: InMemoryGitHub, repo: str) -> None:
     """The default policy's two sweep workflows, taking the gate's inputs, their runs named by dispatch id (as
     the real workflows' `run-name:` must be)."""
-    workflows = default_policy()["workflows"]
-    for workflow, inputs in ((workflows["sweep"], DISPATCH_INPUTS), (workflows["fork_sweep"], FORK_INPUTS)):
+    workflows = default_policy().workflows
+    for workflow, inputs in ((workflows.sweep, DISPATCH_INPUTS), (workflows.fork_sweep, FORK_INPUTS)):
         fake.add_workflow(repo, workflow, inputs=list(inputs), run_name=SWEEP_RUN_NAME)
 
 
@@ -261,7 +261,7 @@ class Step:
 
 def sweep_run(fake: InMemoryGitHub) -> dict[str, Any]:
     """The sweep run the bot dispatched for PR #1 (the newest run of the fork workflow)."""
-    runs = fake.runs(DEMO_REPO, default_policy()["workflows"]["fork_sweep"])
+    runs = fake.runs(DEMO_REPO, default_policy().workflows.fork_sweep)
     if not runs:
         raise LookupError("the bot dispatched no sweep run: the label step left no dispatch")
     return runs[-1]
@@ -323,7 +323,7 @@ def lifecycle() -> list[Step]:
         return fake.workflow_run_payload(DEMO_REPO, run_id, "completed", conclusion="success")
 
     def pinned(fake: InMemoryGitHub) -> dict[str, Any]:
-        body = f"/{default_policy()['commands']['use']} {sweep_run(fake)['id']}"
+        body = f"/{default_policy().commands.use} {sweep_run(fake)['id']}"
         comment = fake.add_comment(DEMO_REPO, 1, body, user=DEMO_MAINTAINER, author_association="MEMBER")
         return fake.issue_comment_payload(DEMO_REPO, 1, comment)
 
@@ -334,7 +334,7 @@ def lifecycle() -> list[Step]:
                 raise LookupError("the /use step sent the results service no stage-results request")
             payload = {**request, "source-repository": RESULTS_REPO, "app-run-id": str(APP_RUN_STAGE)}
             if kind == "completed":
-                viewer = default_policy()["results"]["viewer"]
+                viewer = default_policy().results.viewer
                 payload.update({"stage-succeeded": "true", "results-url": f"{viewer}/runs/{APP_RUN_STAGE}"})
             return callback(fake, f"stage-results-{kind}", payload)
         return act

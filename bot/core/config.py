@@ -12,12 +12,13 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import yaml
+from pydantic import ValidationError
 
 from bot.core.resources import APP_PACKAGE, resource_file
 from bot.delivery.journal import is_postgres
 from bot.github.client import IN_FLIGHT
+from bot.rules.policy import AutoLabel, Labels, Policy, VerifiedItem, policy_errors
 from bot.rules.pull_request import label_key
-from bot.rules.value_kinds import kind_in_words
 
 APP_YAML = resource_file(APP_PACKAGE, "app.yaml")  # the top-level app.yaml, shipped as package data
 REPO_CONFIG_PATH = ".github/sweepbot.yml"
@@ -239,79 +240,24 @@ def load_app_yaml(path: Path = APP_YAML) -> dict[str, Any]:
         return yaml.safe_load(fh)
 
 
-def default_policy() -> dict[str, Any]:
+def policy_defaults() -> dict[str, Any]:
+    """app.yaml's `policy:` as plain data: what a repository's file is merged over."""
     return copy.deepcopy(load_app_yaml()["policy"])
 
 
-def merge_policy(defaults: dict[str, Any], override: Any) -> dict[str, Any]:
-    """Deep-merge `override` over `defaults`; raise ConfigError listing every unknown key or wrong type."""
-    if override is None:
-        return copy.deepcopy(defaults)
-    errors: list[str] = []
-    merged = _merge(defaults, override, "", errors)
-    if errors:
-        raise ConfigError(errors)
-    return merged
+def default_policy() -> Policy:
+    """The policy in force for a repository without a file of its own."""
+    return Policy.model_validate(policy_defaults())
 
 
-def _merge(default: Any, value: Any, where: str, errors: list[str]) -> Any:
-    name = where or "the file"
-    if isinstance(default, dict):
-        if not isinstance(value, dict):
-            errors.append(f"{name}: expected a mapping, got {kind_in_words(value)}")
-            return copy.deepcopy(default)
-        out = copy.deepcopy(default)
-        for key, sub in value.items():
-            path = f"{where}.{key}" if where else str(key)
-            if key not in default:
-                errors.append(f"{path}: unknown key")
-                continue
-            out[key] = _merge(default[key], sub, path, errors)
-        return out
-    if isinstance(default, list):
-        if not isinstance(value, list):
-            errors.append(f"{name}: expected a list, got {kind_in_words(value)}")
-            return copy.deepcopy(default)
-        _check_items(default, value, where, errors)
+def _merge(default: Any, value: Any) -> Any:
+    """`value` over `default`: mappings key by key, anything else replaced whole (validation comes after)."""
+    if not isinstance(default, dict) or not isinstance(value, dict):
         return copy.deepcopy(value)
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            errors.append(f"{name}: expected true or false, got {kind_in_words(value)}")
-        return value
-    if isinstance(default, (int, float)) and not isinstance(value, bool) and isinstance(value, (int, float)):
-        return value
-    if isinstance(default, str):
-        if not isinstance(value, str) or not value.strip():
-            errors.append(f"{name}: expected a non-empty string, got {kind_in_words(value)}")
-        return value
-    if type(value) is not type(default):
-        errors.append(f"{name}: expected {kind_in_words(default)}, got {kind_in_words(value)}")
-    return value
-
-
-def _check_items(default: list, value: list, where: str, errors: list[str]) -> None:
-    """List items take the shape of the default's items: same keys allowed, keys every default item has are required."""
-    if not default:
-        return
-    sample = default[0]
-    for i, item in enumerate(value):
-        path = f"{where}[{i}]"
-        if isinstance(sample, dict):
-            allowed = set().union(*(d.keys() for d in default))
-            required = set.intersection(*(set(d) for d in default))
-            if not isinstance(item, dict):
-                errors.append(f"{path}: expected a mapping, got {kind_in_words(item)}")
-                continue
-            for key in item:
-                if key not in allowed:
-                    errors.append(f"{path}.{key}: unknown key")
-            for key in sorted(required - set(item)):
-                errors.append(f"{path}.{key}: required")
-            for key in set(item) & allowed:
-                model = next(d[key] for d in default if key in d)
-                _merge(model, item[key], f"{path}.{key}", errors)
-        else:
-            _merge(sample, item, path, errors)
+    out = copy.deepcopy(default)
+    for key, sub in value.items():
+        out[key] = _merge(default[key], sub) if key in default else copy.deepcopy(sub)
+    return out
 
 
 class ConfigIssue(str):
@@ -334,10 +280,10 @@ class ConfigIssue(str):
 APP_YAML_ROOTS = ("policy", "manifest")
 
 
-def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None) -> Policy:
     """Parse and validate a `.github/sweepbot.yml`; return the merged policy or raise ConfigError, whose errors
     are ConfigIssues: every key path the file has is given its line, duplicate keys are errors."""
-    defaults = default_policy() if defaults is None else defaults
+    defaults = policy_defaults() if defaults is None else defaults
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
@@ -350,19 +296,22 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
     finally:
         loader.dispose()
     if data is None:
-        return copy.deepcopy(defaults)
+        return Policy.model_validate(defaults)
     lines: dict[str, int] = {}
     errors: list[str] = []
     if node is not None:
         _walk_keys(node, "", lines, errors)
     try:
-        merged = merge_policy(defaults, data)
-        _check_semantics(merged)
-    except ConfigError as exc:
-        errors += [_with_line_and_hint(error, lines, defaults) for error in exc.errors]
+        policy = Policy.model_validate(_merge(defaults, data))
+    except ValidationError as exc:
+        found = [_with_line_and_hint(error, lines, defaults) for error in policy_errors(exc)]
+        # pydantic lists a model's unknown keys after its fields; the file's order reads better
+        errors += sorted(found, key=lambda issue: (issue.line is None, issue.line or 0))
+    else:
+        errors += [_with_line_and_hint(error, lines, defaults) for error in _rules_across_keys(policy)]
     if errors:
         raise ConfigError(errors)
-    return merged
+    return policy
 
 
 def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[str],
@@ -430,49 +379,42 @@ def _keys_at(defaults: dict[str, Any], path: str) -> list[str]:
     return list(level) if isinstance(level, dict) else []
 
 
-def _check_semantics(policy: dict[str, Any]) -> None:
+def _rules_across_keys(policy: Policy) -> list[str]:
     """Rules across keys, each error naming its key path; every error is listed at once."""
     from bot.rules.commands import command_name_errors  # here, not at the top: this file's imports are not this check's
 
-    labels = policy["labels"]
+    labels = policy.labels
     errors = _sweep_label_errors(labels)
-    errors += command_name_errors(policy["commands"])
-    errors += _autolabel_errors(policy["autolabels"], _sweep_labels(labels))
-    errors += _verified_item_errors(policy["signoff"]["verified_items"])
-    errors += _login_list_errors("results.senders", policy["results"]["senders"])
-    errors += _login_list_errors("signoff.judge.senders", policy["signoff"]["judge"]["senders"])
-    errors += _owner_list_errors("signoff.sufficient_owners", policy["signoff"]["sufficient_owners"])
-    errors += _limit_errors(policy["limits"])
-    if errors:
-        raise ConfigError(errors)
+    errors += command_name_errors(policy.commands.names())
+    errors += _autolabel_errors(policy.autolabels, _sweep_labels(labels))
+    errors += _verified_item_errors(policy.signoff.verified_items)
+    errors += _login_list_errors("results.senders", policy.results.senders)
+    errors += _login_list_errors("signoff.judge.senders", policy.signoff.judge.senders)
+    errors += _owner_list_errors("signoff.sufficient_owners", policy.signoff.sufficient_owners)
+    return errors
 
 
-def _verified_item_errors(items: list[dict[str, Any]]) -> list[str]:
+def _verified_item_errors(items: tuple[VerifiedItem, ...]) -> list[str]:
     from bot.rules.signoff import CHECKS
 
-    return [f"signoff.verified_items[{i}].check: {item['check']!r} is not one of the bot's checks"
-            f" ({', '.join(CHECKS)})" for i, item in enumerate(items) if item["check"] not in CHECKS]
+    return [f"signoff.verified_items[{i}].check: {item.check!r} is not one of the bot's checks"
+            f" ({', '.join(CHECKS)})" for i, item in enumerate(items) if item.check not in CHECKS]
 
 
 # A GitHub login, and `name[bot]` for an App's bot account.
 LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 
-def _login_list_errors(path: str, logins: list[Any]) -> list[str]:
+def _login_list_errors(path: str, logins: tuple[str, ...]) -> list[str]:
     return [f"{path}[{i}]: {login!r} is not a GitHub login (letters, digits and dashes; `name[bot]` for an App)"
-            for i, login in enumerate(logins) if not isinstance(login, str) or not LOGIN.fullmatch(login)]
+            for i, login in enumerate(logins) if not LOGIN.fullmatch(login)]
 
 
-def _owner_list_errors(path: str, owners: list[Any]) -> list[str]:
+def _owner_list_errors(path: str, owners: tuple[str, ...]) -> list[str]:
     from bot.rules.codeowners import is_handle
 
     return [f"{path}[{i}]: {owner!r} is not an owner as CODEOWNERS names one (`@user` or `@org/team`)"
-            for i, owner in enumerate(owners) if not isinstance(owner, str) or not is_handle(owner)]
-
-
-def _limit_errors(limits: dict[str, Any]) -> list[str]:
-    return [f"limits.{key}: expected a whole number above 0, got {value!r}" for key, value in limits.items()
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1]
+            for i, owner in enumerate(owners) if not is_handle(owner)]
 
 
 # GitHub's limits for a label; a longer name or description is refused with a 422.
@@ -480,7 +422,7 @@ LABEL_NAME_LIMIT = 50
 LABEL_DESCRIPTION_LIMIT = 100
 
 
-def _sweep_labels(labels: dict[str, Any]) -> dict[str, str]:
+def _sweep_labels(labels: Labels) -> dict[str, str]:
     """Every sweep label (primaries and modifiers), compared as label_key, -> the key path that first names it."""
     named: dict[str, str] = {}
     for path, name in _sweep_label_names(labels):
@@ -488,17 +430,17 @@ def _sweep_labels(labels: dict[str, Any]) -> dict[str, str]:
     return named
 
 
-def _sweep_label_names(labels: dict[str, Any]) -> list[tuple[str, str]]:
-    primaries = [(f"labels.primary[{i}].name", label["name"]) for i, label in enumerate(labels["primary"])]
-    return primaries + [(f"labels.modifiers.{key}", name) for key, name in labels["modifiers"].items()]
+def _sweep_label_names(labels: Labels) -> list[tuple[str, str]]:
+    primaries = [(f"labels.primary[{i}].name", label.name) for i, label in enumerate(labels.primary)]
+    return primaries + [(f"labels.modifiers.{key}", name) for key, name in labels.modifiers.model_dump().items()]
 
 
-def _sweep_label_errors(labels: dict[str, Any]) -> list[str]:
+def _sweep_label_errors(labels: Labels) -> list[str]:
     errors = []
-    primaries = labels["primary"]
+    primaries = labels.primary
     if not primaries:
         errors.append("labels.primary: at least one primary label is required")
-    if sum(1 for p in primaries if p.get("recommended")) > 1:
+    if sum(1 for p in primaries if p.recommended) > 1:
         errors.append("labels.primary: at most one label can be recommended")
     seen: dict[str, tuple[str, str]] = {}
     for path, name in _sweep_label_names(labels):
@@ -510,11 +452,11 @@ def _sweep_label_errors(labels: dict[str, Any]) -> list[str]:
     return errors
 
 
-def _autolabel_errors(rules: list[dict[str, Any]], sweep_labels: dict[str, str]) -> list[str]:
+def _autolabel_errors(rules: tuple[AutoLabel, ...], sweep_labels: dict[str, str]) -> list[str]:
     errors = []
     given: dict[str, tuple[str, str]] = {}  # label_key -> (the rule that gives the label, its spelling there)
     for i, rule in enumerate(rules):
-        where, label = f"autolabels[{i}]", rule["label"]
+        where, label = f"autolabels[{i}]", rule.label
         errors += _length_errors(f"{where}.label", label, LABEL_NAME_LIMIT)
         if label_key(label) in sweep_labels:
             # a path rule would approve every matching PR's sweep, forks included, with the bot's own permission
@@ -527,11 +469,10 @@ def _autolabel_errors(rules: list[dict[str, Any]], sweep_labels: dict[str, str])
                           "one rule per label: put all its paths in one rule")
         else:
             given[label_key(label)] = (where, label)
-        errors += _length_errors(f"{where}.description", rule["description"], LABEL_DESCRIPTION_LIMIT)
-        color = str(rule.get("color", ""))
-        if len(color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in color):
-            errors.append(f"{where}.color: expected six hex digits, got {color!r}")
-        if not rule.get("paths"):
+        errors += _length_errors(f"{where}.description", rule.description, LABEL_DESCRIPTION_LIMIT)
+        if len(rule.color) != 6 or any(c not in "0123456789abcdefABCDEF" for c in rule.color):
+            errors.append(f"{where}.color: expected six hex digits, got {rule.color!r}")
+        if not rule.paths:
             errors.append(f"{where}.paths: at least one pattern is required")
     return errors
 

@@ -21,7 +21,7 @@ from bot.effects.executor import DryRun, Executor, JournalLedger, Ledger, Memory
 from bot.github.client import GitHubApp, GitHubClient
 from bot.telemetry.metrics import Metrics, counted_event
 from bot.core.permissions import PERMISSION_TTL, Permissions
-from bot.core.policy import Policy
+from bot.rules.policy import Policy
 from bot.core.reader import PRReader, open_pr_of_head
 from bot.core.repo_config import ConfigProblem, RepoConfigs
 from bot.core.routing import ordered

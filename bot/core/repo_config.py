@@ -11,9 +11,9 @@ import cachetools
 from gidgethub.abc import GitHubAPI
 
 from bot.telemetry import logs
-from bot.core.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
+from bot.core.config import REPO_CONFIG_PATH, ConfigError, parse_repo_config, policy_defaults
 from bot.rules.links import Slashed, repo_api
-from bot.core.policy import Policy
+from bot.rules.policy import Policy
 from bot.github.shared_reads import SharedReads
 from bot.github.client import get_or_none
 
@@ -38,8 +38,8 @@ class RepoConfigs:
     """The policy in force per repository. Only ever reads the default branch, never a PR head."""
 
     def __init__(self, defaults: dict[str, Any] | None = None, ttl: float = CACHE_TTL):
-        self.defaults = defaults or default_policy()
-        self._frozen_defaults = Policy(self.defaults)
+        self.defaults = defaults or policy_defaults()
+        self._frozen_defaults = Policy.model_validate(self.defaults)
         # a burst of deliveries on a cold process (or after the expiry) reads the file once, not once each
         self._reads = SharedReads(cachetools.TTLCache(maxsize=1024, ttl=ttl))
         self._last_good: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)
@@ -69,6 +69,6 @@ class RepoConfigs:
                        in_force=previous.sha or "defaults")
             return previous
         self.problems.pop(repo, None)
-        loaded = _Loaded(Policy(policy), item.get("sha"))
+        loaded = _Loaded(policy, item.get("sha"))
         self._last_good[repo] = loaded
         return loaded

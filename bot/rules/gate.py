@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
 from bot.rules.fingerprint import digest
+from bot.rules.policy import Policy, PrimaryLabel
 from bot.rules.pull_request import label_key
 
 # The order the status comment shows them in.
@@ -222,17 +223,17 @@ def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: i
 class _Labels:
     """The PR's sweep labels, sorted into those that count and those that do not (a fork's, by a non-writer)."""
 
-    primaries: tuple[tuple[AppliedLabel, Mapping[str, Any]], ...]  # (label on the PR, its policy entry)
+    primaries: tuple[tuple[AppliedLabel, PrimaryLabel], ...]  # (label on the PR, its policy entry)
     modifiers: tuple[tuple[AppliedLabel, str, str], ...]  # (label on the PR, modifier key, policy name), policy order
     untrusted: tuple[AppliedLabel, ...]
     untrusted_primaries: tuple[AppliedLabel, ...]
     unconfirmed: tuple[AppliedLabel, ...] = ()  # a fork's, by someone whose permission GitHub would not confirm
 
     @classmethod
-    def read(cls, pr: GateInput, policy: Mapping[str, Any]) -> "_Labels":
-        primary_by_name = {label_key(p["name"]): (rank, p) for rank, p in enumerate(policy["labels"]["primary"])}
+    def read(cls, pr: GateInput, policy: Policy) -> "_Labels":
+        primary_by_name = {label_key(p.name): (rank, p) for rank, p in enumerate(policy.labels.primary)}
         modifier_by_name = {label_key(name): (rank, key, name)
-                            for rank, (key, name) in enumerate(policy["labels"]["modifiers"].items())}
+                            for rank, (key, name) in enumerate(policy.labels.modifiers.names().items())}
         primaries, modifiers, untrusted, untrusted_primaries, unconfirmed = [], [], [], [], []
         for label in pr.labels:
             folded = label_key(label.name)
@@ -257,7 +258,7 @@ class _Labels:
 
     @property
     def counted_names(self) -> list[str]:
-        return [entry["name"] for _, entry in self.primaries] + [name for _, _, name in self.modifiers]
+        return [entry.name for _, entry in self.primaries] + [name for _, _, name in self.modifiers]
 
     def modifier_names(self, keys: Iterable[str] | None = None) -> tuple[str, ...]:
         wanted = None if keys is None else set(keys)
@@ -272,8 +273,8 @@ def _params(**values: Any) -> Mapping[str, Any]:
     return MappingProxyType(values)
 
 
-def _changelog(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
-    path = policy["paths"]["changelog"]
+def _changelog(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
+    path = policy.paths.changelog
     outcome = pr.changelog
     if outcome.state is Changelog.VALID:
         return Condition("changelog", True, "valid", _params(path=path, append_only=outcome.append_only))
@@ -284,7 +285,7 @@ def _changelog(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Con
     return Condition("changelog", False, outcome.state.value, _params(path=path))
 
 
-def _labels(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
+def _labels(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
     condition = _label_set(pr, labels, policy)
     return Condition(condition.name, condition.ok, condition.reason_code,
                      _params(**condition.params, **_counting(pr, labels)))
@@ -307,11 +308,11 @@ def _counting(pr: GateInput, labels: _Labels) -> dict[str, tuple[str, ...]]:
     return {key: value for key, value in found.items() if value}
 
 
-def _label_set(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Condition:
+def _label_set(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
     if len(labels.primaries) > 1:
-        recommended = next((p["name"] for p in policy["labels"]["primary"] if p.get("recommended")), None)
+        recommended = next((p.name for p in policy.labels.primary if p.recommended), None)
         return Condition("labels", False, "several_primaries", _params(
-            labels=tuple(entry["name"] for _, entry in labels.primaries), recommended=recommended))
+            labels=tuple(entry.name for _, entry in labels.primaries), recommended=recommended))
     if not labels.primaries:
         if labels.modifiers:
             return Condition("labels", False, "modifier_without_primary",
@@ -322,8 +323,8 @@ def _label_set(pr: GateInput, labels: _Labels, policy: Mapping[str, Any]) -> Con
         return Condition("labels", False, "append_only_conflict", _params(modifiers=conflicting))
     (_, entry), = labels.primaries
     return Condition("labels", True, "valid", _params(
-        primary=entry["name"], modifiers=labels.modifier_names(),
-        canary=bool(entry["canary"]), fail_fast=bool(entry["fail_fast"])))
+        primary=entry.name, modifiers=labels.modifier_names(),
+        canary=entry.canary, fail_fast=entry.fail_fast))
 
 
 def _pull_request(pr: GateInput) -> Condition:
@@ -382,8 +383,8 @@ def _merge_commit(pr: GateInput, labels: _Labels) -> Condition:
     return Condition("merge_commit", True, "present", _params(merge_sha=pr.merge_commit_sha))
 
 
-def _skip_marker(pr: GateInput, policy: Mapping[str, Any]) -> Condition:
-    marker = policy["skip_sweep_marker"]
+def _skip_marker(pr: GateInput, policy: Policy) -> Condition:
+    marker = policy.skip_sweep_marker
     if marker.casefold() in pr.head_commit_message.casefold():
         return Condition("skip_marker", None, "present", _params(marker=marker, head_sha=pr.head_sha))
     return Condition("skip_marker", True, "absent", _params(marker=marker))
@@ -399,16 +400,16 @@ def _reuse_pin(pr: GateInput) -> Condition:
     return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 
-def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str) -> SweepStart:
+def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepStart:
     (_, entry), = labels.primaries
     flags = labels.modifier_keys
     inputs = {
         "pr-number": str(pr.number),
         "head-sha": pr.head_sha,
         "base-sha": pr.base_sha,
-        "sweep-label": entry["name"],
-        "canary": _bool(entry["canary"]),
-        "fail-fast": _bool(entry["fail_fast"]),
+        "sweep-label": entry.name,
+        "canary": _bool(entry.canary),
+        "fail-fast": _bool(entry.fail_fast),
         "all-evals": _bool("all_evals" in flags),
         "evals-only": _bool("evals_only" in flags),
         "agentx-fast": _bool("agentx_fast" in flags),
@@ -417,9 +418,9 @@ def _request(pr: GateInput, labels: _Labels, policy: Mapping[str, Any], key: str
     }
     if pr.is_fork:
         inputs["merge-sha"] = pr.merge_commit_sha
-        workflow, ref = policy["workflows"]["fork_sweep"], pr.default_branch
+        workflow, ref = policy.workflows.fork_sweep, pr.default_branch
     else:
-        workflow, ref = policy["workflows"]["sweep"], pr.head_ref
+        workflow, ref = policy.workflows.sweep, pr.head_ref
     # A same-repo run is found again by the PR's head SHA; a fork's trusted workflow runs on the default
     # branch, whose head is not the PR's, so it is found by its dispatch id alone.
     return SweepStart(workflow, ref, MappingProxyType(inputs), key, head_sha=None if pr.is_fork else pr.head_sha)
@@ -465,7 +466,7 @@ def mark(condition: Condition) -> str:
     return DONE if condition.ok else NOT_APPLICABLE
 
 
-def decide(pr: GateInput, policy: Mapping[str, Any]) -> Decision:
+def decide(pr: GateInput, policy: Policy) -> Decision:
     """What the gate does for `pr` now under `policy` (shaped like app.yaml's `policy`)."""
     labels = _Labels.read(pr, policy)
     key = dispatch_id(pr.number, pr.head_sha, labels.counted_names, pr.label_generation, pr.restart)

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
+from bot.rules.policy import Policy
 from bot.rules.commands import Command, same_command
 
 # Artifact names that hold results. Matched by fnmatch.fnmatchcase against the whole name: case-sensitive (as
@@ -55,13 +56,13 @@ class Selection(NamedTuple):
 # -- eligibility ---------------------------------------------------------------------------------
 
 
-def sweep_workflow(policy: Mapping, *, fork: bool) -> str:
+def sweep_workflow(policy: Policy, *, fork: bool) -> str:
     """The workflow whose runs a PR reuses: the trusted fork workflow for a fork's PR, else the sweep workflow."""
-    return policy["workflows"]["fork_sweep" if fork else "sweep"]
+    return policy.workflows.fork_sweep if fork else policy.workflows.sweep
 
 
 def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artifacts: Iterable[Mapping],
-              labels: Iterable[str], policy: Mapping, now: datetime) -> Verdict:
+              labels: Iterable[str], policy: Policy, now: datetime) -> Verdict:
     """Whether `run` may be reused for the PR: the first failing check in CODES order, else ELIGIBLE.
 
     `dispatched`: the run is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs.bot_run). Every other
@@ -98,7 +99,7 @@ def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artif
 
 
 def newest_eligible(runs: Iterable[Mapping], *, dispatched_run_ids: Collection[int], fork: bool,
-                    artifacts_of: Mapping[int, list], labels: Iterable[str], policy: Mapping,
+                    artifacts_of: Mapping[int, list], labels: Iterable[str], policy: Policy,
                     now: datetime) -> Selection:
     """The newest run (by created_at, then id) that passes check_run with pinned=False, and every other verdict.
 
@@ -154,11 +155,11 @@ def is_expired(artifact: Mapping, now: datetime) -> bool:
     return when is None or when <= _utc(now)
 
 
-def blocking_labels(labels: Iterable[str], policy: Mapping) -> tuple[str, ...]:
+def blocking_labels(labels: Iterable[str], policy: Policy) -> tuple[str, ...]:
     """The PR's labels (as spelt on the PR) that block reuse, in BLOCKING_MODIFIERS order; case-insensitive."""
     on_pr = {label.casefold(): label for label in labels if isinstance(label, str)}
-    modifiers = policy["labels"]["modifiers"]
-    found = (on_pr.get(modifiers[key].casefold()) for key in BLOCKING_MODIFIERS)
+    modifiers = policy.labels.modifiers
+    found = (on_pr.get(modifiers.names()[key].casefold()) for key in BLOCKING_MODIFIERS)
     return tuple(label for label in found if label is not None)
 
 

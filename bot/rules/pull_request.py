@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+from bot.rules.policy import Policy
 
 
 def label_key(name: str) -> str:
@@ -16,26 +17,26 @@ def label_key(name: str) -> str:
     return name.casefold()
 
 
-def primary_names(policy: Mapping[str, Any]) -> frozenset[str]:
+def primary_names(policy: Policy) -> frozenset[str]:
     """The policy's primary sweep labels (`labels.primary`), compared as label_key."""
-    return frozenset(label_key(p["name"]) for p in policy["labels"]["primary"])
+    return frozenset(label_key(p.name) for p in policy.labels.primary)
 
 
-def modifier_names(policy: Mapping[str, Any]) -> frozenset[str]:
+def modifier_names(policy: Policy) -> frozenset[str]:
     """The policy's modifier labels (`labels.modifiers`), compared as label_key."""
-    return frozenset(label_key(name) for name in policy["labels"]["modifiers"].values())
+    return frozenset(label_key(name) for name in policy.labels.modifiers.names().values())
 
 
-def sweep_label_names(policy: Mapping[str, Any]) -> tuple[frozenset[str], frozenset[str]]:
+def sweep_label_names(policy: Policy) -> tuple[frozenset[str], frozenset[str]]:
     """(primary names, modifier names), compared as label_key."""
     return primary_names(policy), modifier_names(policy)
 
 
-def is_primary(name: str, policy: Mapping[str, Any]) -> bool:
+def is_primary(name: str, policy: Policy) -> bool:
     return label_key(name) in primary_names(policy)
 
 
-def carries_primary(names: Iterable[str], policy: Mapping[str, Any]) -> bool:
+def carries_primary(names: Iterable[str], policy: Policy) -> bool:
     """Whether one of `names` (the labels on a PR) is a primary sweep label."""
     primaries = primary_names(policy)
     return any(label_key(name) in primaries for name in names)

@@ -12,6 +12,7 @@ from bot.rules.codeowners import CodeOwners, Rule, handles, owned_files
 from bot.rules.gate import DONE, FIX, MARK_SYMBOLS, NOT_APPLICABLE, WAIT as WAITING
 from bot.rules.markdown import mentions, prose
 from bot.rules.message_schemas import out_of_bounds, validator
+from bot.rules.policy import VerifiedItem
 
 # Where a sign-off lives, as the verdict's purpose names it: `signoff-comment-12`, `signoff-review-34`, ...
 SOURCES = {"issue_comment": "comment", "pull_request_review": "review", "pull_request_review_comment": "review-comment"}
@@ -402,24 +403,24 @@ def checklist_check(template: Template | TemplateProblem | None, result: Checkli
         "count": len(template.items)})
 
 
-def not_verified(template: Template | TemplateProblem | None, covered: Iterable[Mapping[str, str]]) -> list[str]:
+def not_verified(template: Template | TemplateProblem | None, covered: Iterable[VerifiedItem]) -> list[str]:
     """The template's items that need judgement, each whole (the verdict lists them collapsed): every item but
     those a bot check covers (policy `signoff.verified_items`: a check name and a phrase the item's text
     contains, ignoring case)."""
     if not isinstance(template, Template):
         return []
-    phrases = [normalise(c["contains"]).casefold() for c in covered]
+    phrases = [normalise(c.contains).casefold() for c in covered]
     return [normalise(i.text) for i in template.items if not any(p in i.normalised.casefold() for p in phrases)]
 
 
-def covered_items(template: Template | TemplateProblem | None, covered: Iterable[Mapping[str, str]]
+def covered_items(template: Template | TemplateProblem | None, covered: Iterable[VerifiedItem]
                   ) -> list[dict[str, str]]:
     """The template's items a bot check stands for, with that check's name."""
     if not isinstance(template, Template):
         return []
     rows = []
     for item in template.items:
-        check = next((c["check"] for c in covered if normalise(c["contains"]).casefold() in item.normalised.casefold()),
+        check = next((c.check for c in covered if normalise(c.contains).casefold() in item.normalised.casefold()),
                      None)
         if check is not None:
             rows.append({"item": _item_text(item.text), "check": check})

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.rules.markers import hidden_record, is_hidden_record, purpose_of, read_hidden_record
+from bot.rules.policy import Policy
 from bot.rules.pull_request import label_key, sweep_label_names
 
 VERSION = 1
@@ -209,7 +210,7 @@ class SweepRecord:
         return "\n".join([*lines[:at], self.line(), *lines[at + 1:]])
 
 
-def shows_status(files_touch_changelog: bool, labels: Iterable[str], policy: Mapping[str, Any], exists: bool) -> bool:
+def shows_status(files_touch_changelog: bool, labels: Iterable[str], policy: Policy, exists: bool) -> bool:
     """The status comment (the record's home) appears once the PR touches the changelog or carries a sweep label,
     then stays. The sign-off reads the same as "the PR asked for a sweep"."""
     primaries, modifiers = sweep_label_names(policy)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Mapping
+from bot.rules.policy import Limits
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,6 @@ class ChangelogLimits:
 DEFAULT_LIMITS = ChangelogLimits()
 
 
-def policy_limits(limits: Mapping[str, Any]) -> ChangelogLimits:
-    """The caps a repository's policy `limits` section sets (`changelog_bytes`, `changelog_errors`)."""
-    return ChangelogLimits(max_bytes=limits["changelog_bytes"], max_errors=limits["changelog_errors"])
+def policy_limits(limits: Limits) -> ChangelogLimits:
+    """The caps a repository's policy `limits` section sets."""
+    return ChangelogLimits(max_bytes=limits.changelog_bytes, max_errors=limits.changelog_errors)
