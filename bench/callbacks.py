@@ -1,4 +1,4 @@
-"""Results callbacks as they arrive (issue 18): the median time of one parse_callback, before and after.
+"""Results callbacks as they arrive: the median time of one parse_callback, before and after.
 
 "after" validates with the JSON Schemas (bot/rules/message_schemas.py, examples/schemas/) after a bounds
 check; "before" (`--before`, default b3e2371, the commit before this work) checked every field by hand. The

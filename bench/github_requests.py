@@ -1,4 +1,4 @@
-"""GitHub requests per scenario (issue #3), counted by the in-memory fake GitHub, printed as a Markdown table.
+"""GitHub requests per scenario, counted by the in-memory fake GitHub, printed as a Markdown table.
 
 Each scenario starts a real bot (journal, workers, webhook server: `tests/harness.py`) against a fresh
 `InMemoryGitHub` behind respx, sends signed webhooks and counts what reached GitHub. "Warm" means the

@@ -1,4 +1,4 @@
-"""Parsers of user text on their worst inputs (issue 15): time and peak memory, before and after, in one run.
+"""Parsers of user text on their worst inputs: time and peak memory, before and after, in one run.
 
 Every function that reads text a user controls, on inputs built to be expensive: each comment-sized input is
 exactly `--size` characters (65,536, GitHub's comment limit), each changelog head about `--changelog-bytes`
@@ -16,7 +16,7 @@ A call that takes longer than `--timeout` seconds is killed; an exception or a c
 number. Each worker runs under an address-space limit (RLIMIT_AS, `--memory-limit`) so that a memory bomb
 fails there rather than on the machine.
 
-Budget (issue 15), judged on "after": 50 ms for comment-sized inputs; 2 s and 100 MB for file-sized ones (a
+Budget, judged on "after": 50 ms for comment-sized inputs; 2 s and 100 MB for file-sized ones (a
 changelog, a 2 MB CODEOWNERS, a 25 MB callback payload).
 
 Then two "loop held" figures, after only: check_append on the slowest 2 MB input, run by asyncio.to_thread and
@@ -60,13 +60,13 @@ from typing import Any
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "inferencex"
+DATA = ROOT / "tests" / "data" / "inferencex"  # real upstream files (tests/data/inferencex/SOURCE.md)
 CHECKLIST_FILE = DATA / "PR_REVIEW_CHECKLIST.md"
 CHANGELOG_TAIL = DATA / "perf-changelog.tail.yaml"
 TREE_PARTS = ("bot", "templates", "app.yaml")
 
 SCHEMAS = "examples/schemas"  # the data package sweepbot_schemas (bot/rules/message_schemas.py)
-BEFORE_REF = "7b8dd28"  # the commit before issue 15's work started
+BEFORE_REF = "7b8dd28"  # the commit before the parsers were made linear and capped
 COMMENT_CHARS = 65_536  # GitHub's limit on a comment body
 CHANGELOG_BYTES = 2_097_152  # the policy's limits.changelog_bytes
 PAYLOAD_FACTOR = 12  # a callback payload: 12 x the changelog size, 25 MB

@@ -11,7 +11,7 @@ welcomed exactly once.
     .venv/bin/python bench/slow_github.py [--db auto|postgresql://…] [--prs 300] [--latency 0.1] [--workers 8]
         [--setups sqlite,pg1,pg3] [--log-dir DIR] [--log-level WARNING]
 
-`--setups pg1` runs only the one-replica PostgreSQL set-up (issue 26: a lone replica that locked itself out).
+`--setups pg1` runs only the one-replica PostgreSQL set-up (where a lone replica once locked itself out).
 Each server's log (JSON lines at `--log-level`, warnings and up by default) is kept in `--log-dir` when given;
 the table counts its "lease lost" lines either way.
 """

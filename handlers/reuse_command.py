@@ -12,7 +12,7 @@ The command dispatcher (handlers/commands.py) decides that a command runs and th
 pin itself lives in the gate's record: written into the status comment's record before the reply says so,
 then shown by the gate, which renders the status again when told (`RecordChanged`, wired by the registry).
 
-The pin a comment holds follows that comment's latest text (issue 26): deleted, or edited so that it pins
+The pin a comment holds follows that comment's latest text: deleted, or edited so that it pins
 nothing, the pin is withdrawn; edited by its author into another pin command, that command decides, pinning its
 run in place of the old one or, refused by the pin's rules or by the dispatcher, withdrawing it. A withdrawal is
 kept in the record with its reason, and the status says it."""

@@ -82,7 +82,7 @@ def pressed_after(pin: Pin | None, restart: Restart | None) -> bool:
 
 def changelog_outcome(result: ChangelogResult | None) -> ChangelogOutcome:
     if result is not None and result.ok and not result.has_entry and result.link_corrections:
-        return ChangelogOutcome(Changelog.LINKS_CORRECTED)  # valid by SPEC §3, and nothing to sweep
+        return ChangelogOutcome(Changelog.LINKS_CORRECTED)  # valid by docs/spec.md, and nothing to sweep
     if result is None or (result.ok and not result.has_entry):
         return ChangelogOutcome(Changelog.ABSENT)
     if not result.ok:
@@ -98,7 +98,7 @@ def check_conclusion(decision: Decision) -> str:
         return "failure"
     changelog, labels = decision.condition("changelog"), decision.condition("labels")
     if changelog.reason_code == "links_corrected" or labels.ok is None:
-        return "neutral"  # corrections of history are valid (SPEC §3) and ask for no sweep; nor does no label
+        return "neutral"  # corrections of history are valid (docs/spec.md) and ask for no sweep; nor does no label
     return "success"
 
 

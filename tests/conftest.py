@@ -1,4 +1,3 @@
-import os
 from pathlib import Path
 
 import httpx
@@ -118,25 +117,12 @@ async def harness(make_harness):
 
 # -- the real upstream files ------------------------------------------------------------------
 
-# Real InferenceX files kept beside the repository (sample data, not shipped with it) that the real-data tests read.
-REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "inferencex"
-REAL_DATA_FILES = ("CODEOWNERS", "PR_REVIEW_CHECKLIST.md", "PR_REVIEW_CHECKLIST_zh.md", "perf-changelog.tail.yaml")
-
-
-def require_real_data(folder: Path = REAL_DATA, files: tuple[str, ...] = REAL_DATA_FILES) -> Path:
-    """`folder`, when it holds every one of `files`. Otherwise the test skips on a developer's machine and fails
-    when the variable CI is set (`.ci/run` sets CI=1), so CI never passes without having run the real-data tests."""
-    missing = [name for name in files if not (folder / name).is_file()]
-    if not missing:
-        return folder
-    what = f"{folder} is absent" if not folder.is_dir() else f"{folder} lacks {', '.join(missing)}"
-    reason = f"{what}: the real upstream InferenceX files (sample data beside the repository) are not available"
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set, so the real-data tests must run, but {reason}", pytrace=False)
-    pytest.skip(reason)
+# Real files of the upstream benchmark repository, kept in the repository as test data (not shipped): where they
+# come from is tests/data/inferencex/SOURCE.md.
+REAL_DATA = Path(__file__).resolve().parent / "data" / "inferencex"
 
 
 @pytest.fixture(scope="session")
 def real_data() -> Path:
-    """The folder of real upstream InferenceX files (see require_real_data: skips locally, fails in CI)."""
-    return require_real_data()
+    """The folder of real upstream InferenceX files (tests/test_real_data.py checks that each is there)."""
+    return REAL_DATA

@@ -1,4 +1,5 @@
-"""A second, plain reading of SPEC §2's sweep-label rules, written from the SPEC text and not from bot/rules/gate.py.
+"""A second, plain reading of the sweep-label rules (docs/spec.md, "Sweep labels" and "When a sweep starts"),
+written from the rules' text and not from bot/rules/gate.py.
 
 It answers only what the rules say directly: does a sweep start, with which primary label and which modifiers,
 which labels the bot takes off the PR, and which gate conditions stop the sweep. tests/test_gate_decision.py
@@ -56,7 +57,7 @@ def expected(pr, policy) -> Expected:
     modifiers = {modifier_of(label.name) for label in counting if modifier_of(label.name) is not None}
 
     blocked = set()
-    held = set()  # issue 17: "No state that is fine shows ❌" (a draft, a closed PR, a skip marker, a pin)
+    held = set()  # no state that is fine shows ❌ (a draft, a closed PR, a skip marker, a pin): held, not blocked
 
     # "A sweep runs only for a PR that appends at least one valid entry to the performance changelog"
     changelog_ok = pr.changelog.state.value == "valid"

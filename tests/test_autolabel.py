@@ -1,4 +1,4 @@
-"""Automatic labels from path rules (issue #3): added on opened / synchronize, created from the policy when the
+"""Automatic labels from path rules: added on opened / synchronize, created from the policy when the
 repository lacks them, removed only when the bot added them itself and their rule no longer matches."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ RULES = default_policy().autolabels
 AMD = "configs/amd-master.yaml"
 NVIDIA = "configs/nvidia-master.yaml"
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
-UPSTREAM_AMD = "inferencex-e2e/configs/amd-master.yaml"  # where upstream keeps them now (issue 17)
+UPSTREAM_AMD = "inferencex-e2e/configs/amd-master.yaml"  # where upstream keeps them now
 UPSTREAM_NVIDIA = "inferencex-e2e/configs/nvidia-master.yaml"
 
 
@@ -67,7 +67,7 @@ def real_vendor_configs(real_data) -> dict[str, list[str]]:
 
 
 def test_the_default_rules_label_the_vendor_configs_of_the_real_repository(real_data):
-    """Issue 17: the defaults matched only a root `configs/`, so on the upstream layout (`inferencex-e2e/configs/`)
+    """Regression: the defaults matched only a root `configs/`, so on the upstream layout (`inferencex-e2e/configs/`)
     no vendor label was ever added. Every vendor config the real files name gets its vendor's label, and only it."""
     found = real_vendor_configs(real_data)
     assert any(p.startswith("inferencex-e2e/") for paths in found.values() for p in paths)  # the layout is there

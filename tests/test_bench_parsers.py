@@ -9,14 +9,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import parsers  # noqa: E402
-import pytest  # noqa: E402
-
-# The bench builds its inputs on the real upstream files (sample data beside the repository), as the other
-# real-data tests do: without them it cannot run (tests/conftest.py's real_data: a skip locally, a failure in CI).
-pytestmark = pytest.mark.usefixtures("real_data")
 
 
 def test_the_bench_reads_the_folder_the_tests_check(real_data):
+    """The bench builds its inputs on the real upstream files the tests read (tests/data/inferencex/)."""
     assert parsers.DATA.resolve() == real_data.resolve()
     assert {parsers.CHECKLIST_FILE.name, parsers.CHANGELOG_TAIL.name} <= set(os.listdir(real_data))
 

@@ -1,4 +1,5 @@
-"""The changelog append check (bot/rules/changelog/) against SPEC.md section 3: a table of cases, then real data.
+"""The changelog append check (bot/rules/changelog/) against docs/spec.md, "The performance changelog": a table
+of cases, then real data.
 
 Each case gives the file at the PR's base (None: new on this PR), at its head, and the PR number, and
 expects either exactly these errors, as (code, head line) pairs, or exactly these appended entries.
@@ -541,8 +542,8 @@ def test_real_file_as_a_new_file(tail: bytes):
 
 
 # --- the caps: what one changelog may cost (ChangelogLimits), at the worst size -----------------------------
-# Each input below is what issue 15 names; sizes are the real cap's (2 MiB heads). No timing is asserted here:
-# bench/ measures speed; these pin what the check answers.
+# Each input below is a hostile worst case (deep nesting, aliases, a file at the cap); sizes are the real cap's
+# (2 MiB heads). No timing is asserted here: bench/ measures speed; these pin what the check answers.
 
 MAX_BYTES = ChangelogLimits().max_bytes
 LOADERS = {"libyaml": bot.rules.changelog.loading.Loader,

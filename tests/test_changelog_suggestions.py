@@ -1,4 +1,4 @@
-"""One-click fixes (issue 17) through the webhook: one `COMMENT` review on the PR's head with a `suggestion` on
+"""One-click fixes through the webhook: one `COMMENT` review on the PR's head with a `suggestion` on
 each changelog line that has one obvious fix (at most 20), retired when the next head comes (its body marked
 outdated, its suggestions deleted); the fake GitHub applies the suggestions as the author's click would."""
 
@@ -52,8 +52,9 @@ def file_at(github, sha: str) -> bytes:
 
 
 async def test_suggestions_applied_by_the_fake_produce_a_valid_changelog(harness):
-    """What issue 17 must show: the review's suggestions, committed as the author's click would, give a head the
-    bot's own check passes; the review on the old head is then marked outdated and its suggestions removed."""
+    """What the one-click fixes must do: the review's suggestions, committed as the author's click would, give a
+    head the bot's own check passes; the review on the old head is then marked outdated and its suggestions
+    removed."""
     github = harness.github
     pr = open_pull(github, 7, FIXABLE)
     await send(harness, 7, "opened")

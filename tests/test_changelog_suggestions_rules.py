@@ -1,4 +1,4 @@
-"""The pure rules of issue 17's changelog parts: the one-click fixes (bot/rules/changelog/suggestions.py) and the
+"""Two pure rules of the changelog's checks: the one-click fixes (bot/rules/changelog/suggestions.py) and the
 PR each non-canonical default-branch link belongs to (bot/rules/changelog/default_branch_links.py)."""
 
 from __future__ import annotations

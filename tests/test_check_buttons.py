@@ -1,4 +1,4 @@
-"""The `sweep-gate` check's buttons and its "Re-run" (issue 17): the rule (bot/rules/check_buttons.py) as a
+"""The `sweep-gate` check's buttons and its "Re-run": the rule (bot/rules/check_buttons.py) as a
 table, then presses through the webhook into the fake GitHub."""
 
 from __future__ import annotations

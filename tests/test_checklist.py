@@ -243,8 +243,8 @@ def test_real_wrong_signer_fails(real_data, name, heading):
 
 # -- normalise: linear, and as before on ordinary text ---------------------------------------------
 
-# The regexes normalise used before issue 15 (quadratic on `[` x N, `![` x N, `<http:` x N): the reference for
-# ordinary text, where a link's label and URL hold no bracket and an autolink no `<`.
+# The regexes normalise used before they were made linear (quadratic on `[` x N, `![` x N, `<http:` x N): the
+# reference for ordinary text, where a link's label and URL hold no bracket and an autolink no `<`.
 OLD_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 OLD_REF = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
 OLD_AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]*)>")
@@ -267,7 +267,7 @@ ORDINARY = st.lists(st.sampled_from([
 @settings(max_examples=500, deadline=None)
 @given(ORDINARY)
 def test_normalise_gives_what_it_gave_before_on_ordinary_text(text):
-    """Regression (issue 15): the linear link regexes read ordinary text as the old quadratic ones did."""
+    """Regression: the linear link regexes read ordinary text as the old quadratic ones did."""
     assert normalise(text) == old_normalise(text)
 
 
@@ -308,7 +308,7 @@ from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
     pytest.param(" \n\t", "", id="whitespace"),
 ])
 def test_normalise_worst_cases_at_githubs_limit(piece, expected):
-    """Regression (issue 15): `[` x 65,536 took 28 s in normalise (IMAGE_OR_LINK_RE and REF_LINK_RE rescanned
+    """Regression: `[` x 65,536 took 28 s in normalise (IMAGE_OR_LINK_RE and REF_LINK_RE rescanned
     to the end from every `[`, AUTOLINK_RE from every `<http:`)."""
     raw = fill(piece)
     assert len(raw) <= LIMIT
@@ -372,7 +372,7 @@ SIGNOFF_WORST = [
 
 @pytest.mark.parametrize("body", SIGNOFF_WORST)
 def test_compare_worst_cases_at_githubs_limit(body):
-    """Regression (issue 15): compare ran difflib over every unmatched line x every template item (`[` x 65,536
+    """Regression: compare ran difflib over every unmatched line x every template item (`[` x 65,536
     took minutes); now only unmatched items, the first MAX_CANDIDATES of them, the most alike MAX_RATIOS."""
     assert len(body) <= LIMIT
     template = small()
@@ -406,7 +406,7 @@ def test_compare_worst_real_sign_offs_at_githubs_limit(real_data, name, heading)
     pytest.param(fill("x\n", "- [ ] item\n"), id="fields"),
 ])
 def test_template_items_worst_cases(block):
-    """Regression (issue 15): continuation lines were joined by copying the item's text again for every line, and
+    """Regression: continuation lines were joined by copying the item's text again for every line, and
     every item's text went through the quadratic normalise."""
     parsed = template_items(f"## Template\n```\n{block}\n```\n")
     if block.startswith("["):

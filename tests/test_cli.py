@@ -48,7 +48,7 @@ async def test_receive_rejects_a_payload_that_is_not_an_object(tmp_path, capsys)
 
 
 async def test_receive_dry_run_shows_no_suggestion_review_that_would_not_be_written(tmp_path, capsys):
-    """Regression (issue 28): the dry run printed the body of the changelog suggestion review ("0 problems ... have
+    """Regression: the dry run printed the body of the changelog suggestion review ("0 problems ... have
     one obvious fix each") when there was nothing to suggest, a review the executor never writes (with no line
     comments it only retires earlier ones). The dry run shows only what would be written."""
     assert await cli.receive(sandbox_settings(tmp_path), "pull_request", str(EXAMPLE), dry_run=True) == 0
@@ -76,7 +76,7 @@ def pr_number(n: int):
 
 @pytest.mark.parametrize("dry_run", [True, False])
 async def test_receive_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys, dry_run):
-    """Regression (issue 28): `sweepbot receive` on PR #5 of the sandbox's demo repository (which holds only #1)
+    """Regression: `sweepbot receive` on PR #5 of the sandbox's demo repository (which holds only #1)
     ended in a 71-line traceback of the fake GitHub's 404. Now one line on stderr saying what is missing, exit 2,
     and nothing written."""
     path = payload_file(tmp_path, "pr5.json", pr_number(5))
@@ -88,7 +88,7 @@ async def test_receive_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(
 
 
 async def test_receive_on_a_repository_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
-    """Regression (issue 28): a comment on a PR of a repository the sandbox did not hold: the repository was made
+    """Regression: a comment on a PR of a repository the sandbox did not hold: the repository was made
     from the payload but not its PR (an issue_comment names it as an issue), and the handlers' 404 ended in a
     traceback. Now one line, exit 2."""
     comment = {"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}, "user": {"login": "a"}},
@@ -104,7 +104,7 @@ async def test_receive_on_a_repository_the_sandbox_does_not_hold_is_one_line_and
 
 
 async def test_receive_of_a_check_run_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
-    """Regression (issue 28): "Re-run" of the sweep-gate check of PR #5, which the sandbox does not hold (the PR is
+    """Regression: "Re-run" of the sweep-gate check of PR #5, which the sandbox does not hold (the PR is
     named only inside check_run), ended in a traceback of the fake GitHub's 404. Now one line naming the request
     that found nothing, exit 2."""
     sha = json.loads(EXAMPLE.read_text())["pull_request"]["head"]["sha"]
@@ -120,7 +120,7 @@ async def test_receive_of_a_check_run_on_a_pr_the_sandbox_does_not_hold_is_one_l
     assert err.count("\n") == 1 and "Traceback" not in err and "/repos/demo-org/InferenceX/issues/5/" in err, err
 
 async def test_receive_an_unknown_event_name_is_one_line_and_exit_2(tmp_path, capsys):
-    """Regression (issue 28): `-e pull_requests` said "no handler wants pull_requests.opened" and exited 0, as if
+    """Regression: `-e pull_requests` said "no handler wants pull_requests.opened" and exited 0, as if
     the bot had nothing to do. A name GitHub never sends the App is now one line naming the close one, exit 2."""
     settings = sandbox_settings(tmp_path)
     for event, suggested in (("pull_requests", "pull_request"), ("issue-comment", "issue_comment"), ("nonsense", None)):
@@ -160,7 +160,7 @@ class ReadsRecorded(dict):
 
 
 def test_serve_help_lists_every_variable_the_settings_read(capsys):
-    """Regression (issue 28): `sweepbot serve --help` named no environment variable. It now lists each variable
+    """Regression: `sweepbot serve --help` named no environment variable. It now lists each variable
     `Settings.from_env` reads (found by giving it an environment that notes what is asked), one line each, and
     none it does not read."""
     env = ReadsRecorded()
@@ -187,7 +187,7 @@ def backend_settings(backend, tmp_path, request) -> Settings:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 async def test_deliveries_lists_failures_and_redeliver_queues_one_for_the_workers(backend, tmp_path, capsys,
                                                                                   request):
-    """Regression (issue 18): `redeliver` ran the delivery in the CLI's own process (`journal.begin`) beside the
+    """Regression: `redeliver` ran the delivery in the CLI's own process (`journal.begin`) beside the
     running workers, so on PostgreSQL a replica could run the same row, or a newer one of its PR, at the same
     time, and both sent. It now only queues the row again; here no worker runs, so it stays queued."""
     settings = backend_settings(backend, tmp_path, request)

@@ -177,7 +177,7 @@ async def test_dispatch(event, permission, calls, applied, returned, asked):
     (delivery("/use 5", author="renovate", user_type="Bot"), []),
 ], ids=["created", "edited", "edited-away", "deleted", "bot"])
 async def test_each_body_is_parsed_at_most_once(monkeypatch, event, parsed):
-    """Regression (issue 16): help, the pin command, staging and the pin's withdrawal each parsed the comment
+    """Regression: help, the pin command, staging and the pin's withdrawal each parsed the comment
     again (up to three times a body per delivery). Here every feature function and hook reads the command and
     the one before the edit, and still each body is parsed once."""
     bodies: list[str | None] = []

@@ -386,7 +386,7 @@ WORST_CASES = [
 
 @pytest.mark.parametrize(("body", "expected"), WORST_CASES)
 def test_worst_case_bodies_at_githubs_limit(body, expected):
-    """Regression (issue 15): bodies built to be expensive, at GitHub's 65,536-character limit, read right."""
+    """Regression: bodies built to be expensive, at GitHub's 65,536-character limit, read right."""
     assert len(body) <= LIMIT
     assert [(c.name, c.args, c.line) for c in find_commands(body, ALL)] == expected
 

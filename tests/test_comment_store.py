@@ -1,4 +1,4 @@
-"""The one-comment-per-purpose store (issue #3): markers, the 65,536-character limit, find / create / edit / keep,
+"""The one-comment-per-purpose store: markers, the 65,536-character limit, find / create / edit / keep,
 every page read, copied markers ignored, concurrent writers serialised."""
 
 from __future__ import annotations

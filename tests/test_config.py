@@ -122,7 +122,7 @@ def test_invalid_overrides_are_rejected_with_a_clear_error(text, errors):
     ("commands:\n  use: pin\n\n  use: pin\n", ["commands.use: duplicate key at line 4 (first at line 2)"]),
 ], ids=["scalar", "mapping", "flow-mapping", "same-value"])
 def test_a_duplicate_key_is_an_error_at_its_line(text, errors):
-    """Regression (issue 18): a key given twice was accepted silently, YAML keeping the last one."""
+    """Regression: a key given twice was accepted silently, YAML keeping the last one."""
     with pytest.raises(ConfigError) as raised:
         parse_repo_config(text)
     assert raised.value.errors == errors and [e.hint for e in raised.value.errors] == ["duplicate-key"]
@@ -160,7 +160,7 @@ def test_unknown_keys_come_with_a_hint(text, hint, params):
 
 
 def test_check_config_says_to_drop_a_copied_policy_level(tmp_path, capsys):
-    """Regression (issue 18): a file copied from app.yaml's `policy:` root got only "policy: unknown key"."""
+    """Regression: a file copied from app.yaml's `policy:` root got only "policy: unknown key"."""
     copied = tmp_path / "sweepbot.yml"
     copied.write_text("policy:\n  paths:\n    changelog: perf.yaml\n")
     assert cli.main(["check-config", str(copied)]) == 1
@@ -423,7 +423,7 @@ def clean_env(tmp_path, monkeypatch):
 @pytest.mark.parametrize("variable, raw, accepted", BAD_SETTINGS,
                          ids=[f"{v}={r}" for v, r, _ in BAD_SETTINGS])
 def test_serve_refuses_a_bad_setting_in_one_line(variable, raw, accepted, clean_env, capsys):
-    """Regression (issue 18): `PORT=abc` or `SWEEPBOT_WORKERS=x` ended `sweepbot serve` in a ValueError traceback."""
+    """Regression: `PORT=abc` or `SWEEPBOT_WORKERS=x` ended `sweepbot serve` in a ValueError traceback."""
     clean_env.setenv(variable, raw)
     assert cli.main(["serve"]) == 2
     shown = "a mysql:// URL" if variable == "SWEEPBOT_DB" else repr(raw)  # a URL's password is never shown
@@ -440,7 +440,7 @@ def test_every_bad_setting_is_named_at_once(clean_env, capsys):
 
 
 def test_an_unreadable_private_key_path_is_one_line(clean_env, tmp_path, capsys):
-    """Regression (issue 18): a PRIVATE_KEY_PATH that does not exist ended in a FileNotFoundError traceback."""
+    """Regression: a PRIVATE_KEY_PATH that does not exist ended in a FileNotFoundError traceback."""
     clean_env.setenv("APP_ID", "1")
     clean_env.setenv("PRIVATE_KEY_PATH", str(tmp_path / "missing.pem"))
     assert cli.main(["serve"]) == 2

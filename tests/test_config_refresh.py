@@ -1,5 +1,5 @@
 """`.github/sweepbot.yml` reloaded on a push to the default branch; an invalid file opens one issue for maintainers,
-a valid one closes it (issue #3 support: the welcome and labels follow the policy in force)."""
+a valid one closes it (so that the welcome and labels follow the policy in force)."""
 
 from __future__ import annotations
 

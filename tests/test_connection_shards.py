@@ -1,4 +1,4 @@
-"""The App's connections to GitHub (issue 19): small pools that together hold the whole budget of requests under
+"""The App's connections to GitHub: small pools that together hold the whole budget of requests under
 way, each request on the least busy pool, and every connection kept open from one burst to the next."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The default-branch rule of SPEC.md section 3 on each push to the default branch (issue 17): a `changelog`
-check run on the pushed commit with an annotation per line, and one issue naming each non-canonical `pr-link`
-and the PR that should carry it, found again and updated, closed when the file is fixed."""
+"""The default-branch rule of docs/spec.md, "The performance changelog", on each push to the default branch: a
+`changelog` check run on the pushed commit with an annotation per line, and one issue naming each non-canonical
+`pr-link` and the PR that should carry it, found again and updated, closed when the file is fixed."""
 
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def changelog_check(github, sha: str) -> dict:
 
 
 async def test_an_xxx_link_opens_the_issue_naming_its_pr_and_a_fix_closes_it(harness):
-    """What issue 17 must show: a push with an `XXX` link opens the issue (the PR that merged the line named, with
-    its canonical link); a later push that fixes it passes the check and closes the issue."""
+    """The whole round for maintainers: a push with an `XXX` link opens the issue (the PR that merged the line
+    named, with its canonical link); a later push that fixes it passes the check and closes the issue."""
     github = harness.github
     github.set_file(REPO, CHANGELOG, HISTORY, ref=SHA[1])
     merged_pull(github, 42, SHA[2])

@@ -74,7 +74,7 @@ def unknown_dispatch_comments(github) -> list[dict]:
 
 
 async def test_a_run_listed_only_after_the_first_attempt_is_found_by_the_retry_not_dispatched_again(make_harness):
-    """Regression (issue 18): after a 204 without run details the executor raised Unreconciled inside the send,
+    """Regression: after a 204 without run details the executor raised Unreconciled inside the send,
     which took it for GitHub's refusal: the intent was withdrawn and the delivery failed at once, telling the PR
     the dispatch was unknown, although GitHub had started the run and listed it a moment later. Now the intent
     stays, the delivery is tried again, and the retry finds the run by its dispatch id."""
@@ -98,7 +98,7 @@ async def test_a_run_listed_only_after_the_first_attempt_is_found_by_the_retry_n
 
 
 async def test_a_run_never_listed_fails_as_unreconciled_keeps_its_intent_and_a_redelivery_sends_nothing(make_harness):
-    """Regression (issue 18): the withdrawn intent left the redelivered delivery an empty ledger, so it dispatched
+    """Regression: the withdrawn intent left the redelivered delivery an empty ledger, so it dispatched
     a second sweep (hours of 8-GPU nodes) when the first run was still not listed. Now the intent stays: the
     redelivery looks for the run by its dispatch id and, not finding it, fails again without a second dispatch."""
     seen: dict = {}
@@ -126,7 +126,7 @@ async def test_a_run_never_listed_fails_as_unreconciled_keeps_its_intent_and_a_r
 
 
 async def test_on_the_last_try_a_run_not_listed_is_unreconciled_at_once_and_its_intent_stays(make_harness):
-    """Regression (issue 18): when no retry is left, the 204 whose run is not listed is failed as unreconciled at
+    """Regression: when no retry is left, the 204 whose run is not listed is failed as unreconciled at
     once (shown in /healthz, said on the PR), as before, but the intent is no longer withdrawn with it: a later
     redelivery reconciles it instead of dispatching again."""
     seen: dict = {}
@@ -144,7 +144,7 @@ async def test_on_the_last_try_a_run_not_listed_is_unreconciled_at_once_and_its_
 
 
 async def test_a_refused_dispatch_still_withdraws_its_intent_so_a_corrected_retry_dispatches(make_harness):
-    """Guards the boundary of the issue 18 fix: only an answer that took the dispatch keeps the intent. A 422 is
+    """Guards the boundary of the fixes above: only an answer that took the dispatch keeps the intent. A 422 is
     GitHub refusing it, so the intent is withdrawn and a redelivery, once the cause is fixed, dispatches.
     This passes on the code before the fix (it withdrew on every error); it goes red on a fix that keeps
     every intent (tried: the 422's intent then stays in the ledger)."""
@@ -168,7 +168,7 @@ async def test_a_refused_dispatch_still_withdraws_its_intent_so_a_corrected_retr
 
 
 async def test_the_sweep_gate_never_says_a_dispatch_it_started_failed_while_its_run_is_not_listed(github, make_harness):
-    """Regression (issue 18, found with the fix above): the gate took the transient "not listed yet" for a failed
+    """Regression (found with the fix above): the gate took the transient "not listed yet" for a failed
     start and wrote "GitHub failed to start the workflow" on the PR, though GitHub had started the run. It now
     says nothing until the retry finds the run, then shows it running."""
     github.add_repo(REPO, default_branch="main", installation_id=1)

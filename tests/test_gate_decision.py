@@ -385,7 +385,8 @@ def test_a_draft_pr_gets_no_sweep():
 
 @pytest.mark.parametrize("labels", [(), (writer(FAIL_FAST),), (writer(FAIL_FAST), writer(ENABLED))])
 def test_a_pr_that_only_corrects_pr_links_is_never_a_failure_and_never_sweeps(labels):
-    """Issue 17: correcting `pr-link` values of history is valid by SPEC §3: ➖ and no sweep, labelled or not."""
+    """Correcting `pr-link` values of history is valid (docs/spec.md, "The performance changelog"): ➖ and no
+    sweep, labelled or not."""
     decision = decide(make_pr(labels=labels, changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)), POLICY)
     assert decision.start is None
     assert reasons(decision)["changelog"] == (None, "links_corrected")

@@ -11,8 +11,9 @@ from harness import load_bench
 BENCH = load_bench("github_requests")
 
 # scenario -> (requests after the token, writes, round trips on the critical path, the requests round trip by
-# round trip, sorted by name within one), every feature, warm process. Today's (before issue 19) round trips were the request counts: every request waited
-# for the one before it; labeled 13, synchronize 15, fork labeled by a writer 15.
+# round trip, sorted by name within one), every feature, warm process. Before a delivery's requests were made
+# together, its round trips were its request counts: every request waited for the one before it; labeled 13,
+# synchronize 15, fork labeled by a writer 15.
 FIGURES = {
     "labeled": (16, 4, 10, "list comments, list files, read PR, read permission → compare (merge base), list "
                            "label events, read commit, read file at commit → read file at commit → list runs "
@@ -20,7 +21,7 @@ FIGURES = {
                            "runs → create check run"),
     "labeled_redelivered_new_id": (4, 0, 2, "list comments, list files (304), read PR (304) → list label "
                                             "events (304)"),
-    # the changelog's one-click fixes (issue 17) list the PR's reviews last, after the dispatch; the PR, the merge
+    # the changelog's one-click fixes list the PR's reviews last, after the dispatch; the PR, the merge
     # base and the files they read too are the gate's, read once per delivery
     "synchronize_new_push": (18, 6, 15, "list files (304) → list comments → read PR → compare (merge base), "
                                         "list label events (304), read commit, read file at commit → read "
@@ -29,7 +30,7 @@ FIGURES = {
                                         "list check runs → create check run → list reviews"),
     "two_primaries": (8, 4, 6, "list comments, list files (304), read PR → list label events → cancel run → "
                                "edit comment → update check run → update check run"),
-    # the second `read commit` is GitHub's merge commit: its parents must include the approved head (issue 15)
+    # the second `read commit` is GitHub's merge commit: its parents must include the approved head
     "fork_labeled_by_writer": (17, 4, 10, "list comments, list files, read PR, read permission → compare "
                                           "(merge base), list label events, read commit, read file at commit "
                                           "→ read commit, read file at commit → list runs → dispatch → create"
@@ -47,7 +48,8 @@ FIGURES = {
                                "comment"),
     "opened_no_changelog": (5, 1, 4, "list files → list comments, read PR → list check runs → create check "
                                      "run"),
-    # before issue 19: 21 requests, 21 round trips (the gate read the PR again, 👀 was listed to be taken off);
+    # before requests were made together: 21 requests, 21 round trips (the gate read the PR again, 👀 was listed
+    # to be taken off);
     # 19 and 12 until the pin was written into the status comment's record first (the first `edit comment`) and
     # the gate rendered the status whole after the 👍 (the second): one edit more, the reply 3 round trips sooner
     "use_pins_and_stages": (20, 8, 10, "read permission → add reaction, list comments, list label events, "
@@ -88,7 +90,7 @@ def is_dispatch(trip) -> bool:
     return trip.method == "POST" and "/actions/workflows/" in trip.path and trip.path.endswith("/dispatches")
 
 
-# issue 19: the round trips a person waits for, from the delivery's first request to the dispatch (before: 10,
+# the round trips a person waits for, from the delivery's first request to the dispatch (before: 10,
 # 12 on a fork, 11 on a new push; all its reads were made one after another)
 DISPATCH_ROUND_TRIPS = {"labeled": 5, "fork_labeled_by_writer": 5, "synchronize_new_push": 8}
 
@@ -110,11 +112,11 @@ def is_accepted(trip) -> bool:
 
 
 async def test_round_trips_to_the_reply_and_its_reaction(app_key):
-    """`/use`: the reply within 4 round trips and the 👍 within 5 (before issue 19: 17 and 21; then 7 and 8, the
-    pin recorded by the gate's full render, which waits for its changelog reads): the pin is written into the
-    status comment's record first, the run and its artifacts are read with the record and the PR; 👀 goes, the
-    staging request, the status rendered whole and the check run come after the 👍. 👀 comes once the author's
-    permission is read (at once when the permission cache knows them: an outsider's command writes nothing
+    """`/use`: the reply within 4 round trips and the 👍 within 5 (when each request waited for the one before: 17
+    and 21; then 7 and 8, the pin recorded by the gate's full render, which waits for its changelog reads): the pin
+    is written into the status comment's record first, the run and its artifacts are read with the record and the
+    PR; 👀 goes, the staging request, the status rendered whole and the check run come after the 👍. 👀 comes once the
+    author's permission is read (at once when the permission cache knows them: an outsider's command writes nothing
     before its author is known)."""
     from bot.testing.round_trips import chain_depths, critical_path
 

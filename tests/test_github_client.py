@@ -180,7 +180,7 @@ async def test_etag_cache_answers_304_and_is_kept_apart_per_installation(repo, a
 
 
 async def test_a_full_last_page_cached_with_its_etag_does_not_hide_the_page_added_after_it(repo, app_key):
-    """Regression (issue 17, found by the sandbox): a PR with exactly 100 comments was listed in one full page
+    """Regression (found by the sandbox): a PR with exactly 100 comments was listed in one full page
     with no next link; after the 101st, the page still answered 304 (its items had not changed) and gidgethub
     took its cached, next-less Link, so the bot never saw the new comment (there: its own status comment)."""
     for i in range(100):

@@ -1,6 +1,6 @@
 """/livez, /readyz and /healthz: what an orchestrator, a load balancer and an operator each read.
 
-Regression (issue 18): /healthz answered 503 for the whole process, until a restart, when one installation's
+Regression: /healthz answered 503 for the whole process, until a restart, when one installation's
 token fetch failed or one effect could not be reconciled, so an App uninstalled from one organisation took a
 bot that served every other one out of rotation.
 """

@@ -1,4 +1,4 @@
-"""`/help`, and a known command with wrong arguments, get the command reference as a reply (issue #3)."""
+"""`/help`, and a known command with wrong arguments, get the command reference as a reply."""
 
 from __future__ import annotations
 

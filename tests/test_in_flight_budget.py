@@ -1,4 +1,4 @@
-"""GitHub's limit of 100 requests under way at once (issue 19): the App's in-flight budget, the setting that sizes
+"""GitHub's limit of 100 requests under way at once: the App's in-flight budget, the setting that sizes
 it, and a replica's share of it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The SQLite journal of an intake beside a workers' process (issue 19): both processes write one file, and an
+"""The SQLite journal of an intake beside a workers' process: both processes write one file, and an
 ack must wait for no more than the workers' transaction in hand, never for a checkpoint or a count."""
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ waiting in the lane takes the decision over); between segments the bot settles. 
 
 - the labels ask for a sweep when exactly one primary is on the PR (modifiers only with a primary);
 - a segment that added or removed a primary or a modifier asks for a new run when the labels ask for one
-  (SPEC: adding or removing either restarts the sweep); one that changed only unrelated labels asks for none;
+  (docs/spec.md, "Sweep labels": adding or removing either restarts the sweep); one that changed only unrelated
+  labels asks for none;
 - every earlier run is cancelled when a new one starts or the labels ask for none.
 
 Every label delivery is handled once and none fails. So the dispatches, in order, are exactly the segment-ends that asked for a new run, each with that end's labels

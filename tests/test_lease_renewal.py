@@ -1,4 +1,4 @@
-"""Leases that survive load (issue 26): a replica renews the leases of the lanes it runs on a connection and a
+"""Leases that survive load: a replica renews the leases of the lanes it runs on a connection and a
 thread of its own, so neither the journal's writer nor the event loop delays a renewal; a lease that ran out
 before its renewal but that no other replica took is taken back at once, and the run goes on; a lease another
 replica took stops the run. Every lease lost is counted in /metrics and named in /healthz.
@@ -73,7 +73,7 @@ def lost(metrics: Metrics, outcome: str) -> float:
 
 
 async def test_a_lane_claimed_in_the_batch_of_a_renewal_is_not_lost(replicas):
-    """Regression (issue 26): the heartbeat renewed through the journal's writer, one operation among the claims of
+    """Regression: the heartbeat renewed through the journal's writer, one operation among the claims of
     a group commit. A claim committed in the same batch after the renewal was missing from its answer, and the
     heartbeat, comparing that answer with the lanes held once the claiming worker had registered its lane, logged
     "lease lost" for a lane just claimed and cancelled its own run (a lone replica, under load: 2 of 4 runs)."""
@@ -129,7 +129,7 @@ async def test_a_lane_claimed_just_as_a_renewal_asks_which_lanes_run_is_renewed_
 
 async def test_a_lease_that_ran_out_before_its_renewal_but_was_not_taken_is_taken_back_at_once(replicas,
                                                                                              postgres_db):  # noqa: F811
-    """Regression (issue 26): a lease that ran out before its renewal came (the replica's loop or its journal
+    """Regression: a lease that ran out before its renewal came (the replica's loop or its journal
     busy) made the lane claimable by anyone, this replica's own idle workers too: one of them took the delivery
     over and ran it a second time beside the run still under way. Now the replica's own workers leave the lanes
     it runs alone, and the late renewal takes the lease back (no other replica took it): the run goes on, and the

@@ -45,7 +45,7 @@ def test_web_links_encode_their_parts():
     ("https://inferencex.semianalysis.com/inference?unofficialRun=123",
      "https://inferencex.semianalysis.com/inference?unofficialRun=123"),
     ("https://INFERENCEX.semianalysis.com/r/a%20b", "https://inferencex.semianalysis.com/r/a%20b"),
-    # the phishing payload of issue 15: the host is right, the Markdown around it is not kept
+    # a phishing payload once taken for a results link: the host is right, the Markdown around it is not kept
     ("https://inferencex.semianalysis.com/r)**[Sign in again](https://evil.example/login)**",
      "https://inferencex.semianalysis.com/r%29%2A%2A%5BSign%20in%20again%5D%28https%3A//evil.example/login%29%2A%2A"),
     ("https://inferencex.semianalysis.com/x#frag", "https://inferencex.semianalysis.com/x"),

@@ -63,7 +63,7 @@ def installation(github):
 
 
 async def test_a_renewed_installation_token_is_cut_by_its_shape_never_registered(installation, app_key, log_lines):
-    """Regression (issue 18): each renewed installation token was appended to the literal secret list, never
+    """Regression: each renewed installation token was appended to the literal secret list, never
     pruned, and every log line ran one `str.replace` per entry; tokens are now cut by their `ghs_` shape."""
     app = github_app(app_key)
     before = list(logs._extra_secrets)
@@ -75,7 +75,7 @@ async def test_a_renewed_installation_token_is_cut_by_its_shape_never_registered
 
 
 async def test_the_secret_list_stays_the_same_size_after_a_thousand_renewals(installation, app_key):
-    """Regression (issue 18): memory and per-line cost of scrubbing grew with uptime x installations."""
+    """Regression: memory and per-line cost of scrubbing grew with uptime x installations."""
     app = github_app(app_key)
     await app.token(1)
     size = len(logs._extra_secrets)

@@ -206,7 +206,7 @@ SIGNOFF_CASES = [
 
 @pytest.mark.parametrize(("body", "expected"), SIGNOFF_CASES)
 def test_the_phrase_counts_only_in_visible_prose(body, expected):
-    """Regression (issue 15, sign-off integrity): the phrase inside an HTML comment, code (fenced, indented,
+    """Regression (sign-off integrity): the phrase inside an HTML comment, code (fenced, indented,
     an inline code span, `<pre>`/`<code>`) or a quote's lazy continuation line made a sign-off; only `>` lines
     were left out."""
     assert has_phrase(body, PHRASE) is expected
@@ -239,7 +239,7 @@ WORST_PHRASE_CASES = [
 
 @pytest.mark.parametrize(("body", "expected"), WORST_PHRASE_CASES)
 def test_the_phrase_in_worst_case_bodies_at_githubs_limit(body, expected):
-    """Regression (issue 15): a 65,536-character comment of `[` stalled the worker for 20 s in has_phrase."""
+    """Regression: a 65,536-character comment of `[` stalled the worker for 20 s in has_phrase."""
     assert len(body) <= LIMIT
     assert has_phrase(body, PHRASE) is expected
 

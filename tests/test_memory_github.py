@@ -887,7 +887,7 @@ def test_an_unusable_manifest_is_422(github, manifest):
 
 
 async def test_run_jobs_list_latest_or_all_and_rerun_failed_jobs_queues_the_next_attempt(github, gh):
-    """The fake's jobs of a run (issue 17): seeded by set_jobs with ids and links filled in, listed paginated
+    """The fake's jobs of a run: seeded by set_jobs with ids and links filled in, listed paginated
     with filter=latest (each job's newest attempt) or all; re-running the failed jobs queues the run as its
     next attempt with the failed and cancelled jobs queued, and is refused while the run is not finished."""
     github.add_workflow(REPO, "run-sweep.yml")

@@ -1,9 +1,9 @@
-"""Property (issue 26): whatever pin commands are written, edited and deleted on a PR, by whom, the pin in the
+"""Property: whatever pin commands are written, edited and deleted on a PR, by whom, the pin in the
 status comment's record is the one the latest accepted command gives, and follows the comment that holds it.
 
 The real bot (every feature, as `sweepbot serve` runs them) gets each change through the webhook, against the
-fake GitHub; a model, written from SPEC §4 and not from the bot's code, says after each step what the record
-must hold.
+fake GitHub; a model, written from the rules (docs/spec.md, "Pins") and not from the bot's code, says after
+each step what the record must hold.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Written:
 
 @dataclass
 class Model:
-    """The pin SPEC §4 asks for, step by step.
+    """The pin docs/spec.md asks for ("Commands", "Pins"), step by step.
 
     - A new command is a created comment's, or one its author's edit added or changed (another kind or run; the
       same command moved, or the rest of the comment edited, is no new command). An edit by someone else than
@@ -191,7 +191,7 @@ def check(github, number: int, runs: dict[str, int], model: Model, steps: list) 
 @settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 async def test_the_pin_is_always_the_one_the_latest_accepted_command_gives(repo, make_harness, data):
-    """Property (issue 26): after every create, edit and delete of comments with pin commands (runs eligible or
+    """Property: after every create, edit and delete of comments with pin commands (runs eligible or
     not, other text) by writers, non-writers and unconfirmed people, on one or several comments of one PR, the
     record's pin is the model's (see `Model`), and so is the withdrawal the status comment shows."""
     state = _bots.get(id(repo))

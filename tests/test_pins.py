@@ -316,7 +316,7 @@ def test_newest_eligible_takes_only_the_bots_dispatches():
     assert [(r["id"], v.code) for r, v in selection.others] == [(2, NOT_DISPATCHED)]
 
 
-# --- held_pin_change: the pin a comment holds follows its latest text (issue 26) ---------------------------
+# --- held_pin_change: the pin a comment holds follows its latest text --------------------------------------
 
 HELD_CASES = [
     # (id, body before, body after (None: deleted), what the author's edit does, what someone else's does)
@@ -350,7 +350,7 @@ def test_held_pin_change(old, new, by_author, by_other):
 
 
 def test_a_withdrawn_pin_is_kept_in_the_record_until_a_new_pin():
-    """The status says which pin was withdrawn and why (issue 26): the record keeps it, written and read back,
+    """The status says which pin was withdrawn and why: the record keeps it, written and read back,
     and a new pin clears it; a record from before it reads as none withdrawn."""
     pinned = SweepRecord().pinned(Pin(10260, 7, "maintainer", "2026-01-01T00:00:00Z"))
     gone = pinned.unpinned("refused", "maintainer")

@@ -29,7 +29,7 @@ def test_is_fork(head_repo, fork):
 
 
 def test_the_welcome_says_fork_exactly_when_the_gate_does():
-    """Regression (issue 16): the welcome compared repository names with their case, the gate without, so a PR
+    """Regression: the welcome compared repository names with their case, the gate without, so a PR
     whose head repository GitHub spelt `ACME/inferencex` was welcomed as a fork the gate did not treat as one."""
     repository = {"full_name": REPO, "html_url": f"https://github.com/{REPO}", "default_branch": "main"}
     for head_repo in ("acme/InferenceX", "ACME/inferencex", "partner/InferenceX", None):
@@ -57,7 +57,7 @@ def test_sweep_label_names_are_compared_casefolded():
 
 
 def test_the_config_check_and_the_runtime_compare_label_names_the_same_way():
-    """Regression (issue 16): the config check lower-cased label names while the gate casefolded them, so two
+    """Regression: the config check lower-cased label names while the gate casefolded them, so two
     labels the gate takes for one (`ß` casefolds to `ss`) passed the check as two."""
     assert label_key("Straße") == label_key("STRASSE")
     with pytest.raises(ConfigError) as raised:

@@ -1,4 +1,4 @@
-"""Every comment template as GitHub shows it (issue 28): each sample of tests/test_templates.py rendered in both
+"""Every comment template as GitHub shows it: each sample of tests/test_templates.py rendered in both
 languages by cmark-gfm, GitHub's own Markdown parser (tests/rendered.py), must show no Markdown left as text; and
 the Chinese texts use the one term templates/GLOSSARY.md gives for each thing."""
 
@@ -29,7 +29,7 @@ def pairs(xfail: dict[tuple[str, str], str]) -> list:
 
 @pytest.mark.parametrize(("kind", "language"), pairs(RENDER_XFAIL))
 def test_every_template_renders_as_meant_on_github(kind, language):
-    """Regression (issue 28): the Chinese welcome wrote `**Changelog：**在`; a closing `**` after full-width
+    """Regression: the Chinese welcome wrote `**Changelog：**在`; a closing `**` after full-width
     punctuation and before a CJK letter is not right-flanking, so GitHub showed the asterisks. Every sample of
     every template, in each language, is rendered by cmark-gfm and must leave no `**`/`__`, no link as text, no
     empty link address and no stray backtick."""
@@ -162,7 +162,7 @@ def test_every_chinese_term_of_the_glossary_is_used():
 @pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.xfail(strict=True, reason=GLOSSARY_XFAIL[name])]
                                                if name in GLOSSARY_XFAIL else []) for name in CHINESE_TEXTS])
 def test_no_chinese_text_uses_a_word_the_glossary_rules_out(name):
-    """Issue 28: one Chinese term per thing. The texts said 固定 for a pin in one place and left `pin` as it was in
+    """One Chinese term per thing. The texts said 固定 for a pin in one place and left `pin` as it was in
     another; the welcome said `head commit` and 这次运行 for a run. A word in the glossary's last column may not
     appear in any Chinese text (outside code); each xfail above is a text to bring in line."""
     terms = glossary()

@@ -1,4 +1,4 @@
-"""Replica workers over one PostgreSQL journal (issue #10): several replicas in this process, each with its own
+"""Replica workers over one PostgreSQL journal: several replicas in this process, each with its own
 journal connection, sharing lanes, per-PR order, leases that a dead replica loses, SIGTERM's hand-back and one
 write budget. The bots run against the shared fake GitHub."""
 
@@ -215,7 +215,7 @@ async def test_an_idle_replica_takes_work_another_replica_recorded_at_once_not_a
         await replica.drain(1)
 
 
-# -- the doorbell: idle workers woken one at a time (issue 19) -------------------------------------------------
+# -- the doorbell: idle workers woken one at a time ------------------------------------------------------------
 
 
 async def test_a_ring_wakes_one_idle_worker_and_a_ring_with_none_waiting_is_kept():
@@ -264,7 +264,7 @@ async def test_only_the_watch_looks_at_each_poll():
 
 
 async def test_an_idle_replica_of_many_workers_claims_about_once_a_poll_not_once_per_worker(replicas):
-    """Regression (issue 19): every idle worker looked at every poll and every notification, so 32 workers made
+    """Regression: every idle worker looked at every poll and every notification, so 32 workers made
     32 claims a poll on an idle replica, and a burst woke them all onto one delivery."""
     journal = replicas()
     claims = collections.Counter()

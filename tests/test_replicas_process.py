@@ -1,4 +1,4 @@
-"""Three `sweepbot serve` processes on one PostgreSQL (issue #10): 300 PRs opened, spread over them, one replica
+"""Three `sweepbot serve` processes on one PostgreSQL: 300 PRs opened, spread over them, one replica
 SIGKILLed mid-drain while it runs a lane under lease, which another replica takes over; then the database restarted
 mid-drain. GitHub is a separate fake process, so its state outlives any replica: every PR must be welcomed exactly
 once, and one PR's deliveries finish in arrival order. Every wait is bounded (a hang fails, saying what it waited

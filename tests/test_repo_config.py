@@ -88,7 +88,7 @@ COPIED_POLICY_ROOT = "policy:\n  paths:\n    changelog: perf.yaml\n"
 
 
 async def test_the_config_invalid_issue_carries_each_line_and_hint(github, gh):
-    """Regression (issue 18): a file copied from app.yaml's `policy:` root told maintainers only "policy: unknown
+    """Regression: a file copied from app.yaml's `policy:` root told maintainers only "policy: unknown
     key", and a key given twice was taken silently (YAML keeps the last)."""
     github.set_file(REPO, REPO_CONFIG_PATH, COPIED_POLICY_ROOT + "paths:\n  changelog: a\n  changelog: b\n",
                     ref="trunk")

@@ -1,10 +1,11 @@
-"""Results-service callbacks (bot/rules/results_callbacks.py, SPEC.md section 4): a table of payloads and verdicts.
+"""Results-service callbacks (bot/rules/results_callbacks.py; docs/spec.md, "The results service"): a table of
+payloads and verdicts.
 
 Each case names an event type, a change to a good payload of that type (a key set to DROP is removed), and
 expects either these Callback fields or a rejection with this code and field. The first 131 cases are the table
-issue 15 started from, updated to its rules (a kind requires only what the bot uses; other keys are ignored and
-reported; a results link that is not plain https on an allowed host is dropped, not a reason to refuse); the
-cases after them pin those rules. `dropped` is compared as (code, field) pairs.
+from before the callbacks were hardened, updated to the hardened rules (a kind requires only what the bot uses;
+other keys are ignored and reported; a results link that is not plain https on an allowed host is dropped, not a
+reason to refuse); the cases after them pin those rules. `dropped` is compared as (code, field) pairs.
 """
 
 from __future__ import annotations
@@ -246,7 +247,7 @@ CASES = [
     ("counts-null-cell", INGESTED, {"counts": table(power={"new": None})}, no("bad-counts", "counts.power.new")),
     ("counts-huge", INGESTED, {"counts": table(eval={"new": 2**63})}, no("bad-counts", "counts.eval.new")),
     ("counts-enormous", INGESTED, {"counts": table(eval={"new": 10**5000})}, no("bad-counts", "counts.eval.new")),
-    # == issue 15: what the results service's own workflows send, and the rules for it ====================
+    # == what the results service's own workflows send, and the rules for it ==============================
     # -- real-shaped callbacks: the stage-results request's client_payload echoed, plus the service's fields -
     ("real-started", STARTED, {"run-attempt": "1", "source-repository": RESULTS, "app-run-id": "24680"},
      ok(kind="started", run_attempt=1, comment_id=2233445566, ignored=(), ignored_count=0)),
@@ -280,13 +281,13 @@ CASES = [
     ("unknown-markup-value", COMPLETED, {"summary": "**[Sign in](https://evil.example)**"},
      ok(ignored=("summary",), results_url=LINK)),
     ("unknown-huge-value", INGESTED, {"log": "x" * 60_000}, ok(ignored=("log",))),
-    # issue 18: beyond GitHub's own limit (a client_payload under 64 KB), refused before the schema reads it
+    # beyond GitHub's own limit (a client_payload under 64 KB), refused before the schema reads it
     ("unknown-beyond-githubs-size", INGESTED, {"log": "x" * 100_000}, no("too-large", None)),
     ("unknown-long-name", STARTED, {"k" * 500: 1}, ok(ignored=("k" * 60,), ignored_count=1)),
     ("counts-row-still-strict", INGESTED, {"extra": 1, "counts": table(eval={"new": -1})},
      no("bad-counts", "counts.eval.new")),
     # -- the results link ------------------------------------------------------------------------------------
-    ("url-phishing", COMPLETED, {"results-url": PHISHING}, BAD_LINK),  # issue 15: was rendered as a link
+    ("url-phishing", COMPLETED, {"results-url": PHISHING}, BAD_LINK),  # was once rendered as a link
     ("url-other-host", COMPLETED, {"results-url": "https://evil.example/runs/1"},
      ok(succeeded=True, results_url=None, dropped=dropped("link-not-allowed"))),
     ("url-lookalike-host", COMPLETED, {"results-url": "https://results.example.com.evil.example/x"},
@@ -305,7 +306,7 @@ CASES = [
     ("url-backquote", COMPLETED, {"results-url": VIEWER + "/`x`"}, BAD_LINK),
     ("url-control", COMPLETED, {"results-url": VIEWER + "/\x00"}, BAD_LINK),
     ("url-int", COMPLETED, {"results-url": 17}, BAD_LINK),
-    # -- issue 17: the ingest run's link and the counters beyond the table ----------------------------------
+    # -- the ingest run's link and the counters beyond the table --------------------------------------------
     ("ingest-extras", INGESTED, {"ingest-run-url": INGEST_RUN, "extra-counts": {
         "evalSamplesNew": 6595, "someNewCounter": "x", "benchmarkFiles": 11, "changelogEntriesWritten": 0}},
      ok(ingest_run_url=INGEST_RUN, dropped=[],
@@ -378,7 +379,7 @@ def test_case_ids_are_unique():
 
 
 def test_the_table_keeps_the_131_cases_it_started_from():
-    """Issue 18 turns these checks into a JSON Schema "keeping today's 131 cases as the test table"."""
+    """The checks became a JSON Schema, and the table keeps, first, the 131 cases it had before."""
     first = [case[0] for case in CASES]
     assert first.index("real-started") == 131 and first[:2] == ["started", "completed"]
     assert first[130] == "counts-enormous"

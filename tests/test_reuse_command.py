@@ -1,4 +1,4 @@
-"""Reuse pins (issue #8, part one): `/use` and `/reuse-sweep-run` through the webhook into the fake GitHub. The
+"""Reuse pins: `/use` and `/reuse-sweep-run` through the webhook into the fake GitHub. The
 pin is kept in the gate's record, shown in the status comment and honoured by the gate."""
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, 
     c = await command(h, 44, f"/use {run_id}")
     assert reactions(repo, c) == ["-1"]
     assert code_word in reply(repo, 44, c).lower()
-    assert "90 days" not in reply(repo, 44, c), "issue 17: no hard-coded lifetime; GitHub's dates instead"
+    assert "90 days" not in reply(repo, 44, c), "no hard-coded lifetime; GitHub's dates instead"
     assert SweepRecord.parse(next((c["body"] for c in repo.comments(REPO, 44)
                                    if c["body"].startswith(marker("sweep-status"))), None)).pin is None
 
@@ -319,7 +319,7 @@ async def test_a_failed_staging_request_is_shown_failed_in_the_same_reply(repo, 
     assert pin(repo, 52).run_id == run["id"], "the pin stands; only staging failed"
 
 
-# -- the order of a pin's writes (issue 19): on GitHub before the reply says so ----------------------
+# -- the order of a pin's writes: on GitHub before the reply says so ---------------------------------
 
 
 def pin_row(github, number: int) -> str:
@@ -445,7 +445,7 @@ async def test_stage_results_refusals(repo, make_harness, body, user, associatio
     assert word in english(reply_comment_of(repo, 61, c)["body"])
 
 
-# -- merge and ingest (issue 17) --------------------------------------------------------------------
+# -- merge and ingest -------------------------------------------------------------------------------
 
 
 def results_service(github) -> None:
@@ -551,7 +551,7 @@ async def test_the_use_reply_lists_the_result_artifacts_with_their_expiry_from_t
 
 
 async def test_a_refusal_for_expired_artifacts_names_the_day_each_expired(repo, make_harness, monkeypatch):
-    """Pins (issue 17): the refusal says when each result artifact expired, from GitHub's `expires_at`, where it
+    """The refusal says when each result artifact expired, from GitHub's `expires_at`, where it
     said "Artifacts expire after 90 days"."""
     open_pull(repo, 75)
     h = await make_harness()
@@ -563,7 +563,7 @@ async def test_a_refusal_for_expired_artifacts_names_the_day_each_expired(repo, 
     assert f"`results_bmk_dsr1` (on {made['expires_at'][:10]}) has expired" in reply(repo, 75, c)
 
 
-# -- a pin follows the comment that holds it (issue 26) --------------------------------------------------
+# -- a pin follows the comment that holds it -------------------------------------------------------------
 
 
 async def edit(h, number: int, comment: dict, body: str, *, by: str | None = None) -> None:
@@ -590,7 +590,7 @@ def withdrawal_note(github, number: int) -> tuple[str, str]:
 
 @both_layouts
 async def test_a_pin_edited_into_a_refused_command_is_withdrawn_and_the_next_push_sweeps(repo, make_harness):
-    """Regression (issue 26): a pin edited to a refused run stayed pinned. A maintainer pinned a run, then edited
+    """Regression: a pin edited to a refused run stayed pinned. A maintainer pinned a run, then edited
     the comment to `/use 987654` (no such run): the bot answered 👎 "refused, so it pins nothing", but the record
     still held the old pin, the status said "Sweeps are paused", and the next push started no sweep. The pin a
     comment holds follows its latest text: refused, it is withdrawn, and the status says so and why."""
@@ -615,7 +615,7 @@ async def test_a_pin_edited_into_a_refused_command_is_withdrawn_and_the_next_pus
 
 @both_layouts
 async def test_a_pin_edited_into_another_accepted_run_moves_straight_to_it(repo, make_harness):
-    """Issue 26: an edit of `/use A` into an accepted `/use B` pins B with no moment between without a pin (a
+    """An edit of `/use A` into an accepted `/use B` pins B with no moment between without a pin (a
     withdrawn pin would let a delivery in between start a sweep): every write the bot makes while handling the
     edit leaves the status comment's record pinned, first to A, then to B, and no sweep starts."""
     open_pull(repo, 81)
@@ -639,7 +639,7 @@ async def test_a_pin_edited_into_another_accepted_run_moves_straight_to_it(repo,
 
 @pytest.mark.parametrize("outcome", ["unauthorized", "permission_unknown"])
 async def test_a_pin_edited_by_an_author_the_dispatcher_refuses_is_withdrawn(repo, make_harness, outcome):
-    """Issue 26, the dispatcher's refusal: the author of a pin lost write permission (or GitHub would not
+    """The dispatcher's refusal: the author of a pin lost write permission (or GitHub would not
     confirm it) and edits the comment into another pin command. The command is not run, and the pin the comment
     held is withdrawn: its latest text is a command its author may not run. The status says so and why."""
     open_pull(repo, 82)
@@ -671,7 +671,7 @@ async def test_a_pin_edited_by_an_author_the_dispatcher_refuses_is_withdrawn(rep
 @pytest.mark.parametrize("change", ["deleted", "edited-away", "edited-by-someone-else"])
 async def test_a_pin_whose_comment_is_deleted_or_edited_away_is_withdrawn_and_the_status_says_why(
         repo, make_harness, change):
-    """Issue 26: a pin withdrawn by its comment's deletion, an edit that leaves no pin command, or an edit by
+    """A pin withdrawn by its comment's deletion, an edit that leaves no pin command, or an edit by
     someone other than its author (who changed the command: a command edited in by someone else is never run)
     leaves no pin, and the status says which run was unpinned and why, in both languages."""
     open_pull(repo, 83)

@@ -1,4 +1,4 @@
-"""The run comment's rules (bot/rules/run_report.py, issue 17): which finished runs get one, what the jobs
+"""The run comment's rules (bot/rules/run_report.py): which finished runs get one, what the jobs
 count, which failed jobs are named, and what the comment asks for."""
 
 from __future__ import annotations

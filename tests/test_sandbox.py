@@ -1,4 +1,4 @@
-"""The sandbox (`make serve` without credentials, issue 17): it walks a PR's whole lifecycle through its own
+"""The sandbox (`make serve` without credentials): it walks a PR's whole lifecycle through its own
 webhook, one line per GitHub write on stdout and every text in full in a transcript; a port in use is one line
 and exit 2."""
 
@@ -93,7 +93,7 @@ def walked(walk_dir):
 
 
 def test_every_step_of_the_lifecycle_leaves_its_write(walked):
-    """Issue 17: the sandbox sent three deliveries; it now walks opened → label → dispatch → run failed → rerun →
+    """The sandbox once sent three deliveries; it now walks opened → label → dispatch → run failed → rerun →
     sign-off → run green → /use → staging started and completed → merge → ingest, each delivered signed to its own
     webhook, and each step shows what the bot wrote about it, in this order."""
     out, _ = walked
@@ -159,7 +159,7 @@ def test_stdout_has_one_line_per_write_and_the_transcript_every_text_in_full(wal
 
 
 def test_the_verdict_waits_and_ends_at_pass_without_a_new_signoff(walked):
-    """Pins issue 28's "FAIL while only waiting": the sign-off posted while the rerun goes said "❌ FAIL" (and its
+    """Pins the bug "FAIL while only waiting": the sign-off posted while the rerun goes said "❌ FAIL" (and its
     check failed) though it only waited for the run and a pin. It waits (⏳, nothing for the signer to change); the
     bot verifies it again when the run finishes and when the pin is set, editing the one verdict in place, which
     ends at PASS."""
@@ -174,7 +174,7 @@ def test_the_verdict_waits_and_ends_at_pass_without_a_new_signoff(walked):
 
 
 async def test_the_sandbox_journal_is_temporary_and_never_live_modes_default(walked, walk_dir, monkeypatch, capsys):
-    """Regression (issue 28): the sandbox journaled its deliveries in ./sweepbot.db, live mode's default journal,
+    """Regression: the sandbox journaled its deliveries in ./sweepbot.db, live mode's default journal,
     where `sweepbot deliveries` then listed them. With SWEEPBOT_DB unset its journal is now in a temporary folder,
     named in the banner and removed at exit; `sweepbot deliveries` there afterwards shows nothing of it."""
     out, _ = walked
@@ -194,7 +194,7 @@ async def test_the_sandbox_journal_is_temporary_and_never_live_modes_default(wal
 
 
 def test_a_port_in_use_is_one_clear_line_and_exit_2(tmp_path):
-    """Issue 17: with port 3000 taken, `make serve` died with a raw OSError traceback and eight "Task was
+    """With port 3000 taken, `make serve` died with a raw OSError traceback and eight "Task was
     destroyed" lines. Now: one line naming the address and PORT, exit 2, nothing else on stderr or stdout."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

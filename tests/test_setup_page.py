@@ -473,7 +473,7 @@ def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path
     assert english == chinese
 
 
-# ---- issue 27: an attacker's requests ------------------------------------------------------------------
+# ---- an attacker's requests ----------------------------------------------------------------------------
 
 
 ATTACKER = "https://ghe.attacker.example"  # the Enterprise Server a forged registration names: the attacker's
@@ -498,10 +498,10 @@ async def page_token(client, host: str | None = None) -> str:
 
 
 async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
-    """Issue 27's attack as the operator's browser runs it. A page on the attacker's website POSTs /register (its
-    Origin, no token of the page's) naming the attacker's Enterprise Server; if the answer is a form to that server,
-    the browser submits it there, so the attacker learns the state and the manifest; it creates an App from a
-    manifest and sends the browser back to /callback with its own code and that state (a guess when it has none).
+    """The cross-site attack as the operator's browser runs it. A page on the attacker's website POSTs /register
+    (its Origin, no token of the page's) naming the attacker's Enterprise Server; if the answer is a form to that
+    server, the browser submits it there, so the attacker learns the state and the manifest; it creates an App from
+    a manifest and sends the browser back to /callback with its own code and that state (a guess when it has none).
     Returns (status, text) of the POST and of the callback."""
     resp = await client.post("/register", data=FORM | {"github": "enterprise", "enterprise_url": ATTACKER},
                              headers={"Origin": ATTACKER_SITE})
@@ -522,7 +522,7 @@ async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
     ("same", ""), ("same", "wrong"),  # this page's origin without the page's token
 ])
 async def test_a_post_from_another_origin_or_without_the_pages_token_is_refused(tmp_path, origin, token):
-    """Issue 27, cross-site POST (high): a form on any website could POST /register, and the page answered with a
+    """Cross-site POST (high): a form on any website could POST /register, and the page answered with a
     form that sends the attacker's Enterprise Server a state of this page's. Now a POST needs this page's Origin and
     its token: anything else is a 403 page, and no registration starts."""
     async with setup_client(tmp_path) as (client, page):
@@ -541,7 +541,7 @@ async def test_a_post_from_another_origin_or_without_the_pages_token_is_refused(
 
 
 async def test_a_forged_registration_and_its_callback_write_nothing(github, attacker, tmp_path):
-    """Issue 27, cross-site POST (high): the attacker's callback converted its own code against its own API and
+    """Cross-site POST (high): the attacker's callback converted its own code against its own API and
     wrote its APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and GITHUB_API_URL to .env."""
     async with setup_client(tmp_path) as (client, page):
         post_status, _, callback_status, callback_text = await cross_site_attack(client, attacker)
@@ -552,7 +552,7 @@ async def test_a_forged_registration_and_its_callback_write_nothing(github, atta
 
 
 async def test_the_real_registration_after_a_forged_one_lands_in_the_env_file(github, attacker, tmp_path):
-    """Issue 27, cross-site POST (high): once the forged registration had written .env, the operator's own
+    """Cross-site POST (high): once the forged registration had written .env, the operator's own
     credentials went to .env.app-<id> because .env "already holds an APP_ID", and `make serve` ran as the
     attacker's App."""
     async with setup_client(tmp_path) as (client, _):
@@ -569,7 +569,7 @@ async def test_the_real_registration_after_a_forged_one_lands_in_the_env_file(gi
 
 
 async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redirect_url(tmp_path):
-    """Issue 27, Host header trusted (medium): `Host: rebind.example` was served and became the manifest's
+    """Host header trusted (medium): `Host: rebind.example` was served and became the manifest's
     redirect_url, so with DNS rebinding GitHub sent the one-time code (and so the App's key) to the attacker."""
     async with setup_client(tmp_path) as (client, page):
         port = client.port
@@ -596,7 +596,7 @@ async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redir
 
 
 async def test_a_request_from_another_machine_is_refused(tmp_path):
-    """Issue 27: the page is for the operator's own browser; a request from another address (as when
+    """The page is for the operator's own browser; a request from another address (as when
     `--host 0.0.0.0` put it on the network) got the form and could start a registration."""
     from aiohttp import web
 
@@ -620,7 +620,7 @@ async def test_a_request_from_another_machine_is_refused(tmp_path):
 
 
 async def test_the_github_server_is_shown_to_confirm_before_anything_is_sent_to_it(tmp_path):
-    """Issue 27: the answer to /register submitted itself at once to whatever GitHub the form named (an
+    """The answer to /register submitted itself at once to whatever GitHub the form named (an
     attacker's Enterprise Server for a forged POST); now the operator reads the address and presses the button."""
     async with setup_client(tmp_path) as (client, _):
         resp = await post_form(client, github="enterprise", enterprise_url=ENTERPRISE)
@@ -672,7 +672,7 @@ async def test_a_state_is_used_once_even_by_two_callbacks_at_once(tmp_path):
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.7", "::", "127.0.0.2", "bot.example.com"])
 def test_setup_refuses_a_host_off_this_machine_before_serving(tmp_path, capsys, monkeypatch, host):
-    """Issue 27: `--host 0.0.0.0` served the page to the network (and 127.0.0.2 printed an address whose Host the
+    """Regression: `--host 0.0.0.0` served the page to the network (and 127.0.0.2 printed an address whose Host the
     page now refuses)."""
     from bot.app import cli
 

@@ -1,4 +1,4 @@
-"""Reads made once while in flight (issue 19): `SharedReads`, and the bursts it spares GitHub, a cold process's
+"""Reads made once while in flight: `SharedReads`, and the bursts it spares GitHub, a cold process's
 policy read and one writer's permission read for many PRs labeled at once."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sign-off verification (issue #9) through the webhook into the fake GitHub: one verdict per sign-off, edited in
+"""Sign-off verification through the webhook into the fake GitHub: one verdict per sign-off, edited in
 place, and a `signoff` check run that succeeds only while a sign-off of the PR's head passes."""
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ async def test_a_signed_line_naming_someone_else_fails(owned, make_harness):
 
 
 async def test_no_sweep_run_yet_is_waited_for(owned, make_harness):
-    """Issue 28: no sweep and no pin yet are nothing the signer can fix: the verdict waits (⏳), it does not fail."""
+    """No sweep and no pin yet are nothing the signer can fix: the verdict waits (⏳), it does not fail."""
     h = await make_harness()
     open_pull(owned, 61, files=(CHANGELOG, AMD_FILE))
     found = verdict(owned, 61, await sign(h, 61, "amd-owner"))

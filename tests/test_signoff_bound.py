@@ -1,4 +1,4 @@
-"""Sign-offs bound to a commit (issue 27) through the webhook into the fake GitHub: a review counts for the commit
+"""Sign-offs bound to a commit through the webhook into the fake GitHub: a review counts for the commit
 it was written on (`commit_id`), a comment for the PR's head when it was written (by the PR's timeline of
 commits and force pushes, not the head the bot reads later), and a push after it makes it stale."""
 
@@ -26,7 +26,7 @@ async def deliver_comment(h, number: int, comment: dict) -> None:
 
 
 async def test_a_review_of_an_older_commit_does_not_pass_on_the_new_head(owned, make_harness):
-    """Pins issue 27's "a review of an older commit passes on the new head": the CODEOWNER reviewed X, the vendor
+    """Pins the bug "a review of an older commit passes on the new head": the CODEOWNER reviewed X, the vendor
     pushed Y while the review was written; the verdict said "PASS ... on commit Y" and `signoff` was success on
     Y, which nobody reviewed. The review counts for X (its commit_id) and is stale on Y."""
     h = await make_harness()
@@ -58,7 +58,7 @@ async def test_a_review_of_the_head_still_passes(owned, make_harness):
 
 
 async def test_a_comment_written_before_a_push_is_judged_on_its_head_and_stays_stale(owned, make_harness):
-    """Pins issue 27's "a push racing a sign-off comment": the comment was verified against the head read when
+    """Pins the bug "a push racing a sign-off comment": the comment was verified against the head read when
     the bot handled it, so a push landing first got the PASS, and the `synchronize` after it did not mark it
     stale. It is judged on the head GitHub had when it was written, and stale after the push."""
     h = await make_harness()

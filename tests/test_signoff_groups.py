@@ -1,4 +1,4 @@
-"""Who must sign (issue 27) through the webhook into the fake GitHub: every owner group of the changed, owned files
+"""Who must sign through the webhook into the fake GitHub: every owner group of the changed, owned files
 needs a sign-off of the head from one of its owners, as GitHub's code-owner rule asks (CODEOWNERS from the base
 branch, last matching line wins), unless the policy names owners that suffice; the PR's author does not sign
 their own PR unless the policy lets them. Each verdict says which groups are covered and which still need one."""
@@ -20,7 +20,7 @@ def real_body(real: str, signer: str) -> str:
 
 
 async def test_one_vendor_alone_does_not_sign_for_another_vendors_recipe_and_the_changelog(real, make_harness):
-    """Pins issue 27's "one vendor signs for another": the AMD owner alone signed a PR that also rewrites the
+    """Pins the bug "one vendor signs for another": the AMD owner alone signed a PR that also rewrites the
     recipe the NVIDIA owners own and the changelog the core team owns (the real CODEOWNERS), and `signoff` was
     success. Every owner group needs its own sign-off: the verdicts say which are covered, and the check passes
     once the last group is."""
@@ -30,7 +30,7 @@ async def test_one_vendor_alone_does_not_sign_for_another_vendors_recipe_and_the
     head = h.github.pull(REPO, 100)["head"]["sha"]
     amd = await sign(h, 100, "billishyahao", real)
     found = verdict(h.github, 100, amd)
-    assert found["record"]["outcome"] == "wait", found["body"]  # issue 28: the other owners' turn, not a FAIL
+    assert found["record"]["outcome"] == "wait", found["body"]  # the other owners' turn, not a FAIL
     line = check_line(found["body"], "Owner groups")
     assert line.startswith("- ⏳") and "2 of the 3 owner groups of the changed files still need a sign-off" in line
     assert ("  - ⏳ `@InferenceX/core` (line 1: `inferencex-e2e/perf-changelog.yaml`): still needs a sign-off"
@@ -90,7 +90,7 @@ async def test_an_owner_the_policy_names_as_sufficient_covers_every_group(real, 
 
 
 async def test_the_authors_own_signoff_does_not_count(owned, make_harness):
-    """Pins issue 27's "self sign-off": a vendor CODEOWNER who opened the PR signed it, and `signoff` was
+    """Pins the bug "self sign-off": a vendor CODEOWNER who opened the PR signed it, and `signoff` was
     success. The author's sign-off fails and covers no group, unless the policy lets an author sign."""
     h = await make_harness()
     await ready(h, 103, files=(CHANGELOG, AMD_FILE))

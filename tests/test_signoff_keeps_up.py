@@ -1,4 +1,4 @@
-"""Verdicts that keep up (issue 17) through the webhook into the fake GitHub: a sign-off is verified again when a
+"""Verdicts that keep up through the webhook into the fake GitHub: a sign-off is verified again when a
 sweep the bot dispatched for the PR finishes, a pin is set or withdrawn, or "Re-run" is pressed on the bot's own
 `signoff` check; each verdict is edited in place, nothing new is posted, and nothing is written when nothing
 changed."""
@@ -47,9 +47,9 @@ def rerequested(github, check: dict, sender: str = "maintainer") -> dict:
 
 
 async def test_a_wait_while_the_sweep_runs_flips_to_pass_in_place_when_it_finishes(owned, make_harness):
-    """Pins issue 17's "a verdict flipping to PASS when the sweep finishes without a new sign-off": the same
+    """Pins the bug "a verdict flipping to PASS when the sweep finishes without a new sign-off": the same
     verdict comment is edited, no other comment is posted (the run's own comment is the sweep gate's), and the
-    `signoff` check run turns to success. While the sweep runs the verdict waits (issue 28), it does not fail."""
+    `signoff` check run turns to success. While the sweep runs the verdict waits, it does not fail."""
     h = await make_harness()
     run, comment = await signed_while_the_sweep_runs(h, 130)
     before = verdict(owned, 130, comment)
@@ -148,7 +148,7 @@ async def test_a_stale_verdict_stays_stale_when_a_sweep_finishes(owned, make_har
 
 
 async def test_re_run_on_the_signoff_check_verifies_again(owned, make_harness):
-    """Pins issue 17's ""Re-run" on the `signoff` check does nothing": the sweep finished without its delivery
+    """Pins the bug ""Re-run" on the `signoff` check does nothing": the sweep finished without its delivery
     reaching the bot; "Re-run" on the check re-verifies the sign-off to PASS (the fake's check run lists no PR,
     as for a fork: the PR is found by its head)."""
     h = await make_harness()
@@ -177,7 +177,7 @@ async def test_re_run_on_another_apps_check_of_that_name_does_nothing(owned, mak
 
 
 async def test_the_real_checklist_lists_its_judgement_items_whole_and_collapsed(real, make_harness):
-    """Pins issue 17's "13–18 items under "not verified by the bot", each cut at about 160 characters": with the
+    """Pins the bug "13–18 items under "not verified by the bot", each cut at about 160 characters": with the
     real checklist they are in a collapsed <details> with their count, none cut."""
     h = await make_harness()
     h.github.add_team("InferenceX", "core", ["core-member"])  # the changelog's owners sign too

@@ -182,7 +182,7 @@ def test_items_a_check_covers_are_not_listed_as_unverified_and_the_rest_are():
 
 
 def test_a_long_item_is_listed_whole_as_not_verified_and_shortened_where_a_check_stands_for_it():
-    """Issue 17: the "not verified" items were cut at 160 characters with "…"; they are listed whole (collapsed)."""
+    """Regression: "not verified" items were cut at 160 characters with "…"; they are listed whole (collapsed)."""
     long = template_items("## Template\n```\n- [ ] " + "word " * 100 + "\n```\n")
     (shown,) = rules.not_verified(long, [])
     assert shown == ("word " * 100).strip()
@@ -241,7 +241,7 @@ NO_PIN = rules.Check("reuse", False, "no_pin")
 
 
 @pytest.mark.parametrize(("checks", "outcome"), [
-    ([OWNS, RUNNING, NO_PIN, COMPLETE], "wait"),  # issue 28: only waiting is no FAIL
+    ([OWNS, RUNNING, NO_PIN, COMPLETE], "wait"),  # only waiting is no FAIL
     ([OWNS, FAILED, NO_PIN, COMPLETE], "wait"),  # the sweep failed: not the signer's to fix
     ([OWNS, rules.Check("groups", False, "uncovered"), COMPLETE], "wait"),  # another owner group's sign-off
     ([OWNS, RUNNING, NO_PIN, rules.Check("checklist", False, "incomplete")], "fail"),  # the sign-off's own
@@ -268,7 +268,7 @@ def verdict_of(key, signer="amd-owner", *, head=SHA, state="fresh", outcome="pas
     ([verdict_of("comment-1"), verdict_of("comment-2", outcome="fail", signed_at="2026-01-02T00:00:00Z")],
      "failure"),  # the signer's newer sign-off supersedes the passing one
     ([], "failure"),
-    ([verdict_of("comment-1", outcome="wait")], "pending"),  # issue 28: in progress while it waits
+    ([verdict_of("comment-1", outcome="wait")], "pending"),  # in progress while it waits
     ([verdict_of("comment-1", outcome="fail"), verdict_of("comment-2", "nv-member", outcome="wait")], "pending"),
     ([verdict_of("comment-1", outcome="wait"), verdict_of("comment-2", "nv-member")], "success"),
     ([verdict_of("comment-1", head=OLD, state="stale", outcome="wait")], "failure"),
@@ -362,7 +362,7 @@ def test_a_signoff_knows_when_it_was_last_written():
     assert rules.signoff_in("review", review, PHRASE).signed_at == "2026-01-02T00:00:00Z"
 
 
-# -- which commit a sign-off is for (issue 27) ----------------------------------------------------
+# -- which commit a sign-off is for ---------------------------------------------------------------
 
 def committed(sha, date):
     return {"event": "committed", "sha": sha, "committer": {"name": "v", "email": "v@x", "date": date}}
@@ -448,7 +448,7 @@ def test_after_push_without_the_pushs_time_or_before_leaves_a_verdict_of_the_new
     assert rules.after_push({"k": record}, "", NEWER, T(8)) == {}
 
 
-# -- owner groups (issue 27) ----------------------------------------------------------------------
+# -- owner groups ---------------------------------------------------------------------------------
 
 GROUPED = parse("* @core\nconfigs/ @broad\nconfigs/amd-* @AMD @acme/amd\nconfigs/nv-* @acme/nv\n"
                 "docs/ \nconfigs/amd-x.yaml @acme/amd @amd\n")
@@ -517,7 +517,7 @@ def test_who_covers_what_by_the_real_codeowners(real_owners, signer, teams, line
 
 
 def test_a_vendor_alone_leaves_the_other_groups_of_a_real_pr_uncovered(real_owners):
-    """Issue 27: the AMD owner's sign-off covers the AMD recipe's group, never NVIDIA's or the changelog's."""
+    """The AMD owner's sign-off covers the AMD recipe's group, never NVIDIA's or the changelog's."""
     groups = rules.owner_groups(real_owners, REAL_FILES[:3])
     covered, _ = rules.covers(groups, "billishyahao", ())
     check = rules.groups_check(rules.group_rows(groups), {key: ["billishyahao"] for key in covered})
@@ -551,7 +551,7 @@ def test_the_authors_own_signoff_fails_the_codeowner_check():
     assert (check.ok, check.code, check.params["files"][0]["owners"]) == (False, "own_pr", ["@amd", "@acme/amd"])
 
 
-# -- the sign-offs together (issue 27) ------------------------------------------------------------
+# -- the sign-offs together -----------------------------------------------------------------------
 
 ROWS = rules.group_rows(rules.owner_groups(GROUPED, ["configs/amd-a.yaml", "configs/nv-b.yaml"]))
 AMD_KEY, NV_KEY = "@acme/amd @amd", "@acme/nv"
@@ -573,7 +573,7 @@ def settled(*records):
 
 
 @pytest.mark.parametrize(("records", "expected"), [
-    # a sign-off whose own checks hold waits for the other owner groups' sign-offs (issue 28)
+    # a sign-off whose own checks hold waits for the other owner groups' sign-offs
     ([signed("comment-1", "amd", [AMD_KEY])], {"comment-1": ("wait", "uncovered")}),
     ([signed("comment-1", "amd", [AMD_KEY]), signed("comment-2", "nv", [NV_KEY])],
      {"comment-1": ("pass", "covered"), "comment-2": ("pass", "covered")}),

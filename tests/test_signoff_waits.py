@@ -1,4 +1,4 @@
-"""Sign-offs that wait (issue 28) through the webhook into the fake GitHub: a sign-off whose own checks hold while
+"""Sign-offs that wait through the webhook into the fake GitHub: a sign-off whose own checks hold while
 its sweep or pin is not there yet is a pending verdict (⏳, the `signoff` check in progress), edited in place as the
 sweep and the pin come, until PASS; only a failing check of the sign-off's own (CODEOWNER, checklist) is a FAIL,
 and its first line says what the signer must change."""
@@ -33,7 +33,7 @@ async def signed_while_the_sweep_runs(h, number: int, body: str | None = None) -
 
 
 async def test_a_signoff_given_while_the_sweep_runs_waits_and_passes_in_place_once_pinned(owned, make_harness):
-    """Pins issue 28's "FAIL while only waiting": a CODEOWNER's complete sign-off given while the sweep ran got
+    """Pins the bug "FAIL while only waiting": a CODEOWNER's complete sign-off given while the sweep ran got
     "### ❌ FAIL" and a failing `signoff` check whose only ❌ items were the unfinished sweep and the missing pin,
     nothing the signer could fix, and was told "A CODEOWNER or checklist problem is fixed by editing the
     sign-off". Now it waits (⏳, the check in progress), says whose turn it is, and turns to PASS in the same

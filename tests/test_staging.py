@@ -1,6 +1,7 @@
-"""The results service's callbacks (SPEC §4): `stage-results-started`, `stage-results-completed` and
-`ingest-completed` through the webhook, updating the bot's own staging reply in place and writing the ingest
-report; and (issue 15) bound to what the bot asked for: the sender, the PR, the reply, the run, the order."""
+"""The results service's callbacks (docs/spec.md, "The results service"): `stage-results-started`,
+`stage-results-completed` and `ingest-completed` through the webhook, updating the bot's own staging reply in
+place and writing the ingest report; and bound to what the bot asked for: the sender, the PR, the reply, the
+run, the order."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from test_sweep_gate import FAIL_FAST, english, label, make_harness, no_merge_wa
 
 VIEWER = "https://inferencex.semianalysis.com"
 SENDER = "results-bot"  # the results service's workflows, once policy results.senders names them
-PHISHING = "https://inferencex.semianalysis.com/r)**[Sign in again](https://evil.example/login)**"  # issue 15's
+PHISHING = "https://inferencex.semianalysis.com/r)**[Sign in again](https://evil.example/login)**"  # as sent
 PHISHING_PLAIN = "https://inferencex.semianalysis.com/r)**[Sign-in-again](https://evil.example/login)**"  # no spaces
 ALLOWED_HOSTS = {"github.com", "inferencex.semianalysis.com"}
 LINK = re.compile(r"https?://[^\s()<>\[\]`\"']+")
@@ -59,7 +60,7 @@ def echoed(request: dict, event_type: str, app_run: int = 777, **extra) -> dict:
 
 
 def old_shape(request: dict, event_type: str, app_run: int = 777, **extra) -> dict:
-    """A callback as the bot accepted before issue 15 (no run-attempt; run-date, requested-by and, when staged,
+    """A callback as the bot first accepted them (no run-attempt; run-date, requested-by and, when staged,
     a results-url on the viewer): regression tests use it so that only the hole they pin makes them fail."""
     payload = {**{k: v for k, v in request.items() if k != "run-attempt"}, "source-repository": RESULTS,
                "app-run-id": str(app_run)}
@@ -101,7 +102,7 @@ def ingest_reports(github, number: int, run_id: int) -> list[dict]:
     return [x for x in github.comments(REPO, number) if x["body"].startswith(marker(f"ingest-{run_id}"))]
 
 
-# -- what worked before issue 15 -------------------------------------------------------------------
+# -- what worked before the callbacks were hardened ------------------------------------------------
 
 
 async def test_started_then_completed_callbacks_update_one_reply_twice(repo, make_harness):
@@ -179,11 +180,11 @@ async def test_stage_results_restages_the_pinned_run_and_its_callbacks_update_it
     assert reply_comment_of(repo, 60, c)["body"] == use_reply, "the /use reply is another request's"
 
 
-# -- issue 15: the real callbacks are accepted -----------------------------------------------------
+# -- the real callbacks are accepted ---------------------------------------------------------------
 
 
 async def test_real_shaped_callbacks_are_accepted_end_to_end(repo, make_harness):
-    """Regression (issue 15): shaped as the results service's workflows send them (the stage-results request's
+    """Regression: shaped as the results service's workflows send them (the stage-results request's
     client_payload echoed, plus app-run-id and stage-succeeded), every callback was refused ("run-attempt is not
     a field of a started callback", "run-date is missing"): the reply stayed at "requested", no report."""
     trust_sender(repo)
@@ -209,11 +210,11 @@ async def test_real_shaped_callbacks_are_accepted_end_to_end(repo, make_harness)
     assert "| `eval` | 36 | 0 | 0 | 0 | 0 |" in report["body"]
 
 
-# -- issue 15: who may call back -------------------------------------------------------------------
+# -- who may call back -----------------------------------------------------------------------------
 
 
 async def test_a_callback_from_a_sender_not_configured_changes_nothing(repo, make_harness):
-    """Regression (issue 15): the webhook's sender was never checked, only the payload's source-repository,
+    """Regression: the webhook's sender was never checked, only the payload's source-repository,
     which anyone who can send a repository_dispatch here can write."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 71)
@@ -230,11 +231,11 @@ async def test_a_callback_from_a_sender_not_configured_changes_nothing(repo, mak
     assert " started" in staging_text(repo, 71, c)
 
 
-# -- issue 15: what a callback may name ------------------------------------------------------------
+# -- what a callback may name ----------------------------------------------------------------------
 
 
 async def test_a_pr_number_that_is_not_the_replys_writes_nothing_anywhere(repo, make_harness):
-    """Regression (issue 15): `pr-number: 82` with the comment id of PR 81's reply posted a copy of the reply
+    """Regression: `pr-number: 82` with the comment id of PR 81's reply posted a copy of the reply
     on PR 82."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 81)
@@ -249,7 +250,7 @@ async def test_a_pr_number_that_is_not_the_replys_writes_nothing_anywhere(repo, 
 
 
 async def test_a_callback_naming_a_refused_use_reply_leaves_it_and_the_delivery_is_done(repo, make_harness):
-    """Regression (issue 15): a callback naming the reply of a refused `/use` re-rendered it with a staging
+    """Regression: a callback naming the reply of a refused `/use` re-rendered it with a staging
     section, which the template refuses (UndefinedError): the delivery failed, again on every retry."""
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 72)
@@ -314,7 +315,7 @@ async def test_a_refused_commands_reply_never_counts_whatever_its_record_says(re
 
 
 async def test_a_results_link_on_another_host_is_not_shown(repo, make_harness):
-    """Regression (issue 15): any host was accepted for `results-url`."""
+    """Regression: any host was accepted for `results-url`."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 74)
     await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", old_shape(
@@ -325,7 +326,7 @@ async def test_a_results_link_on_another_host_is_not_shown(repo, make_harness):
 
 
 async def test_the_phishing_results_url_is_not_rendered_as_a_link(repo, make_harness):
-    """Regression (issue 15): `results-url` `https://inferencex.semianalysis.com/r)**[Sign in again](https://
+    """Regression: `results-url` `https://inferencex.semianalysis.com/r)**[Sign in again](https://
     evil.example/login)**` was pasted into the reply, which then showed a bold "Sign in again" phishing link (the
     old check let every character of it through but the spaces: PHISHING_PLAIN is the form it rendered)."""
     h = await make_harness()
@@ -347,11 +348,11 @@ async def test_a_results_link_on_the_viewer_is_shown_percent_encoded(repo, make_
     assert f"[see its results]({VIEWER}/inference?unofficialRun=7&q=a%20b)" in staging_text(repo, 76, c)
 
 
-# -- issue 15: ingest reports only for runs of the PR ----------------------------------------------
+# -- ingest reports only for runs of the PR --------------------------------------------------------
 
 
 async def test_an_ingest_report_for_a_plain_issue_or_an_unpinned_unstaged_run_writes_nothing(repo, make_harness):
-    """Regression (issue 15): `ingest-completed` posted reports on a plain issue, for runs nobody pinned."""
+    """Regression: `ingest-completed` posted reports on a plain issue, for runs nobody pinned."""
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 77)
     open_pull(repo, 78)
@@ -412,11 +413,11 @@ async def test_an_older_ingest_report_does_not_replace_a_newer_one(repo, make_ha
     assert "| `benchmark` | 20 | 0 | 0 | 0 | 1 |" in report["body"] and "actions/runs/5002" in report["body"]
 
 
-# -- issue 15: only forward ------------------------------------------------------------------------
+# -- only forward ----------------------------------------------------------------------------------
 
 
 async def test_a_started_after_completed_keeps_the_reply_staged(repo, make_harness):
-    """Regression (issue 15): a late `stage-results-started` after `stage-results-completed` turned the reply
+    """Regression: a late `stage-results-started` after `stage-results-completed` turned the reply
     back to "started"."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 83)
@@ -516,7 +517,7 @@ async def test_no_callback_field_reaches_a_comment_unescaped(repo, make_harness,
 
 
 async def test_staged_without_a_results_link_links_the_results_viewers_page_of_the_run(repo, make_harness):
-    """Pins (issue 17): a `stage-results-completed` with no `results-url` still reads "staged", with the results
+    """A `stage-results-completed` with no `results-url` still reads "staged", with the results
     viewer's page of the run (as the status comment links it) and the service's run."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 90)
@@ -530,7 +531,7 @@ async def test_staged_without_a_results_link_links_the_results_viewers_page_of_t
 
 async def test_the_ingest_report_has_the_headline_the_ingest_runs_link_the_extra_counters_and_the_rerun_note(
         repo, make_harness):
-    """Pins (issue 17): the report says the results went into the production database, links the ingest run
+    """The report says the results went into the production database, links the ingest run
     (the `ingest-run-url` sent, rebuilt) and the sweep run, shows the documented counters beyond the table in
     their order and no unknown one, and says that a rerun updates it; in both languages."""
     h = await make_harness()
@@ -551,7 +552,7 @@ async def test_the_ingest_report_has_the_headline_the_ingest_runs_link_the_extra
 
 
 async def test_an_ingest_run_link_outside_the_results_repository_is_not_shown(repo, make_harness):
-    """Pins (issue 17): an `ingest-run-url` that is not a run page of the results repository on GitHub is
+    """An `ingest-run-url` that is not a run page of the results repository on GitHub is
     dropped; the report links the run that sent the callback instead."""
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 92)
@@ -564,7 +565,7 @@ async def test_an_ingest_run_link_outside_the_results_repository_is_not_shown(re
 
 
 async def test_merge_then_ingest_completed_writes_the_report_on_the_merged_pr(repo, make_harness):
-    """Pins (issue 17): the lifecycle's end: merge sends `ingest-results`, and the service's `ingest-completed`,
+    """The lifecycle's end: merge sends `ingest-results`, and the service's `ingest-completed`,
     echoing the request's fields (the merge notice's id as comment-id), adds the counts to the merge notice (one
     comment, one notification, for the merge and its ingest)."""
     from test_reuse_command import ingest_requests, merge

@@ -1,4 +1,4 @@
-"""The sweep gate (issue #7) through the webhook endpoint into the fake GitHub: one dispatch per (PR, head SHA,
+"""The sweep gate through the webhook endpoint into the fake GitHub: one dispatch per (PR, head SHA,
 label set), superseded runs cancelled, fork approvals bound to a head SHA, one status comment and one
 `sweep-gate` check run per head, kept in place."""
 
@@ -368,7 +368,7 @@ async def test_a_refused_dispatch_is_reported_on_the_pr_not_shown_as_started(rep
 
 
 async def test_a_dispatch_whose_answer_was_lost_says_the_bot_cannot_tell_not_that_github_refused(repo, make_harness):
-    """Regression (issue 18): a dispatch answered 502 with no run to show for it (Unreconciled) was shown in the
+    """Regression: a dispatch answered 502 with no run to show for it (Unreconciled) was shown in the
     status as "GitHub refused to start the workflow", which may be false: GitHub can have started it."""
     open_pull(repo, 19)
     repo.fail_next("POST", r"/dispatches$", 502)
@@ -396,7 +396,7 @@ async def test_a_dispatch_failing_for_a_while_says_so_then_starts_once(repo, mak
 
 
 async def test_a_dispatch_failing_for_a_while_tells_the_pr_it_tries_again(repo, make_harness):
-    """Regression (found in issue 16 while making the test above able to fail): when a dispatch failed
+    """Regression (found while making the test above able to fail): when a dispatch failed
     transiently, handlers/sweep_gate.py rendered the status with a `retrying` condition without `retry_in` (the
     workers, not the handler, pick the delay); the template raised UndefinedError, so the PR was never told and
     the delivery was retried as a bug (3 tries, then failed) rather than as a transient failure (hours)."""
@@ -539,7 +539,7 @@ async def test_a_dispatch_still_failing_when_the_retry_window_ends_says_it_did_n
     assert (await h.journal_row("given-up")).status == "failed"
 
 
-# -- issue 17: states that read right ----------------------------------------------------------------
+# -- states that read right --------------------------------------------------------------------------
 
 
 def seed_pin(github, number: int, run_id: int, *, created_at: str = "2099-01-01T00:00:00Z") -> None:
@@ -554,8 +554,8 @@ def seed_pin(github, number: int, run_id: int, *, created_at: str = "2099-01-01T
 
 @pytest.mark.parametrize("labelled", [False, True])
 async def test_a_pr_that_only_corrects_pr_links_never_fails_the_gate(repo, make_harness, labelled):
-    """Pins issue 17: correcting a `pr-link` of history (valid by SPEC §3) is ➖ and a neutral check, with a
-    primary label on or not (it was a failure with one); no sweep starts."""
+    """Correcting a `pr-link` of history (valid: docs/spec.md, "The performance changelog") is ➖ and a neutral
+    check, with a primary label on or not (it was a failure with one); no sweep starts."""
     pr = repo.add_pull(REPO, number=50, user="partner", title="Fix a link", head_ref="fix-50", files=[CHANGELOG])
     old = HISTORY.replace(PREFIX.encode() + b"1", b"TBD")
     repo.set_file(REPO, CHANGELOG, old, ref=pr["base"]["sha"])
@@ -573,7 +573,7 @@ async def test_a_pr_that_only_corrects_pr_links_never_fails_the_gate(repo, make_
 
 
 async def test_an_active_pin_reads_as_paused_not_as_an_error(repo, make_harness):
-    """Pins issue 17: with a pin, the status says sweeps are paused with ✅ and how to sweep again; no ❌, and
+    """With a pin, the status says sweeps are paused with ✅ and how to sweep again; no ❌, and
     a push starts nothing."""
     open_pull(repo, 51)
     h = await make_harness()
@@ -592,7 +592,7 @@ async def test_an_active_pin_reads_as_paused_not_as_an_error(repo, make_harness)
 
 
 async def test_a_merged_pr_reads_as_merged_not_as_closed_with_an_error(repo, make_harness):
-    """Pins issue 17: a merged PR is ➖ "merged" with the pinned run named, not ❌ "reopen it"."""
+    """A merged PR is ➖ "merged" with the pinned run named, not ❌ "reopen it"."""
     open_pull(repo, 52)
     h = await make_harness()
     await label(h, 52, FAIL_FAST)

@@ -240,7 +240,7 @@ def test_a_run_seen_for_the_first_time_fills_in_the_id_its_dispatch_answer_lacke
 
 
 def test_a_record_written_into_a_status_comment_replaces_its_record_and_keeps_the_rest():
-    """A pin goes onto GitHub before the status is rendered again (issue 19): the record line changes, every other
+    """A pin goes onto GitHub before the status is rendered again: the record line changes, every other
     line stays, the purpose marker is left to the comment store."""
     run = RunRecord("sw-1", 7, SHA, "run-sweep.yml", "completed", "success")
     before = SweepRecord().add_run(run)

@@ -462,7 +462,7 @@ def _signoff_samples() -> list[dict]:
                          ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
                          ("pass", {}), ("fail", {"summary": "The recipe sets --hf-overrides."}), ("error", {})):
         out.append({**base, "checks": plain(checks[:1]), "judge": {**judge, "state": state, **extra}})
-    # waiting (issue 28), for each thing a verdict waits for: a sweep running and a pin, with another owner group;
+    # waiting, for each thing a verdict waits for: a sweep running and a pin, with another owner group;
     # a failed sweep and a pin; a pin no longer eligible and many groups; no sweep yet; a sweep running; a pin
     waits = ([3, 15, 20], [4, 14, 20], [5, 13, 19], [4, 16, 21], [4, 15, 21], [4, 13, 20])
     out += [{**base, "checks": plain([checks[0], checks[23]] + [checks[i] for i in more])} for more in waits]
@@ -765,7 +765,7 @@ def test_welcome_describes_each_primary_label():
 
 @pytest.mark.parametrize("sample", SAMPLES["welcome"], ids=WELCOME_IDS)
 def test_a_welcomes_numbered_steps_are_its_readers_own(sample):
-    """Regression (issue 28): the welcome numbered five steps for its reader, a fork's author among them, two of
+    """Regression: the welcome numbered five steps for its reader, a fork's author among them, two of
     which only a maintainer can do (add the primary label, pin a run with `/use`). The steps now name no
     maintainer's action or command; one line after them says what maintainers do."""
     names = [label["name"] for label in sample["primary_labels"]] + list(sample["modifiers"].values())
@@ -783,7 +783,7 @@ def test_a_welcomes_numbered_steps_are_its_readers_own(sample):
 
 
 def test_same_repository_and_fork_welcomes_have_the_same_shape():
-    """Issue 28: a same-repository PR's author sees the steps a fork's author sees; only the maintainers' line
+    """A same-repository PR's author sees the steps a fork's author sees; only the maintainers' line
     adds, for a fork, that a label must be added again after each push."""
     same, fork = (welcome_parts({**WELCOME, "is_fork": is_fork}) for is_fork in (False, True))
     for (opening, steps, others), (fork_opening, fork_steps, fork_others), clause in zip(
@@ -796,7 +796,7 @@ def test_same_repository_and_fork_welcomes_have_the_same_shape():
 
 @pytest.mark.parametrize("is_fork", [False, True], ids=["same-repo", "fork"])
 def test_a_pr_that_changes_the_changelog_is_not_told_to_append_an_entry(is_fork):
-    """Regression (issue 28): the welcome told every author to "append at least one entry" to the changelog, also
+    """Regression: the welcome told every author to "append at least one entry" to the changelog, also
     when their PR already held a valid one. A PR that changes the changelog is now told that the sweep status
     comment says whether the entry is valid; one that does not is told to append one."""
     for changelog_in_pr in (False, True):
@@ -823,7 +823,7 @@ def test_welcome_keeps_the_fork_rule_in_the_details():
 
 
 def test_the_ingest_reports_closing_line_says_rows_in_both_languages():
-    """Regression (issue 28): with no failure, the English said "All rows were ingested" and the Chinese
+    """Regression: with no failure, the English said "All rows were ingested" and the Chinese
     所有类别均已导入 ("all categories"): one fact, two words. Both now say rows: 行, as templates/GLOSSARY.md has."""
     sample = next(s for s in SAMPLES["ingest_report"] if not any(c["failed"] for c in s["counts"].values()))
     english, chinese = halves(TEMPLATES.render("ingest_report", **sample))
@@ -966,7 +966,7 @@ def test_issue_title_is_one_line_in_both_languages():
 
 
 def test_sweep_gate_button_words_are_one_line_in_both_languages_and_fit_github():
-    """The `sweep-gate` check's buttons (issue 17): label at most 20 characters, description at most 40."""
+    """The `sweep-gate` check's buttons: label at most 20 characters, description at most 40."""
     for button in ("sweep-again", "approve-head"):
         for part, limit in (("label", 20), ("description", 40)):
             text = Templates().title("sweep_button", button=button, part=part)

@@ -1,4 +1,4 @@
-"""Trust only what the bot did (issue 15): each hole the issue lists, through the webhook into the shared fake.
+"""Trust only what the bot did: each hole found in what it trusted, through the webhook into the shared fake.
 
 A fork controls its copy of the workflow files (so the names and results of its own `pull_request` runs), its
 branch names, its commit messages and its PR text: none of it is authority. Only the bot's own dispatches, and
@@ -111,7 +111,7 @@ async def test_a_forks_own_green_run_is_no_sweep_for_its_sign_off(owned, make_ha
     found = verdicts(owned, 84)
     comment = await sign(h, 84, "amd-owner")
     found = verdicts(owned, 84)[f"comment-{comment['id']}"]
-    assert check_line(found["body"], "Sweep").startswith(  # ⏳ since issue 28: waiting for a sweep, not done
+    assert check_line(found["body"], "Sweep").startswith(  # ⏳: waiting for a sweep, not done
         "- ⏳ **Sweep:** No sweep run has started on a commit of this PR yet"), found["body"]
 
 

@@ -1,4 +1,4 @@
-"""Welcome comment (issue #3, SPEC §5): signed webhook in, fake GitHub state out.
+"""Welcome comment (docs/spec.md, "What the bot writes"): signed webhook in, fake GitHub state out.
 
 One welcome per PR that touches benchmark paths, on opened (and on reopened /
 ready_for_review only when none exists yet), found again among the bot's own
@@ -170,22 +170,23 @@ async def test_welcome_only_for_prs_touching_benchmark_paths(make_harness, files
         assert repo_writes(h.github) == []
 
 
-# ---- short, for its reader, the seed's points kept (issues 17 and 28) ----------------------------------------
+# ---- short, for its reader, the seed's points kept -----------------------------------------------------------
 
 
 def languages(body: str) -> tuple[str, str]:
     return tuple(body.removeprefix(WELCOME + "\n").split("\n---\n\n## 中文\n"))
 
 
-# Visible characters of the welcome, both languages together, before issue 28 (measured with visible_text on the
-# welcome of commit 4b6e1cd~1, this harness's repository and policy; a changelog in the PR changed nothing then).
+# Visible characters of the welcome, both languages together, before it was shortened (measured with visible_text
+# on the welcome of commit 4b6e1cd~1, this harness's repository and policy; a changelog in the PR changed nothing
+# then).
 VISIBLE_BEFORE = {"same-repo": 1633, "fork": 2060}
 
 
 @pytest.mark.parametrize("changelog", [False, True], ids=["no-changelog", "changelog"])
 @pytest.mark.parametrize("fork", [False, True], ids=["same-repo", "fork"])
 async def test_the_welcome_shows_under_half_of_what_it_did(make_harness, fork, changelog):
-    """Issue 28: the welcome showed 1,633 visible characters on a same-repository PR and 2,060 on a fork's (both
+    """The welcome showed 1,633 visible characters on a same-repository PR and 2,060 on a fork's (both
     languages, as GitHub renders them: tests/rendered.py visible_text), most of it for maintainers. It now shows
     under half: the reader's steps, one line for the maintainers, the label-by-label details collapsed."""
     h = await make_harness()
@@ -203,7 +204,7 @@ async def test_the_welcome_shows_under_half_of_what_it_did(make_harness, fork, c
 
 @pytest.mark.parametrize("fork", [False, True], ids=["same-repo", "fork"])
 async def test_a_pr_that_changes_the_changelog_is_not_told_to_append_an_entry(make_harness, fork):
-    """Regression (issue 28): every welcome told its reader to "append at least one entry" to the changelog, also
+    """Regression: every welcome told its reader to "append at least one entry" to the changelog, also
     when the PR already held a valid one. The handler now tells it from the changed files it reads anyway (no
     further request): such a PR hears that the status comment says whether the entry is valid."""
     h = await make_harness()
@@ -227,7 +228,7 @@ async def test_a_pr_that_changes_the_changelog_is_not_told_to_append_an_entry(ma
 
 
 async def test_a_fork_authors_welcome_gives_maintainers_steps_to_maintainers(harness):
-    """Regression (issue 28): a fork's author was asked, in the numbered steps, to do what only a maintainer can
+    """Regression: a fork's author was asked, in the numbered steps, to do what only a maintainer can
     (add the primary label, pin a green sweep with `/use`). The steps are now theirs; one line says that
     maintainers label, pin and merge, and that a label is needed again after each push of a fork."""
     await open_pr(harness, 1)
@@ -265,7 +266,7 @@ async def test_the_welcome_keeps_the_seed_welcomes_points(harness):
 
 
 async def test_on_open_the_welcome_is_written_before_the_sweep_status(make_harness):
-    """Issue 17: the welcome and the gate's status both answer `pull_request.opened`; handlers ran in module order
+    """The welcome and the gate's status both answer `pull_request.opened`; handlers ran in module order
     (handlers.sweep_gate before handlers.welcome), so a changelog PR got the 2,200-character status table first.
     The welcome now runs first (`runs_first`, bot.core.processing.handler_order): pinned by the fake's writes."""
     from handlers import registry
@@ -491,8 +492,8 @@ async def test_request_figures(app_key, name):
         assert count.auth == 2  # installation token and GET /app, once per process
 
 
-async def test_the_key_figures_of_issue_3(app_key):
-    """Issue #3: a welcome on a PR with 0 comments costs at most 3 requests after the token; a redelivered opened
+async def test_the_welcomes_key_figures(app_key):
+    """A welcome on a PR with 0 comments costs at most 3 requests after the token; a redelivered opened
     event costs no write (same delivery id: no request at all)."""
     assert (await BENCH.welcome_zero_comments(app_key)).total <= 3
     assert (await BENCH.redelivery_same_id(app_key)).requests == []

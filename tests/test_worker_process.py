@@ -1,4 +1,4 @@
-"""Live `sweepbot serve` runs its workers in a process of their own (issue 19): the intake process only
+"""Live `sweepbot serve` runs its workers in a process of their own: the intake process only
 journals and acknowledges. GitHub is a fake in its own process. What must hold: deliveries are welcomed once;
 the workers' process, killed, is started again and loses nothing acknowledged meanwhile; SIGTERM stops both;
 a killed server takes its workers with it; /metrics and /healthz speak for both."""

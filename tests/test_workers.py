@@ -319,7 +319,7 @@ async def test_metrics_backlog_counts_what_waits_and_runs(make_harness, github):
 
 
 async def test_a_delivery_requeued_from_another_process_waits_behind_its_lane_and_runs_here(tmp_path):
-    """Issue 18: `sweepbot redeliver` only queues the row again (another process, another connection); the
+    """`sweepbot redeliver` only queues the row again (another process, another connection); the
     running workers take it in, behind the delivery of its PR that runs now, never beside it."""
     journal = SqliteJournal(str(tmp_path / "j.db"))
     calls: list[str] = []

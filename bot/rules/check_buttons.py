@@ -1,4 +1,4 @@
-"""The `sweep-gate` check run's buttons (issue 17): which it shows, and what a press does.
+"""The `sweep-gate` check run's buttons: which it shows, and what a press does.
 
 GitHub shows a check run's buttons (`actions`) to everyone who can read the repository and sends a press as a
 `check_run` `requested_action` event with the button's identifier. So a press counts only from someone with

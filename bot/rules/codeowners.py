@@ -1,4 +1,5 @@
-"""CODEOWNERS (SPEC §6): parse GitHub's CODEOWNERS file and say which rule owns a path and which files a login owns."""
+"""CODEOWNERS (docs/spec.md, "Sign-offs"): parse GitHub's CODEOWNERS file and say which rule owns a path and
+which files a login owns."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from bot.rules.markdown import MAX_INDENT, visible_lines
 RUN_ID_REQUIRED = "required"  # exactly one run id
 RUN_ID_OPTIONAL = "optional"  # one run id or none
 NO_ARGUMENTS = "none"  # takes nothing; words after the name are ignored
-# Who may run a command (SPEC.md section 4: write, maintain or admin permission for maintainers).
+# Who may run a command (docs/spec.md, "Commands": write, maintain or admin permission for maintainers).
 MAINTAINERS = "maintainers"
 ANYONE = "anyone"
 

@@ -1,4 +1,5 @@
-"""The sweep gate (SPEC §2): whether a PR's GPU sweep starts now, and for each gate condition why or why not.
+"""The sweep gate (docs/spec.md, "When a sweep starts"): whether a PR's GPU sweep starts now, and for each gate
+condition why or why not.
 
 `decide(pr, policy)` is a pure function over plain data. The caller gathers a `GateInput` from GitHub (the PR,
 its labels with who applied them and at which head SHA, the changelog check's outcome, the reuse pin, the runs
@@ -84,9 +85,9 @@ class Changelog(str, Enum):
     """What the changelog check found in the PR's changes to the performance changelog."""
 
     ABSENT = "absent"  # no entry appended
-    INVALID = "invalid"  # an entry appended, but the file or an entry breaks a rule of SPEC §3
+    INVALID = "invalid"  # an entry appended, but the file or an entry breaks a rule of the changelog (docs/spec.md)
     VALID = "valid"  # at least one entry appended and every rule holds
-    LINKS_CORRECTED = "links_corrected"  # nothing appended; only `pr-link` values of history corrected (SPEC §3)
+    LINKS_CORRECTED = "links_corrected"  # nothing appended; only `pr-link` values of history corrected (docs/spec.md)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Reuse pins (SPEC §4): whether a workflow run may be reused for a PR, and which commands pin one."""
+"""Reuse pins (docs/spec.md, "Pins"): whether a workflow run may be reused for a PR, and which commands pin one."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artif
 
     `dispatched`: the run is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs.bot_run). Every other
     run is refused, whatever commit it ran on: a fork's own `pull_request` runs of its copy of the workflow
-    carry the PR's commits too. (SPEC §4 accepts a run of the PR's commits "or a run the bot itself dispatched
-    for this PR"; issue 15 narrows it to the second, so the commit no longer decides.)
+    carry the PR's commits too. (So a run of the PR's commits is not enough: only a run the bot itself dispatched
+    for this PR counts, and the commit no longer decides; docs/spec.md, "Pins".)
     Every verdict's params hold run_id, head_sha and run_attempt; each code adds what its reply needs. ELIGIBLE
     and NO_RESULT_ARTIFACT add `expiry` (see `expiry`): the live result artifacts, or the expired ones.
     """

@@ -1,5 +1,6 @@
 """What a pull request says, each fact read one way: whether it comes from a fork, which of its labels are the
-policy's sweep labels (SPEC §2), which label event put a label on it, and whether a check run on it is this App's.
+policy's sweep labels (docs/spec.md, "Sweep labels"), which label event put a label on it, and whether a check run
+on it is this App's.
 
 GitHub treats `AMD` and `amd` as one label and `Acme/InferenceX` and `acme/inferencex` as one repository, so
 every comparison here casefolds; the config check, the gate, the pins and the autolabels all ask here.

@@ -1,4 +1,5 @@
-"""Results-service callbacks (`repository_dispatch` client payloads, SPEC.md section 4), parsed and validated.
+"""Results-service callbacks (`repository_dispatch` client payloads, docs/spec.md, "The results service"),
+parsed and validated.
 
 A callback is checked in steps, and a refusal says which one refused it (`Rejected.step`):
 

@@ -1,4 +1,4 @@
-"""The comment on a finished sweep run: whether it gets one, and what its jobs say (issue 17).
+"""The comment on a finished sweep run: whether it gets one, and what its jobs say.
 
 Plain data in, plain data out: the caller reads the run and its jobs (`GET .../actions/runs/{id}/jobs`,
 `filter=latest`) from GitHub, and renders templates/run_comment.*.j2 from `JobsSummary`.

@@ -28,7 +28,7 @@ _RUN_TIMES = ("run_started_at", "created_at")
 # What the bot writes (the sweep gate's `summary` input): read off the appended changelog entries' config keys,
 # which the benchmark repository names `<model>-<precision>-<hardware>-<framework>[-<more>]`, e.g.
 # `dsr1-fp4-mi355x-sglang-mtp`. A `dynamo` framework keeps the engine after it (`dynamo-sglang`).
-DEFAULT_SCENARIO = "fixed-seq-len"  # an entry without `scenario-type` (SPEC §3)
+DEFAULT_SCENARIO = "fixed-seq-len"  # an entry without `scenario-type` (docs/spec.md, "When a sweep starts")
 _KEY_PART = re.compile(r"[a-z0-9.]{1,64}")
 _COMPOSITE_FRAMEWORKS = frozenset({"dynamo"})
 

@@ -1,4 +1,5 @@
-"""Sign-off verification (SPEC §6): which comment is a sign-off, each check the bot can decide, and the verdict."""
+"""Sign-off verification (docs/spec.md, "Sign-offs"): which comment is a sign-off, each check the bot can
+decide, and the verdict."""
 
 from __future__ import annotations
 

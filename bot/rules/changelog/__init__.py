@@ -1,4 +1,5 @@
-"""The performance changelog's append-only rules (SPEC.md section 3), as pure functions over bytes.
+"""The performance changelog's append-only rules (docs/spec.md, "The performance changelog"), as pure
+functions over bytes.
 
 `check_append(base, head, pr_number=..., canonical_prefix=...)` compares the file at a PR's base SHA with the
 file at its head SHA. The base must stay a byte-exact prefix of the head; only the appended text is parsed

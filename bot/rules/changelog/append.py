@@ -14,8 +14,9 @@ from bot.rules.changelog.state import _Check
 def check_append(base: bytes | None, head: bytes, *, pr_number: int, canonical_prefix: str,
                  limits: ChangelogLimits = DEFAULT_LIMITS) -> ChangelogResult:
     """Judge a PR's change to the changelog: `base` is the file at the base SHA (None: new on this PR),
-    `head` the file at the head SHA. Every rule of SPEC.md section 3 that applies to a PR, within `limits`.
-    Never raises for what the file holds: a RecursionError or MemoryError is a `too-complex` error."""
+    `head` the file at the head SHA. Every rule of docs/spec.md, "The performance changelog", that applies to a
+    PR, within `limits`. Never raises for what the file holds: a RecursionError or MemoryError is a
+    `too-complex` error."""
     check = _Check(pr_number, canonical_prefix, limits)
     try:
         return _check_append(base, head, check)

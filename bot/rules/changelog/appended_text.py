@@ -1,5 +1,5 @@
-"""The appended text's rules (SPEC.md section 3): characters, the file's end, document markers, text outside
-entries, one empty line before each entry; then each entry is read and checked."""
+"""The appended text's rules (docs/spec.md, "The performance changelog"): characters, the file's end,
+document markers, text outside entries, one empty line before each entry; then each entry is read and checked."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The merge-time rule of SPEC.md section 3: on the default branch every `pr-link` is the canonical prefix and
-a PR number. Read from the YAML events, nothing composed."""
+"""The merge-time rule of docs/spec.md, "The performance changelog": on the default branch every `pr-link` is
+the canonical prefix and a PR number. Read from the YAML events, nothing composed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Which PR should carry each non-canonical `pr-link` found on the default branch (SPEC.md section 3).
+"""Which PR should carry each non-canonical `pr-link` found on the default branch (docs/spec.md, "The
+performance changelog").
 
 A line the push brought (past what the file held before it) belongs to the push's PR; a line that was already
 there keeps the PR an earlier push named (remembered in the bot's issue), else the PR its own link names (the

@@ -1,4 +1,5 @@
-"""Checking one composed entry of the appended text against the fields' rules (SPEC.md section 3)."""
+"""Checking one composed entry of the appended text against the fields' rules (docs/spec.md, "The
+performance changelog")."""
 
 from __future__ import annotations
 

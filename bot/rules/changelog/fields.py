@@ -1,5 +1,5 @@
-"""What an entry of the changelog holds (SPEC.md section 3): its fields, their allowed values, and the forms a
-new entry's `pr-link` may take."""
+"""What an entry of the changelog holds (docs/spec.md, "The performance changelog"): its fields, their allowed
+values, and the forms a new entry's `pr-link` may take."""
 
 from __future__ import annotations
 
