@@ -110,7 +110,7 @@ class Templates:
 
     def _files(self, kind: str) -> dict[str, str]:
         names = {language: f"{kind}.{language}{SUFFIX}" for language in LANGUAGES}
-        # the folder is listed once, and again only for a kind not seen in it (every render asked it: 0.5 ms)
+        # the folder is listed once, and again only for a kind not seen in it, not on every render
         if self._known is None or kind not in self._known:
             self._known = set(self.kinds())
         if kind in self._known:

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 import httpx
 
 # Connections per pool. httpcore 1.0.9's pool checks every connection's socket each time a request joins or leaves
-# it, so a pool's cost per request grows with its size (one pool keeping 90: 16 ms of CPU a request on this
-# machine; six pools of 15: 1.2 ms, `bench/connections.py`). And it closes a connection that falls idle whenever
-# it holds more than its keep-alive number in all, so a pool must keep open as many as it may hold.
+# it, so a pool's cost per request grows with its size (bench/RESULTS.md, "Connections kept open between
+# bursts"). And it closes a connection that falls idle whenever it holds more than its keep-alive number in all,
+# so a pool must keep open as many as it may hold.
 SHARD_CONNECTIONS = 15
 
 
