@@ -179,6 +179,7 @@ def load_bench(script: str) -> Any:
         return sys.modules[name]
     path = Path(__file__).resolve().parent.parent / "bench" / f"{script}.py"
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None, path
     module = sys.modules[name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, NoReturn
 from pathlib import Path
 
 import pytest
@@ -47,13 +47,16 @@ class Server:
     def url(self) -> str:
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/postgres"
 
-    def run(self, *args: str) -> subprocess.CompletedProcess:
-        kw = {}
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        user: int | None = None  # None: subprocess.run's defaults, run as this process's user
+        group: int | None = None
+        extra_groups: list[int] | None = None
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
-            kw = {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+            user, group, extra_groups = entry.pw_uid, entry.pw_gid, []
         return subprocess.run(args, cwd=self.root, capture_output=True, text=True, timeout=START_TIMEOUT + 30,
-                              env={**os.environ, "LC_ALL": "C", "TZ": "UTC"}, **kw)
+                              env={**os.environ, "LC_ALL": "C", "TZ": "UTC"}, user=user, group=group,
+                              extra_groups=extra_groups)
 
     def start(self) -> None:
         self.run(self.initdb, "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
@@ -120,7 +123,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def unavailable(reason: str) -> None:
+def unavailable(reason: str) -> NoReturn:
     """Skip outside CI; in CI (the variable CI is set) a test that needs PostgreSQL must not skip."""
     if os.environ.get("CI"):
         pytest.fail(f"CI is set, so the PostgreSQL tests must run: {reason}", pytrace=False)

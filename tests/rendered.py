@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 
-import cmarkgfm
-from cmarkgfm.cmark import Options
+import cmarkgfm  # type: ignore[import-untyped]  # cmarkgfm ships no type hints (no py.typed, no types- package)
+from cmarkgfm.cmark import Options  # type: ignore[import-untyped]  # the same
 
 # The extensions GitHub uses for comments. Raw HTML is kept (`<details>`, `<summary>`) as GitHub keeps it before
 # its sanitizer; `tagfilter` disarms the tags GitHub disallows.

@@ -3,12 +3,7 @@ timing is asserted: the figures are for reading)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import callbacks  # noqa: E402
+from bench import callbacks
 
 
 def test_a_short_run_prints_one_row_per_callback_with_the_same_verdicts(capsys):

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import connections  # noqa: E402
+from bench import connections
 
 
 def test_a_small_run_prints_every_set_up(capsys):

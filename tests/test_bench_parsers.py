@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import parsers  # noqa: E402
+from bench import parsers
 
 
 def test_the_bench_reads_the_folder_the_tests_check(real_data):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import pytest
 import yaml
@@ -66,7 +66,12 @@ class Case:
     corrections: list[tuple[int, str]] = field(default_factory=list)
 
 
+@overload
+def _b(text: str | bytes) -> bytes: ...
+@overload
+def _b(text: str | bytes | None) -> bytes | None: ...
 def _b(text: str | bytes | None) -> bytes | None:
+    """A head or base as check_append takes it: str encoded, None (no base: a new file) kept."""
     return text.encode() if isinstance(text, str) else text
 
 
@@ -851,7 +856,7 @@ def test_a_recursion_error_is_a_changelog_error_not_a_failed_delivery():
 
 
 @pytest.mark.parametrize("exc", [RecursionError, MemoryError])
-def test_recursion_and_memory_errors_anywhere_are_one_error(exc: type[BaseException],
+def test_recursion_and_memory_errors_anywhere_are_one_error(exc: type[Exception],
                                                             monkeypatch: pytest.MonkeyPatch):
     cause = {RecursionError: "recursion", MemoryError: "memory"}[exc]
     real = bot.rules.changelog.entries._EntryChecker.check

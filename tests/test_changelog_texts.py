@@ -97,7 +97,7 @@ EXTRA = {
 
 
 def _gather() -> list[tuple[str, ChangelogError]]:
-    found = []
+    found: list[tuple[str, ChangelogError]] = []
     for case in CASES:
         result = check_append(_b(case.base), _b(case.head), pr_number=case.pr, canonical_prefix=PREFIX)
         found.extend((case.name, error) for error in result.errors)
@@ -144,7 +144,9 @@ def _source_codes() -> set[str]:
 
 
 def _source_variants() -> dict[str, set[str]]:
-    reasons = re.search(r"reason=(.*?)[,)]\n", SOURCE, re.S).group(1)
+    reasons_at = re.search(r"reason=(.*?)[,)]\n", SOURCE, re.S)
+    assert reasons_at is not None, "no reason= in bot/rules/changelog/"
+    reasons = reasons_at.group(1)
     return {
         "change": set(bot.rules.changelog.errors._HISTORY_CHANGES),
         "problem": set(re.findall(r'problem(?:, what)? = "([a-z-]+)"', SOURCE))

@@ -7,12 +7,13 @@ refusal reply and 👎), and whose permission it asks. No HTTP: the context is a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from gidgethub import sansio
 
 from bot.core.config import default_policy
+from bot.core.processing import Context
 from bot.rules.policy import Policy
 from bot.effects.actions import Action, Comment, React, Unreact
 from handlers import commands as dispatcher_module
@@ -67,16 +68,19 @@ def ran(name: str) -> list[Action]:
 
 
 async def pin(ctx, call: CommentCommand) -> list[Action]:
+    assert call.command is not None  # the dispatcher runs a command's function only for a comment holding one
     CALLS.append(("pin", call.command.kind, call.command.run_id))
     return ran("pin")
 
 
 async def help_reply(ctx, call: CommentCommand) -> list[Action]:
+    assert call.command is not None
     CALLS.append(("help", call.command.kind, call.command.run_id))
     return ran("help")
 
 
 def refusal(ctx, call: CommentCommand, outcome: str) -> dict[str, Any]:
+    assert call.command is not None  # a refusal is of a command the comment holds
     return {"template": "pin_reply", "command": call.command.source.text, "outcome": outcome}
 
 
@@ -105,17 +109,19 @@ def delivery(body: str | None, *, action: str = "created", before: str | None = 
 
 def refused(outcome: str, *, edited: bool = False, text: str = "/use 5") -> list[Action]:
     """A refusal when GitHub would not confirm the permission: the reply, 👎, and 👀 off should it be there."""
-    reply = reply_comment(StubContext(), NUMBER, COMMENT_ID,
+    # the stub stands in for the Context: reply_comment reads only its render()
+    reply = reply_comment(cast(Context, StubContext()), NUMBER, COMMENT_ID,
                           {"template": "pin_reply", "command": text, "outcome": outcome})
-    return [reply, React(COMMENT_ID, "-1"), Unreact(COMMENT_ID, "eyes")] + (
-        [Unreact(COMMENT_ID, "+1")] if edited else [])
+    actions: list[Action] = [reply, React(COMMENT_ID, "-1"), Unreact(COMMENT_ID, "eyes")]
+    return actions + ([Unreact(COMMENT_ID, "+1")] if edited else [])
 
 
 def not_a_writer(*, edited: bool = False, text: str = "/use 5") -> list[Action]:
     """A refusal of someone GitHub says cannot write: the reply alone (and a 👍 from when they could, if any)."""
-    reply = reply_comment(StubContext(), NUMBER, COMMENT_ID,
+    reply = reply_comment(cast(Context, StubContext()), NUMBER, COMMENT_ID,
                           {"template": "pin_reply", "command": text, "outcome": "unauthorized"})
-    return [reply] + ([Unreact(COMMENT_ID, "+1")] if edited else [])
+    actions: list[Action] = [reply]
+    return actions + ([Unreact(COMMENT_ID, "+1")] if edited else [])
 
 
 SEEN = [React(COMMENT_ID, "eyes")]

@@ -69,6 +69,7 @@ async def test_a_second_burst_opens_no_connection():
     peers: set = set()
 
     async def answer(request: web.Request) -> web.Response:
+        assert request.transport is not None  # the request's connection is open while it is answered
         peers.add(request.transport.get_extra_info("peername"))
         await asyncio.sleep(0.05)
         return web.json_response({"ok": True})

@@ -87,8 +87,10 @@ def facts(policy=POLICY) -> dict:
     `policy`, for PR #42's head in acme/InferenceX (a copy here would pass while the handler gave other facts)."""
     event = sansio.Event({"repository": {"full_name": "acme/InferenceX", "html_url": REPO_URL}},
                          event="pull_request", delivery_id="gate-texts")
-    ctx = Context(event=event, gh=None, repo="acme/InferenceX", policy=policy, bot_login="sweepbot[bot]",
-                  templates=Templates(), configs=None)  # the facts come from the policy and the PR: no GitHub
+    # the facts come from the policy and the PR: no GitHub, no repository config (None: reading either fails)
+    ctx = Context(event=event, repo="acme/InferenceX", policy=policy, bot_login="sweepbot[bot]", templates=Templates(),
+                  gh=None,  # type: ignore[arg-type]  # deliberately no GitHub client
+                  configs=None)  # type: ignore[arg-type]  # deliberately no RepoConfigs
     return sweep_gate._facts(ctx, {"number": 42, "head": {"sha": HEAD}})
 
 

@@ -23,7 +23,9 @@ def new(i: int) -> NewDelivery:
 
 def version(url: str) -> int:
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT version FROM schema_version").fetchone()[0]
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+    assert row is not None, "schema_version has no row"
+    return row[0]
 
 
 # -- the test server ---------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def api(token=None, **kwargs) -> gidgethub.httpx.GitHubAPI:
 
 async def install_token(private_key: str, installation_id: int = 1) -> dict:
     return await gidgethub.apps.get_installation_access_token(
-        api(), installation_id=installation_id, app_id="1", private_key=private_key
+        api(), installation_id=str(installation_id), app_id="1", private_key=private_key
     )
 
 

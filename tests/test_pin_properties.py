@@ -114,6 +114,7 @@ class Model:
 
     def withdraw(self, reason: str) -> None:
         event(f"withdrawn: {reason}")
+        assert self.pin is not None, "withdrawn while nothing is pinned"
         self.withdrawn, self.pin = (*self.pin, reason), None
 
     def holds(self, written: Written) -> bool:
@@ -141,10 +142,10 @@ class Model:
             self.withdraw("permission_unknown")
         elif self.writer[written.author] is False:
             self.withdraw("unauthorized")
-        elif pinned_run(new) is None:
+        elif (run := pinned_run(new)) is None:
             self.withdraw("refused")
         else:
-            self.pin_to(pinned_run(new), written.comment["id"])
+            self.pin_to(run, written.comment["id"])
 
     def deleted(self, written: Written) -> None:
         if self.holds(written):
@@ -175,13 +176,13 @@ def unconfirmed_next(github, model: Model, author: str, command, new_command: bo
 def check(github, number: int, runs: dict[str, int], model: Model, steps: list) -> None:
     body = status(github, number)
     record = SweepRecord.parse(body)
-    got = (record.pin.run_id, record.pin.comment_id) if record.pin else None
-    expected = (runs[model.pin[0]], model.pin[1]) if model.pin else None
-    assert got == expected, steps
+    got_pin = (record.pin.run_id, record.pin.comment_id) if record.pin else None
+    expected_pin = (runs[model.pin[0]], model.pin[1]) if model.pin else None
+    assert got_pin == expected_pin, steps
     gone = record.withdrawn
-    got = (gone.run_id, gone.comment_id, gone.reason) if gone else None
-    expected = (runs[model.withdrawn[0]], *model.withdrawn[1:]) if model.withdrawn else None
-    assert got == expected, steps
+    got_withdrawn = (gone.run_id, gone.comment_id, gone.reason) if gone else None
+    expected_withdrawn = (runs[model.withdrawn[0]], *model.withdrawn[1:]) if model.withdrawn else None
+    assert got_withdrawn == expected_withdrawn, steps
     if model.withdrawn is not None:
         assert f"The pin of run `{runs[model.withdrawn[0]]}` was withdrawn" in english(body), steps
 

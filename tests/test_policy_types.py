@@ -63,7 +63,7 @@ def test_the_schema_and_the_bot_agree(text, accepted):
     assert (schema_says, bot_says) == (accepted, accepted)
 
 
-def test_the_policy_is_frozen_all_the_way_down():
+def test_the_policy_is_frozen_all_the_way_down() -> None:  # annotated so mypy checks, and refuses, the write too
     policy = default_policy()
     with pytest.raises(ValidationError):
         policy.labels.primary[0].canary = False  # type: ignore[misc]

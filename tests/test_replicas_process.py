@@ -55,8 +55,10 @@ def opened(fake, repo: str, number: int) -> dict:
 
 def unfinished(db: str) -> int:
     with psycopg.connect(db) as conn:
-        return conn.execute("SELECT count(*) FROM deliveries WHERE status IN ('queued','running','retrying')"
-                            ).fetchone()[0]
+        row = conn.execute("SELECT count(*) FROM deliveries WHERE status IN ('queued','running','retrying')"
+                           ).fetchone()
+    assert row is not None  # count(*) always gives one row
+    return row[0]
 
 
 def wait_drained(db: str, timeout: float = DRAIN_TIMEOUT) -> None:
@@ -133,7 +135,8 @@ def lane_order_violations(db: str) -> list[str]:
     with psycopg.connect(db) as conn:
         rows = conn.execute("SELECT lane, seq, finished_at FROM deliveries WHERE status='done' ORDER BY lane, seq"
                             ).fetchall()
-    bad, last = [], {}
+    bad: list[str] = []
+    last: dict[str, float] = {}  # lane -> finished_at of its latest delivery so far
     for lane, _seq, finished in rows:
         if lane in last and finished < last[lane]:
             bad.append(lane)

@@ -55,7 +55,7 @@ def without(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k != key}
 
 
-GOOD = {
+GOOD: dict[str, dict[str, Any]] = {  # event -> an accepted callback of it (JSON)
     STARTED: COMMON,
     COMPLETED: {**COMMON, "stage-succeeded": "true", "results-url": URL},
     INGESTED: {**COMMON, "counts": table(benchmark={"new": 12, "duplicate": 3}, power={"failed": 1})},

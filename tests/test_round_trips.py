@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from bot.core import reader as reader_module
 from bot.core.reader import PRReader
@@ -36,7 +37,7 @@ def test_the_longest_chain_counts_not_the_last_request():
 class SlowGitHub:
     """`getitem` answered after a delay, counting what was asked and how much was in flight at once."""
 
-    def __init__(self, fail: set[str] = frozenset()) -> None:
+    def __init__(self, fail: Iterable[str] = frozenset()) -> None:
         self.asked: list[str] = []
         self.in_flight = self.most_in_flight = 0
         self.fail = set(fail)

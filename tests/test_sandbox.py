@@ -45,6 +45,13 @@ async def walk_sandbox(tmp_path) -> tuple[str, str]:
     return out.getvalue(), transcript.read_text(encoding="utf-8")
 
 
+def purpose(what: str) -> str:
+    """The purpose of the comment a write line names (`comment[PURPOSE], N chars`); the line must name one."""
+    found = COMMENT.search(what)
+    assert found is not None, what
+    return found[1]
+
+
 def steps_of(out: str) -> dict[int, list[tuple[str, str, int, str]]]:
     """Each step's writes as stdout shows them: (method, path, status, what)."""
     found: dict[int, list] = {}
@@ -105,7 +112,7 @@ def test_every_step_of_the_lifecycle_leaves_its_write(walked):
     assert "webhook answered" not in out  # every delivery was accepted (202)
 
     def comments(number: int) -> list[str]:
-        return [COMMENT.search(what)[1] for method, path, _, what in steps[number]
+        return [purpose(what) for method, path, _, what in steps[number]
                 if method == "POST" and path.endswith("/issues/1/comments")]
 
     assert comments(1) == ["welcome", "sweep-status"]  # the welcome first
@@ -115,7 +122,7 @@ def test_every_step_of_the_lifecycle_leaves_its_write(walked):
     assert any(path == "/repos/SemiAnalysisAI/InferenceX-app/dispatches" and "stage-results" in what
                for _, path, _, what in steps[8])
     for number in (9, 10):  # the staging callbacks edit the /use reply
-        assert [(m, COMMENT.search(w)[1]) for m, _, _, w in steps[number]] == [("PATCH", comments(8)[0])]
+        assert [(m, purpose(w)) for m, _, _, w in steps[number]] == [("PATCH", comments(8)[0])]
     assert comments(11) == ["merge-reuse"]
     # the ingest's counts join the merge notice: an edit, no comment of their own
     assert [(m, COMMENT.search(w)[1]) for m, _, _, w in steps[12] if COMMENT.search(w)] == [("PATCH", "merge-reuse")]
@@ -126,7 +133,7 @@ def test_nothing_is_written_twice(walked):
     """No comment is created twice (each purpose once on the PR), and no write repeats the one before it to the
     same place (a status going back to an earlier text, "running" again for the rerun, is a change)."""
     out, transcript = walked
-    created = [COMMENT.search(what)[1] for writes in steps_of(out).values() for method, path, _, what in writes
+    created = [purpose(what) for writes in steps_of(out).values() for method, path, _, what in writes
                if method == "POST" and path.endswith("/comments")]
     assert len(created) == len(set(created)) >= 6, created
     entries = transcript_entries(transcript)

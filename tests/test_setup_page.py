@@ -63,6 +63,7 @@ def _browser_or_say_why() -> str:
         if os.environ.get("CI"):
             pytest.fail(f"CI is set, so the browser tests must run, but {reason}", pytrace=False)
         pytest.skip(reason)
+    assert executable is not None  # else reason was set above
     return executable
 
 
@@ -84,7 +85,8 @@ class Walk:
     """One browser page; `shot` keeps a screenshot of each page visited, written out only if the walk fails."""
 
     def __init__(self, page, name: str) -> None:
-        self.page, self.name, self.shots = page, name, []
+        self.page, self.name = page, name
+        self.shots: list[tuple[str, bytes]] = []  # (step, PNG)
 
     async def shot(self, step: str) -> None:
         self.shots.append((step, await self.page.screenshot(full_page=True)))
@@ -131,6 +133,7 @@ def setup_process(cwd: Path, *args: str, env: dict[str, str] | None = None):
     proc = subprocess.Popen([sys.executable, "-m", "bot.app.cli", "setup", "--port", str(port), *args],
                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))
+    assert proc.stdout is not None and proc.stderr is not None  # both PIPE
     try:
         line = _first_line(proc, time.monotonic() + 20)
         assert f"http://127.0.0.1:{port}/" in line, line
@@ -147,6 +150,7 @@ def setup_process(cwd: Path, *args: str, env: dict[str, str] | None = None):
 
 
 def _first_line(proc: subprocess.Popen, deadline: float) -> str:
+    assert proc.stdout is not None and proc.stderr is not None, "the process's stdout and stderr are pipes"
     data = b""
     while not data.endswith(b"\n"):
         ready, _, _ = select.select([proc.stdout], [], [], 0.2)
@@ -169,7 +173,9 @@ def assert_env_file(path: Path, app: dict, *, webhook: str, api_url: str | None)
     assert values["WEBHOOK_SECRET"] == app["webhook_secret"]
     assert values["WEBHOOK_URL"] == webhook
     assert values.get("GITHUB_API_URL") == api_url
-    settings = Settings.from_env(dict(values))
+    env = {key: value for key, value in values.items() if value is not None}
+    assert env.keys() == values.keys(), values  # every line is KEY=value
+    settings = Settings.from_env(env)
     assert settings.live and settings.app_id == str(app["id"])
     assert settings.private_key == app["pem"] and settings.webhook_secrets == (app["webhook_secret"],)
     if api_url:
@@ -294,13 +300,20 @@ async def post_form(client, **fields):
                              headers={"Origin": str(client.make_url("")).rstrip("/")})
 
 
+def first_group(pattern: str, text: str) -> str:
+    """The first group of `pattern`'s first match in `text`, which must have one."""
+    found = re.search(pattern, text)
+    assert found is not None, (pattern, text)
+    return found[1]
+
+
 async def to_github(client, **fields) -> tuple[str, str, str]:
     """Press the button: (the confirmation's form action to GitHub, its state, the manifest JSON it carries)."""
     resp = await post_form(client, **fields)
     text = await resp.text()
     assert resp.status == 200, text
-    action = html.unescape(re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)[1])
-    manifest = html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1])
+    action = html.unescape(first_group(r'<form method="post" action="([^"]+)" id="to-github">', text))
+    manifest = html.unescape(first_group(r'name="manifest" value="([^"]*)"', text))
     state = httpx.URL(action).params["state"]
     return action, state, manifest
 
@@ -510,7 +523,7 @@ async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
     form = re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)
     if form and form[1].startswith(ATTACKER):
         state = httpx.URL(html.unescape(form[1])).params["state"]
-        manifest_json = html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1])
+        manifest_json = html.unescape(first_group(r'name="manifest" value="([^"]*)"', text))
     code = attacker.create_app_from_manifest(manifest_json)
     callback = await client.get("/callback", params={"code": code, "state": state})
     return resp.status, text, callback.status, await callback.text()

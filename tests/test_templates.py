@@ -6,6 +6,7 @@ import copy
 from dataclasses import replace
 import re
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import pytest
@@ -88,6 +89,13 @@ CONFIG_INVALID = {
     ],
     "last_good": None,
 }
+
+
+def _variables(*samples: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    """Samples of a template's variables as they are, typed as such: JSON-like dicts whose values differ in type
+    (without it mypy joins the samples' types to `object`)."""
+    return samples
+
 
 SAMPLES: dict[str, list[dict]] = {
     # same repository or fork, the changelog in the PR or not, and renamed names
@@ -184,7 +192,7 @@ SAMPLES: dict[str, list[dict]] = {
         for staging in ({"repository": "SemiAnalysisAI/InferenceX-app", "results_url": None, "app_run_url": None,
                          "error": None, "primary_labels": [label["name"] for label in DEFAULT_LABELS]},)
         for app_run in ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210",)
-        for case in (
+        for case in _variables(
             {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
                 **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},
             # the result artifacts with the day each expires (bot.rules.pins.expiry), more than are listed
@@ -318,8 +326,10 @@ def _status_samples() -> list[dict]:
          "changelog_url": f"https://github.com/acme/InferenceX/blob/{sha}/inferencex-e2e/perf-changelog.yaml",
          "skip_marker": "[skip-sweep]", "use_command": "/use", "runs_url": "https://github.com/acme/InferenceX/actions",
          "is_open": True}
-    base = dict(number=12, head_sha=sha, base_sha="b" * 40, head_ref="recipe", base_ref="main", default_branch="main")
-    labelled = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "maintainer", True, sha),))
+    # GateInput's keyword arguments
+    base: dict[str, Any] = dict(number=12, head_sha=sha, base_sha="b" * 40, head_ref="recipe", base_ref="main",
+                                default_branch="main")
+    labelled: dict[str, Any] = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "maintainer", True, sha),))
     valid = ChangelogOutcome(Changelog.VALID)
     key = decide(GateInput(**labelled, changelog=valid), policy).dispatch_id
     run = {"run_id": 1006, "dispatch_id": key, "status": "in_progress", "conclusion": None,
@@ -440,13 +450,14 @@ def _signoff_samples() -> list[dict]:
         rules.checklist_check(TemplateProblem("heading '## Template' not found"), None, "amd-owner",
                               path="docs/PR_REVIEW_CHECKLIST.md"),
     ]
-    base = {"source": "comment", "signer": "amd-owner",
-            "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12", "head_sha": sha, "current_sha": sha,
-            "state": "fresh", "outcome": "fail", "covered": [{"item": "Verified the sweep", "check": "sweep"}],
-            "not_verified": ["Verified that the evals pass, see the doc", "Verified `no patches` <PR_NUMBER>.md"],
-            "judge": None, "codeowners_url": "https://github.com/acme/InferenceX/blob/main/.github/CODEOWNERS",
-            "checklist_url": "https://github.com/acme/InferenceX/blob/main/docs/PR_REVIEW_CHECKLIST.md",
-            "use_command": "/use"}
+    base: dict[str, Any] = {
+        "source": "comment", "signer": "amd-owner",
+        "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12", "head_sha": sha, "current_sha": sha,
+        "state": "fresh", "outcome": "fail", "covered": [{"item": "Verified the sweep", "check": "sweep"}],
+        "not_verified": ["Verified that the evals pass, see the doc", "Verified `no patches` <PR_NUMBER>.md"],
+        "judge": None, "codeowners_url": "https://github.com/acme/InferenceX/blob/main/.github/CODEOWNERS",
+        "checklist_url": "https://github.com/acme/InferenceX/blob/main/docs/PR_REVIEW_CHECKLIST.md",
+        "use_command": "/use"}
     judge = {"workflow": "signoff-judge.yml", "dispatch_id": "so-12-0a1b2c3d4e5f", "url": "", "error": "",
              "summary": ""}
     plain = lambda checks: rules.shown(rules.check_rows(checks))  # noqa: E731

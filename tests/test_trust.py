@@ -436,7 +436,9 @@ async def _inject_and_look(tmp_path, app_key, *, event, actor, fork, workflow, n
         try:
             open_pull(github, 70, fork=fork)
             await label(h, 70, FAIL_FAST)
-            dispatch_id = record(github, 70).latest.dispatch_id
+            latest = record(github, 70).latest
+            assert latest is not None, "the label dispatched no run"
+            dispatch_id = latest.dispatch_id
             pr = github.pull(REPO, 70)
             run = github.add_run(REPO, workflow, head_sha=pr["head"]["sha"], head_branch=pr["head"]["ref"],
                                  event=event, conclusion="success", actor=actor,

@@ -174,7 +174,8 @@ async def test_welcome_only_for_prs_touching_benchmark_paths(make_harness, files
 
 
 def languages(body: str) -> tuple[str, str]:
-    return tuple(body.removeprefix(WELCOME + "\n").split("\n---\n\n## 中文\n"))
+    english, chinese = body.removeprefix(WELCOME + "\n").split("\n---\n\n## 中文\n")
+    return english, chinese
 
 
 # Visible characters of the welcome, both languages together, before it was shortened (measured with visible_text
