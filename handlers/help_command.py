@@ -34,7 +34,7 @@ def help_variables(policy: Policy, requester: str, command: Command) -> dict[str
 
 async def help_reply(ctx: Context, call: CommentCommand) -> list[Action]:
     """The help reply to `call`'s command (handlers/commands.py routes `/help` and every usage problem here)."""
-    body = ctx.render("help", **help_variables(ctx.policy, call.author, call.command))
+    body = ctx.render("help", **help_variables(ctx.policy, call.author, call.given))
     return [Comment(call.number, reply_purpose(call.comment_id), body)]
 
 
