@@ -170,11 +170,11 @@ async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, 
     """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now, each with its record entry:
     the sweeps the bot dispatched for the PR, which its record holds (no listing of a branch's runs: a fork's
     own runs are among those)."""
-    found = []
+    found: list[tuple[dict, RunRecord]] = []
     for entry in record.runs:
         run = await read_run(ctx, entry.run_id) if entry.run_id else None
         known = recorded_run(ctx, run, record) if run is not None else None
-        if known is not None:
+        if run is not None and known is not None:
             found.append((run, known))
     return found
 
