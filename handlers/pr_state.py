@@ -18,7 +18,7 @@ import asyncio
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, TypedDict
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
@@ -136,9 +136,18 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def run_trust(ctx: Context) -> dict[str, Any]:
+class RunTrust(TypedDict):
     """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
-    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy.workflows.names().values())}
+
+    bot_login: str
+    repository: str
+    workflows: tuple[str, ...]
+
+
+def run_trust(ctx: Context) -> RunTrust:
+    """The `RunTrust` of this repository, as the policy names its sweep workflows."""
+    return RunTrust(bot_login=ctx.bot_login, repository=ctx.repo,
+                    workflows=tuple(ctx.policy.workflows.names().values()))
 
 
 def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:

@@ -47,6 +47,14 @@ INGEST_RECORD = "ingest-request"  # the merge notice's hidden line: <!-- sweepbo
 router = routing.Router()
 
 
+class IngestState(TypedDict):
+    """The merge notice's (and a post-merge `/use` reply's) ingest section."""
+
+    state: str  # "requested" or "dispatch_failed"
+    repository: str
+    error: str | None
+
+
 class OtherRun(TypedDict):
     """A run a bare `/reuse-sweep-run` passed over, and why (a pins verdict code)."""
 
@@ -292,7 +300,7 @@ async def shown_ingest_request(ctx: Context, number: int) -> object:
 
 
 def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: Mapping[str, Any] | None,
-                 verdict: pins.Verdict | None, ingest: dict[str, Any] | None, *, after_merge: bool,
+                 verdict: pins.Verdict | None, ingest: IngestState | None, *, after_merge: bool,
                  record: SweepRecord | None = None) -> Comment:
     summary = summarize(run) if run else None
     variables = {"outcome": outcome, "after_merge": after_merge, "pin": None if pin is None else {
@@ -308,13 +316,13 @@ def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: 
     return Comment(number, MERGE_PURPOSE, body)
 
 
-def ingest_state(state: str, policy: Policy, error: str | None = None) -> dict[str, Any]:
-    """The merge notice's (and a post-merge `/use` reply's) ingest section: "requested" or "dispatch_failed"."""
-    return {"state": state, "repository": policy.results.repository, "error": error}
+def ingest_state(state: str, policy: Policy, error: str | None = None) -> IngestState:
+    """The ingest section of `state`: "requested" or "dispatch_failed"."""
+    return IngestState(state=state, repository=policy.results.repository, error=error)
 
 
 async def notify_merge(ctx: Context, pull: Mapping[str, Any], record: SweepRecord, *, after_merge: bool
-                       ) -> dict[str, Any] | None:
+                       ) -> IngestState | None:
     """Judge the winning pin of the merged `pull` again, write the merge notice, and ask the results service to
     ingest the run when it still qualifies (once: see the module's docstring). The ingest section shown (None
     when nothing is to be ingested)."""

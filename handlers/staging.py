@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import gidgethub
@@ -174,24 +174,38 @@ def next_staging(callback: Callback, policy: Policy, html_url: str) -> dict[str,
     return staging_state("stage_failed", policy, **progress)
 
 
-def ingest_variables(callback: Callback, policy: Policy, html_url: str) -> dict[str, Any]:
+class IngestReport(TypedDict):
+    """What templates/ingest_report.* render (and the merge notice, as its `report`)."""
+
+    run_id: int
+    run_url: str
+    app_run_url: str | None
+    ingest_run_url: str | None
+    run_date: str | None
+    rows: list[str]
+    columns: list[str]
+    counts: dict[str, dict[str, int]]  # row -> column -> count
+    extra_counts: list[list[str | int]]  # [name, count]
+
+
+def ingest_variables(callback: Callback, policy: Policy, html_url: str) -> IngestReport:
     """The report's variables: the ingest run's link is the one the service sent (checked and rebuilt), else the
     page of the run that sent the callback; the extra counters are the documented ones sent, in their order."""
     app_run = app_run_url(html_url, policy.results.repository, callback.app_run_id)
     counts, extra = callback.counts, callback.extra_counts or {}
     assert counts is not None  # set for "ingested", the only kind reported
-    return {"run_id": callback.run_id, "run_url": links.web(html_url, "actions", "runs", callback.run_id),
-            "app_run_url": app_run, "ingest_run_url": callback.ingest_run_url or app_run,
-            "run_date": callback.run_date.isoformat() if callback.run_date else None,
-            "rows": list(ROWS), "columns": list(COLUMNS),
-            "counts": {row: dict(counts[row]) for row in ROWS},
-            "extra_counts": [[name, extra[name]] for name in EXTRA_COUNTERS if name in extra]}
+    return IngestReport(run_id=callback.run_id, run_url=links.web(html_url, "actions", "runs", callback.run_id),
+                        app_run_url=app_run, ingest_run_url=callback.ingest_run_url or app_run,
+                        run_date=callback.run_date.isoformat() if callback.run_date else None,
+                        rows=list(ROWS), columns=list(COLUMNS),
+                        counts={row: dict(counts[row]) for row in ROWS},
+                        extra_counts=[[name, extra[name]] for name in EXTRA_COUNTERS if name in extra])
 
 
 # -- events ----------------------------------------------------------------------------------------
 
 
-def ignore(message: str, callback: Callback, **fields: Any) -> list[Action]:
+def ignore(message: str, callback: Callback, **fields: object) -> list[Action]:
     logs.event(f"results callback ignored: {message}", logging.WARNING, kind=callback.kind, pr=callback.pr_number,
                run=callback.run_id, app_run=callback.app_run_id, comment=callback.comment_id, **fields)
     return []
@@ -269,7 +283,7 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
     return [Comment(number, INGEST_PURPOSE.format(run_id=callback.run_id), kept + "\n" + body)]
 
 
-async def merge_notice_with(ctx: Context, number: int, run_id: int, report: dict[str, Any], kept: str
+async def merge_notice_with(ctx: Context, number: int, run_id: int, report: IngestReport, kept: str
                             ) -> Comment | None:
     """The bot's merge notice for `run_id` (it asked for this ingest) re-rendered with the ingest's counts; None
     when there is none to add them to (the run was staged, not merged), and the report is a comment of its own."""

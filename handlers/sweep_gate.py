@@ -365,7 +365,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
     )
 
 
-def _with_dispatch(decision: Decision, code: str, **params: Any) -> Decision:
+def _with_dispatch(decision: Decision, code: str, **params: object) -> Decision:
     ok = {"running": True, "not_dispatched": None}.get(code, False)
     conditions = tuple(Condition("dispatch", ok, code, params) if c.name == "dispatch" else c
                        for c in decision.conditions)
