@@ -18,7 +18,7 @@ import asyncio
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol, TypedDict
+from typing import Any, Mapping, NotRequired, Protocol, TypedDict, Unpack
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
@@ -121,8 +121,36 @@ def reply_record(body: str | None) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def staging_state(state: str, policy: Policy, **extra: Any) -> dict[str, Any]:
+class AppRun(TypedDict, total=False):
+    """The results service's run a staging callback came from, and its page."""
+
+    app_run_id: int | None
+    app_run_url: str | None
+
+
+class StagingProgress(AppRun, total=False):
+    """What a staging section says beside its state, once the results service answered or the request failed."""
+
+    results_url: str | None
+    viewer_url: str
+    error: str | None
+
+
+class StagingSection(TypedDict):
     """A reply's staging section (templates/_staging.*.j2)."""
+
+    state: str
+    repository: str
+    results_url: str | None
+    app_run_url: str | None
+    error: str | None
+    primary_labels: list[str]
+    viewer_url: NotRequired[str]
+    app_run_id: NotRequired[int | None]
+
+
+def staging_state(state: str, policy: Policy, **extra: Unpack[StagingProgress]) -> StagingSection:
+    """The staging section in `state`, with what `extra` says."""
     return {"state": state, "repository": policy.results.repository, "results_url": None,
             "app_run_url": None, "error": None, "primary_labels": [p.name for p in policy.labels.primary],
             **extra}

@@ -40,8 +40,8 @@ from bot.core.processing import Context
 from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
                                          parse_callback)
 from bot.github.client import get_or_none
-from handlers.pr_state import (MERGE_PURPOSE, NOTICE_RECORD, load_record, own_comment, reply_comment, reply_record,
-                               staging_state)
+from handlers.pr_state import (MERGE_PURPOSE, NOTICE_RECORD, AppRun, StagingSection, load_record, own_comment,
+                               reply_comment, reply_record, staging_state)
 
 INGEST_PURPOSE = "ingest-{run_id}"
 INGEST_RECORD = "ingest"  # the report's hidden line: <!-- sweepbot-ingest {"app_run_id": ...} -->
@@ -161,11 +161,11 @@ def is_newer(staging: dict[str, Any], callback: Callback) -> bool:
     return shown is None or (callback.app_run_id or 0, PHASES[callback.kind]) > shown
 
 
-def next_staging(callback: Callback, policy: Policy, html_url: str) -> dict[str, Any]:
+def next_staging(callback: Callback, policy: Policy, html_url: str) -> StagingSection:
     """The reply's staging section after a stage callback: the state, the app run it came from and its link,
     and (staged) the checked results link, if any."""
-    progress = {"app_run_id": callback.app_run_id,
-                "app_run_url": app_run_url(html_url, policy.results.repository, callback.app_run_id)}
+    progress = AppRun(app_run_id=callback.app_run_id,
+                      app_run_url=app_run_url(html_url, policy.results.repository, callback.app_run_id))
     if callback.kind == "started":
         return staging_state("started", policy, **progress)
     if callback.succeeded:
