@@ -22,6 +22,7 @@ import multiprocessing
 import statistics
 import sys
 import time
+from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 
 import httpx
@@ -35,8 +36,8 @@ from bot.github.connections import ConnectionShards  # noqa: E402
 BODY = {"sha": "0" * 40, "padding": "x" * 2000}  # about the size of a small GitHub answer
 
 
-def serve(port: multiprocessing.Value, opened: multiprocessing.Value, latency: float) -> None:
-    peers: set = set()
+def serve(port: Synchronized[int], opened: Synchronized[int], latency: float) -> None:
+    peers: set[object] = set()
 
     async def answer(request: web.Request) -> web.Response:
         peer = request.transport.get_extra_info("peername") if request.transport else None
@@ -53,7 +54,7 @@ def serve(port: multiprocessing.Value, opened: multiprocessing.Value, latency: f
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        port.value = site._server.sockets[0].getsockname()[1]
+        port.value = runner.addresses[0][1]
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -70,7 +71,7 @@ def setups(in_flight: int) -> list[tuple[str, ConnectionShards]]:
 
 
 async def burst(shards: ConnectionShards, url: str, requests: int, in_flight: int,
-                opened: multiprocessing.Value) -> tuple[float, float, int]:
+                opened: Synchronized[int]) -> tuple[float, float, int]:
     """(wall seconds, client CPU seconds, connections opened) for `requests` GETs, at most `in_flight` at once."""
     places = asyncio.Semaphore(in_flight)
 
@@ -84,7 +85,7 @@ async def burst(shards: ConnectionShards, url: str, requests: int, in_flight: in
     return time.perf_counter() - wall, time.process_time() - cpu, opened.value - before
 
 
-async def measure(url: str, args: argparse.Namespace, opened: multiprocessing.Value) -> list[str]:
+async def measure(url: str, args: argparse.Namespace, opened: Synchronized[int]) -> list[str]:
     lines = []
     for name, shards in setups(args.in_flight):
         try:

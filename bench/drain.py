@@ -42,6 +42,13 @@ CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 PR_BODY_BYTES = 20 * 1024  # with the rest of a pull_request payload, about 23 KB
 
 
+def fake_pid(fake: FakeGitHubProcess) -> int:
+    """The process id of a started fake GitHub."""
+    if fake._proc is None:
+        raise RuntimeError("the fake GitHub is not running")
+    return fake._proc.pid
+
+
 def seed(fake: FakeGitHubProcess, first: int, count: int) -> list[bytes]:
     """Open PRs first..first+count-1 and return their signed-ready `opened` payloads."""
     bodies = []
@@ -141,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     first = 1
     with FakeGitHubProcess() as fake:
         if args.fake_niceness:
-            os.setpriority(os.PRIO_PROCESS, fake._proc.pid, args.fake_niceness)
+            os.setpriority(os.PRIO_PROCESS, fake_pid(fake), args.fake_niceness)
         fake.add_repo(REPO, default_branch="main", installation_id=1)
         fake.set_rate_limit(1_000_000)  # 8,000 PRs cost ~60,000 requests; GitHub's 5,000 an hour is not the subject
         with tempfile.TemporaryDirectory() as folder:  # the baseline: intake alone, nothing drains

@@ -77,6 +77,7 @@ from bot.core.config import Settings  # noqa: E402
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
 from bot.testing import InMemoryGitHub  # noqa: E402
 from bot.testing.round_trips import LateGitHub, critical_path  # noqa: E402
+from bot.testing.server import FakeGitHubProcess  # noqa: E402
 from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -158,7 +159,7 @@ def delivery_of_request() -> str | None:
     return logs.CONTEXT.get().get("delivery")
 
 
-def seed(fake: InMemoryGitHub, prs: int, fork: bool = False) -> None:
+def seed(fake: InMemoryGitHub | FakeGitHubProcess, prs: int, fork: bool = False) -> None:
     fake.add_repo(REPO, default_branch="main", installation_id=1)
     fake.set_rate_limit(1_000_000)  # ~20 requests a PR; GitHub's 5,000 an hour is not the subject
     fake.set_permission(REPO, MAINTAINER, "write")
@@ -167,7 +168,7 @@ def seed(fake: InMemoryGitHub, prs: int, fork: bool = False) -> None:
         add_changelog_pull(fake, number, fork)
 
 
-def add_changelog_pull(fake: InMemoryGitHub, number: int, fork: bool = False) -> None:
+def add_changelog_pull(fake: InMemoryGitHub | FakeGitHubProcess, number: int, fork: bool = False) -> None:
     """A PR appending one valid entry to the changelog (base: a one-entry history); a fork's has its merge commit
     computed already."""
     pull = fake.add_pull(REPO, number=number, title=f"Tune MI355X recipe {number}", user=f"dev{number}",
@@ -300,9 +301,9 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
     import aiohttp
 
     from bot.app.webhook_signature import sign
-    from bot.testing.server import FakeGitHubProcess
     from harness import SECRET, free_port, process_health, start_server_process
-    from slow_github import drained as drained_since
+    from bench.drain import fake_pid
+    from bench.slow_github import drained as drained_since
 
     def drained(port: int) -> None:
         drained_since(port, time.perf_counter())
@@ -311,7 +312,7 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
     log = None if os.environ.get("BENCH_LOG_LEVEL") else LIVE_LOG  # None: the bot's stderr is this one's
     with tempfile.TemporaryDirectory() as tmp, FakeGitHubProcess() as fake:
         if fake_niceness:
-            os.setpriority(os.PRIO_PROCESS, fake._proc.pid, fake_niceness)
+            os.setpriority(os.PRIO_PROCESS, fake_pid(fake), fake_niceness)
         seed(fake, prs, fork)  # the same calls, made in the fake's process
         warm_up = prs + 1
         add_changelog_pull(fake, warm_up, fork)
@@ -370,7 +371,7 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
                 fake.label_issue(REPO, number, LABEL, actor=MAINTAINER)
                 payloads[number] = fake.pull_request_payload(REPO, number, "labeled", sender=MAINTAINER, label=LABEL)
             since = len(fake.requests())
-            processes = {"intake": [proc.pid], "workers": children(proc.pid), "fake GitHub": [fake._proc.pid]}
+            processes = {"intake": [proc.pid], "workers": children(proc.pid), "fake GitHub": [fake_pid(fake)]}
             cpu_before = cpu_of(processes)
             started = time.time()
             asyncio.run(send_all(payloads))
@@ -387,14 +388,14 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
             journal = collections.Counter(dict(db.execute(
                 "SELECT status, count(*) FROM deliveries WHERE id LIKE 'labeled-%' GROUP BY status").fetchall()))
     for r in made:
-        number = pr_of_path(r.path)
-        if number is not None:
-            clock.first_request.setdefault(number, r.at)
+        on_pr = pr_of_path(r.path)
+        if on_pr is not None:
+            clock.first_request.setdefault(on_pr, r.at)
         if r.method == "POST" and r.path.endswith("/dispatches"):
             clock.dispatched[int(((r.json or {}).get("inputs") or {}).get("pr-number", -1))].append(r.at)
-        elif r.method == "POST" and r.path.endswith("/comments") and number is not None:
+        elif r.method == "POST" and r.path.endswith("/comments") and on_pr is not None:
             if purpose_of((r.json or {}).get("body")) == STATUS_PURPOSE:
-                clock.status_written[number].append(r.at)
+                clock.status_written[on_pr].append(r.at)
         if r.status >= 400:
             clock.failed.append(f"{r.method} {r.path} -> {r.status}")
     clock.live_requests = len(made)

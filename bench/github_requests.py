@@ -21,6 +21,7 @@ import datetime as dt
 import re
 import sys
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Awaitable, Callable
@@ -98,6 +99,8 @@ def short_name(r: RecordedRequest) -> str:
 # Every request of a scenario is answered this late, so that requests made together overlap and the round trips
 # on the critical path can be told apart from the requests made (bot/testing/round_trips.py).
 LATENCY = 0.05
+# The late GitHub each harness of `stage` is answered through, whose round trips `counted` reports.
+LATE: weakref.WeakKeyDictionary[Harness, LateGitHub] = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -160,7 +163,7 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
         router.route(host="api.github.com").mock(side_effect=late)
         h = await start_harness(Path(tmp), fake, key, router=features or router_without(*PR_WORKFLOW),
                                   **settings)
-        h.late = late
+        LATE[h] = late
         try:
             if warm:  # a push to another branch: token, App identity and policy cached, nothing else done
                 await h.deliver("push", fake.push_payload(REPO, ref="refs/heads/warm-up", after="0" * 40))
@@ -174,12 +177,12 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
 def reset(h: Harness) -> None:
     """Count from here: what came before is the scenario's setting."""
     h.github.reset_requests()
-    h.late.reset()
+    LATE[h].reset()
 
 
 def counted(h: Harness, scenario: str) -> Count:
     """What reached the fake GitHub since the last reset, and when."""
-    return Count(scenario, list(h.github.requests), tuple(h.late.trips.get(None, ())))
+    return Count(scenario, list(h.github.requests), tuple(LATE[h].trips.get(None, ())))
 
 
 def pull(number: int, files: list[str], **kw) -> Callable[[InMemoryGitHub], None]:

@@ -18,6 +18,7 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # bench.drain, for --drain
 
 from harness import free_port, start_server_process  # noqa: E402  (shared with the crash test)
 from bot.app.webhook_signature import sign  # noqa: E402
@@ -27,15 +28,16 @@ LEVELS = (1, 4, 16, 64)
 
 
 def payload(size: int = PAYLOAD_BYTES) -> bytes:
+    comment: dict[str, object] = {"id": 1, "body": "", "user": {"login": "someone", "type": "User"}}
     base = {
         "action": "created",
         "issue": {"number": 7, "pull_request": {"url": "x"}},
-        "comment": {"id": 1, "body": "", "user": {"login": "someone", "type": "User"}},
+        "comment": comment,
         "repository": {"full_name": "bench/InferenceX", "default_branch": "main"},
         "installation": {"id": 1},
     }
     filler = size - len(json.dumps(base))
-    base["comment"]["body"] = "benchmark text " * (filler // 15) + "x" * (filler % 15)
+    comment["body"] = "benchmark text " * (filler // 15) + "x" * (filler % 15)
     return json.dumps(base).encode()
 
 
@@ -105,7 +107,7 @@ def main() -> int:
                         help="workers on, the fake GitHub in its own process: see bench/drain.py")
     args, rest = parser.parse_known_args()
     if args.drain:
-        import drain
+        from bench import drain
 
         return drain.main(rest)
     if rest:
@@ -153,7 +155,9 @@ def journal_rows(url: str) -> int:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        return conn.execute("SELECT count(*) FROM deliveries").fetchone()[0]
+        row = conn.execute("SELECT count(*) FROM deliveries").fetchone()
+        assert row is not None  # count(*) answers one row
+        return row[0]
 
 
 def measure(dbs: list[str], requests: int, rounds: int) -> list[dict]:

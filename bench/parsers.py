@@ -491,13 +491,15 @@ def escaped_rule(size: int) -> str:
 
 
 def distinct_rules(size: int) -> str:
-    lines, total = [], 0
+    lines: list[str] = []
+    total = 0
     for i in itertools.count():
         line = f"/dir{i}/file{i} @org/team"
         if total + len(line) + 1 > size:
-            return "\n".join(lines) + "\n"
+            break
         lines.append(line)
         total += len(line) + 1
+    return "\n".join(lines) + "\n"
 
 
 def backtracking_rule(size: int) -> tuple[str, str]:
@@ -541,6 +543,8 @@ def normalise(text: str) -> Callable[[], Any]:
 def compare(body: str) -> Callable[[], Any]:
     from bot.rules import checklist
     template = checklist.template_items(CHECKLIST_FILE.read_text(), policy()["checklist_heading"])
+    if not isinstance(template, checklist.Template):
+        raise ValueError(f"{CHECKLIST_FILE} holds no checklist: {template}")
     return lambda: checklist.compare(template, body, SIGNER)
 
 
@@ -579,9 +583,9 @@ def codeowners_owners_of(text_and_path: tuple[str, str]) -> Callable[[], Any]:
     return lambda: owners.owners_of(path)
 
 
-def pins_summarize(run: dict[str, str]) -> Callable[[], Any]:
-    from bot.rules import pins
-    return lambda: pins.summarize(run)
+def run_summarize(run: dict[str, str]) -> Callable[[], Any]:
+    from bot.rules import run_summary
+    return lambda: run_summary.summarize(run)
 
 
 # -- the table of cases ---------------------------------------------------------------------------------------
@@ -600,11 +604,18 @@ class Case:
         return f"{self.parser} | {self.label}"
 
 
-def comment_cases(parser: str, call: Callable, bodies: tuple) -> list[Case]:
-    return [Case(parser, label, lambda s, gen=gen: gen(s.n), call, COMMENT) for label, gen in bodies]
+def at_comment_size(gen: Callable[[int], str]) -> Callable[[Sizes], str]:
+    """A case's input: `gen` of the comment size N."""
+    return lambda s: gen(s.n)
 
 
-def file_cases(parser: str, call: Callable, inputs: tuple) -> list[Case]:
+def comment_cases(parser: str, call: Callable[[str], Callable[[], Any]],
+                  bodies: tuple[tuple[str, Callable[[int], str]], ...]) -> list[Case]:
+    return [Case(parser, label, at_comment_size(gen), call, COMMENT) for label, gen in bodies]
+
+
+def file_cases(parser: str, call: Callable[[Any], Callable[[], Any]],
+               inputs: tuple[tuple[str, Callable[[Sizes], Any]], ...]) -> list[Case]:
     return [Case(parser, label, make, call, FILE) for label, make in inputs]
 
 
@@ -632,8 +643,9 @@ CASES: list[Case] = [
          lambda s: backtracking_rule(s.n), codeowners_owners_of, COMMENT),
     Case("codeowners.owners_of", "no match in 2 MB of distinct rules", lambda s: (distinct_rules(s.c), "no/where"),
          codeowners_owners_of, FILE),
-    Case("pins.summarize", "title of `model=` x N/6", lambda s: model_tokens(s.n), pins_summarize, COMMENT),
-    Case("pins.summarize", "title of `model=a ` x N/8", lambda s: repeated_summary(s.n), pins_summarize, COMMENT),
+    Case("run_summary.summarize", "title of `model=` x N/6", lambda s: model_tokens(s.n), run_summarize, COMMENT),
+    Case("run_summary.summarize", "title of `model=a ` x N/8", lambda s: repeated_summary(s.n), run_summarize,
+         COMMENT),
 ]
 
 
@@ -830,8 +842,13 @@ class Run:
         return statistics.median(self.times) if self.times else None
 
     @property
+    def failure(self) -> str | None:
+        """The worker's error when it reported no time, else None."""
+        return self.error if not self.times else None
+
+    @property
     def failed(self) -> bool:
-        return self.error is not None and not self.times
+        return self.failure is not None
 
 
 def sizes_of(args: argparse.Namespace) -> Sizes:
@@ -850,8 +867,11 @@ def run_worker(tree: Path, case: Case, mode: str, args: argparse.Namespace, repe
                                 start_new_session=True)
         lines: queue.Queue[str | None] = queue.Queue()
 
+        out = proc.stdout
+        assert out is not None  # stdout=PIPE
+
         def read() -> None:
-            for line in proc.stdout:
+            for line in out:
                 lines.put(line)
             lines.put(None)
 
@@ -892,7 +912,7 @@ def run_worker(tree: Path, case: Case, mode: str, args: argparse.Namespace, repe
 
 def memory_run(tree: Path, case: Case, timed: Run, args: argparse.Namespace) -> Run | None:
     """The tracemalloc run, unless the call failed or is slower than --budget (then RSS+ is the figure)."""
-    if timed.failed or timed.median > args.budget:
+    if timed.median is None or timed.median > args.budget:  # failed, or too slow
         return None
     return run_worker(tree, case, "memory", args)
 
@@ -941,8 +961,8 @@ def ms(seconds: float | None) -> str:
 def timing(run: Run | None) -> str:
     if run is None:
         return "—"
-    if run.failed:
-        return run.error.split(":")[0]
+    if run.failure is not None:
+        return run.failure.split(":")[0]
     return ms(run.median)
 
 
@@ -956,11 +976,11 @@ def megabytes(timed: Run, run: Run | None) -> str:
 
 
 def ratio(before: Run, after: Run, timeout: float) -> str:
-    if after.failed or after.median is None:
+    if after.median is None:
         return "—"
     low = max(after.median, 1e-6)
-    if before.failed:
-        return f"> {timeout / low:,.0f}x" if before.error.startswith(">") else "—"
+    if before.median is None:
+        return f"> {timeout / low:,.0f}x" if (before.failure or "").startswith(">") else "—"
     value = before.median / low
     return f"{value:,.0f}x" if value >= 10 else f"{value:.2f}x"
 
@@ -968,8 +988,8 @@ def ratio(before: Run, after: Run, timeout: float) -> str:
 
 def verdict(case: Case, after: Run, memory: Run | None) -> str:
     seconds, megs = BUDGETS[case.budget]
-    if after.failed:
-        return f"OVER ({after.error.split(':')[0]})"
+    if after.median is None:
+        return f"OVER ({(after.failure or 'no time').split(':')[0]})"
     over = []
     if after.median > seconds:
         over.append("time")
@@ -1015,7 +1035,7 @@ def print_table(rows: list[Row], timeout: float) -> None:
 def slowest(rows: list[Row], side: str, count: int = 5) -> list[str]:
     def key(row: Row) -> float:
         run: Run = getattr(row, side)
-        return float("inf") if run.failed else run.median
+        return float("inf") if run.median is None else run.median
 
     ranked = sorted(rows, key=key, reverse=True)[:count]
     return [f"{r.case.parser} on {r.case.label} ({timing(getattr(r, side))}"
@@ -1023,11 +1043,12 @@ def slowest(rows: list[Row], side: str, count: int = 5) -> list[str]:
 
 
 def loop_held(rows: list[Row], after_tree: Path, args: argparse.Namespace) -> None:
-    candidates = [r for r in rows if r.case.parser == "changelog.check_append" and not r.after.failed]
+    candidates = [(r.after.median, r) for r in rows
+                  if r.case.parser == "changelog.check_append" and r.after.median is not None]
     if not candidates:
         print("loop held: no check_append case completed on after")
         return
-    worst = max(candidates, key=lambda r: r.after.median)
+    worst = max(candidates, key=lambda timed: timed[0])[1]
     for mode, how in (("loop", "via asyncio.to_thread"), ("offload", "via bot.core.offload (the worker process)")):
         run = run_worker(after_tree, worst.case, mode, args, repeat=max(1, min(args.repeat, 3)))
         if not run.times:

@@ -30,12 +30,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
 from bot.app.sandbox import _generate_key  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
-from drain import REPO, SECRET, seed, send, welcomes_per_pr  # noqa: E402
+from bench.drain import REPO, SECRET, seed, send, welcomes_per_pr  # noqa: E402
 from harness import free_port, start_server_process  # noqa: E402
 from harness import process_health as health  # noqa: E402
 
@@ -129,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as tmp:
                 rows.append(setup(SETUPS["sqlite"], [str(Path(tmp) / "bench.db")], args, key))
         if args.db != "none" and {"pg1", "pg3"} & set(chosen):
-            from intake import fresh_database
+            from bench.intake import fresh_database
 
             db = args.db
             if db == "auto":

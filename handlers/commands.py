@@ -63,6 +63,13 @@ class CommentCommand:
         """The comment's effective command now (None when it holds none, or was deleted)."""
         return None if self.action == "deleted" else parse(self.comment.get("body"), self._names)
 
+    @property
+    def given(self) -> Command:
+        """The command this delivery gives: the dispatcher runs a feature's command function only for one."""
+        if self.command is None:
+            raise ValueError(f"comment {self.comment_id} gives no command")
+        return self.command
+
     @functools.cached_property
     def before(self) -> Command | None:
         """An edited comment's effective command before the edit (None for other deliveries)."""
@@ -126,7 +133,8 @@ def answered(comment_id: int, accepted: bool, *, edited: bool) -> list[Action]:
     """👀 replaced by 👍 or 👎; after an edit the opposite one may stand from the comment's earlier command."""
     shown, other = (ACCEPTED, REFUSED) if accepted else (REFUSED, ACCEPTED)
     # the answer first, then 👀 taken off: the maintainer sees the answer one round trip sooner
-    return [React(comment_id, shown), Unreact(comment_id, SEEN)] + ([Unreact(comment_id, other)] if edited else [])
+    reactions: list[Action] = [React(comment_id, shown), Unreact(comment_id, SEEN)]
+    return reactions + ([Unreact(comment_id, other)] if edited else [])
 
 
 class Dispatcher:
@@ -171,7 +179,7 @@ class Dispatcher:
 
     async def run(self, ctx: Context, call: CommentCommand) -> list[Action]:
         """Check who may run the new command `call` gives, then run it."""
-        kind = answering_kind(call.command)
+        kind = answering_kind(call.given)
         route = self.routes.get(kind)
         if route is None:
             return []  # no feature here runs it
@@ -204,6 +212,7 @@ class Dispatcher:
         once per person and PR in REFUSAL_QUIET (an edit, or another such command, meanwhile gets nothing), and
         their delivery's writes go after everyone else's. When GitHub would not confirm the permission (it may be
         a maintainer's), the reply and 👎 as for any refusal."""
+        assert route.refusal is not None  # _check requires one of every command not anyone may run
         variables = route.refusal(ctx, call, refusal)
         let_go = await route.on_refusal(ctx, call, refusal) if route.on_refusal is not None else []
         reply = reply_comment(ctx, call.number, call.comment_id, variables)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from gidgethub import routing, sansio
 
@@ -29,10 +29,21 @@ def _error(e: ChangelogError) -> dict[str, Any]:
     return {"line": e.line, "code": e.code, "params": dict(e.params)}
 
 
-def _shown_link(ctx: Context, link: BadLink, file_url: str) -> dict[str, Any]:
-    return {"line": link.line, "value": link.value, "pr_number": link.pr_number, "expected": link.expected,
-            "pr_url": web(ctx.html_url, "pull", link.pr_number) if link.pr_number else None,
-            "line_url": f"{file_url}#L{link.line}"}
+class ShownLink(TypedDict):
+    """A bad `pr-link` as templates/default_branch_changelog.* show it."""
+
+    line: int
+    value: str
+    pr_number: int | None
+    expected: str | None
+    pr_url: str | None
+    line_url: str
+
+
+def _shown_link(ctx: Context, link: BadLink, file_url: str) -> ShownLink:
+    return ShownLink(line=link.line, value=link.value, pr_number=link.pr_number, expected=link.expected,
+                     pr_url=web(ctx.html_url, "pull", link.pr_number) if link.pr_number else None,
+                     line_url=f"{file_url}#L{link.line}")
 
 
 async def _owners(ctx: Context, path: str, data: dict[str, Any], text: bytes, sha: str,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from bot.effects.actions import Action, Comment
 from bot.rules.policy import Policy
@@ -24,17 +24,33 @@ def help_entries(names: Mapping[str, str]) -> list[dict[str, str]]:
             for spec in COMMANDS]
 
 
-def help_variables(policy: Policy, requester: str, command: Command) -> dict[str, Any]:
+class Problem(TypedDict):
+    """A command written with wrong arguments: its text and what is wrong (a USAGE_PROBLEMS key)."""
+
+    text: str
+    key: str
+
+
+class HelpVariables(TypedDict):
+    """What templates/help.* render."""
+
+    requester: str
+    commands: list[dict[str, str]]
+    docs_url: str
+    problem: Problem | None
+
+
+def help_variables(policy: Policy, requester: str, command: Command) -> HelpVariables:
     problem = None
     if command.problem is not None:
-        problem = {"text": command.source.text, "key": command.problem}
-    return {"requester": requester, "commands": help_entries(policy.commands.names()), "docs_url": policy.docs_url,
-            "problem": problem}
+        problem = Problem(text=command.source.text, key=command.problem)
+    return HelpVariables(requester=requester, commands=help_entries(policy.commands.names()),
+                         docs_url=policy.docs_url, problem=problem)
 
 
 async def help_reply(ctx: Context, call: CommentCommand) -> list[Action]:
     """The help reply to `call`'s command (handlers/commands.py routes `/help` and every usage problem here)."""
-    body = ctx.render("help", **help_variables(ctx.policy, call.author, call.command))
+    body = ctx.render("help", **help_variables(ctx.policy, call.author, call.given))
     return [Comment(call.number, reply_purpose(call.comment_id), body)]
 
 

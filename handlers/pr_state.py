@@ -18,7 +18,7 @@ import asyncio
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, NotRequired, Protocol, TypedDict, Unpack
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
@@ -121,8 +121,36 @@ def reply_record(body: str | None) -> dict[str, Any] | None:
     return found if isinstance(found, dict) else None
 
 
-def staging_state(state: str, policy: Policy, **extra: Any) -> dict[str, Any]:
+class AppRun(TypedDict, total=False):
+    """The results service's run a staging callback came from, and its page."""
+
+    app_run_id: int | None
+    app_run_url: str | None
+
+
+class StagingProgress(AppRun, total=False):
+    """What a staging section says beside its state, once the results service answered or the request failed."""
+
+    results_url: str | None
+    viewer_url: str
+    error: str | None
+
+
+class StagingSection(TypedDict):
     """A reply's staging section (templates/_staging.*.j2)."""
+
+    state: str
+    repository: str
+    results_url: str | None
+    app_run_url: str | None
+    error: str | None
+    primary_labels: list[str]
+    viewer_url: NotRequired[str]
+    app_run_id: NotRequired[int | None]
+
+
+def staging_state(state: str, policy: Policy, **extra: Unpack[StagingProgress]) -> StagingSection:
+    """The staging section in `state`, with what `extra` says."""
     return {"state": state, "repository": policy.results.repository, "results_url": None,
             "app_run_url": None, "error": None, "primary_labels": [p.name for p in policy.labels.primary],
             **extra}
@@ -136,9 +164,18 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
 
 
-def run_trust(ctx: Context) -> dict[str, Any]:
+class RunTrust(TypedDict):
     """What a run must match to count as the bot's sweep on this repository (bot.rules.dispatched_runs)."""
-    return {"bot_login": ctx.bot_login, "repository": ctx.repo, "workflows": tuple(ctx.policy.workflows.names().values())}
+
+    bot_login: str
+    repository: str
+    workflows: tuple[str, ...]
+
+
+def run_trust(ctx: Context) -> RunTrust:
+    """The `RunTrust` of this repository, as the policy names its sweep workflows."""
+    return RunTrust(bot_login=ctx.bot_login, repository=ctx.repo,
+                    workflows=tuple(ctx.policy.workflows.names().values()))
 
 
 def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
@@ -170,11 +207,11 @@ async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, 
     """The runs a bare `/reuse-sweep-run` chooses from, as GitHub shows them now, each with its record entry:
     the sweeps the bot dispatched for the PR, which its record holds (no listing of a branch's runs: a fork's
     own runs are among those)."""
-    found = []
+    found: list[tuple[dict, RunRecord]] = []
     for entry in record.runs:
         run = await read_run(ctx, entry.run_id) if entry.run_id else None
         known = recorded_run(ctx, run, record) if run is not None else None
-        if known is not None:
+        if run is not None and known is not None:
             found.append((run, known))
     return found
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any
+from typing import Any, Mapping, TypedDict
 
 import gidgethub
 from gidgethub import routing, sansio
@@ -47,34 +47,50 @@ INGEST_RECORD = "ingest-request"  # the merge notice's hidden line: <!-- sweepbo
 router = routing.Router()
 
 
+class IngestState(TypedDict):
+    """The merge notice's (and a post-merge `/use` reply's) ingest section."""
+
+    state: str  # "requested" or "dispatch_failed"
+    repository: str
+    error: str | None
+
+
+class OtherRun(TypedDict):
+    """A run a bare `/reuse-sweep-run` passed over, and why (a pins verdict code)."""
+
+    id: int
+    code: str
+
+
 # -- the pin commands ------------------------------------------------------------------------------
 
 
-def run_day(run: dict) -> str:
+def run_day(run: Mapping[str, Any]) -> str:
     """The day a run started, YYYY-MM-DD, as the requests carry it ("" when GitHub gave no time)."""
     return str(run.get("run_started_at") or run.get("created_at") or "")[:10]
 
 
-def run_fields(pr_number: int, run: dict) -> dict[str, str]:
+def run_fields(pr_number: int, run: Mapping[str, Any]) -> dict[str, str]:
     """What both requests to the results service say of the run: the PR, the run, its attempt and its day."""
     return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
             "run-date": run_day(run)}
 
 
-def staging_payload(pr_number: int, run: dict, requester: str, reply_id: int) -> dict[str, str]:
+def staging_payload(pr_number: int, run: Mapping[str, Any], requester: str, reply_id: int) -> dict[str, str]:
     """The `stage-results` client_payload (kebab-case, all strings), as the results service reads it."""
     return {**run_fields(pr_number, run), "requested-by": requester, "comment-id": str(reply_id)}
 
 
-def ingest_payload(pr_number: int, run: dict, merge_sha: str, pinned_by: str, notice_id: int) -> dict[str, str]:
+def ingest_payload(pr_number: int, run: Mapping[str, Any], merge_sha: str, pinned_by: str, notice_id: int
+                   ) -> dict[str, str]:
     """The `ingest-results` client_payload (kebab-case, all strings): which merged PR, which run (and attempt and
     date) to ingest, the merge commit, who pinned the run, and the merge notice the service may update."""
     return {**run_fields(pr_number, run), "merge-sha": merge_sha or "", "pinned-by": pinned_by,
             "comment-id": str(notice_id)}
 
 
-def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: dict | None,
-                    verdict: pins.Verdict | None, others: list[dict], *, fork: bool = False,
+def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: Mapping[str, Any] | None,
+                    verdict: pins.Verdict | None, others: list[OtherRun], *, fork: bool = False,
                     record: SweepRecord | None = None) -> dict[str, Any]:
     summary = summarize(run) if run else None
     shown = None if run is None else {
@@ -89,8 +105,9 @@ def reply_variables(ctx: Context, command: Command, requester: str, outcome: str
             "stage_command": f"/{commands.stage}", "ingest": None}
 
 
-async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord,
-                 named: pr_state.PinnedReads | None = None) -> tuple[str, dict | None, pins.Verdict | None, list[dict]]:
+async def choose(ctx: Context, command: Command, pull: Mapping[str, Any], record: SweepRecord,
+                 named: pr_state.PinnedReads | None = None
+                 ) -> tuple[str, Mapping[str, Any] | None, pins.Verdict | None, list[OtherRun]]:
     """(outcome, run, verdict, others) for an authorized pin command; `named`: the run the command names and its
     artifacts, read already (pr_state.read_pinned)."""
     if command.run_id is not None:
@@ -102,7 +119,7 @@ async def choose(ctx: Context, command: Command, pull: dict, record: SweepRecord
     chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs},
                                   fork=pr_state.pull_is_fork(ctx, pull), artifacts_of=artifacts, labels=labels,
                                   policy=ctx.policy, now=pr_state.utcnow())
-    others = [{"id": run["id"], "code": verdict.code} for run, verdict in chosen.others]
+    others = [OtherRun(id=run["id"], code=verdict.code) for run, verdict in chosen.others]
     if chosen.run is None:
         return "no_eligible_run", None, None, others
     return "accepted", chosen.run, chosen.verdict, others
@@ -123,7 +140,7 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     An edit that changed the command of the comment holding the pin replaces that pin when accepted (the record
     goes from the old pin to the new one in one write) and withdraws it when refused: the status records the
     withdrawal before the reply says "refused"."""
-    number, command, requester = call.number, call.command, call.author
+    number, command, requester = call.number, call.given, call.author
     # the record, the PR (through the delivery's reader: the gate reads it no more) and the run the command names
     # with its artifacts, together: the run id is in the command, and nothing about the run depends on the others
     # (and the label events, which say which labels count: kept by the delivery's reader)
@@ -135,7 +152,8 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     primary = await has_primary(ctx, pull, record)
     variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
                                 fork=pr_state.pull_is_fork(ctx, pull), record=record)
-    if outcome != "accepted":  # a refused command leaves an earlier pin as it was, unless its comment held it
+    if outcome != "accepted" or run is None:  # refused (accepted comes with its run): an earlier pin stays as it was,
+        # unless its comment held it
         answer = [pr_state.reply_comment(ctx, number, call.comment_id, variables),
                   *answered(call.comment_id, False, edited=call.edited)]
         if not (call.edited and holds(record.pin, call)):
@@ -201,7 +219,7 @@ def holds(pin: Pin | None, call: CommentCommand) -> bool:
 
 def pin_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
     """The reply's variables for a pin command its author may not run (the dispatcher's refusal)."""
-    return reply_variables(ctx, call.command, call.author, outcome, None, None, [])
+    return reply_variables(ctx, call.given, call.author, outcome, None, None, [])
 
 
 REFUSAL_WITHDRAWALS = {UNAUTHORIZED: pins.UNAUTHORIZED, PERMISSION_UNKNOWN: pins.PERMISSION_UNKNOWN}
@@ -235,12 +253,12 @@ async def pin_comment_changed(record_changed: pr_state.RecordChanged, ctx: Conte
     return await record_changed(ctx, call.number, record.unpinned(change, call.editor), exists)
 
 
-async def has_primary(ctx: Context, pull: dict, record: SweepRecord) -> bool:
+async def has_primary(ctx: Context, pull: Mapping[str, Any], record: SweepRecord) -> bool:
     """Whether a primary label that counts is on the PR (`pr_state.counted_labels`: a confirmed writer's)."""
     return pull_request.carries_primary(await pr_state.counted_label_names(ctx, pull, record), ctx.policy)
 
 
-async def stage(ctx: Context, number: int, comment_id: int, run: dict, requester: str,
+async def stage(ctx: Context, number: int, comment_id: int, run: Mapping[str, Any], requester: str,
                 variables: dict[str, Any], primary: bool, *, answer: tuple[Action, ...] | list[Action] = ()) -> bool:
     """`/use <run_id>` asks the results service to stage the run; the reply says so, and is what the service
     updates (its id goes into the request). Sets `variables["staging"]`. Whether the reply was posted, and
@@ -268,21 +286,21 @@ def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:
     return "reused" if verdict is not None and verdict.ok else "invalid"
 
 
-def ingest_requested(shown: Any, run_id: int) -> bool:
+def ingest_requested(shown: object, run_id: int) -> bool:
     """Whether a merge notice's record (`shown`, read back from its hidden line) says the ingest of `run_id` was
     asked for already: then nothing is sent again. A request that failed to go out is sent again."""
     return (isinstance(shown, dict) and type(shown.get("run_id")) is int and shown["run_id"] == run_id
             and shown.get("state") == "requested")
 
 
-async def shown_ingest_request(ctx: Context, number: int) -> Any:
+async def shown_ingest_request(ctx: Context, number: int) -> object:
     """The hidden record of the bot's merge notice on PR `number`, or None."""
     notice = await pr_state.own_comment(ctx, number, MERGE_PURPOSE)
     return read_hidden_record(INGEST_RECORD, notice.get("body")) if notice is not None else None
 
 
-def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: dict | None,
-                 verdict: pins.Verdict | None, ingest: dict[str, Any] | None, *, after_merge: bool,
+def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: Mapping[str, Any] | None,
+                 verdict: pins.Verdict | None, ingest: IngestState | None, *, after_merge: bool,
                  record: SweepRecord | None = None) -> Comment:
     summary = summarize(run) if run else None
     variables = {"outcome": outcome, "after_merge": after_merge, "pin": None if pin is None else {
@@ -293,43 +311,45 @@ def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: 
         "ingest": ingest, "report": None, "use_command": f"/{ctx.policy.commands.use}"}
     # the variables kept in the notice: the results service's counts are added to them and the notice re-rendered
     body = hidden_record(pr_state.NOTICE_RECORD, variables) + "\n" + ctx.render("merge_reuse", **variables)
-    if ingest is not None:
+    if ingest is not None and pin is not None:  # an ingest is always of the pin
         body = hidden_record(INGEST_RECORD, {"run_id": pin.run_id, "state": ingest["state"]}) + "\n" + body
     return Comment(number, MERGE_PURPOSE, body)
 
 
-def ingest_state(state: str, policy: Policy, error: str | None = None) -> dict[str, Any]:
-    """The merge notice's (and a post-merge `/use` reply's) ingest section: "requested" or "dispatch_failed"."""
-    return {"state": state, "repository": policy.results.repository, "error": error}
+def ingest_state(state: str, policy: Policy, error: str | None = None) -> IngestState:
+    """The ingest section of `state`: "requested" or "dispatch_failed"."""
+    return IngestState(state=state, repository=policy.results.repository, error=error)
 
 
-async def notify_merge(ctx: Context, pull: dict, record: SweepRecord, *, after_merge: bool) -> dict[str, Any] | None:
+async def notify_merge(ctx: Context, pull: Mapping[str, Any], record: SweepRecord, *, after_merge: bool
+                       ) -> IngestState | None:
     """Judge the winning pin of the merged `pull` again, write the merge notice, and ask the results service to
     ingest the run when it still qualifies (once: see the module's docstring). The ingest section shown (None
     when nothing is to be ingested)."""
-    number = pull["number"]
-    run = verdict = None
-    if record.pin is not None:
-        run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
-    outcome = merge_outcome(record.pin, verdict)
-    if outcome != "reused":
-        await ctx.write_now(merge_notice(ctx, number, outcome, record.pin, run, verdict, None, after_merge=after_merge,
-                                              record=record))
+    number, pin = pull["number"], record.pin
+    run: Mapping[str, Any] | None = None
+    verdict: pins.Verdict | None = None
+    if pin is not None:
+        run, verdict = await pr_state.judge_pinned(ctx, pin.run_id, pull, record)
+    outcome = merge_outcome(pin, verdict)
+    if outcome != "reused" or pin is None or run is None:  # a reused pin has its run
+        await ctx.write_now(merge_notice(ctx, number, outcome, pin, run, verdict, None, after_merge=after_merge,
+                                         record=record))
         return None
     ingest = ingest_state("requested", ctx.policy)
-    if ingest_requested(await shown_ingest_request(ctx, number), record.pin.run_id):
+    if ingest_requested(await shown_ingest_request(ctx, number), pin.run_id):
         return ingest  # asked already: the notice says so and stays as it is
-    notice = await ctx.write_now(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest,
-                                          after_merge=after_merge, record=record))
-    payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), record.pin.by, int(notice.id or 0))
+    notice = await ctx.write_now(merge_notice(ctx, number, outcome, pin, run, verdict, ingest,
+                                              after_merge=after_merge, record=record))
+    payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), pin.by, int(notice.id or 0))
     try:
         await ctx.write_now(RepositoryDispatch(ctx.policy.results.repository, ctx.policy.results.ingest,
                                            payload))
     except gidgethub.GitHubException as exc:  # shown in the notice; a maintainer asks again with `/use`
         logs.event("ingest request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
         ingest = ingest_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
-        await ctx.write_now(merge_notice(ctx, number, outcome, record.pin, run, verdict, ingest, after_merge=after_merge,
-                                     record=record))
+        await ctx.write_now(merge_notice(ctx, number, outcome, pin, run, verdict, ingest, after_merge=after_merge,
+                                         record=record))
     return ingest
 
 
@@ -351,7 +371,7 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
 
 def stage_variables(ctx: Context, call: CommentCommand) -> dict[str, Any]:
     commands = ctx.policy.commands
-    return {"template": "stage_reply", "command": call.command.source.text, "requester": call.author,
+    return {"template": "stage_reply", "command": call.given.source.text, "requester": call.author,
             "stage_command": f"/{commands.stage}", "use_command": f"/{commands.use}",
             "run": None, "verdict": None, "staging": None}
 
@@ -364,7 +384,7 @@ def stage_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str,
 async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
     """A maintainer's `/stage-results [<run_id>]`: ask the results service to stage a run again (the pinned one
     by default)."""
-    number, command = call.number, call.command
+    number, command = call.number, call.given
     variables = stage_variables(ctx, call)
     record, _ = await pr_state.load_record(ctx, number)
     run_id = command.run_id or (record.pin.run_id if record.pin else None)
@@ -375,7 +395,7 @@ async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
         run, verdict = await pr_state.judge_pinned(ctx, run_id, pull, record)
         variables["run"] = {"id": run_id,
                             "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id)}
-        if not verdict.ok:
+        if not verdict.ok or run is None:  # an accepted run exists
             variables.update(outcome="refused", verdict={"code": verdict.code})
         else:
             variables["outcome"] = "requested"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, Mapping
 
 import gidgethub
 from gidgethub import routing, sansio
@@ -93,7 +93,7 @@ def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, A
     head = pull["head"]["sha"]
     conclusion = rules.check_conclusion(records, head)
     shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH,
-                                                    OUTCOME_ORDER.get(r.get("outcome"), 3), r["signoff"]))
+                                                    OUTCOME_ORDER.get(r.get("outcome", ""), 3), r["signoff"]))
     summary = ctx.render("signoff_summary", head_sha=head, verdicts=[
         {k: r.get(k) for k in ("signer", "outcome", "state", "head_sha", "url")} for r in shown])
     waiting = conclusion == rules.PENDING
@@ -171,7 +171,7 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
     return check, rules.group_rows(groups), covers
 
 
-def sweep_run(ctx: Context, run: dict[str, Any], known: RunRecord) -> rules.SweepRun:
+def sweep_run(ctx: Context, run: Mapping[str, Any], known: RunRecord) -> rules.SweepRun:
     """A sweep the bot dispatched, as the sign-off sees it: it swept the PR head its record names (a fork's
     trusted run sits on the default branch, whose head is no PR commit)."""
     return rules.SweepRun(int(run["id"]), known.head_sha, run.get("status") or "", run.get("conclusion"),
@@ -197,9 +197,9 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], 
     if record.pin is not None:
         run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
         code = verdict.code
-        known = pr_state.recorded_run(ctx, run, record) if run is not None else None
-        if verdict.ok and known is not None:
-            pinned = sweep_run(ctx, run, known)
+        entry = pr_state.recorded_run(ctx, run, record) if run is not None else None
+        if verdict.ok and run is not None and entry is not None:
+            pinned = sweep_run(ctx, run, entry)
     sweep = rules.sweep_check(await sweep_runs(ctx, record), commits, pinned=pinned, asked=asked)
     reuse = rules.reuse_check(record.pin.run_id if record.pin else None, record.pin.by if record.pin else None,
                               code, required=ctx.policy.signoff.require_reuse, asked=asked)

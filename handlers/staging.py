@@ -20,9 +20,10 @@ unexpected shape is never rendered.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import gidgethub
@@ -39,8 +40,8 @@ from bot.core.processing import Context
 from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
                                          parse_callback)
 from bot.github.client import get_or_none
-from handlers.pr_state import (MERGE_PURPOSE, NOTICE_RECORD, load_record, own_comment, reply_comment, reply_record,
-                               staging_state)
+from handlers.pr_state import (MERGE_PURPOSE, NOTICE_RECORD, AppRun, StagingSection, load_record, own_comment,
+                               reply_comment, reply_record, staging_state)
 
 INGEST_PURPOSE = "ingest-{run_id}"
 INGEST_RECORD = "ingest"  # the report's hidden line: <!-- sweepbot-ingest {"app_run_id": ...} -->
@@ -87,12 +88,10 @@ def viewer_run_url(viewer: str, run_id: int) -> str:
     return links.viewer_links(viewer, run_id)["perf_url"]
 
 
-def record_problem(record: Any, run_id: int) -> str | None:
+def record_problem(record: dict[str, Any], run_id: int) -> str | None:
     """Why `record` (a reply's hidden record) is not a staging reply for `run_id` the bot can re-render, or None
     when it is: the reply of an accepted `/use` or of a `/stage-results` that asked the results service for
     that run, with a staging section in a state that a request went out in."""
-    if not isinstance(record, dict):
-        return "the comment holds no reply record"
     template = record.get("template", "reuse_reply")
     if template not in STAGING_REPLIES:
         return f"a {template!r} reply is not a staging reply"
@@ -122,7 +121,7 @@ def on_issue(comment: dict, repo: str, number: int) -> bool:
     return path.casefold().endswith(f"/repos/{repo}/issues/{number}".casefold())
 
 
-def staging_reply(comment: Any, *, bot_login: str, repo: str, number: int, run_id: int
+def staging_reply(comment: object, *, bot_login: str, repo: str, number: int, run_id: int
                   ) -> tuple[int, dict[str, Any]] | str:
     """(the command comment it replies to, its record) when `comment` is the bot's own staging reply on issue
     `number` for `run_id`; else why not."""
@@ -130,18 +129,21 @@ def staging_reply(comment: Any, *, bot_login: str, repo: str, number: int, run_i
         return "the comment is not the bot's"
     if not on_issue(comment, repo, number):
         return f"the comment is not on #{number}"
-    body = comment.get("body") if isinstance(comment.get("body"), str) else ""
+    text = comment.get("body")
+    body = text if isinstance(text, str) else ""
     purpose = _REPLY_PURPOSE.fullmatch(purpose_of(body) or "")
     if purpose is None:
         return "the comment is not a reply to a command"
     record = reply_record(body.split("\n", 1)[-1])
+    if record is None:
+        return "the comment holds no reply record"
     problem = record_problem(record, run_id)
     return problem if problem is not None else (int(purpose.group(1)), record)
 
 
 def shown_progress(staging: dict[str, Any]) -> tuple[int, int] | None:
     """(app run, phase) the staging section shows; None when nothing has come back from the service yet."""
-    phase = STATE_PHASES.get(staging.get("state"))
+    phase = STATE_PHASES.get(staging.get("state", ""))
     if phase is None:
         return None
     app_run = staging.get("app_run_id")
@@ -159,11 +161,11 @@ def is_newer(staging: dict[str, Any], callback: Callback) -> bool:
     return shown is None or (callback.app_run_id or 0, PHASES[callback.kind]) > shown
 
 
-def next_staging(callback: Callback, policy: Policy, html_url: str) -> dict[str, Any]:
+def next_staging(callback: Callback, policy: Policy, html_url: str) -> StagingSection:
     """The reply's staging section after a stage callback: the state, the app run it came from and its link,
     and (staged) the checked results link, if any."""
-    progress = {"app_run_id": callback.app_run_id,
-                "app_run_url": app_run_url(html_url, policy.results.repository, callback.app_run_id)}
+    progress = AppRun(app_run_id=callback.app_run_id,
+                      app_run_url=app_run_url(html_url, policy.results.repository, callback.app_run_id))
     if callback.kind == "started":
         return staging_state("started", policy, **progress)
     if callback.succeeded:
@@ -172,23 +174,38 @@ def next_staging(callback: Callback, policy: Policy, html_url: str) -> dict[str,
     return staging_state("stage_failed", policy, **progress)
 
 
-def ingest_variables(callback: Callback, policy: Policy, html_url: str) -> dict[str, Any]:
+class IngestReport(TypedDict):
+    """What templates/ingest_report.* render (and the merge notice, as its `report`)."""
+
+    run_id: int
+    run_url: str
+    app_run_url: str | None
+    ingest_run_url: str | None
+    run_date: str | None
+    rows: list[str]
+    columns: list[str]
+    counts: dict[str, dict[str, int]]  # row -> column -> count
+    extra_counts: list[list[str | int]]  # [name, count]
+
+
+def ingest_variables(callback: Callback, policy: Policy, html_url: str) -> IngestReport:
     """The report's variables: the ingest run's link is the one the service sent (checked and rebuilt), else the
     page of the run that sent the callback; the extra counters are the documented ones sent, in their order."""
     app_run = app_run_url(html_url, policy.results.repository, callback.app_run_id)
-    return {"run_id": callback.run_id, "run_url": links.web(html_url, "actions", "runs", callback.run_id),
-            "app_run_url": app_run, "ingest_run_url": callback.ingest_run_url or app_run,
-            "run_date": callback.run_date.isoformat() if callback.run_date else None,
-            "rows": list(ROWS), "columns": list(COLUMNS),
-            "counts": {row: dict(callback.counts[row]) for row in ROWS},
-            "extra_counts": [[name, callback.extra_counts[name]] for name in EXTRA_COUNTERS
-                             if name in (callback.extra_counts or {})]}
+    counts, extra = callback.counts, callback.extra_counts or {}
+    assert counts is not None  # set for "ingested", the only kind reported
+    return IngestReport(run_id=callback.run_id, run_url=links.web(html_url, "actions", "runs", callback.run_id),
+                        app_run_url=app_run, ingest_run_url=callback.ingest_run_url or app_run,
+                        run_date=callback.run_date.isoformat() if callback.run_date else None,
+                        rows=list(ROWS), columns=list(COLUMNS),
+                        counts={row: dict(counts[row]) for row in ROWS},
+                        extra_counts=[[name, extra[name]] for name in EXTRA_COUNTERS if name in extra])
 
 
 # -- events ----------------------------------------------------------------------------------------
 
 
-def ignore(message: str, callback: Callback, **fields: Any) -> list[Action]:
+def ignore(message: str, callback: Callback, **fields: object) -> list[Action]:
     logs.event(f"results callback ignored: {message}", logging.WARNING, kind=callback.kind, pr=callback.pr_number,
                run=callback.run_id, app_run=callback.app_run_id, comment=callback.comment_id, **fields)
     return []
@@ -196,14 +213,15 @@ def ignore(message: str, callback: Callback, **fields: Any) -> list[Action]:
 
 async def find_reply(ctx: Context, callback: Callback) -> tuple[int, dict[str, Any]] | str:
     """(the command comment id, the record) of the bot's staging reply the callback is about; else why none."""
-    check = dict(bot_login=ctx.bot_login, repo=ctx.repo, number=callback.pr_number, run_id=callback.run_id)
+    reply_of = functools.partial(staging_reply, bot_login=ctx.bot_login, repo=ctx.repo, number=callback.pr_number,
+                                 run_id=callback.run_id)
     if callback.comment_id is not None:
         comment = await get_or_none(ctx.gh, links.repo_api(ctx.repo, "issues", "comments", callback.comment_id))
         if comment is None:
             return "comment-id names no comment of this repository"
-        return staging_reply(comment, **check)
+        return reply_of(comment)
     for comment in reversed(await ctx.comments(callback.pr_number)):
-        if not isinstance(found := staging_reply(comment, **check), str):
+        if not isinstance(found := reply_of(comment), str):
             return found
     return "no staging reply of the bot for this run on the PR"
 
@@ -246,8 +264,9 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
         return ignore("an issue, not a pull request", callback)
     record, _ = await load_record(ctx, number)
     pinned = record.pin is not None and record.pin.run_id == callback.run_id
-    check = dict(bot_login=ctx.bot_login, repo=ctx.repo, number=number, run_id=callback.run_id)
-    if not pinned and all(isinstance(staging_reply(c, **check), str) for c in await ctx.comments(number)):
+    reply_of = functools.partial(staging_reply, bot_login=ctx.bot_login, repo=ctx.repo, number=number,
+                                 run_id=callback.run_id)
+    if not pinned and all(isinstance(reply_of(c), str) for c in await ctx.comments(number)):
         return ignore("the run is neither pinned nor staged on the pull request", callback)
     shown = await shown_ingest_run(ctx, number, callback.run_id)
     if shown is not None and callback.app_run_id is not None and callback.app_run_id < shown:
@@ -264,13 +283,15 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
     return [Comment(number, INGEST_PURPOSE.format(run_id=callback.run_id), kept + "\n" + body)]
 
 
-async def merge_notice_with(ctx: Context, number: int, run_id: int, report: dict[str, Any], kept: str
+async def merge_notice_with(ctx: Context, number: int, run_id: int, report: IngestReport, kept: str
                             ) -> Comment | None:
     """The bot's merge notice for `run_id` (it asked for this ingest) re-rendered with the ingest's counts; None
     when there is none to add them to (the run was staged, not merged), and the report is a comment of its own."""
     notice = await own_comment(ctx, number, MERGE_PURPOSE)
     shown = read_hidden_record(NOTICE_RECORD, notice.get("body")) if notice is not None else None
-    pin = shown.get("pin") if isinstance(shown, dict) else None
+    if notice is None or not isinstance(shown, dict):
+        return None
+    pin = shown.get("pin")
     if not isinstance(pin, dict) or pin.get("run_id") != run_id or (shown.get("ingest") or {}).get("state") != "requested":
         return None
     variables = {**shown, "report": report}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import cachetools
 from gidgethub import routing, sansio
@@ -17,7 +17,7 @@ from bot.effects.actions import (Action, Annotation, CancelRun, CheckButton, Che
                                  RemoveLabel)
 from bot.core import offload
 from bot.effects.comments import PER_PAGE
-from bot.rules.changelog import ChangelogResult, check_append, unfinished_check
+from bot.rules.changelog import ChangelogError, ChangelogResult, check_append, unfinished_check
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
@@ -285,7 +285,7 @@ def _plain(condition: Condition) -> dict[str, Any]:
             "mark": shown, "symbol": MARK_SYMBOLS[shown]}
 
 
-def _error(e: Any) -> dict[str, Any]:
+def _error(e: ChangelogError) -> dict[str, Any]:
     return {"line": e.line, "code": e.code, "params": dict(e.params)}
 
 
@@ -319,7 +319,7 @@ def status_variables(ctx: Context, state: PRState, decision: Decision, record: S
 
 
 def status_view(decision: Decision, run: dict[str, Any] | None, *, head_sha: str, author: str, is_fork: bool,
-                g: dict[str, Any], errors: list = (), unlisted: int = 0, unlisted_at_least: bool = False,
+                g: dict[str, Any], errors: Sequence[ChangelogError] = (), unlisted: int = 0, unlisted_at_least: bool = False,
                 pin_withdrawn: dict[str, Any] | None = None, for_check: bool = False) -> dict[str, Any]:
     """What templates/sweep_status.* render, from the decision and plain values (the tests build it too)."""
     code, said = headline(decision)
@@ -365,7 +365,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
     )
 
 
-def _with_dispatch(decision: Decision, code: str, **params: Any) -> Decision:
+def _with_dispatch(decision: Decision, code: str, **params: object) -> Decision:
     ok = {"running": True, "not_dispatched": None}.get(code, False)
     conditions = tuple(Condition("dispatch", ok, code, params) if c.name == "dispatch" else c
                        for c in decision.conditions)
@@ -390,7 +390,9 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
     for run_id in runs_to_cancel(decision, record, closed_unmerged=closed_unmerged):
         result = await ctx.write_now(CancelRun(run_id))
         if result.outcome in ("cancelled", "finished", "absent"):
-            conclusion = "cancelled" if result.outcome == "cancelled" else record.run(run_id).conclusion
+            entry = record.run(run_id)
+            assert entry is not None  # runs_to_cancel names only runs of the record
+            conclusion = "cancelled" if result.outcome == "cancelled" else entry.conclusion
             record = record.update_run(run_id, status="completed", conclusion=conclusion)
             cancelled.append(run_id)
     if decision.start is not None and may_start:
@@ -566,7 +568,7 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     comment = await run_comment(ctx, number, run, known, record)
     entry = record.by_dispatch(known.dispatch_id)
     # the run's own check (any run, current or superseded: written only when it changes), then its comment
-    finished = [sweep_check(ctx, entry)] if entry is not None and entry.run_id else []
+    finished: list[Action] = [sweep_check(ctx, entry)] if entry is not None and entry.run_id else []
     finished += [comment] if comment is not None else []
     if exists and known == entry:
         return finished  # a redelivery, or a status the comment already shows (a rerun's comment is new)
