@@ -57,6 +57,7 @@ class Processor:
                                ) -> None:
         """One delivery as a scheduler took it, with its ledger rows read in the same journal round trip: the one
         way bot/delivery reaches the processor (with `pr_of_sha`, for a delivery in a SHA lane)."""
+        assert d.body is not None  # a scheduler takes a delivery with its payload (Journal.begin)
         event = sansio.Event(json.loads(d.body), event=d.event, delivery_id=d.id)
         await self.process(event, ledger=JournalLedger(journal, d.seq, effects),
                            waiting=(lambda: scheduler.waiting(d.lane)) if scheduler is not None else None,
