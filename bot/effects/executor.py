@@ -351,7 +351,7 @@ class Executor:
 
     async def unreact(self, action: act.Unreact) -> Result:
         found = self._made(act.React(action.comment_id, action.content)) or await self.find_reaction(action)
-        if found is None:
+        if found is None or found.id is None:
             return Result("absent")
         try:
             await self.gh.delete(self._reactions_url(action.comment_id, found.id))
@@ -381,7 +381,8 @@ class Executor:
     async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
         """The run this dispatch started, by its dispatch id, among the bot's own dispatches of the workflow (a
         fork's `pull_request` run can carry the same id in its name: bot.rules.dispatched_runs)."""
-        query = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE, "head_sha": action.head_sha}
+        query: dict[str, str | int | None] = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE,
+                                              "head_sha": action.head_sha}
         url = repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "runs", **query)
         seen = 0
         async for run in self.gh.getiter(url, iterable_key="workflow_runs"):
