@@ -13,7 +13,7 @@ from gidgethub import routing, sansio
 from bot.effects import actions as act
 from bot.telemetry import logs
 from bot.effects.comments import CommentStore
-from bot.delivery.journal import Delivery, Journal
+from bot.delivery.journal import Delivery, JournalBackend
 from bot.delivery.runner import Scheduler
 from bot.effects.executor import DryRun, Executor, JournalLedger, Ledger, MemoryLedger
 from bot.github.client import GitHubApp
@@ -53,7 +53,7 @@ class Processor:
         self.permissions = SharedReads(cachetools.TTLCache(maxsize=4096, ttl=PERMISSION_TTL))
         self.refusals: cachetools.TTLCache = cachetools.TTLCache(maxsize=16_384, ttl=REFUSAL_QUIET)
 
-    async def process_delivery(self, d: Delivery, effects: dict, journal: Journal, scheduler: Scheduler | None
+    async def process_delivery(self, d: Delivery, effects: dict, journal: JournalBackend, scheduler: Scheduler | None
                                ) -> None:
         """One delivery as a scheduler took it, with its ledger rows read in the same journal round trip: the one
         way bot/delivery reaches the processor (with `pr_of_sha`, for a delivery in a SHA lane)."""

@@ -18,7 +18,7 @@ from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, GitHubClient, get_or_none
 from bot.github.shared_reads import SharedReads
 from bot.delivery.failures import NeedsAPerson, NotListedYet
-from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
+from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, JournalBackend
 from bot.rules.links import repo_api
 
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
@@ -90,7 +90,7 @@ class MemoryLedger:
 class JournalLedger:
     """The ledger of one journaled delivery: read once when it starts, each change synced before it matters."""
 
-    def __init__(self, journal: Journal, seq: int, rows: dict[str, Effect]):
+    def __init__(self, journal: JournalBackend, seq: int, rows: dict[str, Effect]):
         self.journal, self.seq, self.rows = journal, seq, rows
 
     def get(self, key: str) -> Effect | None:
