@@ -203,6 +203,12 @@ class Call:
     def fields(self) -> dict[str, Any]:
         return self.body if isinstance(self.body, dict) else {}
 
+    @property
+    def user(self) -> dict[str, Any]:
+        """`actor`, on a route an installation's token reaches (only the App's own routes have no actor)."""
+        assert self.actor is not None
+        return self.actor
+
 
 def user_json(login: str, type_: str | None = None) -> dict[str, Any]:
     uid = int(hashlib.sha1(login.lower().encode()).hexdigest()[:8], 16)

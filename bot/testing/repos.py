@@ -191,7 +191,7 @@ class ReposMixin(GitHubCore):
         repo.dispatches.append({
             "event_type": event_type,
             "client_payload": copy.deepcopy(payload),
-            "sender": call.actor["login"],
+            "sender": call.user["login"],
             "created_at": self._stamp(),
         })
         return 204, None
