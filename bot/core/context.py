@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, MutableMapping
+from typing import Any, Awaitable, Callable, Hashable, MutableMapping
 
 from gidgethub import sansio
 
@@ -44,7 +44,7 @@ class Context:
     waiting: Callable[[], list[tuple[str, str | None]]] = lambda: []  # (event, action) queued behind this one
     last_try: bool = False  # a transient failure now is not retried: the delivery's retry window is over
     # the process's: who was refused a command on which PR lately, answered once (handlers/commands.py)
-    refusals: MutableMapping[Any, float] = field(default_factory=dict)
+    refusals: MutableMapping[Hashable, float] = field(default_factory=dict)
     reader: PRReader = field(init=False)
     permissions: Permissions = field(init=False)
 
@@ -62,7 +62,7 @@ class Context:
             raise RuntimeError("this context cannot write")
         return await self._apply(action)
 
-    def writing_after(self, first: Awaitable[Any]) -> "Context":
+    def writing_after(self, first: Awaitable[object]) -> "Context":
         """This context (the same reads, the same writer) whose writes wait until `first` is done: a write begun
         before the handler's reads (the command's 👀) stays before every write the handler makes."""
         view = copy.copy(self)

@@ -3,7 +3,7 @@ is the registry's, never the handlers' names."""
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, ParamSpec, Sequence, TypeVar, overload
+from typing import Awaitable, Callable, ParamSpec, Sequence, TypeVar, overload
 
 from gidgethub import routing, sansio
 
@@ -20,17 +20,17 @@ class Router(routing.Router):
     """gidgethub's router, for handlers: `add` and `register` take a function of (event, context) that returns the
     actions it decided on (gidgethub's types want callbacks that return nothing)."""
 
-    def add(self, func: Handler, event_type: str, **data_detail: Any) -> None:
+    def add(self, func: Handler, event_type: str, **data_detail: object) -> None:
         super().add(func, event_type, **data_detail)  # type: ignore[arg-type]  # gidgethub discards what it returns
 
-    def register(self, event_type: str, **data_detail: Any) -> Registration:
+    def register(self, event_type: str, **data_detail: object) -> Registration:
         return Registration(self, event_type, data_detail)
 
 
 class Registration:
     """`@router.register(event_type, **data_detail)`: adds the handler it decorates and gives it back."""
 
-    def __init__(self, router: Router, event_type: str, data_detail: dict[str, Any]) -> None:
+    def __init__(self, router: Router, event_type: str, data_detail: dict[str, object]) -> None:
         self.router, self.event_type, self.data_detail = router, event_type, data_detail
 
     @overload
@@ -52,7 +52,7 @@ class OrderedRouter(Router):
         self._rank: dict[Handler, int] = {}
         super().__init__(*other_routers)
 
-    def add(self, func: Handler, event_type: str, **data_detail: Any) -> None:
+    def add(self, func: Handler, event_type: str, **data_detail: object) -> None:
         self._rank.setdefault(func, len(self._rank))
         super().add(func, event_type, **data_detail)
 

@@ -25,7 +25,7 @@ class KindNotFound(jinja2.TemplateNotFound):
     """A template kind that is missing its English file, its Chinese file, or both."""
 
 
-def code_span(value: Any) -> str:
+def code_span(value: object) -> str:
     """Return `value` as one Markdown inline code span, whatever backticks or line breaks it holds.
 
     Line breaks become spaces, so the span stays on one line and no part of the
@@ -44,7 +44,7 @@ def code_span(value: Any) -> str:
     return f"{fence}{text}{fence}"
 
 
-def one_line(value: Any) -> str:
+def one_line(value: object) -> str:
     """Collapse every run of whitespace, line breaks included, into one space."""
     return " ".join(str(value).split())
 
