@@ -435,9 +435,6 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure", "action_required", "stale"})
-
-
 def run_outcome(run: Dispatched) -> tuple[bool | None, str]:
     """(ok, code) of the dispatch condition for the run of the PR's current state."""
     if run.status in ACTIVE_STATUSES or run.status != "completed":

@@ -153,7 +153,6 @@ class Repo:
     jobs: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # run id -> jobs, every attempt
     check_runs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # check run id -> notes
-    merge_bases: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (base, head) -> sha
     merge_commits: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a PR's merge commit -> parents
     reviews: dict[int, tuple[int, dict[str, Any]]] = dataclasses.field(default_factory=dict)  # id -> (PR, review)
     review_comments: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # id -> comment
