@@ -514,7 +514,8 @@ def check_config(path: str, out: TextIO | None = None) -> int:
         for error in exc.errors:
             print(f"  - {error}", file=out)
             if getattr(error, "hint", None):
-                print(f"    hint: {hints.hint(error)}", file=out)  # type: ignore[attr-defined]  # macros: set at run time
+                hint = hints.hint(error)  # type: ignore[attr-defined]  # jinja2 sets a template's macros at run time
+                print(f"    hint: {hint}", file=out)
         return 1
     print(f"{path}: valid", file=out)
     return 0
