@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.effects.actions import Action, AddLabels, EnsureLabel, RemoveLabel
+from bot.core import routing
 from bot.core.processing import Context
 from bot.rules.policy import AutoLabel
 from bot.rules.pull_request import label_key, last_applied

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
-from bot.core import offload
+from bot.core import offload, routing
 from bot.core.processing import Context
 from bot.effects.actions import Action, ReviewComment, SuggestionReview
 from bot.rules.changelog import ChangelogError, check_append

@@ -25,8 +25,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, Mapping
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
+from bot.core import routing
 from bot.core.processing import Context
 from bot.effects.actions import Action, React, Unreact
 from bot.rules.commands import ANYONE, MAINTAINERS, SPECS, Command, answering_kind, is_new_command, parse

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.effects.actions import Action, CloseIssue, Issue
 from bot.core.config import REPO_CONFIG_PATH
+from bot.core import routing
 from bot.core.processing import Context
 
 PURPOSE = "config-invalid"

@@ -25,7 +25,7 @@ import logging
 from typing import Any, Mapping, TypedDict
 
 import gidgethub
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.telemetry import logs
 
@@ -36,6 +36,7 @@ from bot.rules.commands import Command
 from bot.rules.links import web
 from bot.rules.markers import hidden_record, read_hidden_record
 from bot.rules.run_summary import summarize
+from bot.core import routing
 from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, SweepRecord
 from handlers import pr_state

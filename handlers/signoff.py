@@ -18,7 +18,7 @@ import logging
 from typing import Any, Mapping
 
 import gidgethub
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.telemetry import logs
 from bot.rules import signoff as rules
@@ -31,6 +31,7 @@ from bot.rules.markers import (hidden_record, is_bots, marker, purpose_of, read_
                                sent_by)
 from bot.rules.links import Slashed, repo_api, web
 from bot.rules.pull_request import label_names, own_check_run
+from bot.core import routing
 from bot.core.processing import Context
 from bot.rules.dispatched_runs import not_the_bots
 from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status

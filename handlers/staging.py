@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import gidgethub
 import jinja2
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.rules.policy import Policy
 from bot.rules import links
@@ -36,6 +36,7 @@ from bot.rules import links
 from bot.telemetry import logs
 from bot.effects.actions import Action, Comment
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.core import routing
 from bot.core.processing import Context
 from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
                                          parse_callback)

@@ -8,14 +8,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import cachetools
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.delivery import lanes
 
 from bot.telemetry import logs
 from bot.effects.actions import (Action, Annotation, CancelRun, CheckButton, CheckRun, Comment, DispatchWorkflow,
                                  RemoveLabel)
-from bot.core import offload
+from bot.core import offload, routing
 from bot.effects.comments import PER_PAGE
 from bot.rules.changelog import ChangelogError, ChangelogResult, check_append, unfinished_check
 from bot.rules.changelog.limits import policy_limits

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from gidgethub import routing, sansio
+from gidgethub import sansio
 
 from bot.effects.actions import Action, Comment
+from bot.core import routing
 from bot.core.processing import Context
 from bot.rules.policy import Policy
 from bot.rules.pull_request import is_fork

@@ -21,13 +21,15 @@ from aiohttp import ClientSession, web
 from gidgethub import sansio
 
 from bot.telemetry import logs
-from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, load_app_yaml, parse_repo_config
+from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, parse_repo_config
+from bot.core.processing import Processor
+from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
 from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
 from bot.telemetry.metrics import COUNTED_EVENTS, Metrics
-from bot.app.runtime import Bot, live_github, log_secrets
+from bot.app.runtime import Bot, default_router, live_github, log_secrets
 from bot.app.worker_process import WorkerProcess, WorkersUnavailable
 from bot.app.header_deadline import DeadlineSite
 from bot.app.server import make_app
@@ -128,7 +130,7 @@ async def _serve(settings: Settings, out: TextIO | None, *, transcript: Path | N
     url = f"http://{settings.host}:{_bound_port(runner, settings.port)}"
     logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
     try:
-        if sandbox:
+        if recorder is not None:  # the sandbox
             _sandbox_banner(out, url, settings, transcript, bot.journal.where, journal_removed)
             await _walk_unless_stopped(_walk_lifecycle(out, url, settings, fake, bot, recorder), stop)
             if recorder.transcript is not None:
@@ -297,14 +299,13 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
             await app.close()
             return 2
         print("(sandbox: in-memory GitHub; set APP_ID and PRIVATE_KEY to act on real GitHub)", file=out)
-    bot = Bot(settings, app, journal=_NoJournal())
+    processor = Processor(app, default_router(), RepoConfigs(), Templates(), app.metrics)  # one delivery, no journal
     try:
         event = sansio.Event(payload, event=event_name, delivery_id=delivery_id)
-        if not bot.processor.wants(event):
+        if not processor.wants(event):
             print(f"no handler wants {event_name}.{payload.get('action')}", file=out)
             return 0
-        outcome = await bot.processor.process(event, dry_run=dry_run,
-                                              report=lambda line: print(line, file=out))
+        outcome = await processor.process(event, dry_run=dry_run, report=lambda line: print(line, file=out))
         print(f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
               f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}", file=out)
         if not dry_run:
@@ -321,16 +322,6 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
         return 2
     finally:
         await app.close()
-
-
-class _NoJournal:
-    """`receive` runs one delivery outside the journal."""
-
-    async def prune(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        pass
 
 
 def _journal_or_say_why(settings: Settings) -> JournalBackend | None:
@@ -523,7 +514,8 @@ def check_config(path: str, out: TextIO | None = None) -> int:
         for error in exc.errors:
             print(f"  - {error}", file=out)
             if getattr(error, "hint", None):
-                print(f"    hint: {hints.hint(error)}", file=out)
+                hint = hints.hint(error)  # type: ignore[attr-defined]  # jinja2 sets a template's macros at run time
+                print(f"    hint: {hint}", file=out)
         return 1
     print(f"{path}: valid", file=out)
     return 0

@@ -6,7 +6,7 @@ import asyncio
 import sys
 import threading
 import time
-from typing import Any, Awaitable
+from typing import TYPE_CHECKING, Any, Awaitable, Mapping, Sequence, TypedDict, TypeGuard
 
 from gidgethub import routing
 
@@ -21,9 +21,13 @@ from bot.delivery.journal_open import open_journal
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
-from bot.delivery.runner import Scheduler
+from bot.delivery.runner import Resolve, Scheduler
 from bot.delivery.workers import Workers
 from bot.telemetry.metrics import Metrics, merged_exposition
+
+if TYPE_CHECKING:  # imported where used: psycopg only with a PostgreSQL journal
+    from bot.delivery.journal_pg import PgJournal
+    from bot.delivery.replica_workers import ReplicaWorkers
 
 HEALTH_PROBE_TIMEOUT = 2.0  # each journal or database probe of /readyz and /healthz
 LOOP_ANSWER_TIMEOUT = 1.0  # /livez: the workers' loop must run a no-op within this long
@@ -33,9 +37,29 @@ SWITCH_INTERVAL = 0.001
 
 def live_github(settings: Settings, metrics: Metrics) -> GitHubApp:
     """The App against the GitHub that settings name (no request is made until one is needed)."""
-    return GitHubApp(app_id=settings.app_id, private_key=settings.private_key, api_url=settings.api_url,
+    return GitHubApp(app_id=settings.app_id or "", private_key=settings.private_key or "", api_url=settings.api_url,
                      metrics=metrics, timeout=http_timeout(settings.http_timeout), in_flight=settings.github_in_flight,
                      pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute))
+
+
+class SchedulerOptions(TypedDict):
+    """What the workers take from the settings, on either journal."""
+
+    concurrency: int
+    max_attempts: int
+    retry_delay: float
+    retry_for: float
+    resolve: Resolve
+
+
+def shared(journal: JournalBackend) -> TypeGuard[PgJournal]:
+    """Whether `journal` is one that several replicas share (PostgreSQL)."""
+    return hasattr(journal, "claim")
+
+
+def replicated(workers: Scheduler | None) -> TypeGuard[ReplicaWorkers]:
+    """Whether `workers` are one replica's, sharing the work through the database."""
+    return hasattr(workers, "holder")
 
 
 def default_router() -> routing.Router:
@@ -74,17 +98,18 @@ class Bot:
         if self.settings.workers > 0:
             if self.settings.worker_thread:
                 self._loop = WorkerLoop()
-            options = dict(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
-                           retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
-                           resolve=self.processor.pr_of_sha)
-            if self.shared:  # replicas share the work, the timers and the write budget through the database
+            options = SchedulerOptions(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
+                                       retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
+                                       resolve=self.processor.pr_of_sha)
+            journal = self.journal
+            if shared(journal):  # replicas share the work, the timers and the write budget through the database
                 from bot.delivery.replica_workers import ReplicaWorkers
 
-                self.workers = ReplicaWorkers(self.journal, self._process, self.metrics,
+                self.workers = ReplicaWorkers(journal, self._process, self.metrics,
                                               lease=self.settings.lease_seconds, on_replicas=self._share, **options)
                 limit = self.settings.writes_per_minute
                 self.app.shared_pacer = lambda installation: SharedWritePacer(
-                    self.journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
+                    journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
             else:
                 self.workers = Workers(self.journal, self._process, self.metrics, **options)
             resumed = await self._on_workers(self.workers.start())
@@ -93,11 +118,6 @@ class Bot:
     def _share(self, replicas: int) -> None:
         """This replica's part of GitHub's budget of requests under way at once: an equal share of the App's."""
         self.app.budget.share(self.settings.github_in_flight // replicas)
-
-    @property
-    def shared(self) -> bool:
-        """Whether the journal is one that several replicas share (PostgreSQL)."""
-        return hasattr(self.journal, "claim")
 
     async def _on_workers(self, coro: Any) -> Any:
         """Run a coroutine where the workers live: their own thread and loop, or this loop."""
@@ -133,7 +153,7 @@ class Bot:
                 return self.metrics.render()
             return merged_exposition([self.metrics.render(), theirs.encode()])
         self.metrics.backlog.set(await self.workers.backlog() if self.workers else 0)  # on PostgreSQL: every replica's
-        if self.workers is not None and hasattr(self.workers, "holder"):
+        if replicated(self.workers):
             self.metrics.replica_lanes.labels(self.workers.holder).set(len(self.workers.held()))
         return self.metrics.render()
 
@@ -141,12 +161,12 @@ class Bot:
         """The scheduler's one call into the processor: the delivery, its ledger rows, this journal and scheduler."""
         return self.processor.process_delivery(d, effects, self.journal, self.workers)
 
-    async def _database_health(self) -> dict[str, Any]:
+    async def _database_health(self, journal: PgJournal) -> dict[str, Any]:
         """The shared database: reachable, how long the oldest pending delivery has waited, the leases held."""
-        found: dict[str, Any] = {"target": self.journal.where, "replica": getattr(self.workers, "holder", None)}
+        found: dict[str, Any] = {"target": journal.where, "replica": getattr(self.workers, "holder", None)}
         try:
-            oldest = await asyncio.wait_for(self.journal.oldest_pending(), HEALTH_PROBE_TIMEOUT)
-            leases = await asyncio.wait_for(self.journal.leases(), HEALTH_PROBE_TIMEOUT)
+            oldest = await asyncio.wait_for(journal.oldest_pending(), HEALTH_PROBE_TIMEOUT)
+            leases = await asyncio.wait_for(journal.leases(), HEALTH_PROBE_TIMEOUT)
         except Exception as exc:
             return {**found, "reachable": False, "error": f"{type(exc).__name__}: {exc}"}
         mine = sum(1 for holder in leases.values() if holder == found["replica"])
@@ -255,8 +275,8 @@ class Bot:
         """What the workers know: GitHub's errors, each installation's authentication, unreconciled effects,
         repositories whose config is refused."""
         found: dict[str, Any] = {"workers": self.workers.concurrency if self.workers else 0}
-        if self.shared:
-            found["database"] = await self._database_health()
+        if shared(self.journal):
+            found["database"] = await self._database_health(self.journal)
         found["last_github_error"] = self.metrics.last_github_error
         problems = self.app.auth_problems
         found["authentication"] = {str(i): reason for i, reason in problems.items()} or "ok"
@@ -287,8 +307,8 @@ class Bot:
         return {"workers_process": process, **{key: theirs[key] for key in keys if key in theirs}}
 
     @staticmethod
-    def _warnings(auth: dict[int, str], unreconciled: list[dict], config_errors: dict[str, list[str]],
-                  lost_leases: list[dict] = ()) -> list[dict]:
+    def _warnings(auth: dict[int, str], unreconciled: Sequence[Mapping[str, Any]], config_errors: dict[str, list[str]],
+                  lost_leases: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
         """What someone should look at, each named; none of them fails readiness. A lease lost (PostgreSQL): taken
         back (it ran out before its renewal: the replica or its database was too slow) or stopped (another replica
         took the lane over)."""

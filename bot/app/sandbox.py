@@ -101,7 +101,7 @@ def write_in_full(req: RecordedRequest) -> str:
     texts = []
     if isinstance(data.get("body"), str):
         texts.append(("body", data["body"]))
-    output = data.get("output") if isinstance(data.get("output"), dict) else {}
+    output = data["output"] if isinstance(data.get("output"), dict) else {}
     for key in ("title", "summary", "text"):
         if isinstance(output.get(key), str):
             texts.append((f"output.{key}", output[key]))

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB
 CHUNK = 64 * 1024
-BOT_KEY = web.AppKey("bot", object)
+BOT_KEY: web.AppKey[Bot] = web.AppKey("bot")
 
 
 SIGNATURE_FORM = re.compile(r"sha256=[0-9a-fA-F]{64}")
@@ -99,6 +99,9 @@ def _float(text: str) -> float:
     return value
 
 
+_JSON_KINDS: dict[type, str] = {str: "a string", list: "an array", dict: "an object"}
+
+
 def _json_kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -106,7 +109,7 @@ def _json_kind(value: Any) -> str:
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    return {str: "a string", list: "an array", dict: "an object"}.get(type(value), type(value).__name__)
+    return _JSON_KINDS.get(type(value), type(value).__name__)
 
 
 def parse_payload(body: bytes) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -399,7 +399,8 @@ class SetupPage:
         attempt = self.attempts.get(state) if state else None
         if attempt is None or time.monotonic() - attempt.created > ATTEMPT_TTL:
             return self._render(language_of(request), "error", status=400, error="state")
-        language = request.query.get("lang") if request.query.get("lang") in LANGUAGES else attempt.language
+        asked = request.query.get("lang", "")
+        language = asked if asked in LANGUAGES else attempt.language
         code = request.query.get("code", "")
         if not code or "/" in code:
             return self._render(language, "error", status=400, error="code")
@@ -416,6 +417,8 @@ class SetupPage:
             return self._render(language, "error", status=400, error="expired")
         try:
             app = resp.json() if resp.status_code == 201 else None
+            if not isinstance(app, dict):
+                raise TypeError("the conversion did not answer 201 with an object")
             values = _credentials(app, attempt)
         except (ValueError, KeyError, TypeError):
             return self._render(language, "error", status=502, error="answer", api_url=attempt.api_url,
@@ -441,10 +444,8 @@ class SetupPage:
             del self.attempts[state]
 
 
-def _credentials(app: Any, attempt: Attempt) -> dict[str, str]:
+def _credentials(app: Mapping[str, Any], attempt: Attempt) -> dict[str, str]:
     """The env file's values from the conversion's answer (KeyError/TypeError when it lacks one)."""
-    if not isinstance(app, dict):
-        raise TypeError("the conversion did not answer 201 with an object")
     values = {"APP_ID": str(int(app["id"])), "PRIVATE_KEY": _str(app["pem"]),
               "WEBHOOK_SECRET": _str(app["webhook_secret"]), "WEBHOOK_URL": attempt.webhook_url}
     _str(app["html_url"])

@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
 import yaml
@@ -29,7 +29,7 @@ DEFAULT_DB = "./sweepbot.db"
 class ConfigError(ValueError):
     """A configuration that cannot be used; `errors` lists every problem found."""
 
-    def __init__(self, errors: list[str]):
+    def __init__(self, errors: Sequence[str]):
         super().__init__("; ".join(errors))
         self.errors = errors
 
@@ -298,7 +298,7 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
     if data is None:
         return Policy.model_validate(defaults)
     lines: dict[str, int] = {}
-    errors: list[str] = []
+    errors: list[ConfigIssue] = []
     if node is not None:
         _walk_keys(node, "", lines, errors)
     try:
@@ -314,7 +314,7 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
     return policy
 
 
-def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[str],
+def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[ConfigIssue],
                walked: set[int] | None = None) -> None:
     """Record the line of every key path in the file; a key given twice in one mapping is an error. Each node is
     walked once: an alias is the node it names, so nested aliases would otherwise be walked exponentially often."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any, Awaitable, Callable
+from typing import Awaitable, Callable, Hashable, TypeVar
 
 from gidgethub.abc import GitHubAPI
 
@@ -12,6 +12,8 @@ from bot.github.shared_reads import SharedReads
 from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
 from bot.rules.links import Slashed, repo_api
+
+T = TypeVar("T")
 
 READS_IN_FLIGHT = 4  # one delivery's reads of GitHub at once: independent reads overlap, no burst on GitHub
 
@@ -32,12 +34,12 @@ class PRReader:
         """Drop a memoised listing, so the next read asks GitHub again."""
         self._reads.forget(key)
 
-    async def _once(self, key: Any, read: Callable[[], Awaitable[Any]]) -> Any:
+    async def _once(self, key: Hashable, read: Callable[[], Awaitable[T]]) -> T:
         """`read()`'s answer for `key`, read once per delivery (`SharedReads`: a caller arriving while it is in
         flight waits for the same answer; a failure is not kept)."""
         return await self._reads.get(key, lambda: self._bounded(read))
 
-    async def _bounded(self, read: Callable[[], Awaitable[Any]]) -> Any:
+    async def _bounded(self, read: Callable[[], Awaitable[T]]) -> T:
         async with self._bound:
             return await read()
 

@@ -25,7 +25,7 @@ class KindNotFound(jinja2.TemplateNotFound):
     """A template kind that is missing its English file, its Chinese file, or both."""
 
 
-def code_span(value: Any) -> str:
+def code_span(value: object) -> str:
     """Return `value` as one Markdown inline code span, whatever backticks or line breaks it holds.
 
     Line breaks become spaces, so the span stays on one line and no part of the
@@ -44,7 +44,7 @@ def code_span(value: Any) -> str:
     return f"{fence}{text}{fence}"
 
 
-def one_line(value: Any) -> str:
+def one_line(value: object) -> str:
     """Collapse every run of whitespace, line breaks included, into one space."""
     return " ".join(str(value).split())
 
@@ -59,8 +59,9 @@ class Templates:
 
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = Path(directory) if directory is not None else DEFAULT_DIRECTORY
+        self.loader = jinja2.FileSystemLoader(self.directory)
         self.environment = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(self.directory),
+            loader=self.loader,
             undefined=jinja2.StrictUndefined,
             autoescape=False,
             keep_trailing_newline=True,
@@ -103,7 +104,7 @@ class Templates:
         provided = set(self.environment.globals)
         result: dict[str, set[str]] = {}
         for language, name in self._files(kind).items():
-            source, _, _ = self.environment.loader.get_source(self.environment, name)
+            source, _, _ = self.loader.get_source(self.environment, name)
             parsed = self.environment.parse(source, name=name)
             result[language] = set(meta.find_undeclared_variables(parsed)) - provided
         return result

@@ -302,7 +302,7 @@ class Journal:
             if cur.rowcount != 1:
                 return None
             row = fetch_one(db, "WHERE seq=?", (seq,), with_body=True)
-            return row, row.attempts, read_effects(db, seq)
+            return None if row is None else (row, row.attempts, read_effects(db, seq))
 
         return await self._submit(op)
 

@@ -229,7 +229,7 @@ class PgJournal(Journal):
             params["connect_timeout"] = max(1, round(self._connect_timeout))
         return params
 
-    def listen(self, on_work: Callable[[], None]) -> "WorkListener":
+    def listen(self, on_work: Callable[[], object]) -> "WorkListener":
         """Call `on_work` (from a thread of its own) whenever a replica commits work that may be claimable: a
         delivery recorded, a lane handed back. Stop it with `stop()`."""
         listener = WorkListener(self._url, self._params(), on_work, self._describe)
@@ -352,7 +352,7 @@ class PgJournal(Journal):
         return await self._submit(lambda db: _present(db, holder, seconds))
 
     def keep_leases(self, holder: str, *, lease: float, every: float, held: Callable[[], dict[str, Any]],
-                    on_renewal: Callable[[Renewal], None]) -> "LeaseKeeper":
+                    on_renewal: Callable[[Renewal], object]) -> "LeaseKeeper":
         """Renew `holder`'s leases every `every` seconds on a thread and a connection of their own, started here;
         stop it with `stop()`. See LeaseKeeper."""
         keeper = LeaseKeeper(self._url, self._params(), holder, lease=lease, every=every, held=held,
@@ -411,7 +411,7 @@ class WorkListener:
     """Its own connection, LISTENing on WORK_CHANNEL: `on_work` is called for each notification, on this thread.
     A lost connection is opened again after LISTEN_RECONNECT; meanwhile the workers' poll finds the work."""
 
-    def __init__(self, url: str, params: dict[str, Any], on_work: Callable[[], None],
+    def __init__(self, url: str, params: dict[str, Any], on_work: Callable[[], object],
                  describe: Callable[[BaseException], str]) -> None:
         self._url = url
         self._params = params
@@ -467,7 +467,7 @@ class LeaseKeeper:
     A renewal that fails (the database away) is tried again within RENEW_RETRY, on a new connection."""
 
     def __init__(self, url: str, params: dict[str, Any], holder: str, *, lease: float, every: float,
-                 held: Callable[[], dict[str, Any]], on_renewal: Callable[[Renewal], None],
+                 held: Callable[[], dict[str, Any]], on_renewal: Callable[[Renewal], object],
                  describe: Callable[[BaseException], str]) -> None:
         self._url = url
         self._params = params
@@ -585,7 +585,9 @@ def migrate(conn: psycopg.Connection, where: str = "") -> int:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_version (one BOOLEAN PRIMARY KEY DEFAULT TRUE"
                      " CHECK (one), version INTEGER NOT NULL)")
         conn.execute("INSERT INTO schema_version (version) VALUES (0) ON CONFLICT DO NOTHING")
-        version = conn.execute("SELECT version FROM schema_version").fetchone()[0]
+        row = conn.execute("SELECT version FROM schema_version").fetchone()
+        assert row is not None  # inserted above
+        version = row[0]
         refuse_newer_schema(version, len(MIGRATIONS), where)
         for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
             conn.execute(script)

@@ -193,7 +193,9 @@ class ReplicaWorkers:
             try:
                 await run
             except asyncio.CancelledError:
-                if asyncio.current_task().cancelling():
+                worker = asyncio.current_task()
+                assert worker is not None  # this coroutine runs as a task
+                if worker.cancelling():
                     raise  # this worker is stopping
                 # the lease keeper cancelled the run: another replica took its lane
             finally:
@@ -232,8 +234,9 @@ class ReplicaWorkers:
             logs.event("lease ran out before its renewal; taken back, no other replica had taken the lane",
                        logging.WARNING, lane=lane)
             self.metrics.lease_lost(lane, TAKEN_BACK)
-        for lane, run in renewal.lost.items():
-            if self._lanes.get(lane) is not run:
+        for lane, lost in renewal.lost.items():
+            run = self._lanes.get(lane)
+            if run is None or run is not lost:
                 continue
             logs.event("lease lost: another replica took this lane; its run here stops", logging.ERROR, lane=lane)
             self.metrics.lease_lost(lane, STOPPED)

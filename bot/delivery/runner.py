@@ -109,7 +109,7 @@ class Runner:
         """A SHA-only delivery (a fork's run names no PR) whose PR GitHub now names: moved to that PR's lane in
         the journal; returns the lane, for the scheduler to queue it there. None when it stays where it is."""
         found = unresolved_sha(d.lane) if self.resolve is not None else None
-        if found is None or d.installation is None:
+        if self.resolve is None or found is None or d.installation is None:
             return None
         try:
             number = await self.resolve(d.installation, *found)

@@ -113,6 +113,7 @@ class Workers:
         while not self._stopping:
             name = await self._ready.get()
             task = asyncio.current_task()
+            assert task is not None  # this coroutine runs as a task
             self._busy.add(task)
             try:
                 later = await self._run(self._heads[name])

@@ -18,7 +18,7 @@ from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, GitHubClient, get_or_none
 from bot.github.shared_reads import SharedReads
 from bot.delivery.failures import NeedsAPerson, NotListedYet
-from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, Journal
+from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, JournalBackend
 from bot.rules.links import repo_api
 
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
@@ -90,7 +90,7 @@ class MemoryLedger:
 class JournalLedger:
     """The ledger of one journaled delivery: read once when it starts, each change synced before it matters."""
 
-    def __init__(self, journal: Journal, seq: int, rows: dict[str, Effect]):
+    def __init__(self, journal: JournalBackend, seq: int, rows: dict[str, Effect]):
         self.journal, self.seq, self.rows = journal, seq, rows
 
     def get(self, key: str) -> Effect | None:
@@ -351,7 +351,7 @@ class Executor:
 
     async def unreact(self, action: act.Unreact) -> Result:
         found = self._made(act.React(action.comment_id, action.content)) or await self.find_reaction(action)
-        if found is None:
+        if found is None or found.id is None:
             return Result("absent")
         try:
             await self.gh.delete(self._reactions_url(action.comment_id, found.id))
@@ -381,7 +381,8 @@ class Executor:
     async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
         """The run this dispatch started, by its dispatch id, among the bot's own dispatches of the workflow (a
         fork's `pull_request` run can carry the same id in its name: bot.rules.dispatched_runs)."""
-        query = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE, "head_sha": action.head_sha}
+        query: dict[str, str | int | None] = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE,
+                                              "head_sha": action.head_sha}
         url = repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "runs", **query)
         seen = 0
         async for run in self.gh.getiter(url, iterable_key="workflow_runs"):

@@ -183,7 +183,7 @@ class InFlightBudget:
         self.in_flight = 0
         self.most = 0  # the most under way at once so far (tests, benchmarks)
         self.waited = 0  # requests that found the budget spent and waited for a place
-        self._waiters: list[tuple[tuple[int, float], int, asyncio.Future]] = []  # a heap: (priority, arrival, place)
+        self._waiters: list[tuple[tuple[float, float], int, asyncio.Future]] = []  # a heap: (priority, arrival, place)
         self._arrivals = itertools.count()
         self._metrics = metrics
 
@@ -192,7 +192,7 @@ class InFlightBudget:
         self.limit = max(1, limit)
         self._admit()
 
-    async def acquire(self, priority: tuple[int, float] = (0, 0.0)) -> None:
+    async def acquire(self, priority: tuple[float, float] = (0, 0.0)) -> None:
         if self.in_flight < self.limit and not self._waiters:
             self._enter()
             return
@@ -435,7 +435,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
     async def _send(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
         if self._budget is None:
             return await self._transport(method, url, headers, body)
-        await self._budget.acquire(tuple(self._priority))
+        await self._budget.acquire((self._priority[0], self._priority[1]))
         try:
             return await self._transport(method, url, headers, body)
         finally:

@@ -211,7 +211,9 @@ def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: i
     which changes no label, asks for none. `restart` (a "Run the sweep again" press) does the same; without one
     the id is what it was before the button existed."""
     names = sorted({label_key(name) for name in labels})
-    parts: tuple = (int(number), head_sha, names) if generation is None else (int(number), head_sha, names, generation)
+    parts: tuple[object, ...] = (int(number), head_sha, names)
+    if generation is not None:
+        parts = parts + (generation,)
     if restart is not None:
         parts = parts + ("restart", restart)
     return f"sw-{int(number)}-{digest(*parts)[:12]}"
@@ -295,7 +297,8 @@ def _labels(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
 def _counting(pr: GateInput, labels: _Labels) -> dict[str, tuple[str, ...]]:
     """Which labels do not count and which still do though taken off, and whose doing that was (only the keys
     that have any): the labels line says so (a fork's labels that do not count are said under the fork approval)."""
-    kept = [label for label, *_ in (*labels.primaries, *labels.modifiers) if label.removed_by]
+    on_pr = [label for label, _ in labels.primaries] + [label for label, _, _ in labels.modifiers]
+    kept = [label for label in on_pr if label.removed_by]
     found: dict[str, tuple[str, ...]] = {
         "kept": tuple(label.name for label in kept),
         "kept_by": tuple(dict.fromkeys(label.removed_by for label in kept if label.removed_by)),
@@ -418,6 +421,7 @@ def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepS
         "summary": pr.changelog.summary,
     }
     if pr.is_fork:
+        assert pr.merge_commit_sha is not None  # a fork's sweep starts only once its merge commit is present
         inputs["merge-sha"] = pr.merge_commit_sha
         workflow, ref = policy.workflows.fork_sweep, pr.default_branch
     else:
@@ -429,9 +433,6 @@ def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepS
 
 def _bool(value: bool) -> str:
     return "true" if value else "false"
-
-
-FAILED_CONCLUSIONS = frozenset({"failure", "timed_out", "startup_failure", "action_required", "stale"})
 
 
 def run_outcome(run: Dispatched) -> tuple[bool | None, str]:

@@ -149,7 +149,8 @@ class _Reader:
             return self._close_comment(raw)
         first = raw[:1]
         if not first:
-            return self._blank()
+            self._blank()
+            return None
         if "<" not in raw and not first.isspace():  # the common lines, read at once
             block = _BLOCK_START.match(raw) if first in BLOCK_STARTS else None
             if block is None:
@@ -166,7 +167,8 @@ class _Reader:
             return self._place(number, raw, False)
         fence = _opens_fence(raw) if _may_fence(raw) else None  # before comments are looked for: its info is text
         if fence is not None:
-            return self._hide(fence)
+            self._hide(fence)
+            return None
         starts_comment = raw.lstrip(" \t").startswith(COMMENT_OPEN) and _width(raw[:raw.index("<")]) <= MAX_INDENT
         line, still_open = _strip_comments(raw)
         if still_open:
@@ -237,7 +239,7 @@ class _Reader:
     def _quoted_text(self, line: str) -> bool:
         """Whether `line` (unindented, no `<`) is a quote line holding plain text, taken in as such; the common
         case of what `_place` and `_in_quote` do, done at once."""
-        if not _plain_start(line[_QUOTE_MARKS.match(line).end():][:1]):
+        if not _plain_start(line[_end(_QUOTE_MARKS, line):][:1]):
             return False
         self.lists.clear()
         self.para = self.quoted = True
@@ -254,7 +256,6 @@ class _Reader:
         self.fence = fence
         self.para = self.quoted = False
         self.gap = AFTER_HIDDEN
-        return None
 
     def _place(self, number: int, line: str, starts_comment: bool) -> tuple[int, str, int] | None:
         """Where a line (its HTML comments removed; `starts_comment`: its line starts with one) falls: shown with
@@ -267,18 +268,21 @@ class _Reader:
         column = _width(line[: len(line) - len(rest)]) if len(rest) < len(line) else 0
         first = rest[0]
         if first in FENCE_STARTS and _may_fence(rest) and (fence := _opens_fence(line)) is not None:
-            return self._hide(fence)  # also a fence after a comment on its line (`<!-- x -->```)
+            self._hide(fence)  # also a fence after a comment on its line (`<!-- x -->```)
+            return None
         if self.quote_fence is not None and first != ">":
             self.quote_fence = None  # the quote ended, and the fence inside it with it
         if first == "<" and column <= MAX_INDENT and (end := _code_block_end(rest)) is not None:
             self.closer = None if end.search(rest) else end
-            return self._hide()
+            self._hide()
+            return None
         lists = self.lists
         if self.para and not _interrupts(rest, starts_comment, column - _base(lists, column)):
             return None if self.quoted else (number, line, CONTINUES)
         del lists[bisect.bisect_right(lists, column):]  # the items this line is not inside end
         if column - (lists[-1] if lists else 0) > MAX_INDENT:
-            return self._hide()  # indented code
+            self._hide()  # indented code
+            return None
         if first in "-*_" and _THEMATIC_BREAK.match(rest):
             self.para = self.quoted = False
             self.gap = max(self.gap, NEW)
@@ -289,7 +293,7 @@ class _Reader:
     def _block(self, number: int, line: str, inside: str, starts_comment: bool) -> tuple[int, str, int] | None:
         """A line that starts a block, holding `inside` after its list markers: a quote (hidden) or shown."""
         if inside[:1] == ">":
-            self._in_quote(inside[_QUOTE_MARKS.match(inside).end():])
+            self._in_quote(inside[_end(_QUOTE_MARKS, inside):])
             self.gap = AFTER_HIDDEN
             return None
         self.quoted = False
@@ -438,7 +442,7 @@ def _without_code(text: str) -> str:
                 close = closed[name] = -1 if closer is None else closer.start()
             if close != -1:
                 out += [text[pos:start], BREAK]
-                pos = _CODE_END[name].match(text, close).end()
+                pos = _end(_CODE_END[name], text, close)
     out.append(text[pos:])
     return "".join(out)
 
@@ -453,10 +457,17 @@ def _runs(text: str) -> dict[int, list[int]]:
 
 def _span_end(text: str, runs: dict[int, list[int]], tick: int) -> int:
     """Where the code span opened by the backticks at `tick` ends; with no closer, the end of those backticks."""
-    run = _BACKTICKS.match(text, tick).end() - tick
+    run = _end(_BACKTICKS, text, tick) - tick
     same = runs.get(run, [])
     after = bisect.bisect_left(same, tick + run)
     return same[after] + run if after < len(same) else tick + run
+
+
+def _end(pattern: re.Pattern[str], text: str, pos: int = 0) -> int:
+    """Where `pattern`'s match at `pos` ends: every caller knows it matches there (an empty match counts)."""
+    match = pattern.match(text, pos)
+    assert match is not None
+    return match.end()
 
 
 def _unescaped(line: str, char: str, start: int, end: int) -> int:
@@ -502,7 +513,7 @@ def _opens_fence(line: str) -> tuple[str, int, int] | None:
     lead, rest = _split_indent(line)
     if not rest or rest[0] not in "`~-*+0123456789":
         return None
-    pos = _LIST_MARKERS.match(rest).end()
+    pos = _end(_LIST_MARKERS, rest)
     column, listed = _width(lead) + pos, pos > 0
     match = _FENCE.match(rest, pos)
     if match is None:

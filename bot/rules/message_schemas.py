@@ -69,7 +69,7 @@ def registry() -> Registry:
     """Every schema of the package under its own `$id`, and nothing else (no retriever: no network)."""
     resources = [Resource.from_contents(json.loads(path.read_text(encoding="utf-8")))
                  for path in sorted(schema_dir().glob(f"*{SUFFIX}"))]
-    return Registry().with_resources((resource.id(), resource) for resource in resources).crawl()
+    return (resources @ Registry()).crawl()
 
 
 @functools.cache

@@ -48,9 +48,9 @@ class Verdict:
 
 
 class Selection(NamedTuple):
-    run: Mapping | None  # the newest eligible run, or None
+    run: Mapping[str, Any] | None  # the newest eligible run, or None
     verdict: Verdict | None  # its verdict (ELIGIBLE), or None
-    others: tuple[tuple[Mapping, Verdict], ...]  # every other run, newest first, with its verdict
+    others: tuple[tuple[Mapping[str, Any], Verdict], ...]  # every other run, newest first, with its verdict
 
 
 # -- eligibility ---------------------------------------------------------------------------------
@@ -61,8 +61,8 @@ def sweep_workflow(policy: Policy, *, fork: bool) -> str:
     return policy.workflows.fork_sweep if fork else policy.workflows.sweep
 
 
-def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artifacts: Iterable[Mapping],
-              labels: Iterable[str], policy: Policy, now: datetime) -> Verdict:
+def check_run(run: Mapping[str, Any], *, pinned: bool, dispatched: bool, fork: bool,
+              artifacts: Iterable[Mapping[str, Any]], labels: Iterable[str], policy: Policy, now: datetime) -> Verdict:
     """Whether `run` may be reused for the PR: the first failing check in CODES order, else ELIGIBLE.
 
     `dispatched`: the run is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs.bot_run). Every other
@@ -98,8 +98,8 @@ def check_run(run: Mapping, *, pinned: bool, dispatched: bool, fork: bool, artif
                                     "artifacts": tuple(a["name"] for a in live), "expiry": expiry(live)})
 
 
-def newest_eligible(runs: Iterable[Mapping], *, dispatched_run_ids: Collection[int], fork: bool,
-                    artifacts_of: Mapping[int, list], labels: Iterable[str], policy: Policy,
+def newest_eligible(runs: Iterable[Mapping[str, Any]], *, dispatched_run_ids: Collection[int], fork: bool,
+                    artifacts_of: Mapping[int, Iterable[Mapping[str, Any]]], labels: Iterable[str], policy: Policy,
                     now: datetime) -> Selection:
     """The newest run (by created_at, then id) that passes check_run with pinned=False, and every other verdict.
 
@@ -107,11 +107,13 @@ def newest_eligible(runs: Iterable[Mapping], *, dispatched_run_ids: Collection[i
     while being read) is checked once; a run missing from `artifacts_of` has no artifacts.
     """
     labels = tuple(labels)
-    chosen: tuple[Mapping, Verdict] | None = None
-    others: list[tuple[Mapping, Verdict]] = []
+    chosen: tuple[Mapping[str, Any], Verdict] | None = None
+    others: list[tuple[Mapping[str, Any], Verdict]] = []
     for run in sorted(_unique(runs), key=_newest_first):
-        verdict = check_run(run, pinned=False, dispatched=run.get("id") in dispatched_run_ids, fork=fork,
-                            artifacts=artifacts_of.get(run.get("id"), ()), labels=labels, policy=policy, now=now)
+        run_id = run.get("id")
+        artifacts = artifacts_of.get(run_id, ()) if isinstance(run_id, int) else ()
+        verdict = check_run(run, pinned=False, dispatched=run_id in dispatched_run_ids, fork=fork,
+                            artifacts=artifacts, labels=labels, policy=policy, now=now)
         if verdict.ok and chosen is None:
             chosen = (run, verdict)
         else:
@@ -128,7 +130,8 @@ def is_result_artifact(name: Any) -> bool:
     return any(fnmatchcase(name, pattern) for pattern in RESULT_ARTIFACTS)
 
 
-def expiry(artifacts: Iterable[Mapping], *, not_after: datetime | None = None) -> tuple[dict[str, Any], ...]:
+def expiry(artifacts: Iterable[Mapping[str, Any]], *,
+           not_after: datetime | None = None) -> tuple[dict[str, Any], ...]:
     """Each artifact's name and the day it expires (or expired) as GitHub's `expires_at` says, YYYY-MM-DD in
     UTC; `date` is None when GitHub gave no time or one that does not parse, or (`not_after`, for artifacts that
     have expired) a time after `not_after`: an artifact flagged expired early has no day to show. In the order
@@ -143,7 +146,7 @@ def expiry(artifacts: Iterable[Mapping], *, not_after: datetime | None = None) -
     return tuple(out)
 
 
-def is_expired(artifact: Mapping, now: datetime) -> bool:
+def is_expired(artifact: Mapping[str, Any], now: datetime) -> bool:
     """`expired` is true, or `expires_at` is at or before `now` (an artifact expiring this instant cannot be
     fetched). No `expires_at` trusts the flag; one that does not parse counts as expired."""
     if artifact.get("expired") is True:
@@ -167,7 +170,7 @@ def _refuse(code: str, base: dict[str, Any], **extra: Any) -> Verdict:
     return Verdict(False, code, {**base, **extra})
 
 
-def _unique(runs: Iterable[Mapping]) -> list[Mapping]:
+def _unique(runs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     seen: set[Any] = set()
     unique = []
     for run in runs:
@@ -177,7 +180,7 @@ def _unique(runs: Iterable[Mapping]) -> list[Mapping]:
     return unique
 
 
-def _newest_first(run: Mapping) -> tuple[float, int]:
+def _newest_first(run: Mapping[str, Any]) -> tuple[float, int]:
     when = _parse_time(run.get("created_at")) or _parse_time(run.get("run_started_at"))
     stamp = when.timestamp() if when is not None else float("-inf")
     run_id = run.get("id")

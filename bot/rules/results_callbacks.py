@@ -17,6 +17,7 @@ stable rejection codes below and an English reason for the log.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import heapq
 import re
@@ -239,17 +240,17 @@ def _from_schema(error: jsonschema.ValidationError, payload: Mapping[Any, Any],
                  required: tuple[str, ...]) -> list[_Problem]:
     path = tuple(error.absolute_path)
     if not path:  # the payload itself: only `required` can fail here (it is an object, unknown keys are free)
-        if error.validator == "required":
+        if error.validator == "required" and isinstance(error.validator_value, list):
             return [(_rank(name, (), "required"), Rejected(MISSING_FIELD, name, f"{name} is missing", SCHEMA))
                     for name in error.validator_value if name not in payload]
-        return [(_rank(None, (), error.validator), _invalid(error, None))]
+        return [(_rank(None, (), _keyword(error)), _invalid(error, None))]
     key = path[0]
     if key == COUNTS:
         return [_counts_problem(error, path)]
     if key == EXTRA_COUNTS:
         return [_extra_counts_problem(error, path)]
     value = payload[key]
-    rank = _rank(key, (), error.validator)
+    rank = _rank(key, (), _keyword(error))
     if value is None and key in required:
         return [(rank, Rejected(MISSING_FIELD, key, f"{key} is null", SCHEMA))]
     if key == SOURCE:
@@ -285,15 +286,16 @@ def _bad_id(key: str, value: Any) -> Rejected:
 def _counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ...]) -> _Problem:
     """BAD_COUNTS at the dotted path of the cell, row or name at fault (MISSING_FIELD for a null table)."""
     where = ".".join(str(part) for part in path)
-    instance, keyword = error.instance, error.validator
+    instance, keyword = error.instance, _keyword(error)
     names, what = (ROWS, "row") if len(path) == 1 else (COLUMNS, "column")
     if len(path) == 1 and instance is None:
         return _rank(COUNTS, (), keyword), Rejected(MISSING_FIELD, COUNTS, f"{COUNTS} is null", SCHEMA)
-    if keyword == "required":
+    # `required` and `additionalProperties` refuse objects only
+    if keyword == "required" and isinstance(instance, Mapping):
         missing = next(name for name in names if name not in instance)
         return (_rank(COUNTS, path[1:], keyword, names.index(missing)),
                 Rejected(BAD_COUNTS, f"{where}.{missing}", f"{where} has no {what} {missing!r}", SCHEMA))
-    if keyword == "additionalProperties":
+    if keyword == "additionalProperties" and isinstance(instance, Mapping):
         extra = min(str(key) for key in instance if key not in names)
         return (_rank(COUNTS, path[1:], keyword),
                 Rejected(BAD_COUNTS, f"{where}.{extra[:SHOWN]}", f"{where} has an unknown {what} {_shown(extra)}; "
@@ -311,13 +313,18 @@ def _extra_counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ..
     """BAD_COUNTS at `extra-counts` (not an object) or at the documented counter whose value is not a count."""
     where = ".".join(str(part) for part in path)
     if len(path) == 1:
-        return (_rank(EXTRA_COUNTS, (), error.validator),
+        return (_rank(EXTRA_COUNTS, (), _keyword(error)),
                 Rejected(BAD_COUNTS, EXTRA_COUNTS, f"{EXTRA_COUNTS} is {kind_in_words(error.instance)}, not an object",
                          SCHEMA))
     name = EXTRA_COUNTERS.index(path[1]) if path[1] in EXTRA_COUNTERS else len(EXTRA_COUNTERS)
     what = "is not an integer" if error.validator == "type" else "is not between 0 and 2**63-1"
-    return (_rank(EXTRA_COUNTS, (), error.validator, name),
+    return (_rank(EXTRA_COUNTS, (), _keyword(error), name),
             Rejected(BAD_COUNTS, where, f"{where} {_shown(error.instance)} {what}", SCHEMA))
+
+
+def _keyword(error: jsonschema.ValidationError) -> str:
+    """The schema keyword that refused: a validator's errors always name it (the stubs allow it unset)."""
+    return error.validator if isinstance(error.validator, str) else ""
 
 
 def _invalid(error: jsonschema.ValidationError, key: str | None) -> Rejected:
@@ -350,17 +357,17 @@ def _code_problems(payload: Mapping[Any, Any], results_repository: str, *,
             problems.append((_rank(key, (), "type", step=1), Rejected(
                 NOT_NUMERIC, key, f"{key} {_shown(payload[key])} is not a decimal id: a JSON number written with "
                 "a fraction or an exponent", CODE)))
-    extra = payload.get(EXTRA_COUNTS)
-    for name in EXTRA_COUNTERS if isinstance(extra, Mapping) else ():
+    extra = _mapping(payload.get(EXTRA_COUNTS))
+    for name in EXTRA_COUNTERS:
         if isinstance(extra.get(name), float):
             where = f"{EXTRA_COUNTS}.{name}"
             problems.append((_rank(EXTRA_COUNTS, (), "type", EXTRA_COUNTERS.index(name), step=1), Rejected(
                 BAD_COUNTS, where, f"{where} {_shown(extra[name])} is not an integer: a JSON number written with a "
                 "fraction or an exponent", CODE)))
-    table = payload.get(COUNTS)
-    for row in ROWS if isinstance(table, Mapping) else ():
-        cells = table.get(row)
-        for column in COLUMNS if isinstance(cells, Mapping) else ():
+    table = _mapping(payload.get(COUNTS))
+    for row in ROWS:
+        cells = _mapping(table.get(row))
+        for column in COLUMNS:
             if isinstance(cells.get(column), float):
                 where = f"{COUNTS}.{row}.{column}"
                 problems.append((_rank(COUNTS, (row, column), "type", step=1), Rejected(
@@ -377,10 +384,10 @@ def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...]
     """The Callback of a payload the schema and the code checks took: its values are known to be well formed."""
     date = payload.get(RUN_DATE)
     ignored, count = _ignored(kind, payload)
-    common = dict(
+    common = Callback(
         kind=kind,
-        pr_number=_id(payload, PR_NUMBER),
-        run_id=_id(payload, RUN_ID),
+        pr_number=int(payload[PR_NUMBER]),
+        run_id=int(payload[RUN_ID]),
         app_run_id=_id(payload, APP_RUN_ID),
         comment_id=_id(payload, COMMENT_ID),
         run_attempt=_id(payload, RUN_ATTEMPT),
@@ -392,22 +399,27 @@ def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...]
     if kind == "completed":
         succeeded = payload[SUCCEEDED]
         url, dropped = _results_url(payload, link_hosts)
-        return Callback(**common, succeeded=succeeded if isinstance(succeeded, bool) else succeeded == "true",
-                        results_url=url, dropped=dropped)
+        return dataclasses.replace(common, succeeded=succeeded if isinstance(succeeded, bool) else succeeded == "true",
+                                   results_url=url, dropped=dropped)
     if kind == "ingested":
         table = payload[COUNTS]
-        extra = payload.get(EXTRA_COUNTS) if isinstance(payload.get(EXTRA_COUNTS), Mapping) else {}
+        extra = _mapping(payload.get(EXTRA_COUNTS))
         url, dropped = _ingest_run_url(payload, run_hosts, results_repository)
-        return Callback(**common, counts=MappingProxyType({
+        return dataclasses.replace(common, counts=MappingProxyType({
             row: MappingProxyType({column: table[row][column] for column in COLUMNS}) for row in ROWS}),
             ingest_run_url=url, dropped=dropped,
             extra_counts=MappingProxyType({name: extra[name] for name in EXTRA_COUNTERS if name in extra}))
-    return Callback(**common)
+    return common
 
 
 def _id(payload: Mapping[Any, Any], key: str) -> int | None:
     value = payload.get(key)
     return None if value is None else int(value)
+
+
+def _mapping(value: object) -> Mapping[Any, Any]:
+    """`value` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _ignored(kind: str, payload: Mapping[Any, Any]) -> tuple[tuple[str, ...], int]:
@@ -443,7 +455,8 @@ def _ingest_run_url(payload: Mapping[Any, Any], run_hosts: tuple[str, ...],
     checked = checked_link(value, run_hosts, max_length=MAX_URL)
     parts = urlsplit(checked) if checked is not None else None
     page = _RUN_PAGE.fullmatch(parts.path) if parts is not None and not parts.query else None
-    if page is None or f"{page.group(1)}/{page.group(2)}".casefold() != str(results_repository).casefold():
+    if (parts is None or page is None
+            or f"{page.group(1)}/{page.group(2)}".casefold() != str(results_repository).casefold()):
         return None, (Rejected(LINK_NOT_ALLOWED, INGEST_RUN_URL,
                                f"{INGEST_RUN_URL} {_shown(value)} is not a run page of {results_repository} on "
                                f"{', '.join(run_hosts) or 'any allowed host'}; dropped"),)

@@ -47,7 +47,7 @@ class RunSummary:
         return SUMMARY_SEPARATOR.join(getattr(self, key) for key in SUMMARY_KEYS)
 
 
-def summarize(run: Mapping) -> RunSummary | None:
+def summarize(run: Mapping[str, Any]) -> RunSummary | None:
     """The run's summary from its display_title, else its name (the convention above), or None."""
     started = _day(next((run.get(key) for key in _RUN_TIMES if isinstance(run.get(key), str)), None))
     for title in (run.get("display_title"), run.get("name")):

@@ -10,7 +10,7 @@ Only the bot's own comment counts (the caller finds it by author and marker), so
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from bot.rules.markers import hidden_record, is_hidden_record, purpose_of, read_hidden_record

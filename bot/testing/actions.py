@@ -354,7 +354,7 @@ class ActionsMixin(GitHubCore):
                 raise unprocessable(f"Required input '{name}' not provided", doc=DISPATCH_DOC)
             elif "default" in spec:
                 inputs[name] = str(spec["default"])
-        run = self._new_run(repo, wf, ref.removeprefix("refs/heads/"), sha, "workflow_dispatch", inputs, call.actor)
+        run = self._new_run(repo, wf, ref.removeprefix("refs/heads/"), sha, "workflow_dispatch", inputs, call.user)
         if details:
             return 200, {"workflow_run_id": run["id"], "run_url": run["url"], "html_url": run["html_url"]}
         return 204, None

@@ -15,8 +15,8 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote
 
 import httpx
@@ -32,6 +32,7 @@ from bot.testing.model import (
     Repo,
     Reply,
     Token,
+    Workflow,
     credentials,
     json_body,
     jwt_has_issuer,
@@ -259,12 +260,12 @@ class GitHubCore:
             return 404, NOT_FOUND, {}, False
         found = self._match(method, raw_path)
         public = found is not None and found[0] in self._public
-        if token is None and not public:
-            return 401, {"message": "Requires authentication"}, {}, False
         app_route = raw_path == "/app" or raw_path.startswith("/app/")
         actor = None
         if public:  # GitHub answers it without credentials and does not count it
             app_route = True
+        elif token is None:
+            return 401, {"message": "Requires authentication"}, {}, False
         elif app_route:
             if scheme != "bearer" or not jwt_has_issuer(token):
                 return 401, {"message": "A JSON web token could not be decoded"}, {}, False
@@ -374,6 +375,26 @@ class GitHubCore:
         if item is None or (pull and "head" not in item):
             raise Reply(404, NOT_FOUND)
         return item
+
+    if TYPE_CHECKING:  # what one resource's mixin calls of another's; InMemoryGitHub (memory.py) has them all
+        def add_repo(self, full_name: str, *, default_branch: str = ..., installation_id: int | None = ...,
+                     private: bool = ..., owner_type: str = ..., fork: bool = ...) -> dict[str, Any]: ...
+        def _branch_sha(self, repo: Repo, branch: str) -> str | None: ...
+        def comments(self, full_name: str, number: int) -> list[dict[str, Any]]: ...
+        def _comment(self, repo: Repo, comment_id: int) -> Comment: ...
+        def _new_item(self, repo: Repo, number: int | None, title: str, body: str, user: str) -> dict[str, Any]: ...
+        def _issue_json(self, repo: Repo, item: dict[str, Any]) -> dict[str, Any]: ...
+        def _find_label(self, repo: Repo, name: str) -> dict[str, Any] | None: ...
+        def _label_names(self, names: Iterable[Any], doc: str) -> list[str]: ...
+        def _apply_label(self, repo: Repo, number: int, name: str, actor: dict[str, Any]) -> None: ...
+        def push_commit(self, full_name: str, number: int, *, sha: str | None = ..., message: str = ...,
+                        merge: bool = ..., committed_at: str | None = ...) -> dict[str, Any]: ...
+        def _pull_commits(self, repo: Repo, number: int) -> list[dict[str, Any]]: ...
+        def complete_run(self, full_name: str, run_id: int, conclusion: str = ...) -> dict[str, Any]: ...
+        def _run(self, repo: Repo, run_id: int) -> dict[str, Any]: ...
+        def _run_json(self, repo: Repo, run: dict[str, Any]) -> dict[str, Any]: ...
+        def _workflow_json(self, repo: Repo, wf: Workflow) -> dict[str, Any]: ...
+        def _envelope(self, repo: Repo, sender: dict[str, Any]) -> dict[str, Any]: ...
 
 
 def _fault(

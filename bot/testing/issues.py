@@ -185,11 +185,11 @@ class IssuesMixin(GitHubCore):
             raise invalid("Issue", "missing_field", "title", doc=ISSUE_DOC)
         _check_issue_body(body.get("body"), ISSUE_DOC)
         names = self._label_names(body.get("labels") or [], ISSUE_DOC)
-        item = self._new_item(repo, None, body["title"], body.get("body") or "", call.actor["login"])
-        item["user"] = dict(call.actor)
-        item["author_association"] = self._association(repo, call.actor)
+        item = self._new_item(repo, None, body["title"], body.get("body") or "", call.user["login"])
+        item["user"] = dict(call.user)
+        item["author_association"] = self._association(repo, call.user)
         for name in names:
-            self._apply_label(repo, item["number"], name, call.actor)
+            self._apply_label(repo, item["number"], name, call.user)
         return 201, self._issue_json(repo, item)
 
     def _route_get_issue(self, call: Call, repo: Repo, number: int) -> tuple[int, Any]:
@@ -223,8 +223,8 @@ class IssuesMixin(GitHubCore):
     def _route_post_comment(self, call: Call, repo: Repo, number: int) -> tuple[int, Any]:
         body = _comment_body(call, COMMENT_DOC)
         self._item(repo, number)
-        association = self._association(repo, call.actor)
-        return 201, copy.deepcopy(self._new_comment(repo, number, body, dict(call.actor), association, None))
+        association = self._association(repo, call.user)
+        return 201, copy.deepcopy(self._new_comment(repo, number, body, dict(call.user), association, None))
 
     def _route_get_comment(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
         return 200, copy.deepcopy(self._comment(repo, id).json)

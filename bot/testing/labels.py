@@ -128,11 +128,11 @@ class LabelsMixin(GitHubCore):
         if not isinstance(names, list):
             raise invalid("Label", "missing_field", "labels", doc=ADD_DOC)
         for name in self._label_names(names, ADD_DOC):
-            self._apply_label(repo, number, name, call.actor)
+            self._apply_label(repo, number, name, call.user)
         return 200, copy.deepcopy(item["labels"])
 
     def _route_delete_issue_label(self, call: Call, repo: Repo, number: int, name: str) -> tuple[int, Any]:
-        if not self._remove_label(repo, number, name, call.actor):
+        if not self._remove_label(repo, number, name, call.user):
             raise Reply(404, {"message": "Label does not exist"})
         return 200, copy.deepcopy(self._item(repo, number)["labels"])
 

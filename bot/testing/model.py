@@ -153,7 +153,6 @@ class Repo:
     jobs: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # run id -> jobs, every attempt
     check_runs: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)  # check run id -> notes
-    merge_bases: dict[tuple[str, str], str] = dataclasses.field(default_factory=dict)  # (base, head) -> sha
     merge_commits: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # a PR's merge commit -> parents
     reviews: dict[int, tuple[int, dict[str, Any]]] = dataclasses.field(default_factory=dict)  # id -> (PR, review)
     review_comments: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # id -> comment
@@ -202,6 +201,12 @@ class Call:
     @property
     def fields(self) -> dict[str, Any]:
         return self.body if isinstance(self.body, dict) else {}
+
+    @property
+    def user(self) -> dict[str, Any]:
+        """`actor`, on a route an installation's token reaches (only the App's own routes have no actor)."""
+        assert self.actor is not None
+        return self.actor
 
 
 def user_json(login: str, type_: str | None = None) -> dict[str, Any]:

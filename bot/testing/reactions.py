@@ -36,9 +36,9 @@ class ReactionsMixin(GitHubCore):
         if content not in REACTIONS:
             raise invalid("Reaction", "invalid", "content", doc=DOC)
         for reaction in comment.reactions:
-            if reaction["content"] == content and reaction["user"]["login"] == call.actor["login"]:
+            if reaction["content"] == content and reaction["user"]["login"] == call.user["login"]:
                 return 200, copy.deepcopy(reaction)
-        reaction = {"id": self._next_id(), "user": dict(call.actor), "content": content, "created_at": self._stamp()}
+        reaction = {"id": self._next_id(), "user": dict(call.user), "content": content, "created_at": self._stamp()}
         comment.reactions.append(reaction)
         return 201, copy.deepcopy(reaction)
 

@@ -84,10 +84,6 @@ class ReposMixin(GitHubCore):
         repo = self._repo(full_name)
         repo.files.get(ref or repo.json["default_branch"], {}).pop(path.lstrip("/"), None)
 
-    def set_merge_base(self, full_name: str, base: str, head: str, merge_base: str) -> None:
-        """What `compare/{base}...{head}` names as the merge base (by default: `base` itself)."""
-        self._repo(full_name).merge_bases[(base, head)] = merge_base
-
     def set_permission(self, full_name: str, login: str, permission: str) -> None:
         if permission not in LEGACY_PERMISSION:
             raise ValueError(f"unknown permission {permission!r}")
@@ -162,8 +158,7 @@ class ReposMixin(GitHubCore):
         base, dots, head = ref.partition("...")
         if not dots or not base or not head:
             raise Reply(404, NOT_FOUND)
-        merge_base = repo.merge_bases.get((base, head), base)
-        return 200, {"status": "ahead", "merge_base_commit": {"sha": merge_base}, "base_commit": {"sha": base},
+        return 200, {"status": "ahead", "merge_base_commit": {"sha": base}, "base_commit": {"sha": base},
                      "commits": [], "files": []}
 
     def _route_get_permission(self, call: Call, repo: Repo, user: str) -> tuple[int, Any]:
@@ -191,7 +186,7 @@ class ReposMixin(GitHubCore):
         repo.dispatches.append({
             "event_type": event_type,
             "client_payload": copy.deepcopy(payload),
-            "sender": call.actor["login"],
+            "sender": call.user["login"],
             "created_at": self._stamp(),
         })
         return 204, None

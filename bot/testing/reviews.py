@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from bot.testing.core import R, GitHubCore
@@ -29,7 +30,7 @@ class ReviewsMixin(GitHubCore):
 
     # ---- state setup ----------------------------------------------------------------------
 
-    def add_team(self, org: str, slug: str, members: list[str] = (), *, pending: list[str] = ()) -> None:
+    def add_team(self, org: str, slug: str, members: Iterable[str] = (), *, pending: Iterable[str] = ()) -> None:
         """Team `org/slug`; `pending` members were invited and have not accepted (GitHub says state "pending")."""
         self._teams[(org.lower(), slug.lower())] = {**{m.lower(): "active" for m in members},
                                               **{m.lower(): "pending" for m in pending}}

@@ -200,10 +200,11 @@ class FakeServer:
         """The form posted with `manifest` (and ?state=): the summary page; posted again with create=1 from
         that page's button, the App is created and the browser redirected (302) with code and state."""
         form = await request.post()
-        manifest_json = form.get("manifest")
+        posted = form.get("manifest")
+        manifest_json = posted if isinstance(posted, str) else ""
         org = request.match_info.get("org")
         try:
-            manifest = parse_manifest(manifest_json if isinstance(manifest_json, str) else "")
+            manifest = parse_manifest(manifest_json)
             if form.get("create") != "1":
                 return _html(manifest_page(manifest, request.path_qs, manifest_json))
             code = self.fake.create_app_from_manifest(manifest_json, org)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import bisect
 import re
 from array import array
-from typing import Any
+from collections.abc import MutableSequence
+from typing import TypeVar
 
 from bot.rules.changelog.entries import _EntryChecker
 from bot.rules.changelog.errors import _SHOWN_LINES, _character_error, _err
@@ -24,6 +25,7 @@ _CONTROL_BUT_NUL = re.compile(f"[^\x00{_ALLOWED}]")  # NUL has a rule of its own
 _OTHER_BREAKS = str.maketrans({"\x85": " ", "\u2028": " ", "\u2029": " "})
 _DOCUMENT_MARKER = re.compile(r"(?:---|\.\.\.)(?:[ \t]|$)|%")
 _ENTRY_START_LINE = re.compile(r"^-(?:[ \t]|$)", re.M)
+_Lines = TypeVar("_Lines", bound=MutableSequence[int])  # a list, or an array("q") for very many lines
 _SURROGATE = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape decodes it
 
 
@@ -42,11 +44,10 @@ def _trailing_blank_lines(text: bytes) -> int:
         end = start - 1
 
 
-def _lines_matching(text: str, pattern: re.Pattern[str], first_line: int, every: bool = False,
-                    ) -> tuple[list[int], int, str | None]:
-    """Lines of `text` with a match of `pattern`: (the first _SHOWN_LINES of them, or all when `every`; how many;
-    the first match). One search per such line, whatever the line holds."""
-    shown: Any = array("q") if every else []
+def _lines_matching(text: str, pattern: re.Pattern[str], first_line: int, shown: _Lines, every: bool = False,
+                    ) -> tuple[_Lines, int, str | None]:
+    """Lines of `text` with a match of `pattern`: (`shown` with the first _SHOWN_LINES of them, or all when
+    `every`, added; how many; the first match). One search per such line, whatever the line holds."""
     count, first, pos, line, counted = 0, None, 0, first_line, 0
     while (match := pattern.search(text, pos)) is not None:
         line += text.count("\n", counted, match.start())
@@ -78,13 +79,15 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Ch
         bad_utf8: tuple[list[int], int, str | None] = ([], 0, None)
     except UnicodeDecodeError:
         decoded = appended.decode("utf-8", "surrogateescape")
-        bad_utf8 = _lines_matching(decoded, _SURROGATE, first_line)
+        bad_utf8 = _lines_matching(decoded, _SURROGATE, first_line, [])
         decoded = _SURROGATE.sub("\ufffd", decoded)
     tab_lines: array[int] = array("q")  # every line with a tab: a YAML error there is the tab's
     for code, pattern in _CHARACTER_PATTERNS.items():
-        lines_found, count, first = _lines_matching(decoded, pattern, first_line, every=code == "tab")
         if code == "tab":
-            tab_lines, lines_found = lines_found, list(lines_found[:_SHOWN_LINES])
+            tab_lines, count, first = _lines_matching(decoded, pattern, first_line, array("q"), every=True)
+            lines_found = list(tab_lines[:_SHOWN_LINES])
+        else:
+            lines_found, count, first = _lines_matching(decoded, pattern, first_line, [])
         if count:
             extra = {"character": f"U+{ord(first or ' '):04X}"} if code == "control-character" else {}
             sink.add(_character_error(code, lines_found, count, **extra), _PHASE_CHARACTERS)

@@ -51,7 +51,7 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = text.count(b"\n", 0, exc.start) + 1
+            line = exc.object.count(b"\n", 0, exc.start) + 1
             return ChangelogResult(errors=(_character_error("not-utf8", [line]),))
     pattern = re.compile(re.escape(check.prefix) + r"\d+")
     expected = f"{check.prefix}<number>"
@@ -107,14 +107,14 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
             kind = type(event)
             if kind in (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentStartEvent, yaml.DocumentEndEvent):
                 continue
-            line = event.start_mark.line + 1
+            line, end = event.start_mark.line + 1, event.end_mark.index
             if not root_seen:
                 root_seen = True
                 if kind is not SequenceStartEvent:
                     return ChangelogResult(errors=(_err(
                         1, "not-a-list", actual={MappingStartEvent: "mapping"}.get(kind, "scalar")),))
                 stack.append(["sequence", line, [], None, None])
-                last = event.end_mark.index
+                last = end
                 continue
             if isinstance(event, CollectionEndEvent):
                 frame = stack.pop()
@@ -123,7 +123,7 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
                     anchors[frame[4]] = summary
                 if stack:
                     finish(summary)
-                last = event.end_mark.index
+                last = end
                 continue
             check.values += 1
             if check.values > limits.max_values:
@@ -147,7 +147,7 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
             else:
                 mapping = kind is MappingStartEvent
                 stack.append(["mapping" if mapping else "sequence", line, [], None, event.anchor])
-            last = event.end_mark.index
+            last = end
     except yaml.YAMLError as exc:
         if "nesting depth" in str(getattr(exc, "problem", "")):
             row = _flow_overflow(text, last, len(stack) + 1, limits.max_depth)

@@ -127,8 +127,9 @@ def _yaml_error(exc: yaml.YAMLError, first_line: int, floor: int) -> ChangelogEr
     # Where a scanned token began (an unclosed quote) names the cause; a parser's context is only the
     # enclosing collection, and there the token it stumbled on is the better line.
     mark = getattr(exc, "problem_mark", None)
-    if getattr(exc, "context_mark", None) is not None and (mark is None or str(context).startswith("while scanning")):
-        mark = exc.context_mark
+    context_mark = getattr(exc, "context_mark", None)
+    if context_mark is not None and (mark is None or str(context).startswith("while scanning")):
+        mark = context_mark
     line = max(first_line + mark.line, floor) if mark is not None else floor
     # `- *-mtp`: a config-keys wildcard at the start of a value reads as a YAML alias; the fix is quotes
     needs_quotes = "alias" in problem or "anchor" in problem or "tag" in problem

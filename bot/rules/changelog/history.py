@@ -80,7 +80,7 @@ def _link_regions(base: str) -> list[tuple[int, int]]:
                 continue
             key, item[1], item[2] = item[2], True, None
             if key is None or not item[0] or not isinstance(event, ScalarEvent) \
-                    or event.style not in (None, "", "'", '"'):
+                    or event.style not in (None, "", "'", '"') or event.end_mark is None:
                 continue
             key_end = starts[key.end_mark.line] + key.end_mark.column
             colon = base.find(":", key_end)

@@ -17,7 +17,7 @@ _VALUE_TAG = "tag:yaml.org,2002:value"  # `=`: SafeConstructor reads it as the s
 
 
 def _loader_class(base: type) -> type:
-    class DuplicateKeyLoader(base):  # type: ignore[misc, valid-type]
+    class DuplicateKeyLoader(base):  # type: ignore[misc]  # libyaml's loader or PyYAML's: mypy takes no such base
         """SafeLoader (libyaml's when available) that records every duplicate mapping key with its lines."""
 
         def __init__(self, stream: str):
@@ -37,7 +37,8 @@ def _loader_class(base: type) -> type:
                         seen[key] = key_node.start_mark.line
                 except TypeError:  # an unhashable key: the safe constructor refuses it below, with its mark
                     continue
-            return super().construct_mapping(node, deep=deep)
+            mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+            return mapping
 
     return DuplicateKeyLoader
 

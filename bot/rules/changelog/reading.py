@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from typing import Any, Generator, Iterator
 
 import yaml
 from yaml.composer import ComposerError
@@ -183,11 +183,11 @@ class _Entries:
 
     # -- composed here, from the events
 
-    def events(self, k: int, j: int) -> Iterator[Any]:
+    def events(self, k: int, j: int) -> Generator[Any, None, None]:
         while k < j:
             k = yield from self.event_run(k, j)
 
-    def event_run(self, k: int, j: int) -> Iterator[Any]:
+    def event_run(self, k: int, j: int) -> Generator[Any, None, int]:
         """Entries k..j-1 composed from one run of events; returns where the next run starts (j when done).
         An entry that fails ends the run: it is read again alone if its error lies past its own lines."""
         check, limits = self.check, self.check.limits
@@ -283,7 +283,7 @@ class _Entries:
                             if not merged:
                                 aliases.append((line, name, anchor_line))
                             # A stand-in on the anchor's line: the rules skip what is not this entry's.
-                            mark = Mark("<alias>", 0, anchor_line - offset, column, None, None)
+                            mark = Mark("<alias>", 0, anchor_line - offset, column, None, 0)
                             node, height = ScalarNode(_STR_TAG, "", mark, mark), 1
                         else:
                             raise ComposerError(None, None, "found undefined alias", event.start_mark)
@@ -323,8 +323,8 @@ class _Entries:
                 yield from self.events_alone(single)
             return j
         except (_Stop, yaml.YAMLError) as exc:
-            mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-            row = base + mark.line if mark is not None else base
+            where = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+            row = base + where.line if where is not None else base
             if reading:
                 failed = current
             elif pending is not None and row < self.end_line(current):

@@ -70,18 +70,18 @@ def _fix(error: ChangelogError, lines: list[str], link: str | None) -> Suggestio
     if code in ("pr-link-not-accepted", "pr-link-format", "pr-link-next-line"):
         if link is None or (code == "pr-link-format" and params.get("problem") not in _ONE_LINE_PROBLEMS):
             return None
-        text = _line(lines, at)
-        key = _LINK_KEY.match(text or "")
+        line = _line(lines, at) or ""
+        key = _LINK_KEY.match(line)
         if key is None:
             return None  # a flow mapping (`{pr-link: ...}`) or a line the rule did not expect
         last = at
-        rest, value = text[key.end():].strip(" "), params.get("value")
+        rest, value = line[key.end():].strip(" "), params.get("value")
         if code == "pr-link-not-accepted" and rest not in (value, f"'{value}'", f'"{value}"'):
             return None  # not the whole value on this line (a block scalar, a value running on): no one fix
         if code == "pr-link-next-line":
-            last = params.get("value_line")
-            if last != at + 1 or rest or (_line(lines, last) or "").strip(" ") != value:
+            if params.get("value_line") != at + 1 or rest or (_line(lines, at + 1) or "").strip(" ") != value:
                 return None
+            last = at + 1
         return Suggestion(at, last, (f"{key.group('lead')}pr-link: {link}",), code, at)
     if code == "trailing-newline" and params.get("problem") == "missing":
         text = _line(lines, at)
