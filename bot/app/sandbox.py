@@ -12,7 +12,8 @@ import dataclasses
 import datetime as dt
 import json
 import sys
-from typing import Any, Awaitable, Callable, TextIO
+from collections.abc import Iterable
+from typing import Any, Awaitable, Callable, Protocol, TextIO
 
 import httpx
 
@@ -185,7 +186,14 @@ def demo_signoff(fake: InMemoryGitHub) -> dict[str, Any]:
     return fake.issue_comment_payload(DEMO_REPO, 1, comment)
 
 
-def add_sweep_workflows(fake: InMemoryGitHub, repo: str) -> None:
+class WorkflowHolder(Protocol):
+    """A fake GitHub that takes workflows: the in-memory one, or its copy in another process."""
+
+    def add_workflow(self, full_name: str, file: str, *, inputs: Iterable[str] = (),
+                     run_name: str | None = None) -> Any: ...
+
+
+def add_sweep_workflows(fake: WorkflowHolder, repo: str) -> None:
     """The default policy's two sweep workflows, taking the gate's inputs, their runs named by dispatch id (as
     the real workflows' `run-name:` must be)."""
     workflows = default_policy().workflows

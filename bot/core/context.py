@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Hashable, MutableMapping
+from typing import AbstractSet, Any, Awaitable, Callable, Hashable, MutableMapping
 
 from gidgethub import sansio
 
@@ -52,7 +52,7 @@ class Context:
         self.reader = PRReader(self.gh, self.repo)
         self.permissions = Permissions(self.gh, self.repo, self.permission_reads)
 
-    def superseded(self, kinds: set[tuple[str, str | None]]) -> bool:
+    def superseded(self, kinds: AbstractSet[tuple[str, str | None]]) -> bool:
         """Whether a later delivery of one of `kinds` waits in this PR's lane (it will decide on newer state)."""
         return any(kind in kinds for kind in self.waiting())
 

@@ -3,7 +3,7 @@ decide, and the verdict."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -324,7 +324,7 @@ def codeowner_check(codeowners: CodeOwners | None, files: list[str], signer: str
                                            "teams": sorted(unreadable_teams), "problems": problems})
 
 
-def groups_check(groups: list[Mapping[str, Any]] | None, by: Mapping[str, list[str]]) -> Check:
+def groups_check(groups: Sequence[Mapping[str, Any]] | None, by: Mapping[str, list[str]]) -> Check:
     """Every owner group of the changed files (`groups`, as `group_rows` keeps them) is covered by a current,
     valid sign-off of the PR's head (`by`: group key -> the signers covering it). The groups still needing a
     sign-off are listed first. None for `groups`: a verdict written before the bot checked owner groups."""
