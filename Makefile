@@ -21,12 +21,13 @@ $(BIN)/.installed: pyproject.toml | $(BIN)/python
 serve: $(BIN)/.serve-installed
 	$(BIN)/sweepbot serve
 
+# On every core (pytest-xdist); each test alone, wherever a worker is free (`--dist load`).
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist load
 
 # The rules and the handlers against the in-memory fake GitHub: no bot served, no process, no database, no browser.
 test-fast: $(BIN)/.installed
-	$(BIN)/python -m pytest -m "rules or handler"
+	$(BIN)/python -m pytest -n auto --dist load -m "rules or handler"
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/intake.py
