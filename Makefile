@@ -1,5 +1,6 @@
-# Two entry points: `make serve` and `make test`. Each builds the virtual environment it needs: serving needs
-# only the bot's own dependencies; the tests add theirs (pytest, Playwright, linters) on top.
+# Two entry points: `make serve` and `make test` (`make test-fast`: the quick tiers only). Each builds the virtual
+# environment it needs: serving needs only the bot's own dependencies; the tests add theirs (pytest, Playwright,
+# linters) on top.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -16,12 +17,17 @@ $(BIN)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[test]'
 	touch $(BIN)/.serve-installed $@
 
-.PHONY: serve test bench
+.PHONY: serve test test-fast bench
 serve: $(BIN)/.serve-installed
 	$(BIN)/sweepbot serve
 
+# On every core (pytest-xdist); each test alone, wherever a worker is free (`--dist load`).
 test: $(BIN)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist load
+
+# The rules and the handlers against the in-memory fake GitHub: no bot served, no process, no database, no browser.
+test-fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -n auto --dist load -m "rules or handler"
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/intake.py

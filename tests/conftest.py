@@ -55,6 +55,16 @@ def github(layout):
         yield fake
 
 
+# -- the tiers: every test is marked rules, handler, live, process or browser (tests/tiers.py) ------------------
+
+from tiers import assign as assign_tiers  # noqa: E402
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    assign_tiers(items)
+
+
 # -- the bot under test ------------------------------------------------------------------------
 
 from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402

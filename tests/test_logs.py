@@ -74,15 +74,16 @@ async def test_a_renewed_installation_token_is_cut_by_its_shape_never_registered
     assert token not in json.dumps(line) and line["detail"] == "sent with [redacted] inside"
 
 
-async def test_the_secret_list_stays_the_same_size_after_a_thousand_renewals(installation, app_key):
-    """Regression: memory and per-line cost of scrubbing grew with uptime x installations."""
+async def test_the_secret_list_stays_the_same_size_after_a_hundred_renewals(installation, app_key):
+    """Regression: memory and per-line cost of scrubbing grew with uptime x installations. A hundred renewals
+    show it as well as a thousand did (each one more entry), at a tenth of the time: each renewal signs a JWT."""
     app = github_app(app_key)
     await app.token(1)
     size = len(logs._extra_secrets)
-    for _ in range(1000):
+    for _ in range(100):
         app.invalidate_token(1)
         await app.token(1)
-    assert installation.tokens_issued == 1001
+    assert installation.tokens_issued == 101
     assert len(logs._extra_secrets) == size
 
 

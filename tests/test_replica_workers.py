@@ -196,20 +196,30 @@ async def test_metrics_backlog_on_postgresql_counts_every_replicas_deliveries(po
 
 
 async def test_an_idle_replica_takes_work_another_replica_recorded_at_once_not_at_its_poll(replicas):
-    """Idle workers wait on a notification from the database, not only on their poll (30 s here)."""
+    """Idle workers wait on a notification from the database, not only on their poll. The poll here is an hour:
+    once both workers have looked and found nothing, only the notification can make them take d1."""
     writer = replicas()
+    journal = replicas()
+    looked: set[str] = set()  # the workers whose claim found nothing
+    claim = journal.claim
+
+    async def noted(*args, **kwargs):
+        got = await claim(*args, **kwargs)
+        if got is None:
+            looked.add(asyncio.current_task().get_name())
+        return got
+
+    journal.claim = noted
     recorder = Recorder()
-    replica = ReplicaWorkers(replicas(), recorder.on("idle"), Metrics(), holder="idle", concurrency=2, poll=30.0)
+    replica = ReplicaWorkers(journal, recorder.on("idle"), Metrics(), holder="idle", concurrency=2, poll=3600.0)
     await replica.start()
     try:
         assert await asyncio.to_thread(replica._listener.listening.wait, 10)
-        await asyncio.sleep(0.1)  # both workers have looked once and wait
-        started = time.monotonic()
+        await wait_until(lambda: len(looked) == 2, "both workers looked, found nothing and wait")
         await writer.record(new(1, 4))
-        await wait_until(lambda: recorder.order == {4: ["d1"]}, "the idle replica ran d1", seconds=10)
-        assert time.monotonic() - started < 5
+        await wait_until(lambda: recorder.order == {4: ["d1"]}, "the idle replica ran d1 (its poll is an hour away)")
         await writer.record(new(2, 4))  # behind a lane this replica handed back with its next claim
-        await wait_until(lambda: recorder.order == {4: ["d1", "d2"]}, "the idle replica ran d2", seconds=10)
+        await wait_until(lambda: recorder.order == {4: ["d1", "d2"]}, "the idle replica ran d2")
         assert await writer.leases() == {}  # handed back: nothing holds the lane once its head is done
     finally:
         await replica.drain(1)
@@ -244,6 +254,8 @@ async def test_a_ring_wakes_one_idle_worker_and_a_ring_with_none_waiting_is_kept
 
 
 async def test_only_the_watch_looks_at_each_poll():
+    """Of eight idle workers only the first to wait, the watch, looks at each poll; the others sleep until a ring.
+    The watch looks four times and stops: by then no other worker has looked once."""
     bell = Doorbell(poll=0.05)
     looks = collections.Counter()
 
@@ -253,8 +265,8 @@ async def test_only_the_watch_looks_at_each_poll():
             looks[i] += 1
 
     tasks = [asyncio.create_task(idle(i)) for i in range(8)]
-    await asyncio.sleep(0.33)
-    assert sum(looks.values()) <= 7 and set(looks) == {0}  # about one look a poll, all the watch's
+    await asyncio.wait_for(tasks[0], 30)
+    assert looks == {0: 4}  # four polls, one look each, all the watch's
     bell.ring_all()
     await asyncio.sleep(0)
     assert all(looks[i] >= 1 for i in range(8))
@@ -263,26 +275,31 @@ async def test_only_the_watch_looks_at_each_poll():
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def test_an_idle_replica_of_many_workers_claims_about_once_a_poll_not_once_per_worker(replicas):
+async def test_an_idle_replica_of_many_workers_claims_once_a_poll_not_once_per_worker(replicas):
     """Regression: every idle worker looked at every poll and every notification, so 32 workers made
-    32 claims a poll on an idle replica, and a burst woke them all onto one delivery."""
+    32 claims a poll on an idle replica, and a burst woke them all onto one delivery. Once every worker has
+    looked once, each poll's claim is the watch's: the claims that follow are all one worker's."""
     journal = replicas()
-    claims = collections.Counter()
+    first: set[str] = set()  # the workers whose first claim has come back
+    later: list[str] = []  # the worker of each claim begun after all 32 had
     claim = journal.claim
 
-    async def counted(*args, **kwargs):
-        claims["all"] += 1
-        return await claim(*args, **kwargs)
+    async def noted(*args, **kwargs):
+        worker = asyncio.current_task().get_name()
+        if len(first) == 32:
+            later.append(worker)
+        try:
+            return await claim(*args, **kwargs)
+        finally:
+            first.add(worker)
 
-    journal.claim = counted
+    journal.claim = noted
     recorder = Recorder()
-    replica = ReplicaWorkers(journal, recorder.on("many"), Metrics(), holder="many", concurrency=32, poll=0.1)
+    replica = ReplicaWorkers(journal, recorder.on("many"), Metrics(), holder="many", concurrency=32, poll=0.05)
     await replica.start()
     try:
-        await asyncio.sleep(0.3)  # every worker has looked once; then the watch looks at each poll
-        before = claims["all"]
-        await asyncio.sleep(1.0)
-        assert claims["all"] - before <= 15  # about 10 polls, not 32 × 10
+        await wait_until(lambda: len(later) >= 10, "ten claims after every worker had looked once")
+        assert len(set(later)) == 1, collections.Counter(later)  # not 32 workers at each poll
         writer = replicas()
         for i in range(20):
             await writer.record(new(i, 100 + i))
