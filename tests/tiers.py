@@ -74,7 +74,9 @@ TESTS = {
     "test_shared_reads.py::test_one_writers_labels_on_many_forks_at_once_read_the_permission_once": "live",
     "test_trust.py::test_no_run_but_the_bots_dispatch_reaches_a_record_a_pin_or_a_sign_off": "live",
     "test_welcome.py::test_request_figures": "live",
-    "test_welcome.py::test_the_key_figures_of_issue_3": "live",
+    "test_welcome.py::test_the_welcomes_key_figures": "live",
+    "test_references.py": "rules",  # `git ls-files` only: it reads the tracked files
+    "test_real_data.py": "rules",
     "test_bench_callbacks.py": "process",  # bench/callbacks.py measures each tree in a subprocess
     "test_bench_connections.py": "process",  # bench/connections.py: GitHub stand-in in a process of its own
     "test_bench_parsers.py::test_quick_run_prints_one_row_per_case_and_the_loop_figure": "process",
