@@ -35,23 +35,32 @@ HOSTS = ("inferencex.semianalysis.com",)
 
 def callbacks() -> list[tuple[str, str, dict[str, Any]]]:
     """(label, event type, client_payload): the examples, then refused ones built from them."""
-    example = {event: json.loads((PAYLOADS / f"{event}.callback.json").read_text())
-               for event in ("stage-results-started", "stage-results-completed", "ingest-completed")}
+    example = {
+        event: json.loads((PAYLOADS / f"{event}.callback.json").read_text())
+        for event in ("stage-results-started", "stage-results-completed", "ingest-completed")
+    }
     ingest = example["ingest-completed"]
     return [
         ("started (example)", "stage-results-started", example["stage-results-started"]),
         ("completed (example)", "stage-results-completed", example["stage-results-completed"]),
         ("ingested (example)", "ingest-completed", ingest),
         ("refused: run-id 'abc'", "stage-results-started", {**example["stage-results-started"], "run-id": "abc"}),
-        ("refused: another source", "stage-results-started",
-         {**example["stage-results-started"], "source-repository": "someone/else"}),
-        ("refused: a negative count", "ingest-completed",
-         {**ingest, "counts": {**ingest["counts"], "eval": {**ingest["counts"]["eval"], "new": -1}}}),
+        (
+            "refused: another source",
+            "stage-results-started",
+            {**example["stage-results-started"], "source-repository": "someone/else"},
+        ),
+        (
+            "refused: a negative count",
+            "ingest-completed",
+            {**ingest, "counts": {**ingest["counts"], "eval": {**ingest["counts"]["eval"], "new": -1}}},
+        ),
     ]
 
 
 def worker(repeat: int) -> None:
     from bot.rules.results_callbacks import parse_callback
+
     for label, event, payload in callbacks():
         start = time.perf_counter_ns()
         answer = parse_callback(event, payload, results_repository=RESULTS, link_hosts=HOSTS)
@@ -62,9 +71,19 @@ def worker(repeat: int) -> None:
             parse_callback(event, payload, results_repository=RESULTS, link_hosts=HOSTS)
             times.append(time.perf_counter_ns() - start)
         verdict = getattr(answer, "code", None) or "accepted"
-        print(json.dumps({"label": label, "first_us": first / 1e3, "median_us": statistics.median(times) / 1e3,
-                          "verdict": verdict}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "label": label,
+                    "first_us": first / 1e3,
+                    "median_us": statistics.median(times) / 1e3,
+                    "verdict": verdict,
+                }
+            ),
+            flush=True,
+        )
     from bot.rules.signoff import judge_result  # the judge's answer, for comparison (not in the median)
+
     answer = json.loads((PAYLOADS / "signoff-judged.callback.json").read_text())
     start = time.perf_counter_ns()
     verdict = "accepted" if isinstance(judge_result(answer), dict) else "refused"
@@ -74,15 +93,26 @@ def worker(repeat: int) -> None:
         start = time.perf_counter_ns()
         judge_result(answer)
         times.append(time.perf_counter_ns() - start)
-    print(json.dumps({"label": "judge_result: signoff-judged (example)", "first_us": first / 1e3,
-                      "median_us": statistics.median(times) / 1e3, "verdict": verdict, "judge": True}), flush=True)
+    print(
+        json.dumps(
+            {
+                "label": "judge_result: signoff-judged (example)",
+                "first_us": first / 1e3,
+                "median_us": statistics.median(times) / 1e3,
+                "verdict": verdict,
+                "judge": True,
+            }
+        ),
+        flush=True,
+    )
 
 
 def trees(tmp: Path, before_ref: str) -> tuple[Path, Path]:
     before, after = tmp / "before", tmp / "after"
     before.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", before_ref, "bot"], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", before_ref, "bot"], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
     shutil.copytree(ROOT / "bot", after / "bot", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "examples" / "schemas", after / "sweepbot_schemas")
@@ -91,8 +121,15 @@ def trees(tmp: Path, before_ref: str) -> tuple[Path, Path]:
 
 def measure(tree: Path, repeat: int) -> list[dict[str, Any]]:
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
-    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat)],
-                          capture_output=True, text=True, env=env, cwd=tree, timeout=600, check=True)
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--worker", "--repeat", str(repeat)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tree,
+        timeout=600,
+        check=True,
+    )
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
@@ -108,17 +145,23 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         before_tree, after_tree = trees(Path(tmp), args.before)
         before, after = measure(before_tree, args.repeat), measure(after_tree, args.repeat)
-    print(f"{os.cpu_count()} cores, Python {platform.python_version()}; before: {args.before}; after: the working "
-          f"tree; median of {args.repeat:,} calls per callback")
+    print(
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; before: {args.before}; after: the working "
+        f"tree; median of {args.repeat:,} calls per callback"
+    )
     print("| callback | verdict before | verdict after | before µs | after µs | after/before | first call after µs |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
     for b, a in zip(before, after):
-        print(f"| {a['label']} | {b['verdict']} | {a['verdict']} | {b['median_us']:.1f} | {a['median_us']:.1f} | "
-              f"{a['median_us'] / b['median_us']:.1f}x | {a['first_us']:,.0f} |")
+        print(
+            f"| {a['label']} | {b['verdict']} | {a['verdict']} | {b['median_us']:.1f} | {a['median_us']:.1f} | "
+            f"{a['median_us'] / b['median_us']:.1f}x | {a['first_us']:,.0f} |"
+        )
     results = [(b, a) for b, a in zip(before, after) if not a.get("judge")]
-    print(f"parse_callback, median over the callbacks: before "
-          f"{statistics.median(b['median_us'] for b, _ in results):.1f} µs, "
-          f"after {statistics.median(a['median_us'] for _, a in results):.1f} µs")
+    print(
+        f"parse_callback, median over the callbacks: before "
+        f"{statistics.median(b['median_us'] for b, _ in results):.1f} µs, "
+        f"after {statistics.median(a['median_us'] for _, a in results):.1f} µs"
+    )
     return 0
 
 

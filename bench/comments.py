@@ -29,12 +29,16 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from bot.app import cli  # noqa: E402
-from bot.core.config import Settings  # noqa: E402
 from rendered import visible_text  # noqa: E402
 
-ENTRY = re.compile(r"^#### (POST|PATCH) (\S+) -> \d+  comment\[([^\]]+)\], [\d,]+ chars\n\nbody:\n\n~~~~~~markdown\n"
-                   r"(.*?)\n~~~~~~$", re.S | re.M)
+from bot.app import cli  # noqa: E402
+from bot.core.config import Settings  # noqa: E402
+
+ENTRY = re.compile(
+    r"^#### (POST|PATCH) (\S+) -> \d+  comment\[([^\]]+)\], [\d,]+ chars\n\nbody:\n\n~~~~~~markdown\n"
+    r"(.*?)\n~~~~~~$",
+    re.S | re.M,
+)
 GOAL_COMMENTS, GOAL_VISIBLE = 6, 5_000
 
 
@@ -54,8 +58,12 @@ def measure(transcript: str) -> dict:
             new.append(purpose)
         final[purpose] = body
     rows = {purpose: (len(visible_text(body)), len(body)) for purpose, body in final.items()}
-    return {"new": new, "rows": rows, "visible": sum(v for v, _ in rows.values()),
-            "raw": sum(r for _, r in rows.values())}
+    return {
+        "new": new,
+        "rows": rows,
+        "visible": sum(v for v, _ in rows.values()),
+        "raw": sum(r for _, r in rows.values()),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

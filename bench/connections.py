@@ -64,14 +64,17 @@ def setups(in_flight: int) -> list[tuple[str, ConnectionShards]]:
     kept = httpx.Limits(max_connections=100, max_keepalive_connections=in_flight)
     return [
         ("one pool, httpx's default (20 kept open)", ConnectionShards([httpx.AsyncClient(timeout=HTTP_TIMEOUT)])),
-        (f"one pool keeping {in_flight} open",
-         ConnectionShards([httpx.AsyncClient(timeout=HTTP_TIMEOUT, limits=kept)])),
+        (
+            f"one pool keeping {in_flight} open",
+            ConnectionShards([httpx.AsyncClient(timeout=HTTP_TIMEOUT, limits=kept)]),
+        ),
         ("ConnectionShards.for_budget (pools of 15)", ConnectionShards.for_budget(in_flight, HTTP_TIMEOUT)),
     ]
 
 
-async def burst(shards: ConnectionShards, url: str, requests: int, in_flight: int,
-                opened: Synchronized[int]) -> tuple[float, float, int]:
+async def burst(
+    shards: ConnectionShards, url: str, requests: int, in_flight: int, opened: Synchronized[int]
+) -> tuple[float, float, int]:
     """(wall seconds, client CPU seconds, connections opened) for `requests` GETs, at most `in_flight` at once."""
     places = asyncio.Semaphore(in_flight)
 
@@ -96,9 +99,11 @@ async def measure(url: str, args: argparse.Namespace, opened: Synchronized[int])
         wall = statistics.median(f[0] for f in rest)
         cpu_ms = statistics.median(f[1] for f in rest) * 1000 / args.requests
         new = statistics.median(f[2] for f in rest)
-        lines.append(f"{name}: median burst {wall:.2f} s, client CPU {cpu_ms:.2f} ms a request, {new:g} connections "
-                     f"opened a burst (first burst: {first[0]:.2f} s, {first[1] * 1000 / args.requests:.2f} ms, "
-                     f"{first[2]} opened)")
+        lines.append(
+            f"{name}: median burst {wall:.2f} s, client CPU {cpu_ms:.2f} ms a request, {new:g} connections "
+            f"opened a burst (first burst: {first[0]:.2f} s, {first[1] * 1000 / args.requests:.2f} ms, "
+            f"{first[2]} opened)"
+        )
     return lines
 
 
@@ -119,9 +124,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise RuntimeError("the answering server did not start")
             time.sleep(0.01)
         floor = -(-args.requests // args.in_flight) * args.latency
-        print(f"connections: {args.requests} GETs a burst, at most {args.in_flight} under way, each answered "
-              f"{args.latency * 1000:g} ms late by a server in its own process (floor {floor:.2f} s a burst); "
-              f"{args.bursts} bursts per set-up, httpx {httpx.__version__}")
+        print(
+            f"connections: {args.requests} GETs a burst, at most {args.in_flight} under way, each answered "
+            f"{args.latency * 1000:g} ms late by a server in its own process (floor {floor:.2f} s a burst); "
+            f"{args.bursts} bursts per set-up, httpx {httpx.__version__}"
+        )
         for line in asyncio.run(measure(f"http://127.0.0.1:{port.value}/item", args, opened)):
             print(line)
     finally:

@@ -71,14 +71,15 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from bot.telemetry import logs  # noqa: E402
-from bot.effects.comments import purpose_of  # noqa: E402
-from bot.core.config import Settings  # noqa: E402
+from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
+
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
+from bot.core.config import Settings  # noqa: E402
+from bot.effects.comments import purpose_of  # noqa: E402
+from bot.telemetry import logs  # noqa: E402
 from bot.testing import InMemoryGitHub  # noqa: E402
 from bot.testing.round_trips import LateGitHub, critical_path  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
-from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 LABEL = "full-sweep-fail-fast"
@@ -97,8 +98,10 @@ LIVE_LOG = subprocess.DEVNULL  # --live: where the bot's log goes (BENCH_LOG_LEV
 
 
 def appended_entry(number: int) -> str:
-    return ("- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n"
-            f'    - "Tune MI355X SGLang, bench PR {number}"\n  pr-link: XXX\n')
+    return (
+        "- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n"
+        f'    - "Tune MI355X SGLang, bench PR {number}"\n  pr-link: XXX\n'
+    )
 
 
 def labeled_id(number: int) -> str:
@@ -145,7 +148,7 @@ def timed_handle(fake: InMemoryGitHub, clock: Clock):
             clock.failed.append(f"PR {number}: {method} {path} -> {response.status_code}")
             return response
         if method == "POST" and path.endswith("/dispatches"):
-            inputs = (json.loads(request.content or b"{}").get("inputs") or {})
+            inputs = json.loads(request.content or b"{}").get("inputs") or {}
             clock.dispatched[int(inputs.get("pr-number", -1))].append(arrived)
         elif (method == "POST" and path.endswith("/comments")) or (method == "PATCH" and "/issues/comments/" in path):
             if purpose_of(json.loads(request.content or b"{}").get("body")) == STATUS_PURPOSE:
@@ -171,9 +174,15 @@ def seed(fake: InMemoryGitHub | FakeGitHubProcess, prs: int, fork: bool = False)
 def add_changelog_pull(fake: InMemoryGitHub | FakeGitHubProcess, number: int, fork: bool = False) -> None:
     """A PR appending one valid entry to the changelog (base: a one-entry history); a fork's has its merge commit
     computed already."""
-    pull = fake.add_pull(REPO, number=number, title=f"Tune MI355X recipe {number}", user=f"dev{number}",
-                         head_ref=f"bench-{number}", files=[CHANGELOG],
-                         head_repo=f"dev{number}/InferenceX" if fork else None)
+    pull = fake.add_pull(
+        REPO,
+        number=number,
+        title=f"Tune MI355X recipe {number}",
+        user=f"dev{number}",
+        head_ref=f"bench-{number}",
+        files=[CHANGELOG],
+        head_repo=f"dev{number}/InferenceX" if fork else None,
+    )
     if fork:
         fake.update_pull(REPO, number, merge_commit_sha=f"{number:040x}")
     fake.set_file(REPO, CHANGELOG, HISTORY, ref=pull["base"]["sha"])
@@ -187,8 +196,9 @@ def quantiles(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(ordered) * 1000, p99 * 1000, ordered[-1] * 1000
 
 
-async def post_all(h: Harness, payloads: dict[int, dict[str, Any]], senders: int, clock: Clock,
-                   one_at_a_time: bool = False) -> list[int]:
+async def post_all(
+    h: Harness, payloads: dict[int, dict[str, Any]], senders: int, clock: Clock, one_at_a_time: bool = False
+) -> list[int]:
     """Every `labeled` delivery, back to back from `senders` clients (or each once the one before is handled);
     the time before each POST is its start."""
     queue = collections.deque(sorted(payloads))
@@ -223,10 +233,19 @@ class Collect(logging.Handler):
         self.records.append(record)
 
 
-async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders: int = 20, *,
-              worker_thread: bool = True, opened_first: bool = False, latency: float = 0.0,
-              one_at_a_time: bool = False, fork: bool = False,
-              in_flight: int = Settings.github_in_flight) -> dict[str, Any]:
+async def run(
+    key: str,
+    prs: int = 200,
+    workers: int = Settings.workers,
+    senders: int = 20,
+    *,
+    worker_thread: bool = True,
+    opened_first: bool = False,
+    latency: float = 0.0,
+    one_at_a_time: bool = False,
+    fork: bool = False,
+    in_flight: int = Settings.github_in_flight,
+) -> dict[str, Any]:
     fake = InMemoryGitHub()
     seed(fake, prs, fork)
     warm_up = prs + 1
@@ -236,20 +255,33 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
         late = LateGitHub(timed_handle(fake, clock), latency, delivery_of_request)
         router.route(host="api.github.com").mock(side_effect=late if latency > 0 else timed_handle(fake, clock))
-        h = await start_harness(Path(tmp), fake, key, settle_seconds=0.0, writes_per_minute=0, workers=workers,
-                                worker_thread=worker_thread, github_in_flight=in_flight)
+        h = await start_harness(
+            Path(tmp),
+            fake,
+            key,
+            settle_seconds=0.0,
+            writes_per_minute=0,
+            workers=workers,
+            worker_thread=worker_thread,
+            github_in_flight=in_flight,
+        )
         try:
             # Untimed warm-up, one delivery: a label that is not a sweep label on one more PR. The gate reads that PR
             # and its changelog and writes its status comment and check run, but starts nothing; the installation
             # token, the App's identity (GET /app), the repository's policy and the compiled templates are cached.
-            await h.deliver("pull_request", fake.pull_request_payload(REPO, warm_up, "labeled", sender=MAINTAINER,
-                                                                      label=WARM_UP_LABEL), delivery="warm-up")
+            await h.deliver(
+                "pull_request",
+                fake.pull_request_payload(REPO, warm_up, "labeled", sender=MAINTAINER, label=WARM_UP_LABEL),
+                delivery="warm-up",
+            )
             assert not fake.runs(REPO), "the warm-up's label started a sweep"
             if opened_first:  # untimed: every PR opened and handled (welcome, label, status comment, check run)
                 for number in range(1, prs + 1):
-                    resp = await h.post("pull_request", fake.pull_request_payload(REPO, number, "opened",
-                                                                                  sender=f"dev{number}"),
-                                        delivery=f"opened-{number}")
+                    resp = await h.post(
+                        "pull_request",
+                        fake.pull_request_payload(REPO, number, "opened", sender=f"dev{number}"),
+                        delivery=f"opened-{number}",
+                    )
                     await resp.release()
                 await h.bot.wait_idle(300)
                 assert not fake.runs(REPO), "a PR without a sweep label was dispatched on `opened`"
@@ -269,11 +301,25 @@ async def run(key: str, prs: int = 200, workers: int = Settings.workers, senders
             health = await h.bot.health()
         finally:
             await stop_harness(h)
-    return {"fake": fake, "clock": clock, "statuses": collections.Counter(statuses), "posted_s": posted,
-            "started": started, "journal": collections.Counter(r.status if r else "missing" for r in rows),
-            "health": health, "prs": prs, "workers": workers, "in_flight": in_flight, "senders": senders, "worker_thread": worker_thread,
-            "opened_first": opened_first, "latency": latency, "trips": dict(late.trips),
-            "one_at_a_time": one_at_a_time, "fork": fork}
+    return {
+        "fake": fake,
+        "clock": clock,
+        "statuses": collections.Counter(statuses),
+        "posted_s": posted,
+        "started": started,
+        "journal": collections.Counter(r.status if r else "missing" for r in rows),
+        "health": health,
+        "prs": prs,
+        "workers": workers,
+        "in_flight": in_flight,
+        "senders": senders,
+        "worker_thread": worker_thread,
+        "opened_first": opened_first,
+        "latency": latency,
+        "trips": dict(late.trips),
+        "one_at_a_time": one_at_a_time,
+        "fork": fork,
+    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -291,19 +337,30 @@ def cpu_of(processes: dict[str, list[int]]) -> dict[str, float]:
     return {name: sum(cpu_seconds(pid) for pid in pids) for name, pids in processes.items()}
 
 
-def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, one_at_a_time: bool, fork: bool,
-             in_flight: int, fake_niceness: int = 0, opened_first: bool = False) -> dict[str, Any]:
+def run_live(
+    key: str,
+    prs: int,
+    workers: int,
+    senders: int,
+    *,
+    latency: float,
+    one_at_a_time: bool,
+    fork: bool,
+    in_flight: int,
+    fake_niceness: int = 0,
+    opened_first: bool = False,
+) -> dict[str, Any]:
     """`--live`: as `sweepbot serve` runs for real. The bot in processes of its own (the webhook intake, and its
     workers in a process of their own), the fake GitHub in another (`bot.testing.server`, every request answered
     `latency` late), this one only sends. Times come from the fake's log of requests (stamped as each arrives)."""
     import sqlite3
 
     import aiohttp
-
-    from bot.app.webhook_signature import sign
     from harness import SECRET, free_port, process_health, start_server_process
+
     from bench.drain import fake_pid
     from bench.slow_github import drained as drained_since
+    from bot.app.webhook_signature import sign
 
     def drained(port: int) -> None:
         drained_since(port, time.perf_counter())
@@ -319,18 +376,30 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
         fake.label_issue(REPO, warm_up, WARM_UP_LABEL, actor=MAINTAINER)
         fake.set_latency(None, r"^/", latency)
         port = free_port()
-        env = {"APP_ID": "1", "PRIVATE_KEY": key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-               "SWEEPBOT_DB": str(Path(tmp) / "journal.db"), "SWEEPBOT_WORKERS": str(workers),
-               "SWEEPBOT_WRITES_PER_MINUTE": "0", "SWEEPBOT_SETTLE_SECONDS": "0",
-               "SWEEPBOT_GITHUB_IN_FLIGHT": str(in_flight), "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "ERROR")}
+        env = {
+            "APP_ID": "1",
+            "PRIVATE_KEY": key,
+            "WEBHOOK_SECRET": SECRET,
+            "GITHUB_API_URL": fake.url,
+            "SWEEPBOT_DB": str(Path(tmp) / "journal.db"),
+            "SWEEPBOT_WORKERS": str(workers),
+            "SWEEPBOT_WRITES_PER_MINUTE": "0",
+            "SWEEPBOT_SETTLE_SECONDS": "0",
+            "SWEEPBOT_GITHUB_IN_FLIGHT": str(in_flight),
+            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "ERROR"),
+        }
         proc = start_server_process(port, env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=log)
         url = f"http://127.0.0.1:{port}/webhook"
         statuses: collections.Counter = collections.Counter()
 
         async def post(session: aiohttp.ClientSession, delivery: str, payload: dict[str, Any]) -> int:
             body = json.dumps(payload).encode()
-            headers = {"Content-Type": "application/json", "X-GitHub-Event": "pull_request",
-                       "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign(body, SECRET)}
+            headers = {
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "pull_request",
+                "X-GitHub-Delivery": delivery,
+                "X-Hub-Signature-256": sign(body, SECRET),
+            }
             async with session.post(url, data=body, headers=headers) as resp:
                 await resp.read()
                 return resp.status
@@ -338,6 +407,7 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
         async def send_all(payloads: dict[int, dict[str, Any]]) -> None:
             queue = collections.deque(sorted(payloads))
             async with aiohttp.ClientSession() as session:
+
                 async def sender() -> None:
                     while queue:
                         number = queue.popleft()
@@ -345,18 +415,25 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
                         statuses[await post(session, labeled_id(number), payloads[number])] += 1
                         if one_at_a_time:
                             await asyncio.to_thread(drained, port)
+
                 await asyncio.gather(*(sender() for _ in range(1 if one_at_a_time else senders)))
 
         async def warm() -> None:
             async with aiohttp.ClientSession() as session:
-                await post(session, "warm-up", fake.pull_request_payload(REPO, warm_up, "labeled", sender=MAINTAINER,
-                                                                         label=WARM_UP_LABEL))
+                await post(
+                    session,
+                    "warm-up",
+                    fake.pull_request_payload(REPO, warm_up, "labeled", sender=MAINTAINER, label=WARM_UP_LABEL),
+                )
 
         async def open_all() -> None:
             async with aiohttp.ClientSession() as session:
                 for number in range(1, prs + 1):
-                    await post(session, f"opened-{number}", fake.pull_request_payload(REPO, number, "opened",
-                                                                                      sender=f"dev{number}"))
+                    await post(
+                        session,
+                        f"opened-{number}",
+                        fake.pull_request_payload(REPO, number, "opened", sender=f"dev{number}"),
+                    )
 
         try:
             asyncio.run(warm())
@@ -385,8 +462,13 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
             proc.terminate()
             proc.wait(60)
         with sqlite3.connect(Path(tmp) / "journal.db") as db:
-            journal = collections.Counter(dict(db.execute(
-                "SELECT status, count(*) FROM deliveries WHERE id LIKE 'labeled-%' GROUP BY status").fetchall()))
+            journal = collections.Counter(
+                dict(
+                    db.execute(
+                        "SELECT status, count(*) FROM deliveries WHERE id LIKE 'labeled-%' GROUP BY status"
+                    ).fetchall()
+                )
+            )
     for r in made:
         on_pr = pr_of_path(r.path)
         if on_pr is not None:
@@ -399,10 +481,29 @@ def run_live(key: str, prs: int, workers: int, senders: int, *, latency: float, 
         if r.status >= 400:
             clock.failed.append(f"{r.method} {r.path} -> {r.status}")
     clock.live_requests = len(made)
-    return {"fake": None, "runs": runs, "fake_niceness": fake_niceness, "clock": clock, "statuses": statuses, "posted_s": posted, "started": started,
-            "journal": journal, "health": health, "prs": prs, "workers": workers, "in_flight": in_flight,
-            "senders": senders, "worker_thread": True, "opened_first": opened_first, "latency": latency, "trips": {},
-            "one_at_a_time": one_at_a_time, "fork": fork, "live": True, "cpu": cpu}
+    return {
+        "fake": None,
+        "runs": runs,
+        "fake_niceness": fake_niceness,
+        "clock": clock,
+        "statuses": statuses,
+        "posted_s": posted,
+        "started": started,
+        "journal": journal,
+        "health": health,
+        "prs": prs,
+        "workers": workers,
+        "in_flight": in_flight,
+        "senders": senders,
+        "worker_thread": True,
+        "opened_first": opened_first,
+        "latency": latency,
+        "trips": {},
+        "one_at_a_time": one_at_a_time,
+        "fork": fork,
+        "live": True,
+        "cpu": cpu,
+    }
 
 
 def pr_of_path(path: str) -> int | None:
@@ -432,61 +533,86 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
     where = "on their own thread and loop" if result["worker_thread"] else "on the server's loop"
     if result.get("live"):
         where = "in a process of their own beside the intake's (live `sweepbot serve`)"
-    state = ("each PR opened and handled first (status comment edited, changelog check cached)"
-             if result["opened_first"] else "PRs the bot has not seen (status comment created)")
+    state = (
+        "each PR opened and handled first (status comment edited, changelog check cached)"
+        if result["opened_first"]
+        else "PRs the bot has not seen (status comment created)"
+    )
     warm = "warm, PRs opened first" if result["opened_first"] else "warm"
     kind = "fork" if result["fork"] else "same-repository"
     pace = "one at a time (each once the one before is handled)" if result["one_at_a_time"] else "unpaced"
-    lines = [f"sweep gate latency: {prs} {kind} PRs {pace}, {state}; {result['workers']} workers {where}, "
-             f"at most {result['in_flight']} GitHub requests under way at once, "
-             f"{result['senders']} senders, writes unpaced, settle_seconds=0, "
-             f"fake GitHub {'in a process of its own' if result.get('live') else 'in-process'}"
-             f"{' at niceness %d' % result['fake_niceness'] if result.get('fake_niceness') else ''}, "
-             f"every request answered {result['latency'] * 1000:g} ms late, {os.cpu_count()} cores"]
+    lines = [
+        f"sweep gate latency: {prs} {kind} PRs {pace}, {state}; {result['workers']} workers {where}, "
+        f"at most {result['in_flight']} GitHub requests under way at once, "
+        f"{result['senders']} senders, writes unpaced, settle_seconds=0, "
+        f"fake GitHub {'in a process of its own' if result.get('live') else 'in-process'}"
+        f"{' at niceness %d' % result['fake_niceness'] if result.get('fake_niceness') else ''}, "
+        f"every request answered {result['latency'] * 1000:g} ms late, {os.cpu_count()} cores"
+    ]
     if dispatch:
         med, p99, mx = quantiles(dispatch)
-        lines.append(f"labeled -> dispatch, {warm}, {prs} PRs {pace}: median {med:.0f} ms, p99 {p99:.0f} ms, "
-                     f"max {mx:.0f} ms")
+        lines.append(
+            f"labeled -> dispatch, {warm}, {prs} PRs {pace}: median {med:.0f} ms, p99 {p99:.0f} ms, max {mx:.0f} ms"
+        )
     if status:
         med, p99, mx = quantiles(status)
-        lines.append(f"labeled -> status comment written, {warm}, {prs} PRs {pace}: median {med:.0f} ms, "
-                     f"p99 {p99:.0f} ms, max {mx:.0f} ms")
+        lines.append(
+            f"labeled -> status comment written, {warm}, {prs} PRs {pace}: median {med:.0f} ms, "
+            f"p99 {p99:.0f} ms, max {mx:.0f} ms"
+        )
     if service:
         med, p99, mx = quantiles(service)
-        lines.append(f"of labeled -> dispatch, in a worker (its first GitHub request -> dispatch): median "
-                     f"{med:.0f} ms, p99 {p99:.0f} ms, max {mx:.0f} ms; the rest: intake, journal, queue")
+        lines.append(
+            f"of labeled -> dispatch, in a worker (its first GitHub request -> dispatch): median "
+            f"{med:.0f} ms, p99 {p99:.0f} ms, max {mx:.0f} ms; the rest: intake, journal, queue"
+        )
     if result["latency"] > 0 and not result.get("live"):  # the fake in its own process notes no round trips
         latency_ms = result["latency"] * 1000
         trips = [result["trips"].get(labeled_id(n), []) for n in numbers]
-        to_dispatch = [critical_path(t, lambda trip: trip.method == "POST" and trip.path.endswith("/dispatches"))
-                       for t in trips]
+        to_dispatch = [
+            critical_path(t, lambda trip: trip.method == "POST" and trip.path.endswith("/dispatches")) for t in trips
+        ]
         whole = [critical_path(t) for t in trips]
         for name, values in (("to the dispatch", to_dispatch), ("whole delivery", whole)):
             med, p99, mx = quantiles([v / 1000 for v in values])
-            lines.append(f"round trips on the critical path, {name} (every request answered {latency_ms:g} ms "
-                         f"late): median {med:g}, p99 {p99:g}, max {mx:g}")
+            lines.append(
+                f"round trips on the critical path, {name} (every request answered {latency_ms:g} ms "
+                f"late): median {med:g}, p99 {p99:g}, max {mx:g}"
+            )
     inside = "" if result.get("live") else f"; {clock.in_fake:.2f} s of CPU inside the fake GitHub"
-    lines.append(f"throughput: {len(dispatch)} dispatches in {span:.2f} s from the first POST "
-                 f"({len(dispatch) / span if span > 0 else 0:.0f}/s); all {prs} deliveries posted in "
-                 f"{result['posted_s']:.2f} s{inside}")
+    lines.append(
+        f"throughput: {len(dispatch)} dispatches in {span:.2f} s from the first POST "
+        f"({len(dispatch) / span if span > 0 else 0:.0f}/s); all {prs} deliveries posted in "
+        f"{result['posted_s']:.2f} s{inside}"
+    )
     if result.get("live"):
         lines.append(f"GitHub requests: {clock.live_requests} for {prs} PRs ({clock.live_requests / prs:.1f} a PR)")
         if result["one_at_a_time"]:  # between PRs this bench asks /healthz every 20 ms, which costs both processes
             lines.append("CPU per process: not shown one at a time (the bench's /healthz polls would count)")
         else:
-            lines.append("CPU from the first POST until drained, a PR: " + ", ".join(
-                f"{name} {seconds * 1000 / prs:.1f} ms" for name, seconds in result["cpu"].items()))
+            lines.append(
+                "CPU from the first POST until drained, a PR: "
+                + ", ".join(f"{name} {seconds * 1000 / prs:.1f} ms" for name, seconds in result["cpu"].items())
+            )
     else:
-        lines.append(f"GitHub requests per labeled PR: median {statistics.median(requests):g} "
-                     f"(writes {statistics.median(writes):g}), min {min(requests)}, max {max(requests)}; "
-                     f"outside a labeled delivery: {clock.unattributed}")
-    lines.append(f"runs: {len(runs)} for {prs} PRs ({sum(1 for n in numbers if per_pr_runs[str(n)] == 1)} PRs "
-                 f"with exactly one); dispatch POSTs doubled: {len(doubled)}, missing: {len(missing)}")
-    lines.append("settle_seconds=0 here: the default 3 s label settle window adds 3 s to every figure above; "
-                 "these figures measure the processing.")
-    lines.append(f"acks: {dict(result['statuses'])}; journal: {dict(result['journal'])}; health failed="
-                 f"{result['health'].get('failed')} retrying={result['health'].get('retrying')}; "
-                 f"failed requests: {len(clock.failed)}; bot warnings/errors logged: {len(warnings)}")
+        lines.append(
+            f"GitHub requests per labeled PR: median {statistics.median(requests):g} "
+            f"(writes {statistics.median(writes):g}), min {min(requests)}, max {max(requests)}; "
+            f"outside a labeled delivery: {clock.unattributed}"
+        )
+    lines.append(
+        f"runs: {len(runs)} for {prs} PRs ({sum(1 for n in numbers if per_pr_runs[str(n)] == 1)} PRs "
+        f"with exactly one); dispatch POSTs doubled: {len(doubled)}, missing: {len(missing)}"
+    )
+    lines.append(
+        "settle_seconds=0 here: the default 3 s label settle window adds 3 s to every figure above; "
+        "these figures measure the processing."
+    )
+    lines.append(
+        f"acks: {dict(result['statuses'])}; journal: {dict(result['journal'])}; health failed="
+        f"{result['health'].get('failed')} retrying={result['health'].get('retrying')}; "
+        f"failed requests: {len(clock.failed)}; bot warnings/errors logged: {len(warnings)}"
+    )
     lines += [f"  failed request: {problem}" for problem in clock.failed[:5]]
     lines += [f"  log: {r.levelname} {r.getMessage()} {getattr(r, 'fields', '')}"[:400] for r in warnings[:5]]
     if doubled:
@@ -509,8 +635,10 @@ def problems(result: dict[str, Any]) -> list[str]:
     if any(per_pr[str(n)] != 1 for n in numbers):
         found.append(f"PRs without exactly one run: {[n for n in numbers if per_pr[str(n)] != 1][:20]}")
     if any(len(clock.dispatched.get(n, ())) != 1 for n in numbers):
-        found.append("PRs without exactly one dispatch POST: "
-                     f"{[n for n in numbers if len(clock.dispatched.get(n, ())) != 1][:20]}")
+        found.append(
+            "PRs without exactly one dispatch POST: "
+            f"{[n for n in numbers if len(clock.dispatched.get(n, ())) != 1][:20]}"
+        )
     if set(result["journal"]) != {"done"}:
         found.append(f"labeled deliveries not done: {dict(result['journal'])}")
     return found
@@ -519,26 +647,55 @@ def problems(result: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prs", type=int, default=200, help="PRs labeled, one delivery each (default 200)")
-    parser.add_argument("--workers", type=int, default=Settings.workers,
-                        help=f"worker concurrency (default: the bot's, {Settings.workers})")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=Settings.workers,
+        help=f"worker concurrency (default: the bot's, {Settings.workers})",
+    )
     parser.add_argument("--senders", type=int, default=20, help="concurrent webhook senders (default 20)")
-    parser.add_argument("--in-flight", type=int, default=Settings.github_in_flight,
-                        help=f"GitHub requests under way at once (default: the bot's, {Settings.github_in_flight})")
-    parser.add_argument("--opened-first", action="store_true",
-                        help="deliver and handle every PR's `opened` first (untimed), as in production")
-    parser.add_argument("--one-loop", action="store_true",
-                        help="workers on the server's event loop (the test harness's way), not their own thread")
-    parser.add_argument("--github-latency", type=float, default=0.0, metavar="MS",
-                        help="answer every fake GitHub request MS ms late and count the round trips (default 0)")
-    parser.add_argument("--one-at-a-time", action="store_true",
-                        help="post each PR's label once the previous delivery is handled (no queue)")
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        default=Settings.github_in_flight,
+        help=f"GitHub requests under way at once (default: the bot's, {Settings.github_in_flight})",
+    )
+    parser.add_argument(
+        "--opened-first",
+        action="store_true",
+        help="deliver and handle every PR's `opened` first (untimed), as in production",
+    )
+    parser.add_argument(
+        "--one-loop",
+        action="store_true",
+        help="workers on the server's event loop (the test harness's way), not their own thread",
+    )
+    parser.add_argument(
+        "--github-latency",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="answer every fake GitHub request MS ms late and count the round trips (default 0)",
+    )
+    parser.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="post each PR's label once the previous delivery is handled (no queue)",
+    )
     parser.add_argument("--fork", action="store_true", help="every PR from a fork, approved by a writer's label")
-    parser.add_argument("--live", action="store_true",
-                        help="the bot as live `sweepbot serve` runs it (intake and workers in processes of their own) "
-                             "against the fake GitHub in a process of its own; no round-trip counts")
-    parser.add_argument("--fake-niceness", type=int, default=0,
-                        help="--live: the fake GitHub's niceness, a stand-in for a GitHub that is not on this machine "
-                             "(the bot's workers run at 10)")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="the bot as live `sweepbot serve` runs it (intake and workers in processes of their own) "
+        "against the fake GitHub in a process of its own; no round-trip counts",
+    )
+    parser.add_argument(
+        "--fake-niceness",
+        type=int,
+        default=0,
+        help="--live: the fake GitHub's niceness, a stand-in for a GitHub that is not on this machine "
+        "(the bot's workers run at 10)",
+    )
     args = parser.parse_args(argv)
 
     from bot.app.sandbox import _generate_key
@@ -550,15 +707,33 @@ def main(argv: list[str] | None = None) -> int:
     bot_log.setLevel(logging.WARNING)
     try:
         if args.live:
-            result = run_live(_generate_key(), args.prs, args.workers, max(1, args.senders),
-                              latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time, fork=args.fork,
-                              in_flight=args.in_flight, fake_niceness=args.fake_niceness,
-                              opened_first=args.opened_first)
+            result = run_live(
+                _generate_key(),
+                args.prs,
+                args.workers,
+                max(1, args.senders),
+                latency=args.github_latency / 1000,
+                one_at_a_time=args.one_at_a_time,
+                fork=args.fork,
+                in_flight=args.in_flight,
+                fake_niceness=args.fake_niceness,
+                opened_first=args.opened_first,
+            )
         else:
-            result = asyncio.run(run(_generate_key(), args.prs, args.workers, max(1, args.senders),
-                                     worker_thread=not args.one_loop, opened_first=args.opened_first,
-                                     latency=args.github_latency / 1000, one_at_a_time=args.one_at_a_time,
-                                     fork=args.fork, in_flight=args.in_flight))
+            result = asyncio.run(
+                run(
+                    _generate_key(),
+                    args.prs,
+                    args.workers,
+                    max(1, args.senders),
+                    worker_thread=not args.one_loop,
+                    opened_first=args.opened_first,
+                    latency=args.github_latency / 1000,
+                    one_at_a_time=args.one_at_a_time,
+                    fork=args.fork,
+                    in_flight=args.in_flight,
+                )
+            )
     finally:
         bot_log.handlers[:], level, bot_log.propagate = saved
         bot_log.setLevel(level)

@@ -22,9 +22,10 @@ import re
 import sys
 import tempfile
 import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import respx
 
@@ -33,14 +34,15 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
+
 from bot.app.sandbox import add_sweep_workflows  # noqa: E402
-from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
-from bot.testing.round_trips import LateGitHub, Trip, chain_depths, critical_path  # noqa: E402
 from bot.rules.markers import marker  # noqa: E402
 from bot.rules.sweep_record import RunRecord, SweepRecord  # noqa: E402
+from bot.testing import InMemoryGitHub, RecordedRequest  # noqa: E402
+from bot.testing.round_trips import LateGitHub, Trip, chain_depths, critical_path  # noqa: E402
 from handlers import pr_state, registry, sweep_gate  # noqa: E402
 from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
-from harness import REPO, Harness, start_harness, stop_harness  # noqa: E402
 
 FORK = "partner/InferenceX"
 BENCH_ONLY = "inferencex-e2e/recipes/mi355x-sglang.yaml"  # a benchmark path no autolabel rule matches
@@ -149,8 +151,14 @@ class Count:
 
 
 @contextlib.asynccontextmanager
-async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub], None] | None = None,
-                features: Any = None, **settings: Any) -> AsyncIterator[Harness]:
+async def stage(
+    key: str,
+    *,
+    warm: bool = True,
+    setup: Callable[[InMemoryGitHub], None] | None = None,
+    features: Any = None,
+    **settings: Any,
+) -> AsyncIterator[Harness]:
     """A bot against a fresh fake GitHub holding REPO (default branch main, installation 1). Without `features`:
     every feature but the sweep gate (these scenarios measure the welcome and the autolabels)."""
     fake = InMemoryGitHub()
@@ -161,8 +169,7 @@ async def stage(key: str, *, warm: bool = True, setup: Callable[[InMemoryGitHub]
     late = LateGitHub(fake.handle, LATENCY)
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
         router.route(host="api.github.com").mock(side_effect=late)
-        h = await start_harness(Path(tmp), fake, key, router=features or router_without(*PR_WORKFLOW),
-                                  **settings)
+        h = await start_harness(Path(tmp), fake, key, router=features or router_without(*PR_WORKFLOW), **settings)
         LATE[h] = late
         try:
             if warm:  # a push to another branch: token, App identity and policy cached, nothing else done
@@ -188,6 +195,7 @@ def counted(h: Harness, scenario: str) -> Count:
 def pull(number: int, files: list[str], **kw) -> Callable[[InMemoryGitHub], None]:
     def setup(fake: InMemoryGitHub) -> None:
         fake.add_pull(REPO, number=number, user="partner", head_repo=FORK, files=files, **kw)
+
     return setup
 
 
@@ -197,8 +205,9 @@ def chatter(fake: InMemoryGitHub, number: int, count: int) -> None:
 
 
 async def opened(h: Harness, number: int, delivery: str | None = None) -> None:
-    await h.deliver("pull_request", h.github.pull_request_payload(REPO, number, "opened", sender="partner"),
-                    delivery=delivery)
+    await h.deliver(
+        "pull_request", h.github.pull_request_payload(REPO, number, "opened", sender="partner"), delivery=delivery
+    )
 
 
 # ---- scenarios -----------------------------------------------------------------------------------------------
@@ -288,34 +297,56 @@ async def help_reply(key: str) -> Count:
 
 
 SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
-    welcome_zero_comments, welcome_zero_comments_cold, opened_with_new_label, redelivery_same_id,
-    redelivery_new_id, welcome_150_comments, redelivery_150_comments, synchronize_no_change,
-    synchronize_removes_label, help_reply,
+    welcome_zero_comments,
+    welcome_zero_comments_cold,
+    opened_with_new_label,
+    redelivery_same_id,
+    redelivery_new_id,
+    welcome_150_comments,
+    redelivery_150_comments,
+    synchronize_no_change,
+    synchronize_removes_label,
+    help_reply,
 ]
-
 
 
 # ---- sweep-gate scenarios (every feature, as `sweepbot serve` runs them) --------------------------------------
 
 PREFIX = f"https://github.com/{REPO}/pull/"
-HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
-           b"  pr-link: " + PREFIX.encode() + b"1\n")
-ENTRY = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n  pr-link: XXX\n"
+HISTORY = (
+    b'- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - "Older recipe"\n'
+    b"  pr-link: " + PREFIX.encode() + b"1\n"
+)
+ENTRY = b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "New MI355X recipe"\n  pr-link: XXX\n'
 TBD_ENTRY = ENTRY.replace(b"XXX", b"TBD")
 PRIMARY, SECOND_PRIMARY = "full-sweep-fail-fast", "full-sweep-enabled"
 
 
-def gate_pull(number: int, *, entry: bytes | None = ENTRY, fork: bool = False, files: tuple[str, ...] = (CHANGELOG,),
-              workflows: bool = True) -> Callable[[InMemoryGitHub], None]:
+def gate_pull(
+    number: int,
+    *,
+    entry: bytes | None = ENTRY,
+    fork: bool = False,
+    files: tuple[str, ...] = (CHANGELOG,),
+    workflows: bool = True,
+) -> Callable[[InMemoryGitHub], None]:
     """The repository's sweep workflows and one PR whose changelog gains `entry` (base and head bytes by SHA),
     carrying the autolabel its files earn (applied by the bot, as on `opened`: the autolabels cost nothing here
     but their `list files`); a fork PR has its merge commit computed already. `workflows=False`: a further PR,
     the workflows are there already."""
+
     def setup(fake: InMemoryGitHub) -> None:
         if workflows:
             add_sweep_workflows(fake, REPO)
-        pr = fake.add_pull(REPO, number=number, user="partner", title="MI355X recipe", head_ref=f"recipe-{number}",
-                           head_repo=FORK if fork else None, files=list(files))
+        pr = fake.add_pull(
+            REPO,
+            number=number,
+            user="partner",
+            title="MI355X recipe",
+            head_ref=f"recipe-{number}",
+            head_repo=FORK if fork else None,
+            files=list(files),
+        )
         fake.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])
         if entry is not None:
             fake.set_file(REPO, CHANGELOG, HISTORY + entry, ref=pr["head"]["sha"])
@@ -323,6 +354,7 @@ def gate_pull(number: int, *, entry: bytes | None = ENTRY, fork: bool = False, f
             fake.label_issue(REPO, number, "perf-changelog", actor=fake.bot_login)
         if fork:
             fake.update_pull(REPO, number, merge_commit_sha=f"{number:040x}")
+
     return setup
 
 
@@ -340,8 +372,7 @@ def labeled_payload(h: Harness, number: int, name: str, by: str) -> dict[str, An
     return h.github.pull_request_payload(REPO, number, "labeled", sender=by, label=name)
 
 
-async def add_label(h: Harness, number: int, name: str, *, by: str = "maintainer",
-                    delivery: str | None = None) -> None:
+async def add_label(h: Harness, number: int, name: str, *, by: str = "maintainer", delivery: str | None = None) -> None:
     h.github.label_issue(REPO, number, name, actor=by)
     await h.deliver("pull_request", labeled_payload(h, number, name, by), delivery=delivery)
 
@@ -420,14 +451,23 @@ def finished_sweep(fake: InMemoryGitHub, number: int) -> dict:
     the bot's status comment (as the gate would have left it)."""
     pr = fake.pull(REPO, number)
     dispatch_id = f"sw-{number}-{1:012x}"
-    run = fake.add_run(REPO, "run-sweep.yml", head_sha=pr["head"]["sha"], head_branch=pr["head"]["ref"],
-                       event="workflow_dispatch", conclusion="success", inputs={"dispatch-id": dispatch_id},
-                       actor=fake.bot_login)
+    run = fake.add_run(
+        REPO,
+        "run-sweep.yml",
+        head_sha=pr["head"]["sha"],
+        head_branch=pr["head"]["ref"],
+        event="workflow_dispatch",
+        conclusion="success",
+        inputs={"dispatch-id": dispatch_id},
+        actor=fake.bot_login,
+    )
     fake.add_artifact(REPO, run["id"], "results_bmk_dsr1")
-    record = SweepRecord().add_run(RunRecord(dispatch_id, run["id"], pr["head"]["sha"], "run-sweep.yml",
-                                             "completed", "success", run["html_url"]))
-    fake.add_comment(REPO, number, f"{marker(pr_state.STATUS_PURPOSE)}\n{record.line()}\n", user=fake.bot_login,
-                     user_type="Bot")
+    record = SweepRecord().add_run(
+        RunRecord(dispatch_id, run["id"], pr["head"]["sha"], "run-sweep.yml", "completed", "success", run["html_url"])
+    )
+    fake.add_comment(
+        REPO, number, f"{marker(pr_state.STATUS_PURPOSE)}\n{record.line()}\n", user=fake.bot_login, user_type="Bot"
+    )
     return run
 
 
@@ -435,7 +475,7 @@ def finished_sweep(fake: InMemoryGitHub, number: int) -> dict:
 def fake_now() -> Any:
     """The bot's clock on the fake GitHub's (its runs start on 2026-01-01, their artifacts expire 90 days later)."""
     saved = pr_state.utcnow
-    pr_state.utcnow = lambda: dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)
+    pr_state.utcnow = lambda: dt.datetime(2026, 1, 2, tzinfo=dt.UTC)
     try:
         yield
     finally:
@@ -453,16 +493,24 @@ async def _use_pins_and_stages(key: str) -> Count:
         h.github.label_issue(REPO, 40, PRIMARY, actor="maintainer")
         run = finished_sweep(h.github, 40)
         reset(h)
-        comment = h.github.add_comment(REPO, 40, f"/use {run['id']}", user="maintainer",
-                                       author_association="MEMBER")
+        comment = h.github.add_comment(REPO, 40, f"/use {run['id']}", user="maintainer", author_association="MEMBER")
         await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 40, comment))
         return counted(h, "`/use <run>` by a maintainer: pinned, staged, replied")
 
 
 GATE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
-    labeled, labeled_redelivered_new_id, synchronize_new_push, two_primaries, fork_labeled_by_writer,
-    fork_labeled_by_non_writer, invalid_changelog, run_completed, opened_no_changelog, use_pins_and_stages,
+    labeled,
+    labeled_redelivered_new_id,
+    synchronize_new_push,
+    two_primaries,
+    fork_labeled_by_writer,
+    fork_labeled_by_non_writer,
+    invalid_changelog,
+    run_completed,
+    opened_no_changelog,
+    use_pins_and_stages,
 ]
+
 
 def table(counts: list[Count]) -> str:
     lines = [
@@ -471,8 +519,10 @@ def table(counts: list[Count]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for c in counts:
-        lines.append(f"| {c.scenario} | {c.total} | {c.round_trips} | {c.method('GET')} | {c.method('POST')} "
-                     f"| {c.method('PATCH')} | {c.method('DELETE')} | {c.writes} | {c.sequence} |")
+        lines.append(
+            f"| {c.scenario} | {c.total} | {c.round_trips} | {c.method('GET')} | {c.method('POST')} "
+            f"| {c.method('PATCH')} | {c.method('DELETE')} | {c.writes} | {c.sequence} |"
+        )
     return "\n".join(lines)
 
 
@@ -493,16 +543,20 @@ def main() -> None:
     print(table(counts))
     cold = next(c for c in counts if c.scenario.startswith("welcome, PR with 0 comments, cold"))
     print()
-    print(f"Warm scenarios make no authentication request. A cold process adds {cold.auth} App requests "
-          "(installation token, `GET /app` for the bot's login) and one read of `.github/sweepbot.yml` "
-          "(cached for an hour, refreshed by a push that changes it).")
+    print(
+        f"Warm scenarios make no authentication request. A cold process adds {cold.auth} App requests "
+        "(installation token, `GET /app` for the bot's login) and one read of `.github/sweepbot.yml` "
+        "(cached for an hour, refreshed by a push that changes it)."
+    )
     print()
     print("GitHub requests per sweep-gate scenario (every feature, warm process):")
     print()
     print(table(asyncio.run(run(key, GATE_SCENARIOS))))
     print()
-    print("Each gate scenario starts with the PR new to the process (the gate's caches of changelog verdicts and "
-          "head commit messages emptied); the labels, pushes and runs before the counted delivery are not counted.")
+    print(
+        "Each gate scenario starts with the PR new to the process (the gate's caches of changelog verdicts and "
+        "head commit messages emptied); the labels, pushes and runs before the counted delivery are not counted."
+    )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))  # bench.drain, for --drain
 
 from harness import free_port, start_server_process  # noqa: E402  (shared with the crash test)
+
 from bot.app.webhook_signature import sign  # noqa: E402
+
 SECRET = "bench-secret"
 PAYLOAD_BYTES = 20 * 1024
 LEVELS = (1, 4, 16, 64)
@@ -42,9 +44,13 @@ def payload(size: int = PAYLOAD_BYTES) -> bytes:
 
 
 def start_server(db: str, port: int, workers: int):
-    return start_server_process(port, {"SWEEPBOT_DB": db, "WEBHOOK_SECRET": SECRET, "LOG_LEVEL": "ERROR",
-                                       "SWEEPBOT_WORKERS": str(workers)},
-                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return start_server_process(
+        port,
+        {"SWEEPBOT_DB": db, "WEBHOOK_SECRET": SECRET, "LOG_LEVEL": "ERROR", "SWEEPBOT_WORKERS": str(workers)},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 async def level(url: str | list[str], body: bytes, concurrency: int, total: int) -> dict:
@@ -59,8 +65,12 @@ async def level(url: str | list[str], body: bytes, concurrency: int, total: int)
         nonlocal remaining
         while remaining > 0:
             remaining -= 1
-            headers = {"Content-Type": "application/json", "X-GitHub-Event": "issue_comment",
-                       "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": signature}
+            headers = {
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "issue_comment",
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": signature,
+            }
             started = time.perf_counter()
             async with session.post(url, data=body, headers=headers) as resp:
                 await resp.read()
@@ -74,7 +84,9 @@ async def level(url: str | list[str], body: bytes, concurrency: int, total: int)
         elapsed = time.perf_counter() - started
     latencies.sort()
     return {
-        "concurrency": concurrency, "requests": total, "acks_per_s": total / elapsed,
+        "concurrency": concurrency,
+        "requests": total,
+        "acks_per_s": total / elapsed,
         "p50_ms": statistics.median(latencies) * 1000,
         "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
         "statuses": statuses,
@@ -94,17 +106,28 @@ async def run(url: str | list[str], requests: int, rounds: int) -> list[dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--url", help="a running server's /webhook (its WEBHOOK_SECRET must be bench-secret); "
-                                      "default: start one with a fresh journal")
+    parser.add_argument(
+        "--url",
+        help="a running server's /webhook (its WEBHOOK_SECRET must be bench-secret); "
+        "default: start one with a fresh journal",
+    )
     parser.add_argument("--requests", type=int, default=2000, help="requests per round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per level; the median round is printed")
-    parser.add_argument("--workers", type=int, default=0,
-                        help="server workers (0: intake only, so the figures are the intake's and the journal's)")
-    parser.add_argument("--db", help="also measure the journal on PostgreSQL at this URL (a fresh database is "
-                                     "created there per configuration), 1 and 3 replicas beside SQLite; `auto`: "
-                                     "start a throwaway server with initdb/pg_ctl")
-    parser.add_argument("--drain", action="store_true",
-                        help="workers on, the fake GitHub in its own process: see bench/drain.py")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="server workers (0: intake only, so the figures are the intake's and the journal's)",
+    )
+    parser.add_argument(
+        "--db",
+        help="also measure the journal on PostgreSQL at this URL (a fresh database is "
+        "created there per configuration), 1 and 3 replicas beside SQLite; `auto`: "
+        "start a throwaway server with initdb/pg_ctl",
+    )
+    parser.add_argument(
+        "--drain", action="store_true", help="workers on, the fake GitHub in its own process: see bench/drain.py"
+    )
     args, rest = parser.parse_known_args()
     if args.drain:
         from bench import drain
@@ -128,13 +151,17 @@ def main() -> int:
             proc.terminate()
             proc.wait(30)
         tmp.cleanup()
-    print(f"intake benchmark: {PAYLOAD_BYTES // 1024} KB signed deliveries, journal SQLite WAL synchronous=FULL, "
-          f"{os.cpu_count()} cores, client and server on one machine; median of {args.rounds} rounds")
+    print(
+        f"intake benchmark: {PAYLOAD_BYTES // 1024} KB signed deliveries, journal SQLite WAL synchronous=FULL, "
+        f"{os.cpu_count()} cores, client and server on one machine; median of {args.rounds} rounds"
+    )
     print("| concurrency | requests | acks/s | p50 ms | p99 ms | statuses |")
     print("| ---: | ---: | ---: | ---: | ---: | --- |")
     for r in rows:
-        print(f"| {r['concurrency']} | {r['requests']} | {r['acks_per_s']:.0f} | {r['p50_ms']:.2f} | "
-              f"{r['p99_ms']:.2f} | {r['statuses']} |")
+        print(
+            f"| {r['concurrency']} | {r['requests']} | {r['acks_per_s']:.0f} | {r['p50_ms']:.2f} | "
+            f"{r['p99_ms']:.2f} | {r['statuses']} |"
+        )
     return 0
 
 
@@ -193,16 +220,20 @@ def compare_backends(db: str, requests: int, rounds: int) -> int:
     finally:
         if server is not None:
             server.stop()
-    print(f"intake benchmark: {PAYLOAD_BYTES // 1024} KB signed deliveries, intake only (no workers), "
-          f"{os.cpu_count()} cores, clients, servers and database on one machine; median of {rounds} rounds of "
-          f"{requests}; PostgreSQL with fsync=off when `auto`")
+    print(
+        f"intake benchmark: {PAYLOAD_BYTES // 1024} KB signed deliveries, intake only (no workers), "
+        f"{os.cpu_count()} cores, clients, servers and database on one machine; median of {rounds} rounds of "
+        f"{requests}; PostgreSQL with fsync=off when `auto`"
+    )
     print("| journal | concurrency | acks/s | p50 ms | p99 ms | statuses |")
     print("| --- | ---: | ---: | ---: | ---: | --- |")
     print(f"(deliveries recorded in PostgreSQL, warm-up included: {rows})")
     for name, measured in results.items():
         for r in measured:
-            print(f"| {name} | {r['concurrency']} | {r['acks_per_s']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
-                  f"{r['statuses']} |")
+            print(
+                f"| {name} | {r['concurrency']} | {r['acks_per_s']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | "
+                f"{r['statuses']} |"
+            )
     return 0
 
 

@@ -21,10 +21,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
+from harness import free_port, start_server_process  # noqa: E402
+
 from bench.drain import REPO, SECRET, health, send  # noqa: E402
 from bot.app.sandbox import _generate_key  # noqa: E402
 from bot.testing.server import FakeGitHubProcess  # noqa: E402
-from harness import free_port, start_server_process  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -49,9 +50,16 @@ def main(argv: list[str] | None = None) -> int:
         fake.add_pull(REPO, number=1, files=["inferencex-e2e/perf-changelog.yaml"], body="x" * 20 * 1024)
         template = fake.pull_request_payload(REPO, 1, "opened")
         fake.set_latency(None, r"^/repos/", 60.0)
-        env = {"APP_ID": "1", "PRIVATE_KEY": _generate_key(), "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-               "SWEEPBOT_DB": str(Path(tmp.name) / "bench.db"), "SWEEPBOT_WORKERS": "1",
-               "SWEEPBOT_HTTP_TIMEOUT": "120", "LOG_LEVEL": "ERROR"}
+        env = {
+            "APP_ID": "1",
+            "PRIVATE_KEY": _generate_key(),
+            "WEBHOOK_SECRET": SECRET,
+            "GITHUB_API_URL": fake.url,
+            "SWEEPBOT_DB": str(Path(tmp.name) / "bench.db"),
+            "SWEEPBOT_WORKERS": "1",
+            "SWEEPBOT_HTTP_TIMEOUT": "120",
+            "LOG_LEVEL": "ERROR",
+        }
         port = free_port()
         proc = start_server_process(port, env, cwd=tmp.name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         import json
@@ -78,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
             proc.wait(10)
     tmp.cleanup()
     size = len(bodies[0]) / 1024
-    print(f"backlog memory: {args.deliveries} PR-opened deliveries of {size:.1f} KB held back by a GitHub that "
-          f"answers in 60 s; RSS of sweepbot serve, {os.cpu_count()} cores")
+    print(
+        f"backlog memory: {args.deliveries} PR-opened deliveries of {size:.1f} KB held back by a GitHub that "
+        f"answers in 60 s; RSS of sweepbot serve, {os.cpu_count()} cores"
+    )
     print("| state | backlog | RSS MB | vs none |")
     print("| --- | ---: | ---: | ---: |")
     print(f"| none queued | 0 | {empty:.1f} | 1.00x |")

@@ -32,14 +32,15 @@ for _path in (str(ROOT), str(ROOT / "tests")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from harness import REPO, start_harness, stop_harness  # noqa: E402
+
 from bot.app.sandbox import _generate_key, add_sweep_workflows  # noqa: E402
 from bot.github.client import WritePacer  # noqa: E402
 from bot.testing import InMemoryGitHub  # noqa: E402
-from harness import REPO, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
-HISTORY = b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older\"\n  pr-link: XXX\n"
-ENTRY = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New\"\n  pr-link: XXX\n"
+HISTORY = b'- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - "Older"\n  pr-link: XXX\n'
+ENTRY = b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "New"\n  pr-link: XXX\n'
 LABEL = "full-sweep-fail-fast"
 WRITER_PR, OUTSIDER_PR, WARM_PR = 1, 2, 3
 
@@ -61,6 +62,7 @@ def late(fake: InMemoryGitHub, latency: float, dispatched: list[float]):
         if request.method == "POST" and request.url.path.endswith("/dispatches") and "/workflows/" in request.url.path:
             dispatched.append(time.perf_counter())
         return response
+
     return handle
 
 
@@ -87,26 +89,33 @@ async def one_run(key: str, *, seconds: float, rate: float, latency: float, with
     dispatched: list[float] = []
     with respx.mock(assert_all_called=False) as router, tempfile.TemporaryDirectory() as tmp:
         router.route(host="api.github.com").mock(side_effect=late(fake, latency, dispatched))
-        h = await start_harness(Path(tmp), fake, key, settle_seconds=0.0, worker_thread=True,
-                                router=None)  # every feature, as `sweepbot serve` runs them
+        h = await start_harness(
+            Path(tmp), fake, key, settle_seconds=0.0, worker_thread=True, router=None
+        )  # every feature, as `sweepbot serve` runs them
         h.bot.app._pacer_factory = lambda: WritePacer(limit=80)  # paced as live, really waiting
         try:
             fake.label_issue(REPO, WARM_PR, "documentation", actor="maintainer")
-            await h.deliver("pull_request", fake.pull_request_payload(REPO, WARM_PR, "labeled", sender="maintainer",
-                                                                      label="documentation"))
+            await h.deliver(
+                "pull_request",
+                fake.pull_request_payload(REPO, WARM_PR, "labeled", sender="maintainer", label="documentation"),
+            )
             writes_before = len(fake.writes)
             outsiders = asyncio.ensure_future(outsider(h, fake, seconds, rate)) if with_outsider else None
             if outsiders is not None:
                 await asyncio.sleep(seconds / 2)
             fake.label_issue(REPO, WRITER_PR, LABEL, actor="maintainer")
             sent_at = time.perf_counter()
-            await h.post("pull_request", fake.pull_request_payload(REPO, WRITER_PR, "labeled", sender="maintainer",
-                                                                   label=LABEL))
+            await h.post(
+                "pull_request", fake.pull_request_payload(REPO, WRITER_PR, "labeled", sender="maintainer", label=LABEL)
+            )
             while not dispatched:
                 await asyncio.sleep(0.01)
             delay = dispatched[0] - sent_at
-            print(f"{'with the outsider' if with_outsider else 'alone'}: labeled -> dispatch "
-                  f"{delay * 1000:.0f} ms", file=sys.stderr, flush=True)
+            print(
+                f"{'with the outsider' if with_outsider else 'alone'}: labeled -> dispatch {delay * 1000:.0f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
             edits = await outsiders if outsiders is not None else 0
             await h.bot.wait_idle(600)
             writes = len(fake.writes) - writes_before
@@ -119,8 +128,10 @@ async def main_async(args: argparse.Namespace) -> int:
     key = _generate_key()
     alone = await one_run(key, seconds=args.seconds, rate=args.rate, latency=args.latency, with_outsider=False)
     crowded = await one_run(key, seconds=args.seconds, rate=args.rate, latency=args.latency, with_outsider=True)
-    print(f"outsider edits: {crowded['edits']} deliveries in {args.seconds:g} s ({args.rate:g}/s), every GitHub "
-          f"request {args.latency * 1000:.0f} ms late, writes paced 80 a minute, settle 0 s")
+    print(
+        f"outsider edits: {crowded['edits']} deliveries in {args.seconds:g} s ({args.rate:g}/s), every GitHub "
+        f"request {args.latency * 1000:.0f} ms late, writes paced 80 a minute, settle 0 s"
+    )
     print("| run | labeled -> dispatch | outsider's writes |")
     print("| --- | ---: | ---: |")
     print(f"| alone | {alone['delay'] * 1000:.0f} ms | 0 |")

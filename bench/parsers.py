@@ -140,9 +140,10 @@ def base_history(s: Sizes) -> bytes:
     return tail if len(tail) <= s.c // 4 else history(s.c // 4)
 
 
-VALID_ENTRY = (b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "Tune MI355X SGLang"\n'
-               b'  pr-link: XXX\n')
-ENTRY_HEAD = b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n'
+VALID_ENTRY = (
+    b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "Tune MI355X SGLang"\n  pr-link: XXX\n'
+)
+ENTRY_HEAD = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n"
 
 
 # -- comment bodies (each exactly n characters) ------------------------------------------------------------
@@ -290,8 +291,10 @@ def shuffled_real_words(n: int) -> str:
 
 def random_words(n: int) -> str:
     def item(rng: random.Random) -> str:
-        return " ".join("".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
-                        for _ in range(rng.randint(1, 12)))
+        return " ".join(
+            "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+            for _ in range(rng.randint(1, 12))
+        )
 
     return signoff_body(n, item)
 
@@ -338,8 +341,11 @@ def valid_entries(budget: int, s: Sizes) -> bytes:
 
 
 def bad_entries(budget: int, s: Sizes) -> bytes:
-    return fill_bytes(b'\n- config-keys: 5\n  description: [1, {a: b}]\n  pr-link: https://example.com/1\n'
-                      b'  scenario-type: [bogus]\n  evals-only: maybe\n  colour: red\n', budget)
+    return fill_bytes(
+        b"\n- config-keys: 5\n  description: [1, {a: b}]\n  pr-link: https://example.com/1\n"
+        b"  scenario-type: [bogus]\n  evals-only: maybe\n  colour: red\n",
+        budget,
+    )
 
 
 def huge_description(budget: int, s: Sizes) -> bytes:
@@ -355,24 +361,24 @@ def nested_blocks(depth: int) -> Callable[[int, Sizes], bytes]:
 
 
 def flow_nesting(budget: int, s: Sizes) -> bytes:
-    head, tail = b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description: ', b"\n  pr-link: XXX\n"
+    head, tail = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description: ", b"\n  pr-link: XXX\n"
     depth = (budget - len(head) - len(tail)) // 2
     return head + b"[" * depth + b"]" * depth + tail
 
 
 def laughs(budget: int, s: Sizes) -> bytes:
     """Billion laughs in one entry's description: level k is a list of 9 aliases of level k-1."""
-    names = "abcdefghijklmnop"[:s.laughs]
-    lines = [f'    - &{names[0]} [{", ".join(["lol"] * 9)}]']
-    lines += [f'    - &{name} [{", ".join([f"*{prev}"] * 9)}]' for prev, name in zip(names, names[1:])]
+    names = "abcdefghijklmnop"[: s.laughs]
+    lines = [f"    - &{names[0]} [{', '.join(['lol'] * 9)}]"]
+    lines += [f"    - &{name} [{', '.join([f'*{prev}'] * 9)}]" for prev, name in zip(names, names[1:])]
     return padded(ENTRY_HEAD + "\n".join(lines).encode() + b"\n  pr-link: XXX\n", budget)
 
 
 def merge_laughs(budget: int, s: Sizes) -> bytes:
     """The same with merge keys: each level's mapping merges 9 copies of the one before (`<<: [*a, *a, ...]`)."""
-    names = "abcdefghijklmnop"[:s.laughs]
+    names = "abcdefghijklmnop"[: s.laughs]
     lines = [f"    - &{names[0]} {{lol: 1}}"]
-    lines += [f'    - &{name} {{<<: [{", ".join([f"*{prev}"] * 9)}]}}' for prev, name in zip(names, names[1:])]
+    lines += [f"    - &{name} {{<<: [{', '.join([f'*{prev}'] * 9)}]}}" for prev, name in zip(names, names[1:])]
     return padded(ENTRY_HEAD + "\n".join(lines).encode() + b"\n  pr-link: XXX\n", budget)
 
 
@@ -383,15 +389,17 @@ def duplicate_keys(budget: int, s: Sizes) -> bytes:
 
 
 def tabs_and_crs(budget: int, s: Sizes) -> bytes:
-    return fill_bytes(b'\r\n- config-keys:\t\r\n\t- dsr1-fp8-mi355x-sglang\t\r\n  description:\t\r\n'
-                      b'\t- "Tune MI355X SGLang"\t\r\n  pr-link: XXX\t\r\n', budget)
+    return fill_bytes(
+        b"\r\n- config-keys:\t\r\n\t- dsr1-fp8-mi355x-sglang\t\r\n  description:\t\r\n"
+        b'\t- "Tune MI355X SGLang"\t\r\n  pr-link: XXX\t\r\n',
+        budget,
+    )
 
 
 def aliases_to_first(budget: int, s: Sizes) -> bytes:
     """Every entry's config-keys is an alias of the first entry's anchor (each alias is an error)."""
     first = b'\n- config-keys: &keys\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "Tune"\n  pr-link: XXX\n'
-    return first + fill_bytes(b'\n- config-keys: *keys\n  description: ["Tune"]\n  pr-link: XXX\n',
-                              budget - len(first))
+    return first + fill_bytes(b'\n- config-keys: *keys\n  description: ["Tune"]\n  pr-link: XXX\n', budget - len(first))
 
 
 def appended_to_tail(append: Callable[[int, Sizes], bytes]) -> Callable[[Sizes], tuple[bytes, bytes]]:
@@ -434,13 +442,22 @@ CHANGELOGS: tuple[tuple[str, Callable[[Sizes], tuple[bytes, bytes]]], ...] = (
 
 
 def valid_callback() -> dict[str, Any]:
-    return {"source-repository": policy()["results"]["repository"], "pr-number": "1", "run-id": "2",
-            "app-run-id": "3", "comment-id": "4", "run-date": "2025-06-30", "requested-by": "octocat"}
+    return {
+        "source-repository": policy()["results"]["repository"],
+        "pr-number": "1",
+        "run-id": "2",
+        "app-run-id": "3",
+        "comment-id": "4",
+        "run-date": "2025-06-30",
+        "requested-by": "octocat",
+    }
 
 
 def counts_table(cell: Any) -> dict[str, Any]:
-    return {row: {column: cell for column in ("new", "duplicate", "skipped", "unmapped", "failed")}
-            for row in ("benchmark", "eval", "trace", "power")}
+    return {
+        row: {column: cell for column in ("new", "duplicate", "skipped", "unmapped", "failed")}
+        for row in ("benchmark", "eval", "trace", "power")
+    }
 
 
 def huge_callback_fields(s: Sizes) -> dict[str, Any]:
@@ -467,8 +484,14 @@ def huge_judge_fields(s: Sizes) -> dict[str, Any]:
 
 
 def huge_judge_url(s: Sizes) -> dict[str, Any]:
-    return {"pr-number": "1", "signoff-id": "comment-1", "head-sha": "0" * 40, "verdict": "pass",
-            "summary": "ok", "run-url": "https://" + fill("a", s.payload)}
+    return {
+        "pr-number": "1",
+        "signoff-id": "comment-1",
+        "head-sha": "0" * 40,
+        "verdict": "pass",
+        "summary": "ok",
+        "run-url": "https://" + fill("a", s.payload),
+    }
 
 
 def many_judge_keys(s: Sizes) -> dict[str, Any]:
@@ -519,29 +542,34 @@ def repeated_summary(n: int) -> dict[str, str]:
 
 def commands_parse(body: str) -> Callable[[], Any]:
     from bot.rules import commands
+
     names = policy()["commands"]
     return lambda: commands.parse(body, names)
 
 
 def commands_find(body: str) -> Callable[[], Any]:
     from bot.rules import commands
+
     names = list(policy()["commands"].values())
     return lambda: commands.find_commands(body, names)
 
 
 def has_phrase(body: str) -> Callable[[], Any]:
     from bot.rules import signoff
+
     phrase = policy()["signoff_phrase"]
     return lambda: signoff.has_phrase(body, phrase)
 
 
 def normalise(text: str) -> Callable[[], Any]:
     from bot.rules import checklist
+
     return lambda: checklist.normalise(text)
 
 
 def compare(body: str) -> Callable[[], Any]:
     from bot.rules import checklist
+
     template = checklist.template_items(CHECKLIST_FILE.read_text(), policy()["checklist_heading"])
     if not isinstance(template, checklist.Template):
         raise ValueError(f"{CHECKLIST_FILE} holds no checklist: {template}")
@@ -550,34 +578,40 @@ def compare(body: str) -> Callable[[], Any]:
 
 def check_append(files: tuple[bytes, bytes]) -> Callable[[], Any]:
     from bot.rules import changelog
+
     base, head = files
     return lambda: changelog.check_append(base, head, pr_number=1, canonical_prefix=PREFIX)
 
 
 def validate_default_branch(files: tuple[bytes, bytes]) -> Callable[[], Any]:
     from bot.rules import changelog
+
     head = files[1]
     return lambda: changelog.validate_default_branch(head, canonical_prefix=PREFIX)
 
 
 def parse_callback(payload: dict[str, Any]) -> Callable[[], Any]:
     from bot.rules import results_callbacks
+
     repository = policy()["results"]["repository"]
     return lambda: results_callbacks.parse_callback("ingest-completed", payload, results_repository=repository)
 
 
 def judge_result(payload: dict[str, Any]) -> Callable[[], Any]:
     from bot.rules import signoff
+
     return lambda: signoff.judge_result(payload)
 
 
 def codeowners_parse(text: str) -> Callable[[], Any]:
     from bot.rules import codeowners
+
     return lambda: codeowners.parse(text)
 
 
 def codeowners_owners_of(text_and_path: tuple[str, str]) -> Callable[[], Any]:
     from bot.rules import codeowners
+
     text, path = text_and_path
     owners = codeowners.parse(text)
     return lambda: owners.owners_of(path)
@@ -585,6 +619,7 @@ def codeowners_owners_of(text_and_path: tuple[str, str]) -> Callable[[], Any]:
 
 def run_summarize(run: dict[str, str]) -> Callable[[], Any]:
     from bot.rules import run_summary
+
     return lambda: run_summary.summarize(run)
 
 
@@ -609,13 +644,15 @@ def at_comment_size(gen: Callable[[int], str]) -> Callable[[Sizes], str]:
     return lambda s: gen(s.n)
 
 
-def comment_cases(parser: str, call: Callable[[str], Callable[[], Any]],
-                  bodies: tuple[tuple[str, Callable[[int], str]], ...]) -> list[Case]:
+def comment_cases(
+    parser: str, call: Callable[[str], Callable[[], Any]], bodies: tuple[tuple[str, Callable[[int], str]], ...]
+) -> list[Case]:
     return [Case(parser, label, at_comment_size(gen), call, COMMENT) for label, gen in bodies]
 
 
-def file_cases(parser: str, call: Callable[[Any], Callable[[], Any]],
-               inputs: tuple[tuple[str, Callable[[Sizes], Any]], ...]) -> list[Case]:
+def file_cases(
+    parser: str, call: Callable[[Any], Callable[[], Any]], inputs: tuple[tuple[str, Callable[[Sizes], Any]], ...]
+) -> list[Case]:
     return [Case(parser, label, make, call, FILE) for label, make in inputs]
 
 
@@ -627,25 +664,44 @@ CASES: list[Case] = [
     *comment_cases("checklist.compare", compare, SIGNOFF_BODIES),
     *file_cases("changelog.check_append", check_append, CHANGELOGS),
     *file_cases("changelog.validate_default_branch", validate_default_branch, CHANGELOGS),
-    *file_cases("results_callbacks.parse_callback", parse_callback, (
-        ("every field a 2 MB string", huge_callback_fields),
-        ("counts: each cell nested 100,000 deep", deep_counts),
-        ("counts: 840,000 unknown rows", many_count_rows))),
-    *file_cases("signoff.judge_result", judge_result, (
-        ("every field a 4 MB string", huge_judge_fields),
-        ("run-url of 25 MB", huge_judge_url),
-        ("840,000 unknown keys", many_judge_keys))),
+    *file_cases(
+        "results_callbacks.parse_callback",
+        parse_callback,
+        (
+            ("every field a 2 MB string", huge_callback_fields),
+            ("counts: each cell nested 100,000 deep", deep_counts),
+            ("counts: 840,000 unknown rows", many_count_rows),
+        ),
+    ),
+    *file_cases(
+        "signoff.judge_result",
+        judge_result,
+        (
+            ("every field a 4 MB string", huge_judge_fields),
+            ("run-url of 25 MB", huge_judge_url),
+            ("840,000 unknown keys", many_judge_keys),
+        ),
+    ),
     Case("codeowners.parse", "`**/**/...` rules, 65 K", lambda s: globstar_rules(s.n), codeowners_parse, COMMENT),
     Case("codeowners.parse", "one `[[[...` rule, 65 K", lambda s: bracket_rule(s.n), codeowners_parse, COMMENT),
     Case("codeowners.parse", "`**/**/...` rules, 2 MB", lambda s: globstar_rules(s.c), codeowners_parse, FILE),
     Case("codeowners.parse", "one `\\ ` escaped rule, 2 MB", lambda s: escaped_rule(s.c), codeowners_parse, FILE),
-    Case("codeowners.owners_of", f"`**/` x {GLOBSTARS} rule, path {GLOBSTARS} deep",
-         lambda s: backtracking_rule(s.n), codeowners_owners_of, COMMENT),
-    Case("codeowners.owners_of", "no match in 2 MB of distinct rules", lambda s: (distinct_rules(s.c), "no/where"),
-         codeowners_owners_of, FILE),
+    Case(
+        "codeowners.owners_of",
+        f"`**/` x {GLOBSTARS} rule, path {GLOBSTARS} deep",
+        lambda s: backtracking_rule(s.n),
+        codeowners_owners_of,
+        COMMENT,
+    ),
+    Case(
+        "codeowners.owners_of",
+        "no match in 2 MB of distinct rules",
+        lambda s: (distinct_rules(s.c), "no/where"),
+        codeowners_owners_of,
+        FILE,
+    ),
     Case("run_summary.summarize", "title of `model=` x N/6", lambda s: model_tokens(s.n), run_summarize, COMMENT),
-    Case("run_summary.summarize", "title of `model=a ` x N/8", lambda s: repeated_summary(s.n), run_summarize,
-         COMMENT),
+    Case("run_summary.summarize", "title of `model=a ` x N/8", lambda s: repeated_summary(s.n), run_summarize, COMMENT),
 ]
 
 
@@ -690,8 +746,7 @@ def describe(value: Any) -> str:
     if isinstance(value, list):
         return f"{len(value):,} {type(value[0]).__name__}" if value else "[]"
     if name == "ChecklistResult":
-        return (f"ok={value.ok} missing {len(value.missing)} unticked {len(value.unticked)} "
-                f"changed {len(value.changed)}")
+        return f"ok={value.ok} missing {len(value.missing)} unticked {len(value.unticked)} changed {len(value.changed)}"
     if name == "Rejected":
         return f"rejected {value.code}"
     if name == "CodeOwners":
@@ -729,8 +784,9 @@ def emit(**message: Any) -> None:
     sys.stdout.flush()
 
 
-async def held(thunk: Callable[[], Any], run_it: Callable[[Callable[[], Any]], Any] | None = None
-               ) -> tuple[float, list[float], list[float]]:
+async def held(
+    thunk: Callable[[], Any], run_it: Callable[[Callable[[], Any]], Any] | None = None
+) -> tuple[float, list[float], list[float]]:
     """(the call's seconds, the ticker's lateness while idle, while the call ran in a thread), in seconds.
     `run_it` awaits the call another way (the bot's worker process)."""
     loop = asyncio.get_running_loop()
@@ -766,6 +822,7 @@ def worker(args: argparse.Namespace) -> int:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     case = next(c for c in CASES if c.key == args.case)
     import bot
+
     emit(module=bot.__file__)
     data = case.make(sizes_of(args))
     thunk = case.call(data)
@@ -781,16 +838,23 @@ def worker(args: argparse.Namespace) -> int:
             sys.setswitchinterval(SWITCH_INTERVAL)
             run_it = None
             if args.mode == "offload":  # as the sweep gate runs it: bot.core.offload's worker process
+                from bot.core import offload
                 from bot.rules import changelog
 
-                from bot.core import offload
                 base, head = data
 
                 async def run_it(call: Callable[[], Any]) -> Any:
                     if call is thunk:
-                        return await offload.run(changelog.check_append, base, head, pr_number=1,
-                                                 canonical_prefix=PREFIX, size=offload.IN_PROCESS_BYTES + len(head))
+                        return await offload.run(
+                            changelog.check_append,
+                            base,
+                            head,
+                            pr_number=1,
+                            canonical_prefix=PREFIX,
+                            size=offload.IN_PROCESS_BYTES + len(head),
+                        )
                     return await offload.run(len, b"", size=offload.IN_PROCESS_BYTES)
+
             for _ in range(args.repeat):
                 elapsed, idle, busy = asyncio.run(held(thunk, run_it))
                 emit(t=elapsed, idle=idle, busy=busy)
@@ -808,8 +872,11 @@ def worker(args: argparse.Namespace) -> int:
                 result = thunk()
                 elapsed = time.perf_counter() - started
                 peak = rss_kb("VmHWM") if measured else None
-                emit(t=elapsed, result=describe(result) if index == 0 else None,
-                     rss=(peak - before) / 1024 if peak is not None and before is not None else None)
+                emit(
+                    t=elapsed,
+                    result=describe(result) if index == 0 else None,
+                    rss=(peak - before) / 1024 if peak is not None and before is not None else None,
+                )
                 del result
                 spent += elapsed
                 if spent >= args.budget:
@@ -856,15 +923,35 @@ def sizes_of(args: argparse.Namespace) -> Sizes:
 
 
 def run_worker(tree: Path, case: Case, mode: str, args: argparse.Namespace, repeat: int | None = None) -> Run:
-    command = [sys.executable, str(Path(__file__).resolve()), "--worker", "--case", case.key, "--mode", mode,
-               "--size", str(args.size), "--changelog-bytes", str(args.changelog_bytes),
-               "--repeat", str(repeat or args.repeat), "--budget", str(args.budget), "--deep", str(args.deep),
-               "--laughs", str(args.laughs), "--memory-limit", str(args.memory_limit)]
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--worker",
+        "--case",
+        case.key,
+        "--mode",
+        mode,
+        "--size",
+        str(args.size),
+        "--changelog-bytes",
+        str(args.changelog_bytes),
+        "--repeat",
+        str(repeat or args.repeat),
+        "--budget",
+        str(args.budget),
+        "--deep",
+        str(args.deep),
+        "--laughs",
+        str(args.laughs),
+        "--memory-limit",
+        str(args.memory_limit),
+    ]
     env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONHASHSEED": "0"}
     run = Run()
     with tempfile.TemporaryFile("w+") as stderr:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=tree,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=env, cwd=tree, start_new_session=True
+        )
         lines: queue.Queue[str | None] = queue.Queue()
 
         out = proc.stdout
@@ -921,8 +1008,9 @@ def snapshot(tree: Path, args: argparse.Namespace) -> tuple[Path, Path, str]:
     """(before, after) trees in `tree`, and a line saying what each is."""
     before, after = tree / "before", tree / "after"
     before.mkdir()
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, *TREE_PARTS], check=True,
-                             capture_output=True).stdout
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", args.before, *TREE_PARTS], check=True, capture_output=True
+    ).stdout
     subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
     after.mkdir()
     for part in TREE_PARTS:
@@ -942,9 +1030,11 @@ def snapshot(tree: Path, args: argparse.Namespace) -> tuple[Path, Path, str]:
                 (side / SCHEMAS).rename(schemas)
     git = lambda *a: subprocess.run(["git", "-C", str(ROOT), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
     dirty = git("status", "--porcelain", "--", *TREE_PARTS).splitlines()
-    what = (f"before: {args.before} ({git('rev-parse', '--short', args.before + '^{commit}')}); after: the working "
-            f"tree at HEAD {git('rev-parse', '--short', 'HEAD')}"
-            + (f" with {len(dirty)} uncommitted file(s) in {', '.join(TREE_PARTS)}" if dirty else ", clean"))
+    what = (
+        f"before: {args.before} ({git('rev-parse', '--short', args.before + '^{commit}')}); after: the working "
+        f"tree at HEAD {git('rev-parse', '--short', 'HEAD')}"
+        + (f" with {len(dirty)} uncommitted file(s) in {', '.join(TREE_PARTS)}" if dirty else ", clean")
+    )
     return before, after, what
 
 
@@ -985,7 +1075,6 @@ def ratio(before: Run, after: Run, timeout: float) -> str:
     return f"{value:,.0f}x" if value >= 10 else f"{value:.2f}x"
 
 
-
 def verdict(case: Case, after: Run, memory: Run | None) -> str:
     seconds, megs = BUDGETS[case.budget]
     if after.median is None:
@@ -1021,15 +1110,19 @@ class Row:
 
 
 def print_table(rows: list[Row], timeout: float) -> None:
-    print("| parser | input | size | before ms | after ms | before/after | before peak MB | after peak MB "
-          "| after RSS+ MB | runs b/a | after within budget | after returns |")
+    print(
+        "| parser | input | size | before ms | after ms | before/after | before peak MB | after peak MB "
+        "| after RSS+ MB | runs b/a | after within budget | after returns |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
     for r in rows:
         rss = "—" if r.after.rss_mb is None else f"{r.after.rss_mb:,.1f}"
-        print(f"| {r.case.parser} | {cell(r.case.label)} | {size_text(r.after)} | {timing(r.before)} | "
-              f"{timing(r.after)} | {ratio(r.before, r.after, timeout)} | {megabytes(r.before, r.before_memory)} | "
-              f"{megabytes(r.after, r.after_memory)} | {rss} | {len(r.before.times)}/{len(r.after.times)} | "
-              f"{verdict(r.case, r.after, r.after_memory)} | {cell(r.after.result or r.after.error or '—')} |")
+        print(
+            f"| {r.case.parser} | {cell(r.case.label)} | {size_text(r.after)} | {timing(r.before)} | "
+            f"{timing(r.after)} | {ratio(r.before, r.after, timeout)} | {megabytes(r.before, r.before_memory)} | "
+            f"{megabytes(r.after, r.after_memory)} | {rss} | {len(r.before.times)}/{len(r.after.times)} | "
+            f"{verdict(r.case, r.after, r.after_memory)} | {cell(r.after.result or r.after.error or '—')} |"
+        )
 
 
 def slowest(rows: list[Row], side: str, count: int = 5) -> list[str]:
@@ -1038,13 +1131,18 @@ def slowest(rows: list[Row], side: str, count: int = 5) -> list[str]:
         return float("inf") if run.median is None else run.median
 
     ranked = sorted(rows, key=key, reverse=True)[:count]
-    return [f"{r.case.parser} on {r.case.label} ({timing(getattr(r, side))}"
-            + ("" if getattr(r, side).failed else " ms") + ")" for r in ranked]
+    return [
+        f"{r.case.parser} on {r.case.label} ({timing(getattr(r, side))}"
+        + ("" if getattr(r, side).failed else " ms")
+        + ")"
+        for r in ranked
+    ]
 
 
 def loop_held(rows: list[Row], after_tree: Path, args: argparse.Namespace) -> None:
-    candidates = [(r.after.median, r) for r in rows
-                  if r.case.parser == "changelog.check_append" and r.after.median is not None]
+    candidates = [
+        (r.after.median, r) for r in rows if r.case.parser == "changelog.check_append" and r.after.median is not None
+    ]
     if not candidates:
         print("loop held: no check_append case completed on after")
         return
@@ -1056,11 +1154,13 @@ def loop_held(rows: list[Row], after_tree: Path, args: argparse.Namespace) -> No
             continue
         idle = sorted(x for m in run.messages if "idle" in m for x in m["idle"])
         busy = sorted(x for m in run.messages if "busy" in m for x in m["busy"])
-        print(f"loop held (after): check_append on {worst.case.label!r} ({size_text(run)}) {how}, "
-              f"{len(run.times)} run(s), call median {ms(statistics.median(run.times))} ms; a ticker sleeping "
-              f"{TICK_S * 1000:.0f} ms on the loop, switchinterval {SWITCH_INTERVAL * 1000:.0f} ms: lateness during "
-              f"the call max {ms(busy[-1] if busy else None)} ms, p99 {ms(_p99(busy))} ms over {len(busy):,} ticks "
-              f"(idle, same loop: max {ms(idle[-1] if idle else None)} ms, p99 {ms(_p99(idle))} ms)")
+        print(
+            f"loop held (after): check_append on {worst.case.label!r} ({size_text(run)}) {how}, "
+            f"{len(run.times)} run(s), call median {ms(statistics.median(run.times))} ms; a ticker sleeping "
+            f"{TICK_S * 1000:.0f} ms on the loop, switchinterval {SWITCH_INTERVAL * 1000:.0f} ms: lateness during "
+            f"the call max {ms(busy[-1] if busy else None)} ms, p99 {ms(_p99(busy))} ms over {len(busy):,} ticks "
+            f"(idle, same loop: max {ms(idle[-1] if idle else None)} ms, p99 {ms(_p99(idle))} ms)"
+        )
 
 
 def _p99(values: list[float]) -> float:
@@ -1093,15 +1193,19 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if all(text in c.key for text in args.only)]
     with tempfile.TemporaryDirectory(prefix="bench-parsers-") as tmp:
         before_tree, after_tree, what = snapshot(Path(tmp), args)
-        print(f"parsers benchmark, {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}: {os.cpu_count()} cores, "
-              f"Python {platform.python_version()} ({platform.machine()}), {platform.node()}")
+        print(
+            f"parsers benchmark, {datetime.datetime.now().astimezone():%Y-%m-%d %H:%M %Z}: {os.cpu_count()} cores, "
+            f"Python {platform.python_version()} ({platform.machine()}), {platform.node()}"
+        )
         print(f"{what}")
-        print(f"comment-sized inputs {args.size:,} characters, changelog heads <= {args.changelog_bytes:,} bytes "
-              f"(base: the real tail, {len(base_history(sizes_of(args))):,} bytes), callback payloads "
-              f"~{PAYLOAD_FACTOR * args.changelog_bytes / 2**20:,.0f} MB; median of up to {args.repeat} calls "
-              f"(fewer after {args.budget:.0f} s of calls), each in a subprocess, killed after {args.timeout:.0f} s; "
-              f"peak MB: tracemalloc in a separate run; RSS+ MB: peak RSS growth in the first timed call; "
-              f"RLIMIT_AS {args.memory_limit:,} MB")
+        print(
+            f"comment-sized inputs {args.size:,} characters, changelog heads <= {args.changelog_bytes:,} bytes "
+            f"(base: the real tail, {len(base_history(sizes_of(args))):,} bytes), callback payloads "
+            f"~{PAYLOAD_FACTOR * args.changelog_bytes / 2**20:,.0f} MB; median of up to {args.repeat} calls "
+            f"(fewer after {args.budget:.0f} s of calls), each in a subprocess, killed after {args.timeout:.0f} s; "
+            f"peak MB: tracemalloc in a separate run; RSS+ MB: peak RSS growth in the first timed call; "
+            f"RLIMIT_AS {args.memory_limit:,} MB"
+        )
         rows: list[Row] = []
         for index, case in enumerate(cases, start=1):
             before = run_worker(before_tree, case, "time", args)
@@ -1109,14 +1213,19 @@ def main(argv: list[str] | None = None) -> int:
             before_memory = memory_run(before_tree, case, before, args)
             after_memory = memory_run(after_tree, case, after, args)
             rows.append(Row(case, before, after, before_memory, after_memory))
-            print(f"[{index}/{len(cases)}] {case.key}: before {timing(before)}, after {timing(after)}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[{index}/{len(cases)}] {case.key}: before {timing(before)}, after {timing(after)}",
+                file=sys.stderr,
+                flush=True,
+            )
         print()
         print_table(rows, args.timeout)
         print()
         over = [r for r in rows if verdict(r.case, r.after, r.after_memory).startswith("OVER")]
-        print(f"after within budget: {len(rows) - len(over)}/{len(rows)}"
-              + (f"; over: {'; '.join(f'{r.case.parser} on {r.case.label}' for r in over)}" if over else ""))
+        print(
+            f"after within budget: {len(rows) - len(over)}/{len(rows)}"
+            + (f"; over: {'; '.join(f'{r.case.parser} on {r.case.label}' for r in over)}" if over else "")
+        )
         print(f"slowest before: {'; '.join(slowest(rows, 'before'))}")
         print(f"slowest after: {'; '.join(slowest(rows, 'after'))}")
         if not args.no_loop:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,11 +31,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from bot.app.sandbox import _generate_key  # noqa: E402
-from bot.testing.server import FakeGitHubProcess  # noqa: E402
-from bench.drain import REPO, SECRET, seed, send, welcomes_per_pr  # noqa: E402
 from harness import free_port, start_server_process  # noqa: E402
 from harness import process_health as health  # noqa: E402
+
+from bench.drain import REPO, SECRET, seed, send, welcomes_per_pr  # noqa: E402
+from bot.app.sandbox import _generate_key  # noqa: E402
+from bot.testing.server import FakeGitHubProcess  # noqa: E402
 
 
 def drained(port: int, started: float, timeout: float = 600.0) -> float:
@@ -66,9 +66,16 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
             folder = Path(args.log_dir) if args.log_dir else Path(tmp)
             folder.mkdir(parents=True, exist_ok=True)
             for i, (db, port) in enumerate(zip(dbs, ports)):
-                env = {"APP_ID": "1", "PRIVATE_KEY": key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-                       "SWEEPBOT_DB": db, "SWEEPBOT_WORKERS": str(args.workers), "SWEEPBOT_WRITES_PER_MINUTE": "0",
-                       "LOG_LEVEL": args.log_level}
+                env = {
+                    "APP_ID": "1",
+                    "PRIVATE_KEY": key,
+                    "WEBHOOK_SECRET": SECRET,
+                    "GITHUB_API_URL": fake.url,
+                    "SWEEPBOT_DB": db,
+                    "SWEEPBOT_WORKERS": str(args.workers),
+                    "SWEEPBOT_WRITES_PER_MINUTE": "0",
+                    "LOG_LEVEL": args.log_level,
+                }
                 logs.append(folder / f"{name.replace(' ', '').replace(',', '-')}-{i}.log")
                 with logs[-1].open("wb") as log:
                     procs.append(start_server_process(port, env, cwd=tmp, stdout=log, stderr=subprocess.STDOUT))
@@ -76,7 +83,7 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
                 bodies = seed(fake, 1 + r * args.prs, args.prs)
                 since = len(fake.requests())
                 urls = [f"http://127.0.0.1:{port}/webhook" for port in ports]
-                per_url = [bodies[i::len(urls)] for i in range(len(urls))]
+                per_url = [bodies[i :: len(urls)] for i in range(len(urls))]
                 started = time.perf_counter()
 
                 async def send_all() -> None:
@@ -88,11 +95,21 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
                 per_pr = welcomes_per_pr(fake, since)
                 workers = args.workers * len(dbs)
                 floor = len(made) * args.latency / workers
-                rounds.append({"s": elapsed, "requests": len(made), "floor": floor, "ratio": elapsed / floor,
-                               "once": sum(1 for n in per_pr.values() if n == 1),
-                               "doubled": sum(1 for n in per_pr.values() if n > 1)})
-                print(f"  {name} round {r + 1}: {elapsed:.1f} s, {len(made)} requests, floor {floor:.1f} s, "
-                      f"{elapsed / floor:.2f}x, welcomed once {rounds[-1]['once']}/{args.prs}", flush=True)
+                rounds.append(
+                    {
+                        "s": elapsed,
+                        "requests": len(made),
+                        "floor": floor,
+                        "ratio": elapsed / floor,
+                        "once": sum(1 for n in per_pr.values() if n == 1),
+                        "doubled": sum(1 for n in per_pr.values() if n > 1),
+                    }
+                )
+                print(
+                    f"  {name} round {r + 1}: {elapsed:.1f} s, {len(made)} requests, floor {floor:.1f} s, "
+                    f"{elapsed / floor:.2f}x, welcomed once {rounds[-1]['once']}/{args.prs}",
+                    flush=True,
+                )
         finally:
             for proc in procs:
                 proc.terminate()
@@ -105,14 +122,21 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", default="auto", help="PostgreSQL server URL (a fresh database per set-up); `auto`: "
-                                                     "the tests' throwaway server; `none`: SQLite only")
+    parser.add_argument(
+        "--db",
+        default="auto",
+        help="PostgreSQL server URL (a fresh database per set-up); `auto`: "
+        "the tests' throwaway server; `none`: SQLite only",
+    )
     parser.add_argument("--prs", type=int, default=300)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds each GitHub request is answered late")
     parser.add_argument("--workers", type=int, default=8, help="workers per process")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--setups", default=",".join(SETUPS),
-                        help=f"which set-ups, comma-separated, of {', '.join(SETUPS)} (default: all)")
+    parser.add_argument(
+        "--setups",
+        default=",".join(SETUPS),
+        help=f"which set-ups, comma-separated, of {', '.join(SETUPS)} (default: all)",
+    )
     parser.add_argument("--log-dir", help="keep each server's log in this folder")
     parser.add_argument("--log-level", default="WARNING", help="the servers' LOG_LEVEL (default: WARNING)")
     args = parser.parse_args(argv)
@@ -143,16 +167,22 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    print(f"slow-GitHub drain: {args.prs} PR-opened deliveries per round, every GitHub request answered "
-          f"{args.latency * 1000:.0f} ms late, {args.workers} workers per process, median of {args.rounds} rounds, "
-          f"{os.cpu_count()} cores, everything on one machine")
-    print("| set-up | workers | requests | floor s | drained s | × floor | rounds s | welcomed once | doubled "
-          "| leases lost |")
+    print(
+        f"slow-GitHub drain: {args.prs} PR-opened deliveries per round, every GitHub request answered "
+        f"{args.latency * 1000:.0f} ms late, {args.workers} workers per process, median of {args.rounds} rounds, "
+        f"{os.cpu_count()} cores, everything on one machine"
+    )
+    print(
+        "| set-up | workers | requests | floor s | drained s | × floor | rounds s | welcomed once | doubled "
+        "| leases lost |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |")
     for r in rows:
-        print(f"| {r['name']} | {args.workers * r['replicas']} | {r['requests']} | {r['floor']:.1f} | {r['s']:.1f} | "
-              f"{r['ratio']:.2f} | {' / '.join(f'{s:.1f}' for s in r['all_s'])} | {r['once']}/{args.prs} | "
-              f"{r['doubled']} | {r['lost']} |")
+        print(
+            f"| {r['name']} | {args.workers * r['replicas']} | {r['requests']} | {r['floor']:.1f} | {r['s']:.1f} | "
+            f"{r['ratio']:.2f} | {' / '.join(f'{s:.1f}' for s in r['all_s'])} | {r['once']}/{args.prs} | "
+            f"{r['doubled']} | {r['lost']} |"
+        )
     by_name = {r["name"]: r for r in rows}
     if "PostgreSQL, 3 replicas" in by_name and "PostgreSQL, 1 replica" in by_name:
         one, three = by_name["PostgreSQL, 1 replica"]["s"], by_name["PostgreSQL, 3 replicas"]["s"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from gidgethub import sansio
 
-from bot.effects.actions import Action, AddLabels, EnsureLabel, RemoveLabel
 from bot.core import routing
 from bot.core.processing import Context
+from bot.effects.actions import Action, AddLabels, EnsureLabel, RemoveLabel
 from bot.rules.policy import AutoLabel
 from bot.rules.pull_request import label_key, last_applied
 from handlers.paths import any_match
@@ -18,8 +19,9 @@ ACTIONS = ("opened", "synchronize", "reopened")
 router = routing.Router()
 
 
-def label_changes(files: Iterable[str], current: Iterable[str],
-                  rules: Iterable[AutoLabel]) -> tuple[list[AutoLabel], list[str]]:
+def label_changes(
+    files: Iterable[str], current: Iterable[str], rules: Iterable[AutoLabel]
+) -> tuple[list[AutoLabel], list[str]]:
     """(rules whose label is missing and should be added, rule labels present whose paths no longer match)."""
     files, current = list(files), {label_key(name) for name in current}
     add, stale = [], []

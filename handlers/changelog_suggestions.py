@@ -29,10 +29,17 @@ def suggestion_block(lines: tuple[str, ...]) -> str:
 
 
 def review_comment(ctx: Context, path: str, fix: Suggestion, error: ChangelogError) -> ReviewComment:
-    text = ctx.render("changelog_suggestion", e={"line": error.line, "code": error.code, "params": dict(error.params)},
-                      deleted=0 if fix.lines else fix.line - fix.start_line + 1)
-    return ReviewComment(path, fix.line, suggestion_block(fix.lines) + "\n\n" + text,
-                         start_line=fix.start_line if fix.start_line < fix.line else None)
+    text = ctx.render(
+        "changelog_suggestion",
+        e={"line": error.line, "code": error.code, "params": dict(error.params)},
+        deleted=0 if fix.lines else fix.line - fix.start_line + 1,
+    )
+    return ReviewComment(
+        path,
+        fix.line,
+        suggestion_block(fix.lines) + "\n\n" + text,
+        start_line=fix.start_line if fix.start_line < fix.line else None,
+    )
 
 
 async def _fixes(ctx: Context, pull: dict[str, Any], path: str) -> tuple[list[Suggestion], dict[int, ChangelogError]]:
@@ -42,8 +49,15 @@ async def _fixes(ctx: Context, pull: dict[str, Any], path: str) -> tuple[list[Su
     base = await ctx.file_at(path, await ctx.merge_base(base_sha, head_sha))
     head = await ctx.file_at(path, head_sha) or b""
     try:  # a big file is checked in the worker process (bot/core/offload.py)
-        result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
-                                   limits=policy_limits(ctx.policy.limits), size=len(head) + len(base or b""))
+        result = await offload.run(
+            check_append,
+            base,
+            head,
+            pr_number=number,
+            canonical_prefix=prefix,
+            limits=policy_limits(ctx.policy.limits),
+            size=len(head) + len(base or b""),
+        )
     except offload.OffloadFailed:
         return [], {}  # nothing was checked: nothing to suggest
     found = suggestions(result.errors, head, pr_number=number, canonical_prefix=prefix, limit=len(result.errors))
@@ -65,8 +79,13 @@ async def suggest_fixes(event: sansio.Event, ctx: Context) -> list[Action]:
     head_sha = pull["head"]["sha"]
     shown = found[:MAX_SUGGESTIONS]
     comments = tuple(review_comment(ctx, path, fix, errors[fix.error_line]) for fix in shown)
-    body = hidden_record(RECORD, {"head": head_sha, "digest": digest(comments)}) + "\n" + ctx.render(
-        "changelog_suggestions", count=len(shown), more=len(found) - len(shown), path=path, head_sha=head_sha)
+    body = (
+        hidden_record(RECORD, {"head": head_sha, "digest": digest(comments)})
+        + "\n"
+        + ctx.render(
+            "changelog_suggestions", count=len(shown), more=len(found) - len(shown), path=path, head_sha=head_sha
+        )
+    )
     outdated = ctx.render("changelog_suggestions_outdated", head_sha=head_sha)
     return [SuggestionReview(number, PURPOSE, head_sha, body, comments, outdated)]
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from gidgethub import sansio
 
@@ -187,20 +188,28 @@ class Dispatcher:
         if SPECS[kind].who == ANYONE:
             return await route.run(ctx, call)
         if not call.by_author:
-            logs.event("command edited in by someone else than its author: not run", comment=call.comment_id,
-                       editor=call.editor)
+            logs.event(
+                "command edited in by someone else than its author: not run",
+                comment=call.comment_id,
+                editor=call.editor,
+            )
             return []
         # a writer confirmed lately (the permission cache) gets 👀 at once; anyone else's permission is asked
         # before any write, so an outsider's command costs at most one
-        seen = asyncio.ensure_future(ctx.write_now(React(call.comment_id, SEEN))) if ctx.known_writer(call.author) \
+        seen = (
+            asyncio.ensure_future(ctx.write_now(React(call.comment_id, SEEN)))
+            if ctx.known_writer(call.author)
             else None
+        )
         allowed = await ctx.writer(call.author)
         refusal = authority_outcome(allowed)
         if refusal is not None:  # a role taken away since the cache knew it: its 👀 is taken off with the refusal
             if seen is not None:
                 await seen
-            return [*await self.refuse(ctx, call, route, refusal),
-                    *([Unreact(call.comment_id, SEEN)] if seen is not None else [])]
+            return [
+                *await self.refuse(ctx, call, route, refusal),
+                *([Unreact(call.comment_id, SEEN)] if seen is not None else []),
+            ]
         # 👀 while the feature reads: the maintainer sees it was heard; the feature's writes come after it
         seen = seen or asyncio.ensure_future(ctx.write_now(React(call.comment_id, SEEN)))
         try:
@@ -222,7 +231,10 @@ class Dispatcher:
         ctx.untrusted()
         stale = [Unreact(call.comment_id, ACCEPTED)] if call.edited else []  # from when they could write
         if answered_lately(ctx, call):
-            logs.event("command refused again to someone without write permission: not answered",
-                       comment=call.comment_id, author=call.author)
+            logs.event(
+                "command refused again to someone without write permission: not answered",
+                comment=call.comment_id,
+                author=call.author,
+            )
             return [*let_go, *stale]
         return [*let_go, reply, *stale]

@@ -6,10 +6,10 @@ from typing import Any
 
 from gidgethub import sansio
 
-from bot.effects.actions import Action, CloseIssue, Issue
-from bot.core.config import REPO_CONFIG_PATH
 from bot.core import routing
+from bot.core.config import REPO_CONFIG_PATH
 from bot.core.processing import Context
+from bot.effects.actions import Action, CloseIssue, Issue
 
 PURPOSE = "config-invalid"
 
@@ -30,7 +30,12 @@ async def refresh_config(event: sansio.Event, ctx: Context) -> list[Action]:
         return [CloseIssue(PURPOSE)]
     sha = data.get("after") or ""
     last_good = problem.last_good
-    body = ctx.render("config_invalid", path=REPO_CONFIG_PATH, commit_sha=sha[:12],
-                      commit_url=f"{data['repository']['html_url']}/commit/{sha}", errors=list(problem.errors),
-                      last_good=last_good[:12] if last_good else None)
+    body = ctx.render(
+        "config_invalid",
+        path=REPO_CONFIG_PATH,
+        commit_sha=sha[:12],
+        commit_url=f"{data['repository']['html_url']}/commit/{sha}",
+        errors=list(problem.errors),
+        last_good=last_good[:12] if last_good else None,
+    )
     return [Issue(PURPOSE, ctx.templates.title("config_invalid"), body)]

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict
 
-from bot.effects.actions import Action, Comment
-from bot.rules.policy import Policy
-from bot.rules.commands import COMMANDS, USAGE_ANSWER, Command, answering_kind
 from bot.core.processing import Context
+from bot.effects.actions import Action, Comment
+from bot.rules.commands import COMMANDS, USAGE_ANSWER, Command, answering_kind
+from bot.rules.policy import Policy
 from handlers.commands import CommandRoute, CommentCommand, Feature
 from handlers.pr_state import reply_purpose
 
@@ -20,8 +20,10 @@ def needs_help(command: Command | None) -> bool:
 
 def help_entries(names: Mapping[str, str]) -> list[dict[str, str]]:
     """The registry's commands in its order, as the help template lists them, with the names configured here."""
-    return [{"kind": spec.kind, "name": names[spec.kind], "run_id": spec.run_id, "who": spec.who, "help": spec.help}
-            for spec in COMMANDS]
+    return [
+        {"kind": spec.kind, "name": names[spec.kind], "run_id": spec.run_id, "who": spec.who, "help": spec.help}
+        for spec in COMMANDS
+    ]
 
 
 class Problem(TypedDict):
@@ -44,8 +46,9 @@ def help_variables(policy: Policy, requester: str, command: Command) -> HelpVari
     problem = None
     if command.problem is not None:
         problem = Problem(text=command.source.text, key=command.problem)
-    return HelpVariables(requester=requester, commands=help_entries(policy.commands.names()),
-                         docs_url=policy.docs_url, problem=problem)
+    return HelpVariables(
+        requester=requester, commands=help_entries(policy.commands.names()), docs_url=policy.docs_url, problem=problem
+    )
 
 
 async def help_reply(ctx: Context, call: CommentCommand) -> list[Action]:

@@ -15,10 +15,10 @@
 from __future__ import annotations
 
 import asyncio
-
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, NotRequired, Protocol, TypedDict, Unpack
+from typing import Any, NotRequired, Protocol, TypedDict, Unpack
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
@@ -26,12 +26,21 @@ from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
 from bot.rules import pins
 from bot.rules.dispatched_runs import bot_run
+from bot.rules.gate import AppliedLabel
 from bot.rules.links import repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
-from bot.rules.gate import AppliedLabel
 from bot.rules.policy import Policy
-from bot.rules.pull_request import (actor_of, is_fork, label_generation, label_key, label_names, last_applied,
-                                    last_removed, sweep_label_names, trusted_labels)
+from bot.rules.pull_request import (
+    actor_of,
+    is_fork,
+    label_generation,
+    label_key,
+    label_names,
+    last_applied,
+    last_removed,
+    sweep_label_names,
+    trusted_labels,
+)
 from bot.rules.sweep_record import RunRecord, SweepRecord
 
 STATUS_PURPOSE = "sweep-status"  # the gate's status comment, which holds its record
@@ -88,11 +97,13 @@ def in_turn(*told: RecordChanged) -> RecordChanged:
     """One record change told to several features in turn (the gate first, to record it; then the sign-offs, to
     verify again by it): all their actions, in that order. Each is handed the changed record itself, as none of
     the actions is written yet."""
+
     async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
         actions: list[Action] = []
         for feature in told:
             actions.extend(await feature(ctx, number, record, exists))
         return actions
+
     return record_changed
 
 
@@ -151,9 +162,15 @@ class StagingSection(TypedDict):
 
 def staging_state(state: str, policy: Policy, **extra: Unpack[StagingProgress]) -> StagingSection:
     """The staging section in `state`, with what `extra` says."""
-    return {"state": state, "repository": policy.results.repository, "results_url": None,
-            "app_run_url": None, "error": None, "primary_labels": [p.name for p in policy.labels.primary],
-            **extra}
+    return {
+        "state": state,
+        "repository": policy.results.repository,
+        "results_url": None,
+        "app_run_url": None,
+        "error": None,
+        "primary_labels": [p.name for p in policy.labels.primary],
+        **extra,
+    }
 
 
 # -- the bot's sweeps of a PR ----------------------------------------------------------------------
@@ -161,7 +178,7 @@ def staging_state(state: str, policy: Policy, **extra: Unpack[StagingProgress]) 
 
 def utcnow() -> dt.datetime:
     """The time artifacts' expiry is judged at (tests set it to the fake GitHub's clock)."""
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 class RunTrust(TypedDict):
@@ -174,8 +191,9 @@ class RunTrust(TypedDict):
 
 def run_trust(ctx: Context) -> RunTrust:
     """The `RunTrust` of this repository, as the policy names its sweep workflows."""
-    return RunTrust(bot_login=ctx.bot_login, repository=ctx.repo,
-                    workflows=tuple(ctx.policy.workflows.names().values()))
+    return RunTrust(
+        bot_login=ctx.bot_login, repository=ctx.repo, workflows=tuple(ctx.policy.workflows.names().values())
+    )
 
 
 def recorded_run(ctx: Context, run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
@@ -242,8 +260,9 @@ async def read_pinned(ctx: Context, run_id: int) -> PinnedReads:
     return run, (artifacts if run is not None and not isinstance(artifacts, Exception) else None)
 
 
-async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], record: SweepRecord,
-                       read: PinnedReads | None = None) -> tuple[dict | None, pins.Verdict]:
+async def judge_pinned(
+    ctx: Context, run_id: int, pull: Mapping[str, Any], record: SweepRecord, read: PinnedReads | None = None
+) -> tuple[dict | None, pins.Verdict]:
     """(the run, its verdict as a pinned id): `not-found` when the repository has no such run. `read`: the run
     and its artifacts as `read_pinned` read them already."""
     if read is not None:
@@ -257,9 +276,15 @@ async def judge_pinned(ctx: Context, run_id: int, pull: Mapping[str, Any], recor
     dispatched = recorded_run(ctx, run, record) is not None
     artifacts = (early if early is not None else await run_artifacts(ctx, run_id)) if dispatched else ()
     verdict = pins.check_run(
-        run, pinned=True, dispatched=dispatched, fork=pull_is_fork(ctx, pull),
+        run,
+        pinned=True,
+        dispatched=dispatched,
+        fork=pull_is_fork(ctx, pull),
         artifacts=artifacts,
-        labels=await counted_label_names(ctx, pull, record), policy=ctx.policy, now=utcnow())
+        labels=await counted_label_names(ctx, pull, record),
+        policy=ctx.policy,
+        now=utcnow(),
+    )
     return run, verdict
 
 
@@ -327,8 +352,11 @@ async def counted_labels(ctx: Context, pull: Mapping[str, Any], record: SweepRec
             # not held, so nobody who may start a sweep applied it: someone who may not (False), or someone GitHub
             # would not say of, or whose event the listing does not show yet (None: neither counted nor removed)
             out.append(AppliedLabel(name, by, standing.get(by.casefold()) if by else None))
-    applied_at = [str(e["created_at"]) for folded, e in held.items()
-                  if folded in primaries and folded in on_pr and e.get("created_at")]
+    applied_at = [
+        str(e["created_at"])
+        for folded, e in held.items()
+        if folded in primaries and folded in on_pr and e.get("created_at")
+    ]
     return Labelling(tuple(out), label_generation(events, sweep, trusted), max(applied_at, default=None))
 
 

@@ -25,8 +25,19 @@ people wait for is dispatched first).
 from gidgethub import routing
 
 from bot.core.routing import OrderedRouter
-from handlers import (autolabel, changelog_suggestions, config_refresh, default_branch_changelog, help_command,
-                      pr_state, reuse_command, signoff, staging, sweep_gate, welcome)
+from handlers import (
+    autolabel,
+    changelog_suggestions,
+    config_refresh,
+    default_branch_changelog,
+    help_command,
+    pr_state,
+    reuse_command,
+    signoff,
+    staging,
+    sweep_gate,
+    welcome,
+)
 from handlers.commands import Dispatcher, Feature
 
 COMMANDS = "help"  # the dispatcher of every chosen feature's commands runs right after this feature's handlers
@@ -39,8 +50,10 @@ FEATURES: dict[str, Feature] = {
     "default_branch_changelog": Feature(default_branch_changelog.router),
     # A pin set or withdrawn: the gate records it, then the sign-offs are verified again by it; what the gate
     # reads for it is read while the pin's reply is written.
-    "reuse": reuse_command.feature(record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed),
-                                   read_ahead=sweep_gate.read_ahead),
+    "reuse": reuse_command.feature(
+        record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed),
+        read_ahead=sweep_gate.read_ahead,
+    ),
     "signoff": Feature(signoff.router),
     "staging": Feature(staging.router),
     "sweep_gate": Feature(sweep_gate.router),

@@ -22,23 +22,23 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from typing import Any, Mapping, TypedDict
+from collections.abc import Mapping
+from typing import Any, TypedDict
 
 import gidgethub
 from gidgethub import sansio
 
-from bot.telemetry import logs
-
-from bot.rules.policy import Policy
-from bot.rules import pins, pull_request
+from bot.core import routing
+from bot.core.processing import Context
 from bot.effects.actions import Action, Comment, RepositoryDispatch
+from bot.rules import pins, pull_request
 from bot.rules.commands import Command
 from bot.rules.links import web
 from bot.rules.markers import hidden_record, read_hidden_record
+from bot.rules.policy import Policy
 from bot.rules.run_summary import summarize
-from bot.core import routing
-from bot.core.processing import Context
 from bot.rules.sweep_record import Pin, SweepRecord
+from bot.telemetry import logs
 from handlers import pr_state
 from handlers.commands import PERMISSION_UNKNOWN, UNAUTHORIZED, CommandRoute, CommentCommand, Feature, answered
 
@@ -73,8 +73,12 @@ def run_day(run: Mapping[str, Any]) -> str:
 
 def run_fields(pr_number: int, run: Mapping[str, Any]) -> dict[str, str]:
     """What both requests to the results service say of the run: the PR, the run, its attempt and its day."""
-    return {"pr-number": str(pr_number), "run-id": str(run["id"]), "run-attempt": str(run.get("run_attempt") or 1),
-            "run-date": run_day(run)}
+    return {
+        "pr-number": str(pr_number),
+        "run-id": str(run["id"]),
+        "run-attempt": str(run.get("run_attempt") or 1),
+        "run-date": run_day(run),
+    }
 
 
 def staging_payload(pr_number: int, run: Mapping[str, Any], requester: str, reply_id: int) -> dict[str, str]:
@@ -82,33 +86,67 @@ def staging_payload(pr_number: int, run: Mapping[str, Any], requester: str, repl
     return {**run_fields(pr_number, run), "requested-by": requester, "comment-id": str(reply_id)}
 
 
-def ingest_payload(pr_number: int, run: Mapping[str, Any], merge_sha: str, pinned_by: str, notice_id: int
-                   ) -> dict[str, str]:
+def ingest_payload(
+    pr_number: int, run: Mapping[str, Any], merge_sha: str, pinned_by: str, notice_id: int
+) -> dict[str, str]:
     """The `ingest-results` client_payload (kebab-case, all strings): which merged PR, which run (and attempt and
     date) to ingest, the merge commit, who pinned the run, and the merge notice the service may update."""
-    return {**run_fields(pr_number, run), "merge-sha": merge_sha or "", "pinned-by": pinned_by,
-            "comment-id": str(notice_id)}
+    return {
+        **run_fields(pr_number, run),
+        "merge-sha": merge_sha or "",
+        "pinned-by": pinned_by,
+        "comment-id": str(notice_id),
+    }
 
 
-def reply_variables(ctx: Context, command: Command, requester: str, outcome: str, run: Mapping[str, Any] | None,
-                    verdict: pins.Verdict | None, others: list[OtherRun], *, fork: bool = False,
-                    record: SweepRecord | None = None) -> dict[str, Any]:
+def reply_variables(
+    ctx: Context,
+    command: Command,
+    requester: str,
+    outcome: str,
+    run: Mapping[str, Any] | None,
+    verdict: pins.Verdict | None,
+    others: list[OtherRun],
+    *,
+    fork: bool = False,
+    record: SweepRecord | None = None,
+) -> dict[str, Any]:
     summary = summarize(run) if run else None
-    shown = None if run is None else {
-        "id": run["id"], "url": run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
-        "head_sha": pr_state.tested_sha(ctx, run, record), "conclusion": run.get("conclusion") or "",
-        "summary": summary.text if summary else None}
+    shown = (
+        None
+        if run is None
+        else {
+            "id": run["id"],
+            "url": run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
+            "head_sha": pr_state.tested_sha(ctx, run, record),
+            "conclusion": run.get("conclusion") or "",
+            "summary": summary.text if summary else None,
+        }
+    )
     commands = ctx.policy.commands
-    return {"outcome": outcome, "command": command.source.text, "requester": requester, "run": shown,
-            "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-            "others": others, "workflow": pins.sweep_workflow(ctx.policy, fork=fork), "staging": None,
-            "use_command": f"/{commands.use}", "reuse_command": f"/{commands.reuse}",
-            "stage_command": f"/{commands.stage}", "ingest": None}
+    return {
+        "outcome": outcome,
+        "command": command.source.text,
+        "requester": requester,
+        "run": shown,
+        "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
+        "others": others,
+        "workflow": pins.sweep_workflow(ctx.policy, fork=fork),
+        "staging": None,
+        "use_command": f"/{commands.use}",
+        "reuse_command": f"/{commands.reuse}",
+        "stage_command": f"/{commands.stage}",
+        "ingest": None,
+    }
 
 
-async def choose(ctx: Context, command: Command, pull: Mapping[str, Any], record: SweepRecord,
-                 named: pr_state.PinnedReads | None = None
-                 ) -> tuple[str, Mapping[str, Any] | None, pins.Verdict | None, list[OtherRun]]:
+async def choose(
+    ctx: Context,
+    command: Command,
+    pull: Mapping[str, Any],
+    record: SweepRecord,
+    named: pr_state.PinnedReads | None = None,
+) -> tuple[str, Mapping[str, Any] | None, pins.Verdict | None, list[OtherRun]]:
     """(outcome, run, verdict, others) for an authorized pin command; `named`: the run the command names and its
     artifacts, read already (pr_state.read_pinned)."""
     if command.run_id is not None:
@@ -117,17 +155,24 @@ async def choose(ctx: Context, command: Command, pull: Mapping[str, Any], record
     labels = await pr_state.counted_label_names(ctx, pull, record)
     runs = [run for run, _ in await pr_state.candidate_runs(ctx, record)]
     artifacts = {run["id"]: await pr_state.run_artifacts(ctx, run["id"]) for run in runs}
-    chosen = pins.newest_eligible(runs, dispatched_run_ids={run["id"] for run in runs},
-                                  fork=pr_state.pull_is_fork(ctx, pull), artifacts_of=artifacts, labels=labels,
-                                  policy=ctx.policy, now=pr_state.utcnow())
+    chosen = pins.newest_eligible(
+        runs,
+        dispatched_run_ids={run["id"] for run in runs},
+        fork=pr_state.pull_is_fork(ctx, pull),
+        artifacts_of=artifacts,
+        labels=labels,
+        policy=ctx.policy,
+        now=pr_state.utcnow(),
+    )
     others = [OtherRun(id=run["id"], code=verdict.code) for run, verdict in chosen.others]
     if chosen.run is None:
         return "no_eligible_run", None, None, others
     return "accepted", chosen.run, chosen.verdict, others
 
 
-async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhead, ctx: Context,
-                        call: CommentCommand) -> list[Action]:
+async def pin_requested(
+    record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhead, ctx: Context, call: CommentCommand
+) -> list[Action]:
     """A maintainer's `/use` or `/reuse-sweep-run` (the dispatcher checked both): judge the run, record the pin
     (the gate's record holds it), reply, stage it for `/use`, and let the gate show it.
 
@@ -146,17 +191,22 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
     # with its artifacts, together: the run id is in the command, and nothing about the run depends on the others
     # (and the label events, which say which labels count: kept by the delivery's reader)
     (record, exists), pull, named, _ = await asyncio.gather(
-        pr_state.load_record(ctx, number), ctx.pull(number),
+        pr_state.load_record(ctx, number),
+        ctx.pull(number),
         pr_state.read_pinned(ctx, command.run_id) if command.run_id is not None else pr_state.nothing(),
-        ctx.label_events(number))
+        ctx.label_events(number),
+    )
     outcome, run, verdict, others = await choose(ctx, command, pull, record, named)
     primary = await has_primary(ctx, pull, record)
-    variables = reply_variables(ctx, command, requester, outcome, run, verdict, others,
-                                fork=pr_state.pull_is_fork(ctx, pull), record=record)
+    variables = reply_variables(
+        ctx, command, requester, outcome, run, verdict, others, fork=pr_state.pull_is_fork(ctx, pull), record=record
+    )
     if outcome != "accepted" or run is None:  # refused (accepted comes with its run): an earlier pin stays as it was,
         # unless its comment held it
-        answer = [pr_state.reply_comment(ctx, number, call.comment_id, variables),
-                  *answered(call.comment_id, False, edited=call.edited)]
+        answer = [
+            pr_state.reply_comment(ctx, number, call.comment_id, variables),
+            *answered(call.comment_id, False, edited=call.edited),
+        ]
         if not (call.edited and holds(record.pin, call)):
             return answer
         gate = await record_changed(ctx, number, record.unpinned(pins.REFUSED, call.editor), exists)
@@ -181,8 +231,9 @@ async def pin_requested(record_changed: pr_state.RecordChanged, read_ahead: pr_s
         if wins:
             record = record.pinned(pin)
         answer = answered(call.comment_id, True, edited=call.edited)
-        if command.kind == "use" and await stage(ctx, number, call.comment_id, run, requester, variables,
-                                                 primary, answer=answer):
+        if command.kind == "use" and await stage(
+            ctx, number, call.comment_id, run, requester, variables, primary, answer=answer
+        ):
             answer = []  # given with the reply, before the staging request
         if pull.get("merged") and record.pin is not None and record.pin.run_id == run["id"]:
             variables["ingest"] = await notify_merge(ctx, pull, record, after_merge=True)
@@ -226,8 +277,9 @@ def pin_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, A
 REFUSAL_WITHDRAWALS = {UNAUTHORIZED: pins.UNAUTHORIZED, PERMISSION_UNKNOWN: pins.PERMISSION_UNKNOWN}
 
 
-async def pin_not_run(record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand,
-                      outcome: str) -> list[Action]:
+async def pin_not_run(
+    record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand, outcome: str
+) -> list[Action]:
     """The dispatcher refused a pin command (`outcome`: its author may not run it, or GitHub would not confirm
     they may). When an edit of the comment holding the pin gave it, that pin is withdrawn: pin_comment_changed
     left it to this command, and the comment's latest text is one its author may not run."""
@@ -239,16 +291,16 @@ async def pin_not_run(record_changed: pr_state.RecordChanged, ctx: Context, call
     return await record_changed(ctx, call.number, record.unpinned(REFUSAL_WITHDRAWALS[outcome], call.editor), exists)
 
 
-async def pin_comment_changed(record_changed: pr_state.RecordChanged, ctx: Context,
-                              call: CommentCommand) -> list[Action]:
+async def pin_comment_changed(
+    record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand
+) -> list[Action]:
     """The comment holding the pin was deleted or edited: the pin follows its latest text (pins.held_pin_change).
     It is withdrawn now, stays, or is left to the author's new pin command, which the dispatcher runs next: never
     withdrawn first and pinned again after, which would leave a moment without a pin, when a sweep could start."""
     record, exists = await pr_state.load_record(ctx, call.number)
     if not holds(record.pin, call):
         return []
-    change = pins.held_pin_change(call.before, call.command, deleted=call.action == "deleted",
-                                  by_author=call.by_author)
+    change = pins.held_pin_change(call.before, call.command, deleted=call.action == "deleted", by_author=call.by_author)
     if change is None or change == pins.NEW_PIN_COMMAND:
         return []
     return await record_changed(ctx, call.number, record.unpinned(change, call.editor), exists)
@@ -259,8 +311,17 @@ async def has_primary(ctx: Context, pull: Mapping[str, Any], record: SweepRecord
     return pull_request.carries_primary(await pr_state.counted_label_names(ctx, pull, record), ctx.policy)
 
 
-async def stage(ctx: Context, number: int, comment_id: int, run: Mapping[str, Any], requester: str,
-                variables: dict[str, Any], primary: bool, *, answer: tuple[Action, ...] | list[Action] = ()) -> bool:
+async def stage(
+    ctx: Context,
+    number: int,
+    comment_id: int,
+    run: Mapping[str, Any],
+    requester: str,
+    variables: dict[str, Any],
+    primary: bool,
+    *,
+    answer: tuple[Action, ...] | list[Action] = (),
+) -> bool:
     """`/use <run_id>` asks the results service to stage the run; the reply says so, and is what the service
     updates (its id goes into the request). Sets `variables["staging"]`. Whether the reply was posted, and
     `answer` (the command's reactions) with it, before the request: what the maintainer waits for goes first."""
@@ -272,8 +333,13 @@ async def stage(ctx: Context, number: int, comment_id: int, run: Mapping[str, An
     for action in answer:
         await ctx.write_now(action)
     try:
-        await ctx.write_now(RepositoryDispatch(ctx.policy.results.repository, ctx.policy.results.stage,
-                                           staging_payload(number, run, requester, int(posted.id or 0))))
+        await ctx.write_now(
+            RepositoryDispatch(
+                ctx.policy.results.repository,
+                ctx.policy.results.stage,
+                staging_payload(number, run, requester, int(posted.id or 0)),
+            )
+        )
     except gidgethub.GitHubException as exc:  # shown in the reply; a maintainer re-stages by hand
         logs.event("staging request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
         variables["staging"] = pr_state.staging_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
@@ -290,8 +356,12 @@ def merge_outcome(pin: Pin | None, verdict: pins.Verdict | None) -> str:
 def ingest_requested(shown: object, run_id: int) -> bool:
     """Whether a merge notice's record (`shown`, read back from its hidden line) says the ingest of `run_id` was
     asked for already: then nothing is sent again. A request that failed to go out is sent again."""
-    return (isinstance(shown, dict) and type(shown.get("run_id")) is int and shown["run_id"] == run_id
-            and shown.get("state") == "requested")
+    return (
+        isinstance(shown, dict)
+        and type(shown.get("run_id")) is int
+        and shown["run_id"] == run_id
+        and shown.get("state") == "requested"
+    )
 
 
 async def shown_ingest_request(ctx: Context, number: int) -> object:
@@ -300,16 +370,36 @@ async def shown_ingest_request(ctx: Context, number: int) -> object:
     return read_hidden_record(INGEST_RECORD, notice.get("body")) if notice is not None else None
 
 
-def merge_notice(ctx: Context, number: int, outcome: str, pin: Pin | None, run: Mapping[str, Any] | None,
-                 verdict: pins.Verdict | None, ingest: IngestState | None, *, after_merge: bool,
-                 record: SweepRecord | None = None) -> Comment:
+def merge_notice(
+    ctx: Context,
+    number: int,
+    outcome: str,
+    pin: Pin | None,
+    run: Mapping[str, Any] | None,
+    verdict: pins.Verdict | None,
+    ingest: IngestState | None,
+    *,
+    after_merge: bool,
+    record: SweepRecord | None = None,
+) -> Comment:
     summary = summarize(run) if run else None
-    variables = {"outcome": outcome, "after_merge": after_merge, "pin": None if pin is None else {
-        "run_id": pin.run_id, "by": pin.by,
-        "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", pin.run_id),
-        "head_sha": pr_state.tested_sha(ctx, run, record) if run else "", "summary": summary.text if summary else None},
+    variables = {
+        "outcome": outcome,
+        "after_merge": after_merge,
+        "pin": None
+        if pin is None
+        else {
+            "run_id": pin.run_id,
+            "by": pin.by,
+            "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", pin.run_id),
+            "head_sha": pr_state.tested_sha(ctx, run, record) if run else "",
+            "summary": summary.text if summary else None,
+        },
         "verdict": None if verdict is None else {"code": verdict.code, "params": dict(verdict.params)},
-        "ingest": ingest, "report": None, "use_command": f"/{ctx.policy.commands.use}"}
+        "ingest": ingest,
+        "report": None,
+        "use_command": f"/{ctx.policy.commands.use}",
+    }
     # the variables kept in the notice: the results service's counts are added to them and the notice re-rendered
     body = hidden_record(pr_state.NOTICE_RECORD, variables) + "\n" + ctx.render("merge_reuse", **variables)
     if ingest is not None and pin is not None:  # an ingest is always of the pin
@@ -322,8 +412,9 @@ def ingest_state(state: str, policy: Policy, error: str | None = None) -> Ingest
     return IngestState(state=state, repository=policy.results.repository, error=error)
 
 
-async def notify_merge(ctx: Context, pull: Mapping[str, Any], record: SweepRecord, *, after_merge: bool
-                       ) -> IngestState | None:
+async def notify_merge(
+    ctx: Context, pull: Mapping[str, Any], record: SweepRecord, *, after_merge: bool
+) -> IngestState | None:
     """Judge the winning pin of the merged `pull` again, write the merge notice, and ask the results service to
     ingest the run when it still qualifies (once: see the module's docstring). The ingest section shown (None
     when nothing is to be ingested)."""
@@ -334,23 +425,25 @@ async def notify_merge(ctx: Context, pull: Mapping[str, Any], record: SweepRecor
         run, verdict = await pr_state.judge_pinned(ctx, pin.run_id, pull, record)
     outcome = merge_outcome(pin, verdict)
     if outcome != "reused" or pin is None or run is None:  # a reused pin has its run
-        await ctx.write_now(merge_notice(ctx, number, outcome, pin, run, verdict, None, after_merge=after_merge,
-                                         record=record))
+        await ctx.write_now(
+            merge_notice(ctx, number, outcome, pin, run, verdict, None, after_merge=after_merge, record=record)
+        )
         return None
     ingest = ingest_state("requested", ctx.policy)
     if ingest_requested(await shown_ingest_request(ctx, number), pin.run_id):
         return ingest  # asked already: the notice says so and stays as it is
-    notice = await ctx.write_now(merge_notice(ctx, number, outcome, pin, run, verdict, ingest,
-                                              after_merge=after_merge, record=record))
+    notice = await ctx.write_now(
+        merge_notice(ctx, number, outcome, pin, run, verdict, ingest, after_merge=after_merge, record=record)
+    )
     payload = ingest_payload(number, run, str(pull.get("merge_commit_sha") or ""), pin.by, int(notice.id or 0))
     try:
-        await ctx.write_now(RepositoryDispatch(ctx.policy.results.repository, ctx.policy.results.ingest,
-                                           payload))
+        await ctx.write_now(RepositoryDispatch(ctx.policy.results.repository, ctx.policy.results.ingest, payload))
     except gidgethub.GitHubException as exc:  # shown in the notice; a maintainer asks again with `/use`
         logs.event("ingest request failed", logging.ERROR, run=run["id"], error=f"{type(exc).__name__}: {exc}")
         ingest = ingest_state("dispatch_failed", ctx.policy, error=str(exc)[:200])
-        await ctx.write_now(merge_notice(ctx, number, outcome, pin, run, verdict, ingest, after_merge=after_merge,
-                                         record=record))
+        await ctx.write_now(
+            merge_notice(ctx, number, outcome, pin, run, verdict, ingest, after_merge=after_merge, record=record)
+        )
     return ingest
 
 
@@ -372,9 +465,16 @@ async def merged(event: sansio.Event, ctx: Context) -> list[Action]:
 
 def stage_variables(ctx: Context, call: CommentCommand) -> dict[str, Any]:
     commands = ctx.policy.commands
-    return {"template": "stage_reply", "command": call.given.source.text, "requester": call.author,
-            "stage_command": f"/{commands.stage}", "use_command": f"/{commands.use}",
-            "run": None, "verdict": None, "staging": None}
+    return {
+        "template": "stage_reply",
+        "command": call.given.source.text,
+        "requester": call.author,
+        "stage_command": f"/{commands.stage}",
+        "use_command": f"/{commands.use}",
+        "run": None,
+        "verdict": None,
+        "staging": None,
+    }
 
 
 def stage_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
@@ -394,28 +494,35 @@ async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
     else:
         pull = await ctx.pull(number)
         run, verdict = await pr_state.judge_pinned(ctx, run_id, pull, record)
-        variables["run"] = {"id": run_id,
-                            "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id)}
+        variables["run"] = {
+            "id": run_id,
+            "url": (run or {}).get("html_url") or web(ctx.html_url, "actions", "runs", run_id),
+        }
         if not verdict.ok or run is None:  # an accepted run exists
             variables.update(outcome="refused", verdict={"code": verdict.code})
         else:
             variables["outcome"] = "requested"
-            await stage(ctx, number, call.comment_id, run, call.author, variables,
-                        await has_primary(ctx, pull, record))
+            await stage(ctx, number, call.comment_id, run, call.author, variables, await has_primary(ctx, pull, record))
     staged = variables["outcome"] == "requested" and variables["staging"]["state"] == "requested"
-    return [pr_state.reply_comment(ctx, number, call.comment_id, variables),
-            *answered(call.comment_id, staged, edited=call.edited)]
+    return [
+        pr_state.reply_comment(ctx, number, call.comment_id, variables),
+        *answered(call.comment_id, staged, edited=call.edited),
+    ]
 
 
 router.add(merged, "pull_request", action="closed")
 
 
-def feature(record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhead = pr_state.no_read_ahead
-            ) -> Feature:
+def feature(record_changed: pr_state.RecordChanged, read_ahead: pr_state.ReadAhead = pr_state.no_read_ahead) -> Feature:
     """The reuse feature, its pins kept by `record_changed` (the gate's; handlers/registry.py wires it, and the
     gate's reads for a pin, `read_ahead`, made while the pin's reply is written)."""
-    pin = CommandRoute(functools.partial(pin_requested, record_changed, read_ahead), refusal=pin_refusal,
-                       on_refusal=functools.partial(pin_not_run, record_changed))
-    return Feature(router, commands={"use": pin, "reuse": pin,
-                                     "stage": CommandRoute(stage_requested, refusal=stage_refusal)},
-                   comment_changed=(functools.partial(pin_comment_changed, record_changed),))
+    pin = CommandRoute(
+        functools.partial(pin_requested, record_changed, read_ahead),
+        refusal=pin_refusal,
+        on_refusal=functools.partial(pin_not_run, record_changed),
+    )
+    return Feature(
+        router,
+        commands={"use": pin, "reuse": pin, "stage": CommandRoute(stage_requested, refusal=stage_refusal)},
+        comment_changed=(functools.partial(pin_comment_changed, record_changed),),
+    )

@@ -15,27 +15,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import gidgethub
 from gidgethub import sansio
 
-from bot.telemetry import logs
-from bot.rules import signoff as rules
-from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow
-from bot.effects.comments import PER_PAGE
-from bot.rules.fingerprint import digest
-from bot.rules.checklist import Template, compare, template_items
-from bot.rules.codeowners import parse as parse_codeowners
-from bot.rules.markers import (hidden_record, is_bots, marker, purpose_of, read_hidden_record, sender_login,
-                               sent_by)
-from bot.rules.links import Slashed, repo_api, web
-from bot.rules.pull_request import label_names, own_check_run
 from bot.core import routing
 from bot.core.processing import Context
-from bot.rules.dispatched_runs import not_the_bots
-from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
+from bot.effects.actions import Action, CheckRun, Comment, DispatchWorkflow
+from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
+from bot.rules import signoff as rules
+from bot.rules.checklist import Template, compare, template_items
+from bot.rules.codeowners import parse as parse_codeowners
+from bot.rules.dispatched_runs import not_the_bots
+from bot.rules.fingerprint import digest
+from bot.rules.links import Slashed, repo_api, web
+from bot.rules.markers import hidden_record, is_bots, marker, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.rules.pull_request import label_names, own_check_run
+from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
+from bot.telemetry import logs
 from handlers import pr_state
 
 CHECK_NAME = "signoff"
@@ -44,11 +44,19 @@ RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
 RECORD_ONLY = ("signoff", "signed_at", "groups", "covers")
 HEAD_CHANGES = ("committed", "head_ref_force_pushed")  # the timeline events that say when the PR's head changed
 JUDGE_INPUTS = ("pr-number", "head-sha", "signoff-id", "dispatch-id")
-POSTED = (("issue_comment", "created"), ("issue_comment", "edited"), ("pull_request_review", "submitted"),
-          ("pull_request_review", "edited"), ("pull_request_review_comment", "created"),
-          ("pull_request_review_comment", "edited"))
-REMOVED = (("issue_comment", "deleted"), ("pull_request_review", "dismissed"),
-           ("pull_request_review_comment", "deleted"))
+POSTED = (
+    ("issue_comment", "created"),
+    ("issue_comment", "edited"),
+    ("pull_request_review", "submitted"),
+    ("pull_request_review", "edited"),
+    ("pull_request_review_comment", "created"),
+    ("pull_request_review_comment", "edited"),
+)
+REMOVED = (
+    ("issue_comment", "deleted"),
+    ("pull_request_review", "dismissed"),
+    ("pull_request_review_comment", "deleted"),
+)
 
 router = routing.Router()
 
@@ -85,28 +93,45 @@ async def verdicts(ctx: Context, number: int) -> dict[str, dict[str, Any]]:
 OUTCOME_ORDER = {rules.PASS: 0, rules.WAIT: 1, rules.FAIL: 2}  # the check run's summary lists passes first
 
 
-def check_run(ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]], *, rewrite: bool = False
-              ) -> CheckRun:
+def check_run(
+    ctx: Context, pull: dict[str, Any], records: dict[str, dict[str, Any]], *, rewrite: bool = False
+) -> CheckRun:
     """The `signoff` check run on the PR's head, as its verdicts say (`records` as `written` settled them): success
     while a current sign-off of that very head passed, its owner groups counted; in progress while none passed
     and one waits on the sweep, a pin or the other owner groups; failure otherwise. `rewrite`: written even
     unchanged ("Re-run" queued it again)."""
     head = pull["head"]["sha"]
     conclusion = rules.check_conclusion(records, head)
-    shown = sorted(records.values(), key=lambda r: (r.get("state") != rules.FRESH,
-                                                    OUTCOME_ORDER.get(r.get("outcome", ""), 3), r["signoff"]))
-    summary = ctx.render("signoff_summary", head_sha=head, verdicts=[
-        {k: r.get(k) for k in ("signer", "outcome", "state", "head_sha", "url")} for r in shown])
+    shown = sorted(
+        records.values(),
+        key=lambda r: (r.get("state") != rules.FRESH, OUTCOME_ORDER.get(r.get("outcome", ""), 3), r["signoff"]),
+    )
+    summary = ctx.render(
+        "signoff_summary",
+        head_sha=head,
+        verdicts=[{k: r.get(k) for k in ("signer", "outcome", "state", "head_sha", "url")} for r in shown],
+    )
     waiting = conclusion == rules.PENDING
-    return CheckRun(head_sha=head, name=CHECK_NAME, conclusion="" if waiting else conclusion, summary=summary,
-                    title=ctx.templates.title("signoff_check", conclusion=conclusion),
-                    details_url=pull.get("html_url"), status="in_progress" if waiting else "completed",
-                    rewrite=rewrite)
+    return CheckRun(
+        head_sha=head,
+        name=CHECK_NAME,
+        conclusion="" if waiting else conclusion,
+        summary=summary,
+        title=ctx.templates.title("signoff_check", conclusion=conclusion),
+        details_url=pull.get("html_url"),
+        status="in_progress" if waiting else "completed",
+        rewrite=rewrite,
+    )
 
 
-def written(ctx: Context, number: int, head: str, comments: dict[str, tuple[dict[str, Any], str]],
-            records: dict[str, dict[str, Any]], always: tuple[str, ...] = ()
-            ) -> tuple[dict[str, dict[str, Any]], list[Action]]:
+def written(
+    ctx: Context,
+    number: int,
+    head: str,
+    comments: dict[str, tuple[dict[str, Any], str]],
+    records: dict[str, dict[str, Any]],
+    always: tuple[str, ...] = (),
+) -> tuple[dict[str, dict[str, Any]], list[Action]]:
     """The verdicts as they stand together (bot.rules.signoff.settle: the owner groups each current sign-off
     covers), and a comment for each whose text differs from the one on GitHub (`comments`), or in `always`."""
     records = {**records, **rules.settle(records, head)}
@@ -147,8 +172,9 @@ async def bound_to(ctx: Context, number: int, signoff: rules.Signoff) -> str:
     return rules.written_on(signoff, await timeline(ctx, number) if signoff.source == "comment" else ())
 
 
-async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer: str, text: str | None
-                    ) -> tuple[rules.Check, list[dict[str, Any]], list[str]]:
+async def codeowner(
+    ctx: Context, pull: dict[str, Any], files: list[str], signer: str, text: str | None
+) -> tuple[rules.Check, list[dict[str, Any]], list[str]]:
     """The CODEOWNER check of `signer` by the base branch's CODEOWNERS `text`, the owner groups of the changed
     files (bot.rules.signoff.group_rows; none without CODEOWNERS), and the keys of those the signer covers."""
     path = ctx.policy.paths.codeowners
@@ -165,19 +191,26 @@ async def codeowner(ctx: Context, pull: dict[str, Any], files: list[str], signer
     policy = ctx.policy.signoff
     groups = rules.owner_groups(owners, files)
     covers, through = rules.covers(groups, signer, member_of, policy.sufficient_owners)
-    authored = not policy.author_may_sign and signer.casefold() == str(
-        (pull.get("user") or {}).get("login") or "").casefold()
-    check = rules.codeowner_check(owners, files, signer, member_of, unreadable, path=path, authored=authored,
-                                  sufficient=through)
+    authored = (
+        not policy.author_may_sign and signer.casefold() == str((pull.get("user") or {}).get("login") or "").casefold()
+    )
+    check = rules.codeowner_check(
+        owners, files, signer, member_of, unreadable, path=path, authored=authored, sufficient=through
+    )
     return check, rules.group_rows(groups), covers
 
 
 def sweep_run(ctx: Context, run: Mapping[str, Any], known: RunRecord) -> rules.SweepRun:
     """A sweep the bot dispatched, as the sign-off sees it: it swept the PR head its record names (a fork's
     trusted run sits on the default branch, whose head is no PR commit)."""
-    return rules.SweepRun(int(run["id"]), known.head_sha, run.get("status") or "", run.get("conclusion"),
-                          run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
-                          str(run.get("created_at") or ""))
+    return rules.SweepRun(
+        int(run["id"]),
+        known.head_sha,
+        run.get("status") or "",
+        run.get("conclusion"),
+        run.get("html_url") or web(ctx.html_url, "actions", "runs", run["id"]),
+        str(run.get("created_at") or ""),
+    )
 
 
 async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
@@ -185,8 +218,9 @@ async def sweep_runs(ctx: Context, record: SweepRecord) -> list[rules.SweepRun]:
     return [sweep_run(ctx, run, known) for run, known in await pr_state.candidate_runs(ctx, record)]
 
 
-async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], known: tuple[SweepRecord, bool] | None
-                          ) -> tuple[rules.Check, rules.Check]:
+async def sweep_and_reuse(
+    ctx: Context, pull: dict[str, Any], files: list[str], known: tuple[SweepRecord, bool] | None
+) -> tuple[rules.Check, rules.Check]:
     """The sweep and reuse checks, by the gate's record in its status comment, or by `known` (record, whether the
     status comment exists) when a feature hands over a record not written yet."""
     number = pull["number"]
@@ -202,8 +236,13 @@ async def sweep_and_reuse(ctx: Context, pull: dict[str, Any], files: list[str], 
         if verdict.ok and run is not None and entry is not None:
             pinned = sweep_run(ctx, run, entry)
     sweep = rules.sweep_check(await sweep_runs(ctx, record), commits, pinned=pinned, asked=asked)
-    reuse = rules.reuse_check(record.pin.run_id if record.pin else None, record.pin.by if record.pin else None,
-                              code, required=ctx.policy.signoff.require_reuse, asked=asked)
+    reuse = rules.reuse_check(
+        record.pin.run_id if record.pin else None,
+        record.pin.by if record.pin else None,
+        code,
+        required=ctx.policy.signoff.require_reuse,
+        asked=asked,
+    )
     return sweep, reuse
 
 
@@ -225,8 +264,9 @@ def judge_dispatch(ctx: Context, number: int, head: str, signoff: rules.Signoff)
     return DispatchWorkflow(ctx.policy.signoff.judge.workflow, ctx.default_branch, inputs, dispatch_id)
 
 
-async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff,
-                    before: dict[str, Any] | None) -> dict[str, Any] | None:
+async def ask_judge(
+    ctx: Context, number: int, head: str, signoff: rules.Signoff, before: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """The verdict's judge section: None when no judge is configured; the earlier answer when the same sign-off
     text was judged on the same head; else the judge is dispatched (once per sign-off text and head)."""
     judge = ctx.policy.signoff.judge
@@ -249,32 +289,55 @@ async def ask_judge(ctx: Context, number: int, head: str, signoff: rules.Signoff
 # -- verifying -------------------------------------------------------------------------------------
 
 
-def variables(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str, checks: list[rules.Check],
-              template: Template | None, judge: dict[str, Any] | None) -> dict[str, Any]:
+def variables(
+    ctx: Context,
+    pull: dict[str, Any],
+    signoff: rules.Signoff,
+    bound: str,
+    checks: list[rules.Check],
+    template: Template | None,
+    judge: dict[str, Any] | None,
+) -> dict[str, Any]:
     base = pull["base"]["ref"]
     covered = ctx.policy.signoff.verified_items
     return {
-        "signoff": signoff.key, "source": signoff.source, "signer": signoff.signer, "url": signoff.url,
+        "signoff": signoff.key,
+        "source": signoff.source,
+        "signer": signoff.signer,
+        "url": signoff.url,
         "signed_at": signoff.signed_at,
-        "head_sha": bound, "current_sha": pull["head"]["sha"], "state": rules.freshness(bound, pull["head"]["sha"]),
-        "outcome": rules.outcome(checks), "checks": rules.check_rows(checks),
-        "covered": rules.covered_items(template, covered), "not_verified": rules.not_verified(template, covered),
-        "judge": judge, "codeowners_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy.paths.codeowners)),
+        "head_sha": bound,
+        "current_sha": pull["head"]["sha"],
+        "state": rules.freshness(bound, pull["head"]["sha"]),
+        "outcome": rules.outcome(checks),
+        "checks": rules.check_rows(checks),
+        "covered": rules.covered_items(template, covered),
+        "not_verified": rules.not_verified(template, covered),
+        "judge": judge,
+        "codeowners_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy.paths.codeowners)),
         "checklist_url": web(ctx.html_url, "blob", base, Slashed(ctx.policy.paths.checklist)),
         "use_command": f"/{ctx.policy.commands.use}",
     }
 
 
-async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff, bound: str,
-                     before: dict[str, Any] | None, known: tuple[SweepRecord, bool] | None = None) -> dict[str, Any]:
+async def verdict_of(
+    ctx: Context,
+    pull: dict[str, Any],
+    signoff: rules.Signoff,
+    bound: str,
+    before: dict[str, Any] | None,
+    known: tuple[SweepRecord, bool] | None = None,
+) -> dict[str, Any]:
     """The verdict's record for `signoff`, a sign-off of commit `bound`, on the PR as it is now (its base
     branch's CODEOWNERS and checklist; the gate's record, or `known`). Its owner-groups check is the one
     bot.rules.signoff.settle gives it with the other current sign-offs; the judge is asked only of a sign-off
     of the head."""
     base = pull["base"]["ref"]
     files, owners_text, checklist_text = await asyncio.gather(
-        changed_paths(ctx, pull["number"]), text_at(ctx, ctx.policy.paths.codeowners, base),
-        text_at(ctx, ctx.policy.paths.checklist, base))
+        changed_paths(ctx, pull["number"]),
+        text_at(ctx, ctx.policy.paths.codeowners, base),
+        text_at(ctx, ctx.policy.paths.checklist, base),
+    )
     owner, groups, covers = await codeowner(ctx, pull, files, signoff.signer, owners_text)
     sweep, reuse = await sweep_and_reuse(ctx, pull, files, known)
     listed, template = checklist(ctx, checklist_text, signoff)
@@ -282,8 +345,14 @@ async def verdict_of(ctx: Context, pull: dict[str, Any], signoff: rules.Signoff,
     judge = await ask_judge(ctx, pull["number"], bound, signoff, before) if fresh else None
     record = variables(ctx, pull, signoff, bound, [owner, sweep, reuse, listed], template, judge)
     record.update(groups=groups, covers=covers)
-    logs.event("sign-off verified", signoff=signoff.key, signer=signoff.signer, outcome=record["outcome"],
-               commit=bound[:12], fresh=fresh)
+    logs.event(
+        "sign-off verified",
+        signoff=signoff.key,
+        signer=signoff.signer,
+        outcome=record["outcome"],
+        commit=bound[:12],
+        fresh=fresh,
+    )
     return record
 
 
@@ -305,16 +374,20 @@ async def fetch_signoff(ctx: Context, number: int, key: str) -> rules.Signoff | 
     if parsed is None:
         return None
     source, item_id = parsed
-    path = {"comment": ("issues", "comments", item_id), "review": ("pulls", number, "reviews", item_id),
-            "review-comment": ("pulls", "comments", item_id)}[source]
+    path = {
+        "comment": ("issues", "comments", item_id),
+        "review": ("pulls", number, "reviews", item_id),
+        "review-comment": ("pulls", "comments", item_id),
+    }[source]
     item = await get_or_none(ctx.gh, repo_api(ctx.repo, *path))
     if item is None:
         return None
     return rules.signoff_in(source, item, ctx.policy.signoff_phrase)
 
 
-async def reverify(ctx: Context, number: int, *, known: tuple[SweepRecord, bool] | None = None,
-                   check: bool = False) -> list[Action]:
+async def reverify(
+    ctx: Context, number: int, *, known: tuple[SweepRecord, bool] | None = None, check: bool = False
+) -> list[Action]:
     """Verify the current sign-offs again (bot.rules.signoff.current: each signer's newest on the PR's head), each
     in its own verdict, for the commit it was already bound to, edited only where its text changed; one that is
     gone or no longer a sign-off is withdrawn. The check run is written when a verdict changed, or always with
@@ -372,8 +445,12 @@ async def signoff_posted(event: sansio.Event, ctx: Context) -> list[Action]:
         return []
     editor = rules.edited_by_someone_else(event.event, data)
     if editor is not None:
-        logs.event("sign-off edit by someone other than its author ignored", editor=editor,
-                   author=_author(event).get("login"), source=rules.source_key(event.event, data))
+        logs.event(
+            "sign-off edit by someone other than its author ignored",
+            editor=editor,
+            author=_author(event).get("login"),
+            source=rules.source_key(event.event, data),
+        )
         return []
     signoff = rules.signoff_of(event.event, data, ctx.policy.signoff_phrase)
     if signoff is not None:
@@ -415,11 +492,20 @@ async def sweep_finished(event: sansio.Event, ctx: Context) -> list[Action]:
     record, exists = await pr_state.load_record(ctx, number)
     entry = pr_state.recorded_run(ctx, run, record)
     if entry is None:
-        logs.event("finished run not verified against: not a sweep the bot dispatched for this PR", run=run.get("id"),
-                   pr=number, reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not recorded")
+        logs.event(
+            "finished run not verified against: not a sweep the bot dispatched for this PR",
+            run=run.get("id"),
+            pr=number,
+            reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not recorded",
+        )
         return []
-    record = record.observe(entry, int(run["id"]), status=run.get("status") or "completed",
-                            conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    record = record.observe(
+        entry,
+        int(run["id"]),
+        status=run.get("status") or "completed",
+        conclusion=run.get("conclusion"),
+        html_url=run.get("html_url"),
+    )
     return await reverify(ctx, number, known=(record, exists))
 
 
@@ -430,7 +516,7 @@ async def record_changed(ctx: Context, number: int, record: SweepRecord, exists:
 
 
 async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
-    """"Re-run" on the bot's own `signoff` check: the current sign-offs are verified again and the check run on
+    """ "Re-run" on the bot's own `signoff` check: the current sign-offs are verified again and the check run on
     the PR's head is written again by them. Another app's check, or another check, is not this feature's."""
     check = event.data.get("check_run") or {}
     if not own_check_run(check, CHECK_NAME, ctx.bot_login):
@@ -439,7 +525,9 @@ async def rerun_requested(event: sansio.Event, ctx: Context) -> list[Action]:
     if number is None and isinstance(check.get("head_sha"), str):
         number = await ctx.pr_of_head(check["head_sha"])
     if number is None:
-        logs.event("signoff re-run for a commit that is no open PR's head, ignored", sha=str(check.get("head_sha"))[:40])
+        logs.event(
+            "signoff re-run for a commit that is no open PR's head, ignored", sha=str(check.get("head_sha"))[:40]
+        )
         return []
     return await reverify(ctx, number, check=True)
 
@@ -462,8 +550,11 @@ async def judged(event: sansio.Event, ctx: Context) -> list[Action]:
     accepted sender, for a verdict whose judge the bot asked and that has not answered yet, on that head,
     counts; its link is always the judge run the bot dispatched, never one the answer sent."""
     if sent_by(event.data, ctx.bot_login, ctx.policy.signoff.judge.senders) is None:
-        logs.event("judge answer from a sender that is not accepted, ignored", logging.WARNING,
-                   sender=str(sender_login(event.data))[:60])
+        logs.event(
+            "judge answer from a sender that is not accepted, ignored",
+            logging.WARNING,
+            sender=str(sender_login(event.data))[:60],
+        )
         return []
     answer = rules.judge_result(event.data.get("client_payload"))
     if isinstance(answer, str):
@@ -473,9 +564,13 @@ async def judged(event: sansio.Event, ctx: Context) -> list[Action]:
         logs.event("judge answer fields the bot does not read, ignored", fields=answer["ignored"])
     record = (await verdicts(ctx, answer["pr"])).get(answer["signoff"])
     judge = (record or {}).get("judge")
-    if (record is None or not isinstance(judge, dict) or judge.get("state") != "requested"
-            or record.get("head_sha") != answer["head_sha"]
-            or answer["dispatch_id"] not in (None, judge.get("dispatch_id"))):
+    if (
+        record is None
+        or not isinstance(judge, dict)
+        or judge.get("state") != "requested"
+        or record.get("head_sha") != answer["head_sha"]
+        or answer["dispatch_id"] not in (None, judge.get("dispatch_id"))
+    ):
         logs.event("judge answer for no pending verdict, ignored", logging.WARNING, signoff=answer["signoff"])
         return []
     judge = {**judge, "state": answer["verdict"], "summary": answer["summary"]}

@@ -30,19 +30,26 @@ import gidgethub
 import jinja2
 from gidgethub import sansio
 
-from bot.rules.policy import Policy
-from bot.rules import links
-
-from bot.telemetry import logs
-from bot.effects.actions import Action, Comment
-from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.core import routing
 from bot.core.processing import Context
-from bot.rules.results_callbacks import (COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected,
-                                         parse_callback)
+from bot.effects.actions import Action, Comment
 from bot.github.client import get_or_none
-from handlers.pr_state import (MERGE_PURPOSE, NOTICE_RECORD, AppRun, StagingSection, load_record, own_comment,
-                               reply_comment, reply_record, staging_state)
+from bot.rules import links
+from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record, sender_login, sent_by
+from bot.rules.policy import Policy
+from bot.rules.results_callbacks import COLUMNS, EVENT_KINDS, EXTRA_COUNTERS, ROWS, Callback, Rejected, parse_callback
+from bot.telemetry import logs
+from handlers.pr_state import (
+    MERGE_PURPOSE,
+    NOTICE_RECORD,
+    AppRun,
+    StagingSection,
+    load_record,
+    own_comment,
+    reply_comment,
+    reply_record,
+    staging_state,
+)
 
 INGEST_PURPOSE = "ingest-{run_id}"
 INGEST_RECORD = "ingest"  # the report's hidden line: <!-- sweepbot-ingest {"app_run_id": ...} -->
@@ -122,8 +129,9 @@ def on_issue(comment: dict, repo: str, number: int) -> bool:
     return path.casefold().endswith(f"/repos/{repo}/issues/{number}".casefold())
 
 
-def staging_reply(comment: object, *, bot_login: str, repo: str, number: int, run_id: int
-                  ) -> tuple[int, dict[str, Any]] | str:
+def staging_reply(
+    comment: object, *, bot_login: str, repo: str, number: int, run_id: int
+) -> tuple[int, dict[str, Any]] | str:
     """(the command comment it replies to, its record) when `comment` is the bot's own staging reply on issue
     `number` for `run_id`; else why not."""
     if not isinstance(comment, dict) or not is_bots(comment, bot_login):
@@ -165,13 +173,20 @@ def is_newer(staging: dict[str, Any], callback: Callback) -> bool:
 def next_staging(callback: Callback, policy: Policy, html_url: str) -> StagingSection:
     """The reply's staging section after a stage callback: the state, the app run it came from and its link,
     and (staged) the checked results link, if any."""
-    progress = AppRun(app_run_id=callback.app_run_id,
-                      app_run_url=app_run_url(html_url, policy.results.repository, callback.app_run_id))
+    progress = AppRun(
+        app_run_id=callback.app_run_id,
+        app_run_url=app_run_url(html_url, policy.results.repository, callback.app_run_id),
+    )
     if callback.kind == "started":
         return staging_state("started", policy, **progress)
     if callback.succeeded:
-        return staging_state("staged", policy, results_url=callback.results_url,
-                             viewer_url=viewer_run_url(policy.results.viewer, callback.run_id), **progress)
+        return staging_state(
+            "staged",
+            policy,
+            results_url=callback.results_url,
+            viewer_url=viewer_run_url(policy.results.viewer, callback.run_id),
+            **progress,
+        )
     return staging_state("stage_failed", policy, **progress)
 
 
@@ -195,27 +210,41 @@ def ingest_variables(callback: Callback, policy: Policy, html_url: str) -> Inges
     app_run = app_run_url(html_url, policy.results.repository, callback.app_run_id)
     counts, extra = callback.counts, callback.extra_counts or {}
     assert counts is not None  # set for "ingested", the only kind reported
-    return IngestReport(run_id=callback.run_id, run_url=links.web(html_url, "actions", "runs", callback.run_id),
-                        app_run_url=app_run, ingest_run_url=callback.ingest_run_url or app_run,
-                        run_date=callback.run_date.isoformat() if callback.run_date else None,
-                        rows=list(ROWS), columns=list(COLUMNS),
-                        counts={row: dict(counts[row]) for row in ROWS},
-                        extra_counts=[[name, extra[name]] for name in EXTRA_COUNTERS if name in extra])
+    return IngestReport(
+        run_id=callback.run_id,
+        run_url=links.web(html_url, "actions", "runs", callback.run_id),
+        app_run_url=app_run,
+        ingest_run_url=callback.ingest_run_url or app_run,
+        run_date=callback.run_date.isoformat() if callback.run_date else None,
+        rows=list(ROWS),
+        columns=list(COLUMNS),
+        counts={row: dict(counts[row]) for row in ROWS},
+        extra_counts=[[name, extra[name]] for name in EXTRA_COUNTERS if name in extra],
+    )
 
 
 # -- events ----------------------------------------------------------------------------------------
 
 
 def ignore(message: str, callback: Callback, **fields: object) -> list[Action]:
-    logs.event(f"results callback ignored: {message}", logging.WARNING, kind=callback.kind, pr=callback.pr_number,
-               run=callback.run_id, app_run=callback.app_run_id, comment=callback.comment_id, **fields)
+    logs.event(
+        f"results callback ignored: {message}",
+        logging.WARNING,
+        kind=callback.kind,
+        pr=callback.pr_number,
+        run=callback.run_id,
+        app_run=callback.app_run_id,
+        comment=callback.comment_id,
+        **fields,
+    )
     return []
 
 
 async def find_reply(ctx: Context, callback: Callback) -> tuple[int, dict[str, Any]] | str:
     """(the command comment id, the record) of the bot's staging reply the callback is about; else why none."""
-    reply_of = functools.partial(staging_reply, bot_login=ctx.bot_login, repo=ctx.repo, number=callback.pr_number,
-                                 run_id=callback.run_id)
+    reply_of = functools.partial(
+        staging_reply, bot_login=ctx.bot_login, repo=ctx.repo, number=callback.pr_number, run_id=callback.run_id
+    )
     if callback.comment_id is not None:
         comment = await get_or_none(ctx.gh, links.repo_api(ctx.repo, "issues", "comments", callback.comment_id))
         if comment is None:
@@ -265,8 +294,9 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
         return ignore("an issue, not a pull request", callback)
     record, _ = await load_record(ctx, number)
     pinned = record.pin is not None and record.pin.run_id == callback.run_id
-    reply_of = functools.partial(staging_reply, bot_login=ctx.bot_login, repo=ctx.repo, number=number,
-                                 run_id=callback.run_id)
+    reply_of = functools.partial(
+        staging_reply, bot_login=ctx.bot_login, repo=ctx.repo, number=number, run_id=callback.run_id
+    )
     if not pinned and all(isinstance(reply_of(c), str) for c in await ctx.comments(number)):
         return ignore("the run is neither pinned nor staged on the pull request", callback)
     shown = await shown_ingest_run(ctx, number, callback.run_id)
@@ -284,8 +314,7 @@ async def ingest_report(ctx: Context, callback: Callback) -> list[Action]:
     return [Comment(number, INGEST_PURPOSE.format(run_id=callback.run_id), kept + "\n" + body)]
 
 
-async def merge_notice_with(ctx: Context, number: int, run_id: int, report: IngestReport, kept: str
-                            ) -> Comment | None:
+async def merge_notice_with(ctx: Context, number: int, run_id: int, report: IngestReport, kept: str) -> Comment | None:
     """The bot's merge notice for `run_id` (it asked for this ingest) re-rendered with the ingest's counts; None
     when there is none to add them to (the run was staged, not merged), and the report is a comment of its own."""
     notice = await own_comment(ctx, number, MERGE_PURPOSE)
@@ -293,12 +322,17 @@ async def merge_notice_with(ctx: Context, number: int, run_id: int, report: Inge
     if notice is None or not isinstance(shown, dict):
         return None
     pin = shown.get("pin")
-    if not isinstance(pin, dict) or pin.get("run_id") != run_id or (shown.get("ingest") or {}).get("state") != "requested":
+    if (
+        not isinstance(pin, dict)
+        or pin.get("run_id") != run_id
+        or (shown.get("ingest") or {}).get("state") != "requested"
+    ):
         return None
     variables = {**shown, "report": report}
     lines = [line for line in notice["body"].split("\n")[:3] if line.startswith("<!-- sweepbot-ingest-request ")]
-    body = "\n".join([*lines, kept, hidden_record(NOTICE_RECORD, {**shown, "report": None}),
-                      ctx.render("merge_reuse", **variables)])
+    body = "\n".join(
+        [*lines, kept, hidden_record(NOTICE_RECORD, {**shown, "report": None}), ctx.render("merge_reuse", **variables)]
+    )
     return Comment(number, MERGE_PURPOSE, body)
 
 
@@ -306,23 +340,45 @@ async def results_reported(event: sansio.Event, ctx: Context) -> list[Action]:
     data = event.data
     results = ctx.policy.results
     if sent_by(data, ctx.bot_login, results.senders) is None:
-        logs.event("results callback from a sender that is not the App nor one of results.senders, ignored",
-                   logging.WARNING, event_type=str(data.get("action"))[:60],
-                   sender=str(sender_login(data))[:60])
+        logs.event(
+            "results callback from a sender that is not the App nor one of results.senders, ignored",
+            logging.WARNING,
+            event_type=str(data.get("action"))[:60],
+            sender=str(sender_login(data))[:60],
+        )
         return []
-    parsed = parse_callback(data.get("action") or "", data.get("client_payload"),
-                            results_repository=results.repository, link_hosts=[links.host_of(results.viewer)],
-                            run_hosts=[links.host_of(ctx.html_url)])
+    parsed = parse_callback(
+        data.get("action") or "",
+        data.get("client_payload"),
+        results_repository=results.repository,
+        link_hosts=[links.host_of(results.viewer)],
+        run_hosts=[links.host_of(ctx.html_url)],
+    )
     if isinstance(parsed, Rejected):
-        logs.event("results callback rejected", logging.WARNING, code=parsed.code, field=parsed.field, step=parsed.step,
-                   reason=parsed.reason)
+        logs.event(
+            "results callback rejected",
+            logging.WARNING,
+            code=parsed.code,
+            field=parsed.field,
+            step=parsed.step,
+            reason=parsed.reason,
+        )
         return []
     if parsed.ignored_count:
-        logs.event("results callback: fields it does not use ignored", kind=parsed.kind,
-                   keys=list(parsed.ignored[:LOGGED_KEYS]), count=parsed.ignored_count)
+        logs.event(
+            "results callback: fields it does not use ignored",
+            kind=parsed.kind,
+            keys=list(parsed.ignored[:LOGGED_KEYS]),
+            count=parsed.ignored_count,
+        )
     for dropped in parsed.dropped:
-        logs.event("results callback: field dropped", logging.WARNING, code=dropped.code, field=dropped.field,
-                   reason=dropped.reason)
+        logs.event(
+            "results callback: field dropped",
+            logging.WARNING,
+            code=dropped.code,
+            field=dropped.field,
+            reason=dropped.reason,
+        )
     try:
         if parsed.kind == "ingested":
             return await ingest_report(ctx, parsed)

@@ -4,43 +4,75 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import cachetools
 from gidgethub import sansio
 
-from bot.delivery import lanes
-
-from bot.telemetry import logs
-from bot.effects.actions import (Action, Annotation, CancelRun, CheckButton, CheckRun, Comment, DispatchWorkflow,
-                                 RemoveLabel)
 from bot.core import offload, routing
+from bot.core.processing import Context
+from bot.delivery import lanes
+from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
+from bot.effects.actions import (
+    Action,
+    Annotation,
+    CancelRun,
+    CheckButton,
+    CheckRun,
+    Comment,
+    DispatchWorkflow,
+    RemoveLabel,
+)
 from bot.effects.comments import PER_PAGE
+from bot.rules import check_buttons, run_report
 from bot.rules.changelog import ChangelogError, ChangelogResult, check_append, unfinished_check
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
-from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
-from bot.rules.gate import (ACTIVE_STATUSES, DONE, FIX, MARK_SYMBOLS, NOT_APPLICABLE, WAIT, Changelog, ChangelogOutcome, Condition, Decision, Dispatched,
-                      GateInput, decide, mark)
+from bot.rules.gate import (
+    ACTIVE_STATUSES,
+    DONE,
+    FIX,
+    MARK_SYMBOLS,
+    NOT_APPLICABLE,
+    WAIT,
+    Changelog,
+    ChangelogOutcome,
+    Condition,
+    Decision,
+    Dispatched,
+    GateInput,
+    decide,
+    mark,
+)
 from bot.rules.links import VIEWER_PAGES, Slashed, repo_api, viewer_links, web
 from bot.rules.pins import blocking_labels
 from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
-from bot.rules import check_buttons, run_report
 from bot.rules.run_summary import summary_tokens
-from bot.core.processing import Context
 from bot.rules.sweep_record import Approval, Pin, Restart, RunRecord, SweepRecord, shows_status
+from bot.telemetry import logs
 from handlers import pr_state
 
 PURPOSE = pr_state.STATUS_PURPOSE
 FORK_LABEL_PURPOSE = "fork-label-removed"
 CHECK_NAME = "sweep-gate"
 SWEEP_CHECK = "sweep"  # the sweep's own result, on the commit it tested
-SWEEP_CHECK_CONCLUSIONS = frozenset({"success", "failure", "cancelled", "neutral", "timed_out", "skipped",
-                                     "action_required", "stale"})
-PR_ACTIONS = ("opened", "reopened", "ready_for_review", "synchronize", "labeled", "unlabeled", "edited",
-              "converted_to_draft", "closed")
+SWEEP_CHECK_CONCLUSIONS = frozenset(
+    {"success", "failure", "cancelled", "neutral", "timed_out", "skipped", "action_required", "stale"}
+)
+PR_ACTIONS = (
+    "opened",
+    "reopened",
+    "ready_for_review",
+    "synchronize",
+    "labeled",
+    "unlabeled",
+    "edited",
+    "converted_to_draft",
+    "closed",
+)
 RUN_ACTIONS = ("requested", "in_progress", "completed")
 CHECK_ACTIONS = ("requested_action", "rerequested")
 SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
@@ -55,8 +87,17 @@ _commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha)
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
 
 
-def approval_change(action: str, label: str | None, sender: str, *, is_fork: bool, writer: bool | None,
-                    head_sha: str, at: str, policy: Policy) -> tuple[str, Approval] | None:
+def approval_change(
+    action: str,
+    label: str | None,
+    sender: str,
+    *,
+    is_fork: bool,
+    writer: bool | None,
+    head_sha: str,
+    at: str,
+    policy: Policy,
+) -> tuple[str, Approval] | None:
     """What a label event changes in the record of fork approvals: ("approve" or "withdraw", Approval) or None.
     A writer's primary label approves the head SHA of that moment (`at`: the PR's `updated_at` in the
     delivery), and no later one; taking it off withdraws it. Anyone else's label event changes nothing (and a
@@ -71,12 +112,13 @@ def approval_change(action: str, label: str | None, sender: str, *, is_fork: boo
 def readded_after(pin: Pin | None, primary_applied_at: str | None) -> bool:
     """A primary label applied again after the pin (it was there when the pin was made, then removed and added
     back) forces a sweep despite the pin; a first primary added after the pin (to stage it) does not."""
-    return (pin is not None and pin.had_primary and primary_applied_at is not None
-            and primary_applied_at > pin.created_at)
+    return (
+        pin is not None and pin.had_primary and primary_applied_at is not None and primary_applied_at > pin.created_at
+    )
 
 
 def pressed_after(pin: Pin | None, restart: Restart | None) -> bool:
-    """"Run the sweep again" pressed after the pin forces a sweep despite it, as re-adding the primary does."""
+    """ "Run the sweep again" pressed after the pin forces a sweep despite it, as re-adding the primary does."""
     return pin is not None and restart is not None and restart.at > pin.created_at
 
 
@@ -138,9 +180,14 @@ def headline(decision: Decision) -> tuple[str, tuple[str, ...]]:
 
 
 # The fine states that hold a sweep back, in the order the headline names them (bot.rules.gate.HOLDING).
-HOLDING_HEADLINES = (("merged", ("pull_request", "merged")), ("closed", ("pull_request", "closed")),
-                     ("paused", ("reuse_pin", "pinned")), ("links_corrected", ("changelog", "links_corrected")),
-                     ("draft", ("pull_request", "draft")), ("skipped", ("skip_marker", "present")))
+HOLDING_HEADLINES = (
+    ("merged", ("pull_request", "merged")),
+    ("closed", ("pull_request", "closed")),
+    ("paused", ("reuse_pin", "pinned")),
+    ("links_corrected", ("changelog", "links_corrected")),
+    ("draft", ("pull_request", "draft")),
+    ("skipped", ("skip_marker", "present")),
+)
 
 
 # -- what the gate reads from GitHub ---------------------------------------------------------------
@@ -183,14 +230,20 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
         base = await ctx.file_at(path, merge_base)
         head = head or b""
         try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
-            result = await offload.run(check_append, base, head, pr_number=number, canonical_prefix=prefix,
-                                       limits=policy_limits(ctx.policy.limits), size=len(head) + len(base or b""))
+            result = await offload.run(
+                check_append,
+                base,
+                head,
+                pr_number=number,
+                canonical_prefix=prefix,
+                limits=policy_limits(ctx.policy.limits),
+                size=len(head) + len(base or b""),
+            )
         except offload.OffloadFailed:
             result = unfinished_check(len(head))
         # kept per head: only what is shown (the result holds at most limits.changelog_errors errors)
         _changelog_checks[key] = result
     return _changelog_checks[key]
-
 
 
 async def commit_facts(ctx: Context, sha: str) -> tuple[str, tuple[str, ...]]:
@@ -219,8 +272,9 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     primaries = primary_names(ctx.policy)
     labelled = carries_primary(names, ctx.policy)
 
-    async def labels_and_commits() -> tuple[pr_state.Labelling, tuple[str, tuple[str, ...]] | None,
-                                            tuple[str, ...] | None]:
+    async def labels_and_commits() -> tuple[
+        pr_state.Labelling, tuple[str, tuple[str, ...]] | None, tuple[str, ...] | None
+    ]:
         """The labelling, then what it calls for: the head's message (when only a held label asks for a sweep)
         and a fork's merge commit (once a writer's label counts), read while the changelog is checked."""
         labelling = await pr_state.counted_labels(ctx, pull, record)
@@ -229,12 +283,15 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         wants_merge = fork and counts and bool(merge_sha) and pull.get("mergeable") is not None
         facts, merge = await asyncio.gather(
             commit_facts(ctx, pull["head"]["sha"]) if counts and not labelled else pr_state.nothing(),
-            commit_facts(ctx, merge_sha) if wants_merge else pr_state.nothing())
+            commit_facts(ctx, merge_sha) if wants_merge else pr_state.nothing(),
+        )
         return labelling, facts, (merge[1] if merge is not None else None)
 
     changelog, (labelling, held_facts, merge_parents), head_facts = await asyncio.gather(
-        check_changelog(ctx, pull, path) if touches else pr_state.nothing(), labels_and_commits(),
-        commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing())
+        check_changelog(ctx, pull, path) if touches else pr_state.nothing(),
+        labels_and_commits(),
+        commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing(),
+    )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
     return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
@@ -243,15 +300,26 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
 def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput:
     pull, record = state.pull, state.record
     return GateInput(
-        number=pull["number"], head_sha=pull["head"]["sha"], base_sha=pull["base"]["sha"],
-        head_ref=pull["head"]["ref"], base_ref=pull["base"]["ref"], default_branch=default_branch,
-        changelog=changelog_outcome(state.changelog), open=pull.get("state") == "open", merged=bool(pull.get("merged")),
-        draft=bool(pull.get("draft")), is_fork=state.is_fork, merge_commit_sha=pull.get("merge_commit_sha"),
+        number=pull["number"],
+        head_sha=pull["head"]["sha"],
+        base_sha=pull["base"]["sha"],
+        head_ref=pull["head"]["ref"],
+        base_ref=pull["base"]["ref"],
+        default_branch=default_branch,
+        changelog=changelog_outcome(state.changelog),
+        open=pull.get("state") == "open",
+        merged=bool(pull.get("merged")),
+        draft=bool(pull.get("draft")),
+        is_fork=state.is_fork,
+        merge_commit_sha=pull.get("merge_commit_sha"),
         merge_parents=state.merge_parents,
-        labels=state.labelling.labels, label_generation=state.labelling.generation,
-        head_commit_message=state.message, pin=record.pin.run_id if record.pin else None,
-        primary_readded_after_pin=(readded_after(record.pin, state.labelling.primary_applied_at)
-                                   or pressed_after(record.pin, record.restart)),
+        labels=state.labelling.labels,
+        label_generation=state.labelling.generation,
+        head_commit_message=state.message,
+        pin=record.pin.run_id if record.pin else None,
+        primary_readded_after_pin=(
+            readded_after(record.pin, state.labelling.primary_applied_at) or pressed_after(record.pin, record.restart)
+        ),
         restart=record.restart.token if record.restart else None,
         pin_blocked_by=blocking_labels(state.labelling.counted_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status, r.conclusion) for r in record.runs),
@@ -281,8 +349,14 @@ def _facts(ctx: Context, pull: Mapping[str, Any]) -> dict[str, Any]:
 def _plain(condition: Condition) -> dict[str, Any]:
     params = {k: list(v) if isinstance(v, tuple) else v for k, v in condition.params.items()}
     shown = mark(condition)
-    return {"name": condition.name, "ok": condition.ok, "code": condition.reason_code, "params": params,
-            "mark": shown, "symbol": MARK_SYMBOLS[shown]}
+    return {
+        "name": condition.name,
+        "ok": condition.ok,
+        "code": condition.reason_code,
+        "params": params,
+        "mark": shown,
+        "symbol": MARK_SYMBOLS[shown],
+    }
 
 
 def _error(e: ChangelogError) -> dict[str, Any]:
@@ -293,49 +367,96 @@ def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
     if run is None:
         return None
     links = viewer_links(ctx.policy.results.viewer, run.run_id) if run.finished else {}
-    return {"run_id": run.run_id, "dispatch_id": run.dispatch_id, "status": run.status,
-            "conclusion": run.conclusion, "url": run.html_url or web(ctx.html_url, "actions", "runs", run.run_id),
-            "head_sha": run.head_sha, **{k: links.get(k) for k in VIEWER_PAGES}}
-
-
-HEADLINE_MARKS = {"running": WAIT, "passed": DONE, "run_failed": FIX, "cancelled": NOT_APPLICABLE,
-                  "paused": DONE, "merged": DONE, "closed": NOT_APPLICABLE, "draft": NOT_APPLICABLE,
-                  "links_corrected": DONE, "skipped": NOT_APPLICABLE, "starting": WAIT, "idle": WAIT,
-                  "waiting": WAIT, "blocked": FIX, "dispatch_failed": FIX, "dispatch_unknown": FIX,
-                  "dispatch_retrying": WAIT}
-
-
-def status_variables(ctx: Context, state: PRState, decision: Decision, record: SweepRecord, *,
-                     for_check: bool = False) -> dict[str, Any]:
-    errors = list(state.changelog.errors) if state.changelog is not None else []
-    pull = state.pull
-    return status_view(
-        decision, _shown_run(ctx, record.by_dispatch(decision.dispatch_id)), head_sha=pull["head"]["sha"],
-        author=(pull.get("user") or {}).get("login") or "", is_fork=state.is_fork,
-        g={**_facts(ctx, pull), "is_open": pull.get("state") == "open"}, errors=errors,
-        unlisted=state.changelog.unshown_errors if state.changelog is not None else 0,
-        unlisted_at_least=bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
-        pin_withdrawn=None if record.withdrawn is None else dict(vars(record.withdrawn)), for_check=for_check)
-
-
-def status_view(decision: Decision, run: dict[str, Any] | None, *, head_sha: str, author: str, is_fork: bool,
-                g: dict[str, Any], errors: Sequence[ChangelogError] = (), unlisted: int = 0, unlisted_at_least: bool = False,
-                pin_withdrawn: dict[str, Any] | None = None, for_check: bool = False) -> dict[str, Any]:
-    """What templates/sweep_status.* render, from the decision and plain values (the tests build it too)."""
-    code, said = headline(decision)
     return {
-        "head_sha": head_sha, "headline": code, "said": list(said), "mark": MARK_SYMBOLS[HEADLINE_MARKS[code]],
-        "author": author, "is_fork": is_fork, "for_check": for_check,
-        "conditions": [_plain(c) for c in decision.conditions], "g": g,
-        "changelog_errors": [_error(e) for e in errors[:SHOWN_ERRORS]],
-        "more_errors": max(0, len(errors) - SHOWN_ERRORS),  # listed on their lines in the check run
-        "unlisted_errors": unlisted, "unlisted_at_least": unlisted_at_least,
-        "run": run, "pin_withdrawn": pin_withdrawn,  # the last pin withdrawn, until a new pin
+        "run_id": run.run_id,
+        "dispatch_id": run.dispatch_id,
+        "status": run.status,
+        "conclusion": run.conclusion,
+        "url": run.html_url or web(ctx.html_url, "actions", "runs", run.run_id),
+        "head_sha": run.head_sha,
+        **{k: links.get(k) for k in VIEWER_PAGES},
     }
 
 
-def status_text(ctx: Context, state: PRState, decision: Decision, record: SweepRecord, *,
-                for_check: bool = False) -> str:
+HEADLINE_MARKS = {
+    "running": WAIT,
+    "passed": DONE,
+    "run_failed": FIX,
+    "cancelled": NOT_APPLICABLE,
+    "paused": DONE,
+    "merged": DONE,
+    "closed": NOT_APPLICABLE,
+    "draft": NOT_APPLICABLE,
+    "links_corrected": DONE,
+    "skipped": NOT_APPLICABLE,
+    "starting": WAIT,
+    "idle": WAIT,
+    "waiting": WAIT,
+    "blocked": FIX,
+    "dispatch_failed": FIX,
+    "dispatch_unknown": FIX,
+    "dispatch_retrying": WAIT,
+}
+
+
+def status_variables(
+    ctx: Context, state: PRState, decision: Decision, record: SweepRecord, *, for_check: bool = False
+) -> dict[str, Any]:
+    errors = list(state.changelog.errors) if state.changelog is not None else []
+    pull = state.pull
+    return status_view(
+        decision,
+        _shown_run(ctx, record.by_dispatch(decision.dispatch_id)),
+        head_sha=pull["head"]["sha"],
+        author=(pull.get("user") or {}).get("login") or "",
+        is_fork=state.is_fork,
+        g={**_facts(ctx, pull), "is_open": pull.get("state") == "open"},
+        errors=errors,
+        unlisted=state.changelog.unshown_errors if state.changelog is not None else 0,
+        unlisted_at_least=bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
+        pin_withdrawn=None if record.withdrawn is None else dict(vars(record.withdrawn)),
+        for_check=for_check,
+    )
+
+
+def status_view(
+    decision: Decision,
+    run: dict[str, Any] | None,
+    *,
+    head_sha: str,
+    author: str,
+    is_fork: bool,
+    g: dict[str, Any],
+    errors: Sequence[ChangelogError] = (),
+    unlisted: int = 0,
+    unlisted_at_least: bool = False,
+    pin_withdrawn: dict[str, Any] | None = None,
+    for_check: bool = False,
+) -> dict[str, Any]:
+    """What templates/sweep_status.* render, from the decision and plain values (the tests build it too)."""
+    code, said = headline(decision)
+    return {
+        "head_sha": head_sha,
+        "headline": code,
+        "said": list(said),
+        "mark": MARK_SYMBOLS[HEADLINE_MARKS[code]],
+        "author": author,
+        "is_fork": is_fork,
+        "for_check": for_check,
+        "conditions": [_plain(c) for c in decision.conditions],
+        "g": g,
+        "changelog_errors": [_error(e) for e in errors[:SHOWN_ERRORS]],
+        "more_errors": max(0, len(errors) - SHOWN_ERRORS),  # listed on their lines in the check run
+        "unlisted_errors": unlisted,
+        "unlisted_at_least": unlisted_at_least,
+        "run": run,
+        "pin_withdrawn": pin_withdrawn,  # the last pin withdrawn, until a new pin
+    }
+
+
+def status_text(
+    ctx: Context, state: PRState, decision: Decision, record: SweepRecord, *, for_check: bool = False
+) -> str:
     """The status comment's text; `for_check`: the check run's summary (the headline and what is open)."""
     return ctx.render("sweep_status", **status_variables(ctx, state, decision, record, for_check=for_check))
 
@@ -347,33 +468,45 @@ def status_comment(ctx: Context, state: PRState, record: SweepRecord, text: str)
 def buttons(ctx: Context, state: PRState, decision: Decision) -> tuple[CheckButton, ...]:
     """The check's buttons (bot/rules/check_buttons.py), their words from templates/sweep_button_title.*."""
     shown = check_buttons.offered(decision.conditions, open=state.pull.get("state") == "open", is_fork=state.is_fork)
-    return tuple(CheckButton(ctx.templates.title("sweep_button", button=b, part="label"),
-                             ctx.templates.title("sweep_button", button=b, part="description"), b) for b in shown)
+    return tuple(
+        CheckButton(
+            ctx.templates.title("sweep_button", button=b, part="label"),
+            ctx.templates.title("sweep_button", button=b, part="description"),
+            b,
+        )
+        for b in shown
+    )
 
 
 def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, rewrite: bool = False) -> CheckRun:
     conclusion = check_conclusion(decision)
     path = ctx.policy.paths.changelog
     errors = list(state.changelog.errors) if state.changelog is not None else []
-    notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e)))
-                  for e in errors)
+    notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e))) for e in errors)
     return CheckRun(
-        head_sha=state.pull["head"]["sha"], name=CHECK_NAME, conclusion=conclusion,
+        head_sha=state.pull["head"]["sha"],
+        name=CHECK_NAME,
+        conclusion=conclusion,
         title=ctx.templates.title("sweep_check", conclusion=conclusion),
-        summary=text, annotations=notes,
-        details_url=state.pull.get("html_url"), buttons=buttons(ctx, state, decision), rewrite=rewrite,
+        summary=text,
+        annotations=notes,
+        details_url=state.pull.get("html_url"),
+        buttons=buttons(ctx, state, decision),
+        rewrite=rewrite,
     )
 
 
 def _with_dispatch(decision: Decision, code: str, **params: object) -> Decision:
     ok = {"running": True, "not_dispatched": None}.get(code, False)
-    conditions = tuple(Condition("dispatch", ok, code, params) if c.name == "dispatch" else c
-                       for c in decision.conditions)
+    conditions = tuple(
+        Condition("dispatch", ok, code, params) if c.name == "dispatch" else c for c in decision.conditions
+    )
     return dataclasses.replace(decision, conditions=conditions)
 
 
-async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool, *,
-                   may_start: bool = True, rewrite_check: bool = False) -> list[Action]:
+async def evaluate(
+    ctx: Context, number: int, record: SweepRecord, exists: bool, *, may_start: bool = True, rewrite_check: bool = False
+) -> list[Action]:
     """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework."""
     state = await read_state(ctx, number, record, exists)
     decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
@@ -382,9 +515,18 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
         for name in decision.remove_labels:
             await ctx.write_now(RemoveLabel(number, name))
         removed = decision.condition("fork_approval").params
-        await ctx.write_now(Comment(number, FORK_LABEL_PURPOSE, ctx.render(
-            "fork_label_removed", labels=list(decision.remove_labels), by=list(removed.get("by") or ()),
-            repo=ctx.repo)))
+        await ctx.write_now(
+            Comment(
+                number,
+                FORK_LABEL_PURPOSE,
+                ctx.render(
+                    "fork_label_removed",
+                    labels=list(decision.remove_labels),
+                    by=list(removed.get("by") or ()),
+                    repo=ctx.repo,
+                ),
+            )
+        )
     closed_unmerged = pull.get("state") == "closed" and not pull.get("merged")
     cancelled: list[int] = []
     for run_id in runs_to_cancel(decision, record, closed_unmerged=closed_unmerged):
@@ -409,17 +551,29 @@ async def evaluate(ctx: Context, number: int, record: SweepRecord, exists: bool,
             failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])
             await _report(ctx, status_comment(ctx, state, record, status_text(ctx, state, failed, record)))
             raise
-        record = record.add_run(RunRecord(start.dispatch_id, int(result.id or 0), pull["head"]["sha"],
-                                          start.workflow, html_url=(result.data or {}).get("html_url")))
-        decision = _with_dispatch(decision, "running", dispatch_id=start.dispatch_id, run_id=result.id,
-                                  status="queued", conclusion=None)
+        record = record.add_run(
+            RunRecord(
+                start.dispatch_id,
+                int(result.id or 0),
+                pull["head"]["sha"],
+                start.workflow,
+                html_url=(result.data or {}).get("html_url"),
+            )
+        )
+        decision = _with_dispatch(
+            decision, "running", dispatch_id=start.dispatch_id, run_id=result.id, status="queued", conclusion=None
+        )
         logs.event("sweep dispatched", dispatch_id=start.dispatch_id, run=result.id, workflow=start.workflow)
     elif decision.start is not None:  # a later delivery in the lane starts it; say nothing has started
         decision = _with_dispatch(decision, "not_dispatched")
     actions: list[Action] = []
     # a pin lives in the status comment's record: a PR with a pin has one, changelog or not
-    if shows_status(state.files_touch_changelog, state.label_names, ctx.policy,
-                    exists or bool(record.runs) or record.pin is not None):
+    if shows_status(
+        state.files_touch_changelog,
+        state.label_names,
+        ctx.policy,
+        exists or bool(record.runs) or record.pin is not None,
+    ):
         actions.append(status_comment(ctx, state, record, status_text(ctx, state, decision, record)))
     if pull.get("state") == "open":
         summary = status_text(ctx, state, decision, record, for_check=True)
@@ -444,12 +598,22 @@ def sweep_check(ctx: Context, entry: RunRecord) -> CheckRun:
     conclusion = (entry.conclusion or "neutral") if done else ""
     if done and conclusion not in SWEEP_CHECK_CONCLUSIONS:
         conclusion = "failure"  # one GitHub may add: nothing that passed
-    variables = {"run_id": entry.run_id, "url": url, "head_sha": entry.head_sha, "status": entry.status,
-                 "conclusion": conclusion}
-    return CheckRun(head_sha=entry.head_sha, name=SWEEP_CHECK, conclusion=conclusion,
-                    status="completed" if done else ("queued" if entry.status == "queued" else "in_progress"),
-                    title=ctx.templates.title("sweep_run_check", **variables),
-                    summary=ctx.render("sweep_run_check", **variables), details_url=url)
+    variables = {
+        "run_id": entry.run_id,
+        "url": url,
+        "head_sha": entry.head_sha,
+        "status": entry.status,
+        "conclusion": conclusion,
+    }
+    return CheckRun(
+        head_sha=entry.head_sha,
+        name=SWEEP_CHECK,
+        conclusion=conclusion,
+        status="completed" if done else ("queued" if entry.status == "queued" else "in_progress"),
+        title=ctx.templates.title("sweep_run_check", **variables),
+        summary=ctx.render("sweep_run_check", **variables),
+        details_url=url,
+    )
 
 
 async def record_changed(ctx: Context, number: int, record: SweepRecord, exists: bool) -> list[Action]:
@@ -493,12 +657,21 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     # makes this delivery give way, the PR and its files the gate reads next
     ahead = (ctx.pull(number), ctx.pr_files(number)) if not settling or fork_labelling else ()
     (record, exists), writer, *_ = await asyncio.gather(
-        pr_state.load_record(ctx, number), ctx.writer(sender) if asks_writer else _false(), *ahead)
+        pr_state.load_record(ctx, number), ctx.writer(sender) if asks_writer else _false(), *ahead
+    )
     change = None
     if fork_labelling:
         label = (data.get("label") or {}).get("name")
-        change = approval_change(action, label, sender, is_fork=True, writer=writer, head_sha=pull["head"]["sha"],
-                                 at=str(pull.get("updated_at") or ""), policy=ctx.policy)
+        change = approval_change(
+            action,
+            label,
+            sender,
+            is_fork=True,
+            writer=writer,
+            head_sha=pull["head"]["sha"],
+            at=str(pull.get("updated_at") or ""),
+            policy=ctx.policy,
+        )
     if change is not None:
         verb, approval = change
         record = record.approve(approval) if verb == "approve" else record.withdraw(approval.label, approval.at)
@@ -514,27 +687,42 @@ async def run_jobs(ctx: Context, run_id: int) -> list[dict]:
     return [job async for job in ctx.gh.getiter(url, iterable_key="jobs")]
 
 
-def run_comment_variables(ctx: Context, run: Mapping[str, Any], entry: RunRecord, jobs: list[dict],
-                          author: str) -> dict[str, Any]:
+def run_comment_variables(
+    ctx: Context, run: Mapping[str, Any], entry: RunRecord, jobs: list[dict], author: str
+) -> dict[str, Any]:
     run_id, conclusion = int(run["id"]), run.get("conclusion")
     attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
     summary = run_report.summarize_jobs(jobs)
     links = viewer_links(ctx.policy.results.viewer, run_id) if conclusion == "success" else {}
     return {
-        "run_id": run_id, "attempt": attempt, "conclusion": conclusion or "unknown", "head_sha": entry.head_sha,
-        "dispatch_id": entry.dispatch_id, "url": web(ctx.html_url, "actions", "runs", run_id),
-        "jobs": {"succeeded": summary.succeeded, "failed": summary.failed, "cancelled": summary.cancelled,
-                 "skipped": summary.skipped, "other": summary.other, "more_failed": summary.more_failed,
-                 "failed_jobs": [{"name": j.name, "url": web(ctx.html_url, "actions", "runs", run_id, "job", j.job_id)}
-                                 for j in summary.failed_jobs]},
+        "run_id": run_id,
+        "attempt": attempt,
+        "conclusion": conclusion or "unknown",
+        "head_sha": entry.head_sha,
+        "dispatch_id": entry.dispatch_id,
+        "url": web(ctx.html_url, "actions", "runs", run_id),
+        "jobs": {
+            "succeeded": summary.succeeded,
+            "failed": summary.failed,
+            "cancelled": summary.cancelled,
+            "skipped": summary.skipped,
+            "other": summary.other,
+            "more_failed": summary.more_failed,
+            "failed_jobs": [
+                {"name": j.name, "url": web(ctx.html_url, "actions", "runs", run_id, "job", j.job_id)}
+                for j in summary.failed_jobs
+            ],
+        },
         "results": links or None,
         "next": run_report.next_step(conclusion),
-        "author": author, "use_command": f"/{ctx.policy.commands.use}",
+        "author": author,
+        "use_command": f"/{ctx.policy.commands.use}",
     }
 
 
-async def run_comment(ctx: Context, number: int, run: Mapping[str, Any], entry: RunRecord,
-                      record: SweepRecord) -> Comment | None:
+async def run_comment(
+    ctx: Context, number: int, run: Mapping[str, Any], entry: RunRecord, record: SweepRecord
+) -> Comment | None:
     """The comment on a finished run (bot/rules/run_report.py), or None while it runs or when it is not wanted."""
     if run.get("status") != "completed":
         return None
@@ -560,11 +748,20 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     record, exists = await pr_state.load_record(ctx, number)
     known = pr_state.recorded_run(ctx, run, record)
     if known is None:
-        logs.event("workflow run ignored: not a sweep the bot dispatched for this PR", run=run.get("id"), pr=number,
-                   reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not in the PR's record")
+        logs.event(
+            "workflow run ignored: not a sweep the bot dispatched for this PR",
+            run=run.get("id"),
+            pr=number,
+            reason=not_the_bots(run, **pr_state.run_trust(ctx)) or "its dispatch id is not in the PR's record",
+        )
         return []
-    record = record.observe(known, int(run["id"]), status=run.get("status") or "queued",
-                            conclusion=run.get("conclusion"), html_url=run.get("html_url"))
+    record = record.observe(
+        known,
+        int(run["id"]),
+        status=run.get("status") or "queued",
+        conclusion=run.get("conclusion"),
+        html_url=run.get("html_url"),
+    )
     comment = await run_comment(ctx, number, run, known, record)
     entry = record.by_dispatch(known.dispatch_id)
     # the run's own check (any run, current or superseded: written only when it changes), then its comment
@@ -590,7 +787,7 @@ def _now() -> str:
 
 
 async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
-    """"Re-run" of `sweep-gate` (`rerequested`) decides again and rewrites the check (GitHub reset it to
+    """ "Re-run" of `sweep-gate` (`rerequested`) decides again and rewrites the check (GitHub reset it to
     queued); a button press (`requested_action`) by a writer restarts the sweep or approves a fork's head."""
     data = event.data
     check = data.get("check_run") or {}
@@ -609,16 +806,26 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     state = await read_state(ctx, number, record, exists)
     decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
     current = state.pull["head"]["sha"] == check.get("head_sha")
-    shown = check_buttons.offered(decision.conditions, open=state.pull.get("state") == "open",
-                                  is_fork=state.is_fork) if current else ()
+    shown = (
+        check_buttons.offered(decision.conditions, open=state.pull.get("state") == "open", is_fork=state.is_fork)
+        if current
+        else ()
+    )
     token = check_buttons.press_token(check.get("id"), check.get("external_id"))
-    outcome = check_buttons.press(identifier, writer=writer, offered_now=shown, token=token,
-                                  recorded_token=record.restart.token if record.restart else None)
+    outcome = check_buttons.press(
+        identifier,
+        writer=writer,
+        offered_now=shown,
+        token=token,
+        recorded_token=record.restart.token if record.restart else None,
+    )
     if outcome == check_buttons.RESTART:
         record = record.restarted(Restart(token, sender, _now()))
     elif outcome == check_buttons.APPROVE_HEAD:
-        primary = next((label for label in state.labelling.labels
-                        if label.writer is True and is_primary(label.name, ctx.policy)), None)
+        primary = next(
+            (label for label in state.labelling.labels if label.writer is True and is_primary(label.name, ctx.policy)),
+            None,
+        )
         if primary is None:
             outcome = check_buttons.NOT_OFFERED
         else:

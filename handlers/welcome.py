@@ -7,9 +7,9 @@ from typing import Any
 
 from gidgethub import sansio
 
-from bot.effects.actions import Action, Comment
 from bot.core import routing
 from bot.core.processing import Context
+from bot.effects.actions import Action, Comment
 from bot.rules.policy import Policy
 from bot.rules.pull_request import is_fork
 from handlers.paths import any_match
@@ -22,8 +22,9 @@ RERUN_DOCS_URL = "https://docs.github.com/en/actions/managing-workflow-runs/re-r
 router = routing.Router()
 
 
-def welcome_variables(policy: Policy, repo: dict[str, Any], pr: dict[str, Any],
-                      files: Collection[str] = ()) -> dict[str, Any]:
+def welcome_variables(
+    policy: Policy, repo: dict[str, Any], pr: dict[str, Any], files: Collection[str] = ()
+) -> dict[str, Any]:
     """Everything the welcome template shows, from the policy, the repository (links follow its default branch)
     and the PR's changed files (`files`: whether it already changes the changelog)."""
     paths = policy.paths
@@ -60,8 +61,6 @@ async def _welcome(event: sansio.Event, ctx: Context, *, only_if_missing: bool) 
 @router.register("pull_request", action=FIRST_OPEN)
 async def welcome_opened(event: sansio.Event, ctx: Context) -> list[Action]:
     return await _welcome(event, ctx, only_if_missing=False)
-
-
 
 
 async def welcome_late(event: sansio.Event, ctx: Context) -> list[Action]:

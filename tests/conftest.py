@@ -67,9 +67,10 @@ def pytest_collection_modifyitems(items):
 
 # -- the bot under test ------------------------------------------------------------------------
 
+from harness import REPO, start_harness, stop_harness  # noqa: E402
+
 from handlers.registry import PR_WORKFLOW, router_without  # noqa: E402
 from handlers.registry import router as full_router  # noqa: E402
-from harness import REPO, start_harness, stop_harness  # noqa: E402
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 
@@ -86,8 +87,9 @@ def seed(fake) -> None:
     """The repository most tests use: default branch main, PR #1 from a fork touching the changelog."""
     fake.add_repo(REPO, default_branch="main", installation_id=1)
     fake.set_permission(REPO, "maintainer", "write")
-    fake.add_pull(REPO, number=1, title="MI355X recipe", user="partner", head_repo="partner/InferenceX",
-                  files=[CHANGELOG])
+    fake.add_pull(
+        REPO, number=1, title="MI355X recipe", user="partner", head_repo="partner/InferenceX", files=[CHANGELOG]
+    )
 
 
 @pytest.fixture

@@ -104,7 +104,11 @@ def expected(pr, policy) -> Expected:
 
     starts = len(primaries) == 1 and not blocked and not held
     primary = primary_of(primaries[0].name) if len(primaries) == 1 else None
-    return Expected(starts=starts, primary=primary if starts else None,
-                    modifiers=frozenset(modifiers) if starts else frozenset(),
-                    removed=frozenset(removed), blocked_by=frozenset(blocked),
-                    held_by=frozenset(held))
+    return Expected(
+        starts=starts,
+        primary=primary if starts else None,
+        modifiers=frozenset(modifiers) if starts else frozenset(),
+        removed=frozenset(removed),
+        blocked_by=frozenset(blocked),
+        held_by=frozenset(held),
+    )

@@ -9,20 +9,21 @@ import json
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from bot.app.cli import sign
-from bot.core.config import Settings
-from bot.github.client import GitHubApp, RetryPolicy, WritePacer
-from bot.telemetry.metrics import Metrics
 from bot.app.runtime import Bot
 from bot.app.server import make_app
 from bot.app.worker_process import WorkerProcess
+from bot.core.config import Settings
+from bot.github.client import GitHubApp, RetryPolicy, WritePacer
+from bot.telemetry.metrics import Metrics
 from bot.testing.server import FakeServer
 
 SECRET = "test-secret"
@@ -75,19 +76,34 @@ def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
 
 
 def settings(tmp_path, **changes: Any) -> Settings:
-    base = Settings(app_id="1", private_key="unused", webhook_secrets=(SECRET,), db_path=str(tmp_path / "journal.db"),
-                    workers=4, retry_delay=0.01, drain_timeout=2.0, read_timeout=1.0,
-                    worker_thread=False,  # one loop: tests read the fake GitHub between deliveries
-                    settle_seconds=0.0,  # label events at once unless a test holds them
-                    health_token=HEALTH_TOKEN)
+    base = Settings(
+        app_id="1",
+        private_key="unused",
+        webhook_secrets=(SECRET,),
+        db_path=str(tmp_path / "journal.db"),
+        workers=4,
+        retry_delay=0.01,
+        drain_timeout=2.0,
+        read_timeout=1.0,
+        worker_thread=False,  # one loop: tests read the fake GitHub between deliveries
+        settle_seconds=0.0,  # label events at once unless a test holds them
+        health_token=HEALTH_TOKEN,
+    )
     return dataclasses.replace(base, **changes)
 
 
-def github_app(key: str, sleeps: Sleeps | None = None, *, in_flight: int = Settings.github_in_flight,
-               **retry: Any) -> GitHubApp:
-    return GitHubApp(app_id="1", private_key=key, api_url="https://api.github.com", metrics=Metrics(),
-                     retry=RetryPolicy(sleep=sleeps or Sleeps(), **retry),
-                     pacer_factory=lambda: WritePacer(sleep=sleeps or Sleeps()), in_flight=in_flight)
+def github_app(
+    key: str, sleeps: Sleeps | None = None, *, in_flight: int = Settings.github_in_flight, **retry: Any
+) -> GitHubApp:
+    return GitHubApp(
+        app_id="1",
+        private_key=key,
+        api_url="https://api.github.com",
+        metrics=Metrics(),
+        retry=RetryPolicy(sleep=sleeps or Sleeps(), **retry),
+        pacer_factory=lambda: WritePacer(sleep=sleeps or Sleeps()),
+        in_flight=in_flight,
+    )
 
 
 class Harness:
@@ -98,9 +114,18 @@ class Harness:
         self.sleeps = sleeps
         self.served: web.AppRunner | None = None  # the fake over HTTP, for workers in their own process
 
-    async def post(self, event: str | None, payload: Any = None, *, delivery: str | None = None,
-                   secret: str | None = SECRET, body: bytes | None = None, content_type: str = "application/json",
-                   headers: dict[str, str] | None = None, signature: str | None = None):
+    async def post(
+        self,
+        event: str | None,
+        payload: Any = None,
+        *,
+        delivery: str | None = None,
+        secret: str | None = SECRET,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        headers: dict[str, str] | None = None,
+        signature: str | None = None,
+    ):
         if body is None:
             body = json.dumps(payload).encode()
         sent = {"Content-Type": content_type}
@@ -128,8 +153,9 @@ class Harness:
         return await self.bot.journal.get(delivery)
 
 
-async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, apart: dict | None = None,
-                        **changes: Any) -> Harness:
+async def start_harness(
+    tmp_path, github: Any, key: str, *, router: Any = None, apart: dict | None = None, **changes: Any
+) -> Harness:
     """A bot against the fake `github`. `apart` (tests/apart_worker.py's spec): its workers in a process of their
     own, as live `sweepbot serve` runs them, the fake served at its own address (`github.base_url`) for them."""
     sleeps = Sleeps()
@@ -138,11 +164,13 @@ async def start_harness(tmp_path, github: Any, key: str, *, router: Any = None, 
     served = workers = None
     if apart is not None:
         served = await serve_fake(github)
-        chosen = dataclasses.replace(chosen, app_id="1", private_key=key, api_url=github.base_url,
-                                     writes_per_minute=0)  # the workers' own pacer would really wait
+        chosen = dataclasses.replace(
+            chosen, app_id="1", private_key=key, api_url=github.base_url, writes_per_minute=0
+        )  # the workers' own pacer would really wait
         app = GitHubApp(app_id="1", private_key=key, api_url=github.base_url, metrics=Metrics())
-        workers = WorkerProcess(chosen, command=(sys.executable, str(Path(__file__).with_name("apart_worker.py")),
-                                                 json.dumps(apart)))
+        workers = WorkerProcess(
+            chosen, command=(sys.executable, str(Path(__file__).with_name("apart_worker.py")), json.dumps(apart))
+        )
     bot = Bot(chosen, app, router=router, apart=workers)
     await bot.start()
     client = TestClient(TestServer(make_app(bot)), headers=HEALTH_HEADERS)
@@ -208,8 +236,9 @@ def start_server_process(port: int, env: dict[str, str], *, cwd, stdout, stderr,
 
     full_env = {k: v for k, v in os.environ.items() if k not in CREDENTIALS}
     full_env.update(HOST="127.0.0.1", PORT=str(port), SWEEPBOT_HEALTH_TOKEN=HEALTH_TOKEN, **env)
-    proc = subprocess.Popen([sys.executable, "-m", "bot.app.cli", "serve"], cwd=cwd, env=full_env, stdout=stdout,
-                            stderr=stderr)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.app.cli", "serve"], cwd=cwd, env=full_env, stdout=stdout, stderr=stderr
+    )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -228,9 +257,17 @@ def post_webhook(port: int, event: str, delivery: str, payload: dict, secret: st
     import urllib.request
 
     body = json.dumps(payload).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/webhook", data=body, method="POST", headers={
-        "Content-Type": "application/json", "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
-        "X-Hub-Signature-256": sign(body, secret)})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/webhook",
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "X-GitHub-Event": event,
+            "X-GitHub-Delivery": delivery,
+            "X-Hub-Signature-256": sign(body, secret),
+        },
+    )
     with urllib.request.urlopen(req, timeout=5) as resp:
         return resp.status
 

@@ -19,9 +19,10 @@ import socket
 import subprocess
 import tempfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NoReturn
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -54,26 +55,57 @@ class Server:
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             user, group, extra_groups = entry.pw_uid, entry.pw_gid, []
-        return subprocess.run(args, cwd=self.root, capture_output=True, text=True, timeout=START_TIMEOUT + 30,
-                              env={**os.environ, "LC_ALL": "C", "TZ": "UTC"}, user=user, group=group,
-                              extra_groups=extra_groups)
+        return subprocess.run(
+            args,
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT + 30,
+            env={**os.environ, "LC_ALL": "C", "TZ": "UTC"},
+            user=user,
+            group=group,
+            extra_groups=extra_groups,
+        )
 
     def start(self) -> None:
-        self.run(self.initdb, "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "-E", "UTF8",
-                 "--no-sync", "--no-instructions").check_returncode()
+        self.run(
+            self.initdb,
+            "-D",
+            str(self.data),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
+        ).check_returncode()
         options = self.options()
         (self.root / "sock").mkdir()
         if self.user is not None:
             shutil.chown(self.root / "sock", self.user)
-        started = self.run(self.pg_ctl, "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                           "-t", str(START_TIMEOUT), "-o", options, "start")
+        started = self.run(
+            self.pg_ctl,
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.root / "server.log"),
+            "-w",
+            "-t",
+            str(START_TIMEOUT),
+            "-o",
+            options,
+            "start",
+        )
         if started.returncode != 0:
             log = (self.root / "server.log").read_text(errors="replace") if (self.root / "server.log").exists() else ""
             raise RuntimeError(f"pg_ctl start failed ({started.returncode}): {started.stderr}\n{log[-4000:]}")
 
     def options(self) -> str:
-        return (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root / 'sock'}"
-                " -c fsync=off -c full_page_writes=off -c max_connections=200")
+        return (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.root / 'sock'}"
+            " -c fsync=off -c full_page_writes=off -c max_connections=200"
+        )
 
     def restart(self, while_down: Callable[[], None]) -> None:
         """Stop the server as a crash would (immediate), run `while_down`, start it again on the same data."""
@@ -81,8 +113,19 @@ class Server:
         try:
             while_down()
         finally:
-            self.run(self.pg_ctl, "-D", str(self.data), "-l", str(self.root / "server.log"), "-w",
-                     "-t", str(START_TIMEOUT), "-o", self.options(), "start").check_returncode()
+            self.run(
+                self.pg_ctl,
+                "-D",
+                str(self.data),
+                "-l",
+                str(self.root / "server.log"),
+                "-w",
+                "-t",
+                str(START_TIMEOUT),
+                "-o",
+                self.options(),
+                "start",
+            ).check_returncode()
 
     def stop(self) -> None:
         if self.data.exists():
@@ -95,14 +138,18 @@ def find_binaries() -> tuple[str, str] | str:
     initdb, pg_ctl = shutil.which("initdb"), shutil.which("pg_ctl")
     if initdb and pg_ctl:
         return initdb, pg_ctl
-    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3])
-                      if Path(p).parts[-3].isdigit() else 0)
+    versions = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0,
+    )
     for found in reversed(versions):
         bindir = Path(found).parent
         if (bindir / "pg_ctl").exists():
             return str(bindir / "initdb"), str(bindir / "pg_ctl")
-    return ("PostgreSQL's server binaries (initdb, pg_ctl) are not on PATH nor in /usr/lib/postgresql/*/bin;"
-            " install them (Debian: apt-get install postgresql) to run the PostgreSQL journal tests")
+    return (
+        "PostgreSQL's server binaries (initdb, pg_ctl) are not on PATH nor in /usr/lib/postgresql/*/bin;"
+        " install them (Debian: apt-get install postgresql) to run the PostgreSQL journal tests"
+    )
 
 
 def unprivileged_user() -> str | None:

@@ -104,7 +104,7 @@ def render_problems(markdown: str) -> list[str]:
     prose = "".join(reader.prose)
     for pattern, what in _LEFT_OVER:
         for found in pattern.finditer(prose):
-            around = prose[max(0, found.start() - 30):found.end() + 30].replace("\n", " ")
+            around = prose[max(0, found.start() - 30) : found.end() + 30].replace("\n", " ")
             problems.append(f"{what}: …{around}…")
     problems.extend(f"a link with an empty address: {href!r}" for href in reader.hrefs if not (href or "").strip())
     return problems

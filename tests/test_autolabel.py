@@ -4,11 +4,11 @@ repository lacks them, removed only when the bot added them itself and their rul
 from __future__ import annotations
 
 import pytest
-
-from bot.effects.actions import AddLabels, EnsureLabel, RemoveLabel
-from bot.core.config import default_policy
-from handlers.autolabel import label_changes, last_labeler, plan
 from harness import REPO
+
+from bot.core.config import default_policy
+from bot.effects.actions import AddLabels, EnsureLabel, RemoveLabel
+from handlers.autolabel import label_changes, last_labeler, plan
 
 RULES = default_policy().autolabels
 AMD = "configs/amd-master.yaml"
@@ -25,28 +25,49 @@ def names(rules) -> list[str]:
 # ---- the pure rules ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("files, current, add, stale", [
-    ([AMD], [], ["amd"], []),
-    ([NVIDIA, CHANGELOG], [], ["nvidia", "perf-changelog"], []),
-    ([AMD, NVIDIA, CHANGELOG], ["amd"], ["nvidia", "perf-changelog"], []),
-    ([AMD], ["amd"], [], []),
-    ([AMD], ["AMD"], [], []),  # GitHub label names ignore case
-    (["README.md"], ["amd", "nvidia", "full-sweep-enabled"], [], ["amd", "nvidia"]),
-    (["README.md"], ["Perf-Changelog"], [], ["perf-changelog"]),
-    (["configs/amd-x/y.yaml"], [], ["amd"], []),  # configs/amd-* is a directory too
-    (["sub/configs/amd-master.yaml"], [], [], []),  # a pattern with a slash is anchored at the root
-    (["configs/amd.yaml"], [], [], []),
-    (["configs/AMD-master.yaml"], [], [], []),
-    (["inferencex-e2e/other.yaml"], ["perf-changelog"], [], ["perf-changelog"]),
-    ([], [], [], []),
-    ([UPSTREAM_AMD], [], ["amd"], []),  # the upstream layout: configs under inferencex-e2e/
-    ([UPSTREAM_NVIDIA, CHANGELOG], [], ["nvidia", "perf-changelog"], []),
-    (["inferencex-e2e/configs/amd.yaml"], [], [], []),
-    (["x/inferencex-e2e/configs/amd-master.yaml"], [], [], []),  # anchored at the root too
-    (["inferencex-e2e/configs/other.yaml"], ["amd"], [], ["amd"]),
-], ids=["amd", "two", "one-present", "present", "case", "stale", "stale-case", "amd-dir", "not-root", "no-dash",
-        "upper-path", "changelog-gone", "nothing", "upstream-amd", "upstream-nvidia", "upstream-no-dash",
-        "upstream-not-root", "upstream-stale"])
+@pytest.mark.parametrize(
+    "files, current, add, stale",
+    [
+        ([AMD], [], ["amd"], []),
+        ([NVIDIA, CHANGELOG], [], ["nvidia", "perf-changelog"], []),
+        ([AMD, NVIDIA, CHANGELOG], ["amd"], ["nvidia", "perf-changelog"], []),
+        ([AMD], ["amd"], [], []),
+        ([AMD], ["AMD"], [], []),  # GitHub label names ignore case
+        (["README.md"], ["amd", "nvidia", "full-sweep-enabled"], [], ["amd", "nvidia"]),
+        (["README.md"], ["Perf-Changelog"], [], ["perf-changelog"]),
+        (["configs/amd-x/y.yaml"], [], ["amd"], []),  # configs/amd-* is a directory too
+        (["sub/configs/amd-master.yaml"], [], [], []),  # a pattern with a slash is anchored at the root
+        (["configs/amd.yaml"], [], [], []),
+        (["configs/AMD-master.yaml"], [], [], []),
+        (["inferencex-e2e/other.yaml"], ["perf-changelog"], [], ["perf-changelog"]),
+        ([], [], [], []),
+        ([UPSTREAM_AMD], [], ["amd"], []),  # the upstream layout: configs under inferencex-e2e/
+        ([UPSTREAM_NVIDIA, CHANGELOG], [], ["nvidia", "perf-changelog"], []),
+        (["inferencex-e2e/configs/amd.yaml"], [], [], []),
+        (["x/inferencex-e2e/configs/amd-master.yaml"], [], [], []),  # anchored at the root too
+        (["inferencex-e2e/configs/other.yaml"], ["amd"], [], ["amd"]),
+    ],
+    ids=[
+        "amd",
+        "two",
+        "one-present",
+        "present",
+        "case",
+        "stale",
+        "stale-case",
+        "amd-dir",
+        "not-root",
+        "no-dash",
+        "upper-path",
+        "changelog-gone",
+        "nothing",
+        "upstream-amd",
+        "upstream-nvidia",
+        "upstream-no-dash",
+        "upstream-not-root",
+        "upstream-stale",
+    ],
+)
 def test_label_changes(files, current, add, stale):
     got_add, got_stale = label_changes(files, current, RULES)
     assert names(got_add) == add
@@ -59,7 +80,8 @@ def real_vendor_configs(real_data) -> dict[str, list[str]]:
     import re
 
     text = (real_data / "CODEOWNERS").read_text() + "".join(
-        p.read_text() for p in sorted((real_data / "threads").glob("*.txt")))
+        p.read_text() for p in sorted((real_data / "threads").glob("*.txt"))
+    )
     found: dict[str, list[str]] = {}
     for path in sorted(set(re.findall(r"(?<![\w/.-])((?:inferencex-e2e/)?configs/(amd|nvidia)-master\.yaml)", text))):
         found.setdefault(path[1], []).append(path[0])
@@ -83,18 +105,27 @@ def labeled(kind: str, label: str, actor: str) -> dict:
 BOT = "sweepbot[bot]"
 
 
-@pytest.mark.parametrize("events, who", [
-    ([], None),
-    ([labeled("labeled", "amd", BOT)], BOT),
-    ([labeled("labeled", "amd", "alice")], "alice"),
-    ([labeled("labeled", "amd", BOT), labeled("unlabeled", "amd", "alice"), labeled("labeled", "amd", "alice")],
-     "alice"),
-    ([labeled("labeled", "amd", "alice"), labeled("unlabeled", "amd", "alice"), labeled("labeled", "amd", BOT)], BOT),
-    ([labeled("labeled", "amd", BOT), labeled("unlabeled", "amd", "alice")], None),
-    ([labeled("labeled", "nvidia", BOT)], None),
-    ([labeled("labeled", "AMD", BOT)], BOT),
-    ([{"event": "labeled", "label": None, "actor": None}], None),
-], ids=["none", "bot", "human", "human-reapplied", "bot-reapplied", "removed", "other-label", "case", "malformed"])
+@pytest.mark.parametrize(
+    "events, who",
+    [
+        ([], None),
+        ([labeled("labeled", "amd", BOT)], BOT),
+        ([labeled("labeled", "amd", "alice")], "alice"),
+        (
+            [labeled("labeled", "amd", BOT), labeled("unlabeled", "amd", "alice"), labeled("labeled", "amd", "alice")],
+            "alice",
+        ),
+        (
+            [labeled("labeled", "amd", "alice"), labeled("unlabeled", "amd", "alice"), labeled("labeled", "amd", BOT)],
+            BOT,
+        ),
+        ([labeled("labeled", "amd", BOT), labeled("unlabeled", "amd", "alice")], None),
+        ([labeled("labeled", "nvidia", BOT)], None),
+        ([labeled("labeled", "AMD", BOT)], BOT),
+        ([{"event": "labeled", "label": None, "actor": None}], None),
+    ],
+    ids=["none", "bot", "human", "human-reapplied", "bot-reapplied", "removed", "other-label", "case", "malformed"],
+)
 def test_last_labeler(events, who):
     assert last_labeler(events, "amd") == who
 
@@ -118,8 +149,9 @@ def writes(github) -> list[tuple[str, str]]:
 
 
 async def send(h, number: int, action: str, *, delivery: str | None = None):
-    await h.deliver("pull_request", h.github.pull_request_payload(REPO, number, action, sender="contributor"),
-                    delivery=delivery)
+    await h.deliver(
+        "pull_request", h.github.pull_request_payload(REPO, number, action, sender="contributor"), delivery=delivery
+    )
 
 
 @pytest.fixture
@@ -138,7 +170,9 @@ async def test_opened_adds_matching_labels_and_creates_them_from_the_policy(h):
     labels = github.repo_labels(REPO)
     assert (labels["amd"]["color"], labels["amd"]["description"]) == ("ed1c24", "Touches AMD benchmark configs")
     assert (labels["perf-changelog"]["color"], labels["perf-changelog"]["description"]) == (
-        "0e8a16", "Appends to the performance changelog")
+        "0e8a16",
+        "Appends to the performance changelog",
+    )
     assert "nvidia" not in labels
     assert [e["actor"]["login"] for e in github.events(REPO, 2)] == [github.bot_login] * 2
     assert github.count("POST", rf"^/repos/{REPO}/issues/2/labels$") == 1  # both labels in one request
@@ -303,13 +337,17 @@ async def test_stale_payload_does_not_remove_a_label_already_gone(h):
 
 async def test_rules_come_from_the_repository_policy(make_harness, github):
     github.add_repo(REPO, default_branch="main", installation_id=1)
-    github.set_file(REPO, ".github/sweepbot.yml", """\
+    github.set_file(
+        REPO,
+        ".github/sweepbot.yml",
+        """\
 autolabels:
   - label: docs
     paths: ["*.md", "/docs/"]
     color: 0075ca
     description: Documentation only
-""")
+""",
+    )
     github.add_pull(REPO, number=2, files=["docs/guide.txt", AMD])
     h = await make_harness()
 

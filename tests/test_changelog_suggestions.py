@@ -5,13 +5,14 @@ outdated, its suggestions deleted); the fake GitHub applies the suggestions as t
 from __future__ import annotations
 
 import pytest
+from harness import REPO
+from test_sweep_gate import CHANGELOG, FORK, HISTORY, PREFIX
 
 from bot.rules.changelog import check_append
 from bot.rules.markers import marker
 from handlers.registry import router_of
-from harness import REPO
-from test_sweep_gate import CHANGELOG, FORK, HISTORY, PREFIX
-BODY = b"- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n"
+
+BODY = b'- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "New MI355X recipe"\n'
 # no separator line before the entry (line 6), spaces after the colon (line 10), two blank lines at the end
 FIXABLE = HISTORY + BODY + b"  pr-link:   XXX\n\n\n"
 PURPOSE = marker("changelog-suggestions")
@@ -26,8 +27,14 @@ def make_harness(make_harness):
 
 
 def open_pull(github, number: int, head: bytes, *, fork: bool = False) -> dict:
-    pr = github.add_pull(REPO, number=number, user="partner", head_ref=f"recipe-{number}",
-                         head_repo=FORK if fork else None, files=[CHANGELOG])
+    pr = github.add_pull(
+        REPO,
+        number=number,
+        user="partner",
+        head_ref=f"recipe-{number}",
+        head_repo=FORK if fork else None,
+        files=[CHANGELOG],
+    )
     github.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])
     github.set_file(REPO, CHANGELOG, head, ref=pr["head"]["sha"])
     return pr
@@ -38,8 +45,11 @@ async def send(h, number: int, action: str):
 
 
 def bot_reviews(github, number: int, purpose: str = PURPOSE) -> list[dict]:
-    return [r for r in github.reviews(REPO, number)
-            if r["user"]["login"] == github.bot_login and r["body"].startswith(purpose + "\n")]
+    return [
+        r
+        for r in github.reviews(REPO, number)
+        if r["user"]["login"] == github.bot_login and r["body"].startswith(purpose + "\n")
+    ]
 
 
 def gate_conclusion(github, sha: str) -> str:
@@ -65,7 +75,10 @@ async def test_suggestions_applied_by_the_fake_produce_a_valid_changelog(harness
     assert "3 problems in `inferencex-e2e/perf-changelog.yaml`" in review["body"] and "## 中文" in review["body"]
     comments = github.review_comments(REPO, review["id"])
     assert [(c["path"], c.get("start_line"), c["line"], c["side"]) for c in comments] == [
-        (CHANGELOG, None, 6, "RIGHT"), (CHANGELOG, None, 10, "RIGHT"), (CHANGELOG, 11, 12, "RIGHT")]
+        (CHANGELOG, None, 6, "RIGHT"),
+        (CHANGELOG, None, 10, "RIGHT"),
+        (CHANGELOG, 11, 12, "RIGHT"),
+    ]
     assert comments[1]["body"].startswith(f"```suggestion\n  pr-link: {PREFIX}7\n```\n")
     assert comments[2]["body"].startswith("```suggestion\n```\n")  # the two blank lines deleted
 
@@ -159,14 +172,21 @@ async def test_the_fake_refuses_a_review_comment_it_cannot_place(github):
     gh = gidgethub.httpx.GitHubAPI(httpx.AsyncClient(), "test", oauth_token="t")
     url = f"/repos/{REPO}/pulls/5/reviews"
     good = {"path": CHANGELOG, "line": 5, "side": "RIGHT", "body": "```suggestion\nx\n```"}
-    for comment, event in (({**good, "line": 6}, "COMMENT"), ({**good, "start_line": 5}, "COMMENT"),
-                           (good, "MAYBE"), ({"line": 1, "body": "x"}, "COMMENT")):
+    for comment, event in (
+        ({**good, "line": 6}, "COMMENT"),
+        ({**good, "start_line": 5}, "COMMENT"),
+        (good, "MAYBE"),
+        ({"line": 1, "body": "x"}, "COMMENT"),
+    ):
         with pytest.raises(gidgethub.BadRequest) as refused:
-            await gh.post(url, data={"commit_id": pr["head"]["sha"], "event": event, "body": "b",
-                                     "comments": [comment]})
+            await gh.post(
+                url, data={"commit_id": pr["head"]["sha"], "event": event, "body": "b", "comments": [comment]}
+            )
         assert refused.value.status_code == 422
-    made = await gh.post(url, data={"commit_id": pr["head"]["sha"], "event": "COMMENT", "body": "b",
-                                    "comments": [{**good, "start_line": 4}]})
+    made = await gh.post(
+        url,
+        data={"commit_id": pr["head"]["sha"], "event": "COMMENT", "body": "b", "comments": [{**good, "start_line": 4}]},
+    )
     [kept] = github.review_comments(REPO, made["id"])
     assert (kept["start_line"], kept["line"], kept["user"]["login"]) == (4, 5, "reviewer")
     new_head = github.apply_suggestions(REPO, 5, made["id"])

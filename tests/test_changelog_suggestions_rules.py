@@ -6,8 +6,15 @@ from __future__ import annotations
 import pytest
 
 from bot.rules.changelog import check_append, validate_default_branch
-from bot.rules.changelog.default_branch_links import (BadLink, bad_links, first_new_line, links_record,
-                                                      push_may_change, pushed_pr, remembered_links)
+from bot.rules.changelog.default_branch_links import (
+    BadLink,
+    bad_links,
+    first_new_line,
+    links_record,
+    push_may_change,
+    pushed_pr,
+    remembered_links,
+)
 from bot.rules.changelog.errors import ChangelogError
 from bot.rules.changelog.suggestions import Suggestion, safe_line, suggestions
 
@@ -24,7 +31,7 @@ def applied(text: str, found: list[Suggestion]) -> str:
     if ends:
         lines.pop()
     for s in sorted(found, key=lambda s: s.start_line, reverse=True):
-        lines[s.start_line - 1:s.line] = list(s.lines)
+        lines[s.start_line - 1 : s.line] = list(s.lines)
     return "\n".join(lines) + "\n"
 
 
@@ -36,14 +43,20 @@ CASES = [
     ("spaces after the colon", BASE + "\n" + ENTRY + "  pr-link:   XXX\n", [(11, 11, (LINK7,))]),
     ("text after the link", BASE + "\n" + ENTRY + "  pr-link: XXX # soon\n", [(11, 11, (LINK7,))]),
     ("the value on the next line", BASE + "\n" + ENTRY + "  pr-link:\n    XXX\n", [(11, 12, (LINK7,))]),
-    ("first key of the entry", BASE + "\n- pr-link: TBD\n  config-keys:\n    - b\n  description:\n    - x\n",
-     [(7, 7, (f"- pr-link: {PREFIX}7",))]),
+    (
+        "first key of the entry",
+        BASE + "\n- pr-link: TBD\n  config-keys:\n    - b\n  description:\n    - x\n",
+        [(7, 7, (f"- pr-link: {PREFIX}7",))],
+    ),
     ("no final newline", BASE + "\n" + ENTRY + "  pr-link: XXX", [(11, 11, ("  pr-link: XXX",))]),
     ("extra blank lines at the end", BASE + "\n" + ENTRY + "  pr-link: XXX\n\n  \n", [(12, 13, ())]),
     ("no separator line", BASE + ENTRY + "  pr-link: XXX\n", [(6, 6, ("", "- config-keys:"))]),
     ("two separator lines", BASE + "\n\n" + ENTRY + "  pr-link: XXX\n", [(7, 7, ())]),
-    ("several at once", BASE + ENTRY + "  pr-link: TBD\n\n" + ENTRY + "  pr-link: XXX  \n\n",
-     [(6, 6, ("", "- config-keys:")), (10, 10, (LINK7,)), (16, 16, (LINK7,)), (17, 17, ())]),
+    (
+        "several at once",
+        BASE + ENTRY + "  pr-link: TBD\n\n" + ENTRY + "  pr-link: XXX  \n\n",
+        [(6, 6, ("", "- config-keys:")), (10, 10, (LINK7,)), (16, 16, (LINK7,)), (17, 17, ())],
+    ),
 ]
 
 
@@ -64,8 +77,10 @@ UNFIXABLE = [
     ("a missing field", BASE + "\n- config-keys:\n    - b\n  pr-link: XXX\n"),
     ("history changed", BASE.replace("- a", "- z") + "\n" + ENTRY + "  pr-link: XXX\n"),
     ("a fence in the last line", BASE + "\n" + ENTRY + "  pr-link: XXX\n  # ```"),
-    ("a fence in the entry's first line", BASE + "- config-keys: # ```\n    - b\n  description:\n    - x\n"
-     "  pr-link: XXX\n"),
+    (
+        "a fence in the entry's first line",
+        BASE + "- config-keys: # ```\n    - b\n  description:\n    - x\n  pr-link: XXX\n",
+    ),
 ]
 
 
@@ -92,10 +107,19 @@ def test_at_most_the_limit_by_line_and_never_overlapping():
     assert {s.code for s in found} == {"pr-link-not-accepted"}
 
 
-@pytest.mark.parametrize("text, safe", [
-    ("  pr-link: XXX", True), ("", True), ("- 中文描述", True), ("a ``` b", False), ("~~~", False),
-    ("tab\there", False), ("nul\x00", False), ("bidi\u202e", False),
-])
+@pytest.mark.parametrize(
+    "text, safe",
+    [
+        ("  pr-link: XXX", True),
+        ("", True),
+        ("- 中文描述", True),
+        ("a ``` b", False),
+        ("~~~", False),
+        ("tab\there", False),
+        ("nul\x00", False),
+        ("bidi\u202e", False),
+    ],
+)
 def test_safe_line(text, safe):
     assert safe_line(text) is safe
 
@@ -103,37 +127,46 @@ def test_safe_line(text, safe):
 # -- the default branch --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("commits, may", [
-    ([{"modified": ["log.yaml"]}], True),
-    ([{"added": ["log.yaml"]}], True),
-    ([{"removed": ["log.yaml"]}], False),  # nothing left to check
-    ([{"modified": ["README.md"]}], False),
-    ([], False),
-    ([{"modified": ["README.md"]}] * 20, True),  # capped at 20 commits: cannot tell
-    ([{"modified": [f"f{i}" for i in range(3000)]}], True),  # capped at 3000 files
-    ([{"modified": None}, "junk"], False),
-    (None, False),
-])
+@pytest.mark.parametrize(
+    "commits, may",
+    [
+        ([{"modified": ["log.yaml"]}], True),
+        ([{"added": ["log.yaml"]}], True),
+        ([{"removed": ["log.yaml"]}], False),  # nothing left to check
+        ([{"modified": ["README.md"]}], False),
+        ([], False),
+        ([{"modified": ["README.md"]}] * 20, True),  # capped at 20 commits: cannot tell
+        ([{"modified": [f"f{i}" for i in range(3000)]}], True),  # capped at 3000 files
+        ([{"modified": None}, "junk"], False),
+        (None, False),
+    ],
+)
 def test_push_may_change(commits, may):
     assert push_may_change(commits, "log.yaml") is may
 
 
-@pytest.mark.parametrize("before, after, line", [
-    (None, b"a\nb\n", 1),
-    (b"", b"a\n", 1),
-    (b"a\nb\n", b"a\nb\nc\n", 3),
-    (b"a\nb\n", b"a\nb\n", 3),
-    (b"a\nb\nc\n", b"a\nX\nc\nd\n", 2),
-    (b"a\nbb\n", b"a\nbc\n", 2),
-    (b"a\nb\nc\n", b"a\n", 2),
-])
+@pytest.mark.parametrize(
+    "before, after, line",
+    [
+        (None, b"a\nb\n", 1),
+        (b"", b"a\n", 1),
+        (b"a\nb\n", b"a\nb\nc\n", 3),
+        (b"a\nb\n", b"a\nb\n", 3),
+        (b"a\nb\nc\n", b"a\nX\nc\nd\n", 2),
+        (b"a\nbb\n", b"a\nbc\n", 2),
+        (b"a\nb\nc\n", b"a\n", 2),
+    ],
+)
 def test_first_new_line(before, after, line):
     assert first_new_line(before, after) == line
 
 
 def test_pushed_pr_is_the_merged_pr_of_that_commit():
-    pulls = [{"number": 3, "merged_at": None}, {"number": 4, "merged_at": "x", "merge_commit_sha": "other"},
-             {"number": 5, "merged_at": "x", "merge_commit_sha": "abc"}]
+    pulls = [
+        {"number": 3, "merged_at": None},
+        {"number": 4, "merged_at": "x", "merge_commit_sha": "other"},
+        {"number": 5, "merged_at": "x", "merge_commit_sha": "abc"},
+    ]
     assert pushed_pr(pulls, "abc") == 5
     assert pushed_pr(pulls, "zzz") == 4
     assert pushed_pr([{"number": 3, "merged_at": None}], "abc") is None
@@ -149,8 +182,9 @@ def test_bad_links_name_the_push_pr_for_new_lines_and_remember_old_ones():
     # a line that was there before the push and is not remembered: unknown
     assert bad_links(errors, first_new=13, pr_number=42, remembered={}, canonical_prefix=PREFIX)[0].pr_number is None
     # a direct push (no PR): nothing known
-    assert [b.pr_number for b in bad_links(errors, first_new=1, pr_number=None, remembered={},
-                                           canonical_prefix=PREFIX)] == [None, None]
+    assert [
+        b.pr_number for b in bad_links(errors, first_new=1, pr_number=None, remembered={}, canonical_prefix=PREFIX)
+    ] == [None, None]
 
 
 def test_the_record_round_trips_and_ignores_bad_data():
@@ -171,12 +205,17 @@ def test_two_fixes_of_one_line_give_one_suggestion():
 
 
 def test_a_link_with_a_page_after_it_names_its_own_pr():
-    errors = [ChangelogError(3, "default-branch-link", {"value": f"{PREFIX}2305/changes"}),
-              ChangelogError(5, "default-branch-link", {"value": f"{PREFIX}XXX"}),
-              ChangelogError(7, "default-branch-link", {"value": f"{PREFIX}0"})]
+    errors = [
+        ChangelogError(3, "default-branch-link", {"value": f"{PREFIX}2305/changes"}),
+        ChangelogError(5, "default-branch-link", {"value": f"{PREFIX}XXX"}),
+        ChangelogError(7, "default-branch-link", {"value": f"{PREFIX}0"}),
+    ]
     found = bad_links(errors, first_new=10, pr_number=None, remembered={}, canonical_prefix=PREFIX)
-    assert [(b.line, b.pr_number, b.expected) for b in found] == [(3, 2305, f"{PREFIX}2305"), (5, None, None),
-                                                                  (7, None, None)]
+    assert [(b.line, b.pr_number, b.expected) for b in found] == [
+        (3, 2305, f"{PREFIX}2305"),
+        (5, None, None),
+        (7, None, None),
+    ]
 
 
 def test_the_real_changelog_tail(real_data):
@@ -184,6 +223,7 @@ def test_the_real_changelog_tail(real_data):
     upstream = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
     text = (real_data / "perf-changelog.tail.yaml").read_bytes()
     errors = validate_default_branch(text, canonical_prefix=upstream)
-    found = bad_links(errors, first_new=first_new_line(text, text), pr_number=None, remembered={},
-                      canonical_prefix=upstream)
+    found = bad_links(
+        errors, first_new=first_new_line(text, text), pr_number=None, remembered={}, canonical_prefix=upstream
+    )
     assert [(b.value.removeprefix(upstream), b.pr_number) for b in found] == [("2305/changes", 2305), ("XXX", None)]

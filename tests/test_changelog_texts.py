@@ -17,23 +17,27 @@ from unittest import mock
 
 import jinja2
 import pytest
+from test_changelog import CASES, HISTORY, PR, PREFIX, _b, appended, entry
 
 import bot.rules.changelog
 import bot.rules.changelog.entries
 import bot.rules.changelog.errors
 import bot.rules.value_kinds
-from bot.rules.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
 from bot.core.templates import Templates, code_span
-from test_changelog import CASES, HISTORY, PR, PREFIX, _b, appended, entry
+from bot.rules.changelog import ChangelogError, ChangelogLimits, check_append, validate_default_branch
 
 ENVIRONMENT = Templates().environment
 LANGUAGES = ("en", "zh")
-MACROS = {language: ENVIRONMENT.from_string(
-    '{% import "_changelog_error.' + language + '.j2" as t %}{{ t.describe(e) }}') for language in LANGUAGES}
+MACROS = {
+    language: ENVIRONMENT.from_string('{% import "_changelog_error.' + language + '.j2" as t %}{{ t.describe(e) }}')
+    for language in LANGUAGES
+}
 CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 # The package's source, every module of it: where the codes and variants the check can emit are written.
-SOURCE = "\n".join(inspect.getsource(importlib.import_module(f"bot.rules.changelog.{module.name}"))
-                   for module in pkgutil.iter_modules(bot.rules.changelog.__path__))
+SOURCE = "\n".join(
+    inspect.getsource(importlib.import_module(f"bot.rules.changelog.{module.name}"))
+    for module in pkgutil.iter_modules(bot.rules.changelog.__path__)
+)
 
 
 def render(language: str, error: ChangelogError | dict[str, Any]) -> str:
@@ -51,8 +55,11 @@ def _default_branch_errors(text: str) -> list[ChangelogError]:
 
 
 def _limited_errors(head: str, **limits: int) -> list[ChangelogError]:
-    return list(check_append(_b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX,
-                             limits=ChangelogLimits(**limits)).errors)
+    return list(
+        check_append(
+            _b(HISTORY), _b(head), pr_number=PR, canonical_prefix=PREFIX, limits=ChangelogLimits(**limits)
+        ).errors
+    )
 
 
 def _failing_errors(exc: BaseException) -> list[ChangelogError]:
@@ -64,31 +71,41 @@ def _failing_errors(exc: BaseException) -> list[ChangelogError]:
 # Inputs for what the case table does not reach: name -> the errors bot/rules/changelog/ gives for them.
 EXTRA = {
     "default branch: a placeholder link, a string entry, an entry without pr-link": _default_branch_errors(
-        HISTORY.replace("1033", "XXX", 1) + "\n- just text\n\n- config-keys: [a]\n"),
+        HISTORY.replace("1033", "XXX", 1) + "\n- just text\n\n- config-keys: [a]\n"
+    ),
     "default branch: not a list": _default_branch_errors("config-keys: [a]\n"),
-    "space before the colon of pr-link": _appended_errors(appended(entry("XXX").replace("pr-link: XXX",
-                                                                                        "pr-link : XXX"))),
-    "no space after a quoted pr-link key": _appended_errors(appended('- {config-keys: [a], description: [b], '
-                                                                     '"pr-link":XXX}\n')),
+    "space before the colon of pr-link": _appended_errors(
+        appended(entry("XXX").replace("pr-link: XXX", "pr-link : XXX"))
+    ),
+    "no space after a quoted pr-link key": _appended_errors(
+        appended('- {config-keys: [a], description: [b], "pr-link":XXX}\n')
+    ),
     "one trailing space after the link": _appended_errors(appended(entry("XXX "))),
     "indented line opening a new file": _appended_errors("  owner: me\n" + entry(), base=None),
     "tabs on twelve lines": _appended_errors(appended(entry("XXX", desc=tuple(f"a\tb{i}" for i in range(12))))),
     "scenario-type a string": _appended_errors(appended(entry("XXX", "  scenario-type: agentic-coding"))),
-    "description items of other YAML types": _appended_errors(appended(
-        entry("XXX", desc=("x",)).replace('    - "x"', "    - !!binary aGVsbG8=\n    - 2026-01-01 10:00:00\n"
-                                                    "    - [a]\n    - {a: 1}"))),
-    "config-keys a set": _appended_errors(appended('- config-keys: !!set {a: null}\n  description: [x]\n'
-                                                   '  pr-link: XXX\n')),
+    "description items of other YAML types": _appended_errors(
+        appended(
+            entry("XXX", desc=("x",)).replace(
+                '    - "x"', "    - !!binary aGVsbG8=\n    - 2026-01-01 10:00:00\n    - [a]\n    - {a: 1}"
+            )
+        )
+    ),
+    "config-keys a set": _appended_errors(
+        appended("- config-keys: !!set {a: null}\n  description: [x]\n  pr-link: XXX\n")
+    ),
     "an entry that is a list": _appended_errors(appended("- - a\n  - b\n")),
-    "a not-accepted pr-link on the next line": _appended_errors(appended(
-        entry("", "    TBD").replace("pr-link: \n", "pr-link:\n"))),
+    "a not-accepted pr-link on the next line": _appended_errors(
+        appended(entry("", "    TBD").replace("pr-link: \n", "pr-link:\n"))
+    ),
     "YAML error without context": _appended_errors(appended(entry("XXX", "  evals-only: true: x"))),
     # A value with backticks and a line break that would start a line of its own with a bot command.
     "pr-link with backticks and a newline": _appended_errors(appended(entry('"`TBD`\\n/use 1"'))),
     # The caps (bot/rules/changelog/limits.py's ChangelogLimits), met with small limits.
     "a head above max_bytes": _limited_errors(appended(entry()), max_bytes=len(HISTORY) + 10),
-    "a description nested 40 levels": _appended_errors(appended(entry("XXX").replace(
-        '    - "Tune"', "    - " + "[" * 40 + "x" + "]" * 40))),
+    "a description nested 40 levels": _appended_errors(
+        appended(entry("XXX").replace('    - "Tune"', "    - " + "[" * 40 + "x" + "]" * 40))
+    ),
     "more values than max_values": _limited_errors(appended(entry(), entry()), max_values=12),
     "RecursionError inside the check": _failing_errors(RecursionError("maximum recursion depth exceeded")),
     "MemoryError inside the check": _failing_errors(MemoryError()),
@@ -118,11 +135,11 @@ def _spans(text: str) -> tuple[list[str], str]:
         closing = re.compile(rf"(?<!`){opening.group()}(?!`)").search(text, opening.end())
         if closing is None:
             break
-        content = text[opening.end():closing.start()]
+        content = text[opening.end() : closing.start()]
         if content[:1] == content[-1:] == " " and content.strip():
             content = content[1:-1]
         spans.append(content)
-        rest.append(text[pos:opening.start()])
+        rest.append(text[pos : opening.start()])
         pos = closing.end()
     rest.append(text[pos:])
     return spans, "\x00".join(rest)
@@ -150,7 +167,7 @@ def _source_variants() -> dict[str, set[str]]:
     return {
         "change": set(bot.rules.changelog.errors._HISTORY_CHANGES),
         "problem": set(re.findall(r'problem(?:, what)? = "([a-z-]+)"', SOURCE))
-                   | set(re.findall(r'problem="([a-z-]+)"', SOURCE)),
+        | set(re.findall(r'problem="([a-z-]+)"', SOURCE)),
         "reason": set(re.findall(r'"([a-z-]+)"', reasons)),
     }
 
@@ -160,8 +177,16 @@ def test_the_source_parsers_find_what_they_look_for():
     assert calls == len(_ERR_WITH_CODE.findall(SOURCE)) + 1, "an `_err(` call whose code the regex misses"
     assert len(re.findall(r"_err\(lines\[0\], code,", SOURCE)) == 1  # the character rules' one
     codes = _source_codes()
-    assert {"history-changed", "pr-link-not-accepted", "default-branch-link", "tab", "not-utf8",
-            "correction-with-append", "unknown-field", "separator"} <= codes
+    assert {
+        "history-changed",
+        "pr-link-not-accepted",
+        "default-branch-link",
+        "tab",
+        "not-utf8",
+        "correction-with-append",
+        "unknown-field",
+        "separator",
+    } <= codes
     assert len(codes) >= 32
     assert {"file-too-large", "too-deep", "too-many-values", "too-complex"} <= codes
     variants = _source_variants()
@@ -224,15 +249,25 @@ def test_each_variant_has_its_own_sentence(language):
     skeletons: dict[str, dict[Any, set[str]]] = defaultdict(lambda: defaultdict(set))
     for _, error in ERRORS:
         skeletons[error.code][_variant(error)].add(_skeleton(render(language, error)))
-    expected_variants = {"history-changed": 6, "trailing-newline": 2, "pr-link-format": 5,
-                         "link-correction-not-accepted": 2, "separator": 3, "outside-entry": 2, "unknown-field": 3,
-                         "yaml-syntax": 2, "wrong-type": 7, "not-a-mapping": 2, "too-complex": 3}
+    expected_variants = {
+        "history-changed": 6,
+        "trailing-newline": 2,
+        "pr-link-format": 5,
+        "link-correction-not-accepted": 2,
+        "separator": 3,
+        "outside-entry": 2,
+        "unknown-field": 3,
+        "yaml-syntax": 2,
+        "wrong-type": 7,
+        "not-a-mapping": 2,
+        "too-complex": 3,
+    }
     for code, count in expected_variants.items():
         assert len(skeletons[code]) == count, (code, list(skeletons[code]))
     for code, variants in skeletons.items():
         groups = list(variants.values())
         for i, group in enumerate(groups):
-            for other in groups[i + 1:]:
+            for other in groups[i + 1 :]:
                 assert not group & other, f"{code}: two variants share a sentence: {group & other}"
 
 
@@ -273,10 +308,14 @@ def test_both_languages_carry_the_same_code_spans_and_numbers(name, error):
 def test_the_pr_link_sentence_names_the_value_this_pr_and_every_accepted_form():
     [error] = [e for name, e in ERRORS if name == "pr-link TBD"]
     english, chinese = (render(language, error) for language in LANGUAGES)
-    assert english == (f"line 17: the `pr-link` value `TBD` is not accepted (this PR is #{PR}). Fix: use `XXX`, "
-                       f"`{PREFIX}XXX` or `{PREFIX}{PR}`.")
-    assert chinese == (f"第 17 行：`pr-link` 的值 `TBD` 不被接受（本 PR 是 #{PR}）。修改方法：改用 `XXX`、"
-                       f"`{PREFIX}XXX` 或 `{PREFIX}{PR}`。")
+    assert english == (
+        f"line 17: the `pr-link` value `TBD` is not accepted (this PR is #{PR}). Fix: use `XXX`, "
+        f"`{PREFIX}XXX` or `{PREFIX}{PR}`."
+    )
+    assert chinese == (
+        f"第 17 行：`pr-link` 的值 `TBD` 不被接受（本 PR 是 #{PR}）。修改方法：改用 `XXX`、"
+        f"`{PREFIX}XXX` 或 `{PREFIX}{PR}`。"
+    )
 
 
 def test_numbers_a_sentence_needs_are_given():
@@ -335,8 +374,9 @@ def test_the_merge_key_sentence_is_rendered_from_a_real_error():
     """The merge key `<<` once never reached its sentence (PyYAML flattened it before the check saw it)."""
     [merge] = [e for name, e in ERRORS if name == "merge key with an inline mapping"]
     assert merge.params["merge_key"] is True and merge.params["field"] == "<<"
-    assert render("en", merge) == ("line 18: the merge key `<<` is not a field of a changelog entry. Fix: write the "
-                                   "fields out in full.")
+    assert render("en", merge) == (
+        "line 18: the merge key `<<` is not a field of a changelog entry. Fix: write the fields out in full."
+    )
     english, chinese = (render(language, merge) for language in LANGUAGES)
     assert _spans(english)[0] == _spans(chinese)[0] == ["<<"] and _integers(english) == _integers(chinese)
 
@@ -344,8 +384,9 @@ def test_the_merge_key_sentence_is_rendered_from_a_real_error():
 def test_an_unquoted_wildcard_is_told_to_take_quotes():
     """`- *-mtp`: a config-keys wildcard reads as a YAML alias; the fix says to quote it."""
     [error] = [e for name, e in ERRORS if name == "config-key starting with an unquoted *"]
-    assert render("en", error).endswith('Fix: put a value that starts with `*`, `&` or `!` in quotes, e.g. '
-                                        '`- "*-mtp"`.')
+    assert render("en", error).endswith(
+        'Fix: put a value that starts with `*`, `&` or `!` in quotes, e.g. `- "*-mtp"`.'
+    )
     assert render("zh", error).endswith('修改方法：以 `*`、`&` 或 `!` 开头的值要加引号，例如 `- "*-mtp"`。')
 
 
@@ -361,8 +402,11 @@ def test_a_history_line_past_the_base_end_still_renders():
     """Params shaped like real ones for a branch no input reaches: a history line past the base's end (no
     change kind names it)."""
     [edited] = [e for name, e in ERRORS if name == "history edited"]
-    past_end = {"line": 12, "code": "history-changed",
-                "params": {**edited.params, "change": "removed", "base_line": 12, "expected": None}}
+    past_end = {
+        "line": 12,
+        "code": "history-changed",
+        "params": {**edited.params, "change": "removed", "base_line": 12, "expected": None},
+    }
     english, chinese = (render(language, past_end) for language in LANGUAGES)
     assert _spans(english)[0] == _spans(chinese)[0] and _integers(english) == _integers(chinese)
     assert "ends at line 11" in english
@@ -384,9 +428,16 @@ def test_an_unknown_code_raises(language):
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
-@pytest.mark.parametrize(("code", "key"), [("history-changed", "change"), ("trailing-newline", "problem"),
-                                           ("pr-link-format", "problem"), ("link-correction-not-accepted", "reason"),
-                                           ("wrong-type", "expected")])
+@pytest.mark.parametrize(
+    ("code", "key"),
+    [
+        ("history-changed", "change"),
+        ("trailing-newline", "problem"),
+        ("pr-link-format", "problem"),
+        ("link-correction-not-accepted", "reason"),
+        ("wrong-type", "expected"),
+    ],
+)
 def test_an_unknown_variant_raises(language, code, key):
     [error] = [e for _, e in ERRORS if e.code == code][:1]
     broken = {"line": error.line, "code": code, "params": {**error.params, key: "no-such-variant"}}
@@ -409,10 +460,15 @@ def test_the_cap_sentences_name_the_limit_and_the_size():
     by_name = {name: error for name, error in ERRORS}
     large = by_name["a head above max_bytes"]
     # the first byte past the limit is the 10th of line 13 (line 12 is the empty line after the history)
-    assert (large.code, large.line, large.params) == ("file-too-large", 13, {"size": len(appended(entry())),
-                                                                             "limit": len(HISTORY) + 10})
-    assert render("en", large).startswith(f"line 13: the changelog is {len(appended(entry())):,} bytes, more than "
-                                          f"the limit of {len(HISTORY) + 10:,} bytes")
+    assert (large.code, large.line, large.params) == (
+        "file-too-large",
+        13,
+        {"size": len(appended(entry())), "limit": len(HISTORY) + 10},
+    )
+    assert render("en", large).startswith(
+        f"line 13: the changelog is {len(appended(entry())):,} bytes, more than "
+        f"the limit of {len(HISTORY) + 10:,} bytes"
+    )
     assert f"{len(HISTORY) + 10:,} 字节的上限" in render("zh", large)
     deep = by_name["a description nested 40 levels"]
     assert (deep.code, deep.line, deep.params) == ("too-deep", 16, {"limit": 32})
@@ -420,8 +476,10 @@ def test_the_cap_sentences_name_the_limit_and_the_size():
     values = by_name["more values than max_values"]
     assert (values.code, values.params) == ("too-many-values", {"limit": 12})
     assert "more than 12 YAML values" in render("en", values)
-    for name, cause, words in (("RecursionError inside the check", "recursion", "recursion limit"),
-                               ("MemoryError inside the check", "memory", "ran out of memory")):
+    for name, cause, words in (
+        ("RecursionError inside the check", "recursion", "recursion limit"),
+        ("MemoryError inside the check", "memory", "ran out of memory"),
+    ):
         error = by_name[name]
         assert (error.code, error.line, error.params) == ("too-complex", 13, {"cause": cause})
         assert words in render("en", error)
@@ -431,9 +489,9 @@ def test_the_cap_sentences_name_the_limit_and_the_size():
 
 
 def _more(language: str, count: int, shown: int, at_least: bool) -> str:
-    return ENVIRONMENT.from_string('{% import "_changelog_error.' + language + '.j2" as t %}'
-                                   "{{ t.more(count, shown, at_least) }}").render(
-        count=count, shown=shown, at_least=at_least)
+    return ENVIRONMENT.from_string(
+        '{% import "_changelog_error.' + language + '.j2" as t %}{{ t.more(count, shown, at_least) }}'
+    ).render(count=count, shown=shown, at_least=at_least)
 
 
 def test_the_unlisted_errors_are_counted_in_words_that_say_at_least():
@@ -441,10 +499,10 @@ def test_the_unlisted_errors_are_counted_in_words_that_say_at_least():
     assert _more("en", 50, 50, False) == _more("zh", 50, 50, False) == ""
     assert _more("en", 51, 50, False) == "1 more changelog error is not listed here."
     assert _more("en", 1250, 50, False) == "1,200 more changelog errors are not listed here."
-    assert _more("en", 51, 50, True) == ("At least 1 more changelog error is not listed here: the check stopped "
-                                         "once the first 50 were found.")
-    assert _more("zh", 51, 50, True) == ("这里还有至少 1 个 changelog 问题没有列出："
-                                         "检查在找到前 50 个问题后就停止了。")
+    assert _more("en", 51, 50, True) == (
+        "At least 1 more changelog error is not listed here: the check stopped once the first 50 were found."
+    )
+    assert _more("zh", 51, 50, True) == ("这里还有至少 1 个 changelog 问题没有列出：检查在找到前 50 个问题后就停止了。")
     for count, at_least in ((51, False), (1250, True)):
         english, chinese = _more("en", count, 50, at_least), _more("zh", count, 50, at_least)
         assert _integers(english) == _integers(chinese)

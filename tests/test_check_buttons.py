@@ -7,15 +7,24 @@ import datetime as dt
 from types import SimpleNamespace
 
 import pytest
+from harness import REPO
+from test_sweep_gate import (
+    FAIL_FAST,
+    check,
+    english,
+    label,
+    open_pull,
+    push,  # noqa: F401
+    runs,
+    seed_pin,
+    send,
+    status,
+)
 
 from bot.rules import check_buttons as cb
 from bot.rules.sweep_record import SweepRecord
 from bot.testing.core import CLOCK_START
 from handlers import pr_state
-from harness import REPO
-from test_sweep_gate import (FAIL_FAST, check, english, label, make_harness, no_merge_wait, open_pull, push,  # noqa: F401
-                             repo, runs, send, status)
-from test_sweep_gate import seed_pin
 
 
 def c(name, ok, code):
@@ -25,34 +34,49 @@ def c(name, ok, code):
 SAME_REPO_READY = [c("labels", True, "valid"), c("fork_approval", None, "same_repo")]
 
 
-@pytest.mark.parametrize("conditions, open_, fork, shown", [
-    (SAME_REPO_READY, True, False, (cb.SWEEP_AGAIN,)),
-    (SAME_REPO_READY, False, False, ()),  # closed: no buttons
-    ([c("labels", None, "no_primary"), c("fork_approval", None, "same_repo")], True, False, ()),
-    ([c("labels", False, "several_primaries"), c("fork_approval", None, "same_repo")], True, False, ()),
-    ([c("labels", True, "valid"), c("fork_approval", False, "head_changed")], True, True, (cb.SWEEP_AGAIN, cb.APPROVE)),
-    ([c("labels", True, "valid"), c("fork_approval", False, "approval_unknown")], True, True,
-     (cb.SWEEP_AGAIN, cb.APPROVE)),
-    ([c("labels", True, "valid"), c("fork_approval", True, "approved")], True, True, (cb.SWEEP_AGAIN,)),
-    ([c("labels", None, "no_primary"), c("fork_approval", None, "awaiting_label")], True, True, ()),
-])
+@pytest.mark.parametrize(
+    "conditions, open_, fork, shown",
+    [
+        (SAME_REPO_READY, True, False, (cb.SWEEP_AGAIN,)),
+        (SAME_REPO_READY, False, False, ()),  # closed: no buttons
+        ([c("labels", None, "no_primary"), c("fork_approval", None, "same_repo")], True, False, ()),
+        ([c("labels", False, "several_primaries"), c("fork_approval", None, "same_repo")], True, False, ()),
+        (
+            [c("labels", True, "valid"), c("fork_approval", False, "head_changed")],
+            True,
+            True,
+            (cb.SWEEP_AGAIN, cb.APPROVE),
+        ),
+        (
+            [c("labels", True, "valid"), c("fork_approval", False, "approval_unknown")],
+            True,
+            True,
+            (cb.SWEEP_AGAIN, cb.APPROVE),
+        ),
+        ([c("labels", True, "valid"), c("fork_approval", True, "approved")], True, True, (cb.SWEEP_AGAIN,)),
+        ([c("labels", None, "no_primary"), c("fork_approval", None, "awaiting_label")], True, True, ()),
+    ],
+)
 def test_which_buttons_are_offered(conditions, open_, fork, shown):
     assert cb.offered(conditions, open=open_, is_fork=fork) == shown
 
 
-@pytest.mark.parametrize("identifier, writer, offered_now, recorded, outcome", [
-    (cb.SWEEP_AGAIN, True, (cb.SWEEP_AGAIN,), None, cb.RESTART),
-    (cb.SWEEP_AGAIN, True, (cb.SWEEP_AGAIN,), "tok", cb.ALREADY_DONE),  # the same press sent again
-    (cb.SWEEP_AGAIN, True, (cb.SWEEP_AGAIN,), "older", cb.RESTART),  # a new press on the rewritten check
-    (cb.SWEEP_AGAIN, False, (cb.SWEEP_AGAIN,), None, cb.NOT_A_WRITER),
-    (cb.SWEEP_AGAIN, None, (cb.SWEEP_AGAIN,), None, cb.NOT_A_WRITER),  # GitHub would not say: counts for nothing
-    (cb.SWEEP_AGAIN, True, (), None, cb.NOT_OFFERED),
-    (cb.APPROVE, True, (cb.SWEEP_AGAIN, cb.APPROVE), None, cb.APPROVE_HEAD),
-    (cb.APPROVE, True, (cb.SWEEP_AGAIN,), None, cb.NOT_OFFERED),  # already approved
-    (cb.APPROVE, False, (cb.APPROVE,), None, cb.NOT_A_WRITER),
-    ("merge-it", True, (cb.SWEEP_AGAIN,), None, cb.UNKNOWN),
-    (None, True, (cb.SWEEP_AGAIN,), None, cb.UNKNOWN),
-])
+@pytest.mark.parametrize(
+    "identifier, writer, offered_now, recorded, outcome",
+    [
+        (cb.SWEEP_AGAIN, True, (cb.SWEEP_AGAIN,), None, cb.RESTART),
+        (cb.SWEEP_AGAIN, True, (cb.SWEEP_AGAIN,), "tok", cb.ALREADY_DONE),  # the same press sent again
+        (cb.SWEEP_AGAIN, True, (cb.SWEEP_AGAIN,), "older", cb.RESTART),  # a new press on the rewritten check
+        (cb.SWEEP_AGAIN, False, (cb.SWEEP_AGAIN,), None, cb.NOT_A_WRITER),
+        (cb.SWEEP_AGAIN, None, (cb.SWEEP_AGAIN,), None, cb.NOT_A_WRITER),  # GitHub would not say: counts for nothing
+        (cb.SWEEP_AGAIN, True, (), None, cb.NOT_OFFERED),
+        (cb.APPROVE, True, (cb.SWEEP_AGAIN, cb.APPROVE), None, cb.APPROVE_HEAD),
+        (cb.APPROVE, True, (cb.SWEEP_AGAIN,), None, cb.NOT_OFFERED),  # already approved
+        (cb.APPROVE, False, (cb.APPROVE,), None, cb.NOT_A_WRITER),
+        ("merge-it", True, (cb.SWEEP_AGAIN,), None, cb.UNKNOWN),
+        (None, True, (cb.SWEEP_AGAIN,), None, cb.UNKNOWN),
+    ],
+)
 def test_what_a_press_does(identifier, writer, offered_now, recorded, outcome):
     assert cb.press(identifier, writer=writer, offered_now=offered_now, token="tok", recorded_token=recorded) == outcome
 
@@ -64,6 +88,7 @@ def test_a_press_token_names_the_check_and_what_it_showed():
 
 def test_the_button_words_fit_githubs_limits_in_both_languages():
     from bot.core.templates import Templates
+
     t = Templates()
     for button in cb.BUTTONS:
         label_text = t.title("sweep_button", button=button, part="label")
@@ -82,8 +107,9 @@ def button_ids(github, sha: str) -> list[str]:
 
 
 async def press(h, sha: str, identifier: str, *, by: str = "maintainer", delivery: str | None = None, payload=None):
-    payload = payload or h.github.check_run_payload(REPO, check(h.github, sha)["id"], "requested_action", sender=by,
-                                                    identifier=identifier)
+    payload = payload or h.github.check_run_payload(
+        REPO, check(h.github, sha)["id"], "requested_action", sender=by, identifier=identifier
+    )
     await h.deliver("check_run", payload, delivery=delivery)
     return payload
 

@@ -6,7 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.rules.checklist import MAX_CANDIDATES, Item, Template, TemplateProblem, compare, normalise, template_items
 
@@ -98,7 +99,10 @@ def test_tilde_fence_and_custom_heading():
         ("run `git apply` here", "run git apply here"),
         ("Case Kept.", "Case Kept."),
         # regression: underscores inside a word were stripped as emphasis (PRREVIEWCHECKLIST.md in a verdict)
-        ("the [PR_REVIEW_CHECKLIST.md](https://x) and `<PR_NUMBER>.md`", "the PR_REVIEW_CHECKLIST.md and <PR_NUMBER>.md"),
+        (
+            "the [PR_REVIEW_CHECKLIST.md](https://x) and `<PR_NUMBER>.md`",
+            "the PR_REVIEW_CHECKLIST.md and <PR_NUMBER>.md",
+        ),
         ("![alt](img.png) <https://a.b/c>", "alt https://a.b/c"),
     ],
 )
@@ -113,7 +117,16 @@ def _names(items: list[Item]) -> list[str]:
 CASES = [
     # (id, sign-off body, signer, ok, missing, unticked, changed-item, signed_by)
     ("all ticked", SMALL_SIGNOFF, "alice", True, [], [], [], "alice"),
-    ("in fence with CRLF", "```\r\n" + SMALL_SIGNOFF.replace("\n", "\r\n") + "\r\n```", "alice", True, [], [], [], "alice"),
+    (
+        "in fence with CRLF",
+        "```\r\n" + SMALL_SIGNOFF.replace("\n", "\r\n") + "\r\n```",
+        "alice",
+        True,
+        [],
+        [],
+        [],
+        "alice",
+    ),
     ("capital X and case of signer", SMALL_SIGNOFF.replace("[x]", "[X]"), "@ALICE", True, [], [], [], "alice"),
     ("bare login", SMALL_SIGNOFF.replace("@alice", "Alice"), "alice", True, [], [], [], "Alice"),
     (
@@ -122,25 +135,41 @@ CASES = [
         .replace("**all**", "all")
         .replace("with _evals_", "with **evals**"),
         "alice",
-        True, [], [], [], "alice",
+        True,
+        [],
+        [],
+        [],
+        "alice",
     ),
     (
         "nested item unticked",
         SMALL_SIGNOFF.replace("- [x] with _evals_", "- [ ] with _evals_"),
         "alice",
-        False, [], ["with _evals_"], [], "alice",
+        False,
+        [],
+        ["with _evals_"],
+        [],
+        "alice",
     ),
     (
         "nested item missing",
         SMALL_SIGNOFF.replace("   - [x] with _evals_\n", ""),
         "alice",
-        False, ["with _evals_"], [], [], "alice",
+        False,
+        ["with _evals_"],
+        [],
+        [],
+        "alice",
     ),
     (
         "continuation reworded",
         SMALL_SIGNOFF.replace("carefully, line by line.", "carefully, line by line"),
         "alice",
-        False, [], [], ["Checked **all** the `configs` carefully, line by line."], "alice",
+        False,
+        [],
+        [],
+        ["Checked **all** the `configs` carefully, line by line."],
+        "alice",
     ),
     ("wrong signer", SMALL_SIGNOFF, "bob", False, [], [], [], "alice"),
     ("not signed", SMALL_SIGNOFF.replace("Signed: @alice", ""), "alice", False, [], [], [], None),
@@ -256,12 +285,48 @@ def old_normalise(text: str) -> str:
     return re.sub(r"\s+", " ", OLD_EMPHASIS.sub("", text)).strip()
 
 
-ORDINARY = st.lists(st.sampled_from([
-    "word", "Verified", " ", "  ", "\t", "\n", ".", ",", "(", ")", "!", "]", ">", ":", "-", "a_b", "_x_", "__b__",
-    "*", "**", "~~", "`code`", "``", "[label](https://x/y)", "![alt](img.png)", "[guide](https://e.com/a_(b))",
-    "[ref][r]", "[x]", "[ ]", "<https://a.b/c>", "<mailto:a@b>", "https://hub.docker.com/u/vllm",
-    "\u00a0", "é", "模板",
-]), max_size=30).map(" ".join)  # words and links in prose, a space between them
+ORDINARY = st.lists(
+    st.sampled_from(
+        [
+            "word",
+            "Verified",
+            " ",
+            "  ",
+            "\t",
+            "\n",
+            ".",
+            ",",
+            "(",
+            ")",
+            "!",
+            "]",
+            ">",
+            ":",
+            "-",
+            "a_b",
+            "_x_",
+            "__b__",
+            "*",
+            "**",
+            "~~",
+            "`code`",
+            "``",
+            "[label](https://x/y)",
+            "![alt](img.png)",
+            "[guide](https://e.com/a_(b))",
+            "[ref][r]",
+            "[x]",
+            "[ ]",
+            "<https://a.b/c>",
+            "<mailto:a@b>",
+            "https://hub.docker.com/u/vllm",
+            "\u00a0",
+            "é",
+            "模板",
+        ]
+    ),
+    max_size=30,
+).map(" ".join)  # words and links in prose, a space between them
 
 
 @settings(max_examples=500, deadline=None)
@@ -280,33 +345,40 @@ def test_the_real_templates_normalise_as_before(real_data):
             assert normalise(line) == old_normalise(line)
 
 
-@pytest.mark.parametrize(("raw", "expected"), [
-    ("[a [b](c)", "[a b"),  # a label holds no bracket: the inner link is the link
-    ("[x](u[v) y", "[x](u[v) y"),  # nor does a URL
-    ("<http://a<http://b>", "<http://ahttp://b"),  # nor an autolink a `<`
-])
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("[a [b](c)", "[a b"),  # a label holds no bracket: the inner link is the link
+        ("[x](u[v) y", "[x](u[v) y"),  # nor does a URL
+        ("<http://a<http://b>", "<http://ahttp://b"),  # nor an autolink a `<`
+    ],
+)
 def test_normalise_where_it_differs_from_before(raw, expected):
     """What the linear regexes read otherwise than the old ones: brackets inside a link, `<` inside an autolink
     (CommonMark allows neither in an autolink; a nested label is rare in a checklist)."""
     assert normalise(raw) == expected
 
 
-from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
+from harness import COMMENT_LIMIT as LIMIT  # noqa: E402
+from harness import fill
 
 
-@pytest.mark.parametrize(("piece", "expected"), [
-    pytest.param("[", "[", id="brackets"),
-    pytest.param("![", "![", id="image-openers"),
-    pytest.param("<http:", "<http:", id="autolink-openers"),
-    pytest.param("[a](", "[a](", id="link-openers"),
-    pytest.param("[a][", "[a][", id="reference-openers"),
-    pytest.param("[a](b)", "a", id="links"),
-    pytest.param("<http://x>", "http://x", id="autolinks"),
-    pytest.param("`", "", id="backticks"),
-    pytest.param("_a ", "a ", id="underscores"),
-    pytest.param("_a", "_a", id="underscores-inside-words"),
-    pytest.param(" \n\t", "", id="whitespace"),
-])
+@pytest.mark.parametrize(
+    ("piece", "expected"),
+    [
+        pytest.param("[", "[", id="brackets"),
+        pytest.param("![", "![", id="image-openers"),
+        pytest.param("<http:", "<http:", id="autolink-openers"),
+        pytest.param("[a](", "[a](", id="link-openers"),
+        pytest.param("[a][", "[a][", id="reference-openers"),
+        pytest.param("[a](b)", "a", id="links"),
+        pytest.param("<http://x>", "http://x", id="autolinks"),
+        pytest.param("`", "", id="backticks"),
+        pytest.param("_a ", "a ", id="underscores"),
+        pytest.param("_a", "_a", id="underscores-inside-words"),
+        pytest.param(" \n\t", "", id="whitespace"),
+    ],
+)
 def test_normalise_worst_cases_at_githubs_limit(piece, expected):
     """Regression: `[` x 65,536 took 28 s in normalise (IMAGE_OR_LINK_RE and REF_LINK_RE rescanned
     to the end from every `[`, AUTOLINK_RE from every `<http:`)."""
@@ -318,9 +390,12 @@ def test_normalise_worst_cases_at_githubs_limit(piece, expected):
 
 # -- compare: bounded --------------------------------------------------------------------------------
 
+
 def test_a_reworded_item_is_found_among_many_unmatched_items():
-    body = SMALL_SIGNOFF.replace("- [x] with _evals_", "- [x] with the evals\n" + "".join(
-        f"- [x] unrelated remark number {i}\n" for i in range(10)))
+    body = SMALL_SIGNOFF.replace(
+        "- [x] with _evals_",
+        "- [x] with the evals\n" + "".join(f"- [x] unrelated remark number {i}\n" for i in range(10)),
+    )
     result = compare(small(), body, "alice")
     assert [(item.text, written) for item, written in result.changed] == [("with _evals_", "with the evals")]
 
@@ -349,8 +424,9 @@ def test_the_rewording_is_shown_as_first_written():
 
 
 def test_the_most_alike_candidate_is_the_rewording_and_ties_go_to_the_first():
-    body = SMALL_SIGNOFF.replace("- [x] with _evals_", "- [x] with evals, maybe\n   - [x] with the evals\n"
-                                 "   - [x] with some evals")
+    body = SMALL_SIGNOFF.replace(
+        "- [x] with _evals_", "- [x] with evals, maybe\n   - [x] with the evals\n   - [x] with some evals"
+    )
     assert [w for _, w in compare(small(), body, "alice").changed] == ["with the evals"]
 
 
@@ -399,12 +475,15 @@ def test_compare_worst_real_sign_offs_at_githubs_limit(real_data, name, heading)
     assert compare(template, signoff + "\n" + fill("- [x] x\n", suffix="")[: LIMIT - len(signoff) - 1], "alice").ok
 
 
-@pytest.mark.parametrize("block", [
-    pytest.param(fill("- [ ] x\n"), id="items"),
-    pytest.param(fill("  more\n", "- [ ] item\n"), id="one-item-continued-on-every-line"),
-    pytest.param(fill("["), id="brackets"),
-    pytest.param(fill("x\n", "- [ ] item\n"), id="fields"),
-])
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(fill("- [ ] x\n"), id="items"),
+        pytest.param(fill("  more\n", "- [ ] item\n"), id="one-item-continued-on-every-line"),
+        pytest.param(fill("["), id="brackets"),
+        pytest.param(fill("x\n", "- [ ] item\n"), id="fields"),
+    ],
+)
 def test_template_items_worst_cases(block):
     """Regression: continuation lines were joined by copying the item's text again for every line, and
     every item's text went through the quadratic normalise."""

@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
+from postgres import postgres_db, postgres_url  # noqa: F401
 
 from bot.app import cli
 from bot.core.config import Settings
 from bot.delivery.journal import FAILED, NewDelivery
 from bot.delivery.journal_open import open_journal
-from postgres import postgres_db, postgres_url  # noqa: F401
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "pull_request.opened.json"
 
@@ -71,6 +71,7 @@ def payload_file(tmp_path, name: str, change) -> str:
 def pr_number(n: int):
     def change(payload: dict) -> None:
         payload["number"] = payload["pull_request"]["number"] = n
+
     return change
 
 
@@ -91,10 +92,14 @@ async def test_receive_on_a_repository_the_sandbox_does_not_hold_is_one_line_and
     """Regression: a comment on a PR of a repository the sandbox did not hold: the repository was made
     from the payload but not its PR (an issue_comment names it as an issue), and the handlers' 404 ended in a
     traceback. Now one line, exit 2."""
-    comment = {"action": "created", "issue": {"number": 7, "pull_request": {"url": "x"}, "user": {"login": "a"}},
-               "comment": {"id": 1, "body": "/help", "user": {"login": "a", "type": "User"}},
-               "repository": {"full_name": "someone/elsewhere", "default_branch": "main"},
-               "installation": {"id": 1}, "sender": {"login": "a", "type": "User"}}
+    comment = {
+        "action": "created",
+        "issue": {"number": 7, "pull_request": {"url": "x"}, "user": {"login": "a"}},
+        "comment": {"id": 1, "body": "/help", "user": {"login": "a", "type": "User"}},
+        "repository": {"full_name": "someone/elsewhere", "default_branch": "main"},
+        "installation": {"id": 1},
+        "sender": {"login": "a", "type": "User"},
+    }
     path = tmp_path / "comment.json"
     path.write_text(json.dumps(comment))
     assert await cli.receive(sandbox_settings(tmp_path), "issue_comment", str(path), dry_run=False) == 2
@@ -102,22 +107,31 @@ async def test_receive_on_a_repository_the_sandbox_does_not_hold_is_one_line_and
     assert err.count("\n") == 1 and "Traceback" not in err and "someone/elsewhere" in err and "#7" in err, err
 
 
-
 async def test_receive_of_a_check_run_on_a_pr_the_sandbox_does_not_hold_is_one_line_and_exit_2(tmp_path, capsys):
     """Regression: "Re-run" of the sweep-gate check of PR #5, which the sandbox does not hold (the PR is
     named only inside check_run), ended in a traceback of the fake GitHub's 404. Now one line naming the request
     that found nothing, exit 2."""
     sha = json.loads(EXAMPLE.read_text())["pull_request"]["head"]["sha"]
-    rerun = {"action": "rerequested", "check_run": {
-        "id": 77, "name": "sweep-gate", "head_sha": sha, "app": {"slug": "sweepbot"}, "check_suite": {"id": 1},
-        "pull_requests": [{"number": 5, "head": {"sha": sha}, "base": {"ref": "main"}}]},
+    rerun = {
+        "action": "rerequested",
+        "check_run": {
+            "id": 77,
+            "name": "sweep-gate",
+            "head_sha": sha,
+            "app": {"slug": "sweepbot"},
+            "check_suite": {"id": 1},
+            "pull_requests": [{"number": 5, "head": {"sha": sha}, "base": {"ref": "main"}}],
+        },
         "repository": {"full_name": "demo-org/InferenceX", "default_branch": "main"},
-        "installation": {"id": 1}, "sender": {"login": "maintainer", "type": "User"}}
+        "installation": {"id": 1},
+        "sender": {"login": "maintainer", "type": "User"},
+    }
     path = tmp_path / "rerun.json"
     path.write_text(json.dumps(rerun))
     assert await cli.receive(sandbox_settings(tmp_path), "check_run", str(path), dry_run=True) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and "/repos/demo-org/InferenceX/issues/5/" in err, err
+
 
 async def test_receive_an_unknown_event_name_is_one_line_and_exit_2(tmp_path, capsys):
     """Regression: `-e pull_requests` said "no handler wants pull_requests.opened" and exited 0, as if
@@ -165,7 +179,14 @@ def test_serve_help_lists_every_variable_the_settings_read(capsys):
     none it does not read."""
     env = ReadsRecorded()
     Settings.from_env(env, dotenv=False)
-    assert {"APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET", "HOST", "PORT"} <= env.read  # the probe works
+    assert {
+        "APP_ID",
+        "PRIVATE_KEY",
+        "PRIVATE_KEY_PATH",
+        "WEBHOOK_SECRET",
+        "HOST",
+        "PORT",
+    } <= env.read  # the probe works
     with pytest.raises(SystemExit) as done:
         cli.main(["serve", "--help"])
     assert done.value.code == 0
@@ -180,21 +201,24 @@ def test_serve_help_lists_every_variable_the_settings_read(capsys):
 
 
 def backend_settings(backend, tmp_path, request) -> Settings:
-    return (sandbox_settings(tmp_path) if backend == "sqlite"
-            else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False))
+    return (
+        sandbox_settings(tmp_path)
+        if backend == "sqlite"
+        else Settings.from_env({"SWEEPBOT_DB": request.getfixturevalue("postgres_db")}, dotenv=False)
+    )
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-async def test_deliveries_lists_failures_and_redeliver_queues_one_for_the_workers(backend, tmp_path, capsys,
-                                                                                  request):
+async def test_deliveries_lists_failures_and_redeliver_queues_one_for_the_workers(backend, tmp_path, capsys, request):
     """Regression: `redeliver` ran the delivery in the CLI's own process (`journal.begin`) beside the
     running workers, so on PostgreSQL a replica could run the same row, or a newer one of its PR, at the same
     time, and both sent. It now only queues the row again; here no worker runs, so it stays queued."""
     settings = backend_settings(backend, tmp_path, request)
     journal = open_journal(settings.db_path)
     payload = json.loads(EXAMPLE.read_text())
-    seq = await journal.record(NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1,
-                                           json.dumps(payload).encode()))
+    seq = await journal.record(
+        NewDelivery("abc-1", "pull_request", "opened", "demo-org/InferenceX", 1, 1, json.dumps(payload).encode())
+    )
     await journal.begin(seq)
     await journal.finish(seq, FAILED, "GitHubBroken: 502")
     journal.close()
@@ -221,8 +245,7 @@ async def test_deliveries_lists_failures_and_redeliver_queues_one_for_the_worker
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-async def test_redeliver_wait_sees_the_running_workers_run_it_again(backend, make_harness, tmp_path, capsys,
-                                                                     request):
+async def test_redeliver_wait_sees_the_running_workers_run_it_again(backend, make_harness, tmp_path, capsys, request):
     """The running server's workers (SQLite) or replicas (PostgreSQL, under the lane's lease) take the requeued
     row, and `--wait` reports their outcome: the second attempt, done."""
     from harness import REPO
@@ -281,8 +304,20 @@ def test_manifest_webhook_url_moves_the_redirect_url_and_keeps_the_homepage(caps
 
 
 def test_manifest_redirect_url_and_url_when_given_are_used_as_they_are(capsys):
-    assert cli.main(["manifest", "--webhook-url", "https://bot.example.com/webhook",
-                     "--redirect-url", "https://other.example.com/done", "--url", "https://home.example.com"]) == 0
+    assert (
+        cli.main(
+            [
+                "manifest",
+                "--webhook-url",
+                "https://bot.example.com/webhook",
+                "--redirect-url",
+                "https://other.example.com/done",
+                "--url",
+                "https://home.example.com",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert (data["redirect_url"], data["url"]) == ("https://other.example.com/done", "https://home.example.com")
 
@@ -318,8 +353,10 @@ def test_setup_on_a_port_in_use_says_so_in_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and f"127.0.0.1:{port}" in err and "--port" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("flag, value", [("--webhook-url", "http://bot.example.com/webhook"),
-                                         ("--github-url", "https://ghe.example.com/some/path")])
+@pytest.mark.parametrize(
+    "flag, value",
+    [("--webhook-url", "http://bot.example.com/webhook"), ("--github-url", "https://ghe.example.com/some/path")],
+)
 def test_setup_refuses_a_bad_url_before_serving(tmp_path, capsys, flag, value):
     assert cli.main(["setup", "--env-file", str(tmp_path / ".env"), flag, value]) == 2
     err = capsys.readouterr().err

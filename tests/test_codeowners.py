@@ -165,11 +165,18 @@ def test_handles_are_the_login_and_its_teams_lower_cased():
     assert handles("Carol", ["Org/Core", "org/ops"]) == {"@carol", "@org/core", "@org/ops"}
 
 
-@pytest.mark.parametrize("owner,expected", [
-    ("@alice", True), ("@org/team-a", True), ("alice", False), ("org/team", False),
-    ("dev@example.com", False),  # an owner CODEOWNERS accepts, but it names no account
-    ("@", False), ("@-x", False),
-])
+@pytest.mark.parametrize(
+    "owner,expected",
+    [
+        ("@alice", True),
+        ("@org/team-a", True),
+        ("alice", False),
+        ("org/team", False),
+        ("dev@example.com", False),  # an owner CODEOWNERS accepts, but it names no account
+        ("@", False),
+        ("@-x", False),
+    ],
+)
 def test_is_handle(owner, expected):
     assert is_handle(owner) is expected
 

@@ -14,8 +14,8 @@ from gidgethub import sansio
 
 from bot.core.config import default_policy
 from bot.core.processing import Context
-from bot.rules.policy import Policy
 from bot.effects.actions import Action, Comment, React, Unreact
+from bot.rules.policy import Policy
 from handlers import commands as dispatcher_module
 from handlers.commands import CommandRoute, CommentCommand, Dispatcher, Feature
 from handlers.pr_state import reply_comment
@@ -50,7 +50,7 @@ class StubContext:
     def known_writer(self, login: str) -> bool | None:
         return self.cached
 
-    def writing_after(self, first) -> "StubContext":
+    def writing_after(self, first) -> StubContext:
         return self
 
     def untrusted(self) -> None:
@@ -89,19 +89,34 @@ async def comment_changed(ctx, call: CommentCommand) -> list[Action]:
     return []
 
 
-FEATURES = [Feature(commands={"use": CommandRoute(pin, refusal), "reuse": CommandRoute(pin, refusal)},
-                    comment_changed=(comment_changed,)),
-            Feature(commands={"help": CommandRoute(help_reply)})]
+FEATURES = [
+    Feature(
+        commands={"use": CommandRoute(pin, refusal), "reuse": CommandRoute(pin, refusal)},
+        comment_changed=(comment_changed,),
+    ),
+    Feature(commands={"help": CommandRoute(help_reply)}),
+]
 
 
-def delivery(body: str | None, *, action: str = "created", before: str | None = None, author: str = "maintainer",
-             user_type: str = "User", editor: str | None = None, on_pr: bool = True) -> sansio.Event:
+def delivery(
+    body: str | None,
+    *,
+    action: str = "created",
+    before: str | None = None,
+    author: str = "maintainer",
+    user_type: str = "User",
+    editor: str | None = None,
+    on_pr: bool = True,
+) -> sansio.Event:
     issue: dict[str, Any] = {"number": NUMBER}
     if on_pr:
         issue["pull_request"] = {"url": "https://api.github.com/repos/acme/x/pulls/1"}
-    data: dict[str, Any] = {"action": action, "issue": issue,
-                            "comment": {"id": COMMENT_ID, "body": body, "user": {"login": author, "type": user_type}},
-                            "sender": {"login": editor or author}}
+    data: dict[str, Any] = {
+        "action": action,
+        "issue": issue,
+        "comment": {"id": COMMENT_ID, "body": body, "user": {"login": author, "type": user_type}},
+        "sender": {"login": editor or author},
+    }
     if action == "edited":
         data["changes"] = {"body": {"from": before}}
     return sansio.Event(data, event="issue_comment", delivery_id="d1")
@@ -110,16 +125,21 @@ def delivery(body: str | None, *, action: str = "created", before: str | None = 
 def refused(outcome: str, *, edited: bool = False, text: str = "/use 5") -> list[Action]:
     """A refusal when GitHub would not confirm the permission: the reply, 👎, and 👀 off should it be there."""
     # the stub stands in for the Context: reply_comment reads only its render()
-    reply = reply_comment(cast(Context, StubContext()), NUMBER, COMMENT_ID,
-                          {"template": "pin_reply", "command": text, "outcome": outcome})
+    reply = reply_comment(
+        cast(Context, StubContext()), NUMBER, COMMENT_ID, {"template": "pin_reply", "command": text, "outcome": outcome}
+    )
     actions: list[Action] = [reply, React(COMMENT_ID, "-1"), Unreact(COMMENT_ID, "eyes")]
     return actions + ([Unreact(COMMENT_ID, "+1")] if edited else [])
 
 
 def not_a_writer(*, edited: bool = False, text: str = "/use 5") -> list[Action]:
     """A refusal of someone GitHub says cannot write: the reply alone (and a 👍 from when they could, if any)."""
-    reply = reply_comment(cast(Context, StubContext()), NUMBER, COMMENT_ID,
-                          {"template": "pin_reply", "command": text, "outcome": "unauthorized"})
+    reply = reply_comment(
+        cast(Context, StubContext()),
+        NUMBER,
+        COMMENT_ID,
+        {"template": "pin_reply", "command": text, "outcome": "unauthorized"},
+    )
     actions: list[Action] = [reply]
     return actions + ([Unreact(COMMENT_ID, "+1")] if edited else [])
 
@@ -129,41 +149,102 @@ SEEN = [React(COMMENT_ID, "eyes")]
 # (id, delivery, the author's permission, feature calls, applied at once, returned, whose permission was asked)
 CASES = [
     ("maintainer-allowed", delivery("/use 5"), True, [("pin", "use", 5)], SEEN, ran("pin"), ["maintainer"]),
-    ("legacy-name-allowed", delivery("/reuse-sweep-run"), True, [("pin", "reuse", None)], SEEN, ran("pin"),
-     ["maintainer"]),
+    (
+        "legacy-name-allowed",
+        delivery("/reuse-sweep-run"),
+        True,
+        [("pin", "reuse", None)],
+        SEEN,
+        ran("pin"),
+        ["maintainer"],
+    ),
     ("no-write-refused", delivery("/use 5", author="partner"), False, [], [], not_a_writer(), ["partner"]),
     ("permission-unknown", delivery("/use 5"), None, [], [], refused("permission_unknown"), ["maintainer"]),
-    ("anyone-may-ask-help", delivery("/help", author="partner"), False, [("help", "help", None)], [], ran("help"),
-     []),
-    ("usage-problem-gets-help-for-anyone", delivery("/use abc", author="partner"), False,
-     [("help", "use", None)], [], ran("help"), []),
+    ("anyone-may-ask-help", delivery("/help", author="partner"), False, [("help", "help", None)], [], ran("help"), []),
+    (
+        "usage-problem-gets-help-for-anyone",
+        delivery("/use abc", author="partner"),
+        False,
+        [("help", "use", None)],
+        [],
+        ran("help"),
+        [],
+    ),
     ("another-bot", delivery("/use 5", author="renovate", user_type="Bot"), True, [], [], [], []),
     ("the-app-itself", delivery("/use 5", author=BOT), True, [], [], [], []),
     ("not-a-pull-request", delivery("/use 5", on_pr=False), True, [], [], [], []),
     ("no-command", delivery("Looks good to me"), True, [], [], [], []),
     ("command-in-code", delivery("```\n/use 5\n```"), True, [], [], [], []),
     ("kind-no-feature-runs", delivery("/stage-results 5"), True, [], [], [], []),
-    ("edit-adds-a-command", delivery("thanks\n/use 5", action="edited", before="thanks"), True,
-     [("changed", "edited", None), ("pin", "use", 5)], SEEN, ran("pin"), ["maintainer"]),
-    ("edit-keeps-the-command", delivery("/use 5\nthanks", action="edited", before="/use 5"), True,
-     [("changed", "edited", None)], [], [], []),
-    ("edit-changes-the-run-refused", delivery("/use 6", action="edited", before="/use 5", author="partner"), False,
-     [("changed", "edited", None)], [], not_a_writer(edited=True, text="/use 6"), ["partner"]),
-    ("edit-by-non-author-runs-nothing", delivery("/use 5", action="edited", before="hi", editor="admin"), True,
-     [("changed", "edited", None)], [], [], []),
-    ("edit-by-non-author-editor-case-is-the-author", delivery("/use 5", action="edited", before="hi",
-                                                              editor="MAINTAINER"), True,
-     [("changed", "edited", None), ("pin", "use", 5)], SEEN, ran("pin"), ["maintainer"]),
-    ("edit-by-non-author-still-gets-help", delivery("/help", action="edited", before="hi", author="partner",
-                                                    editor="admin"), None,
-     [("changed", "edited", None), ("help", "help", None)], [], ran("help"), []),
-    ("deleted-tells-the-features-and-runs-nothing", delivery("/use 5", action="deleted"), True,
-     [("changed", "deleted", None)], [], [], []),
+    (
+        "edit-adds-a-command",
+        delivery("thanks\n/use 5", action="edited", before="thanks"),
+        True,
+        [("changed", "edited", None), ("pin", "use", 5)],
+        SEEN,
+        ran("pin"),
+        ["maintainer"],
+    ),
+    (
+        "edit-keeps-the-command",
+        delivery("/use 5\nthanks", action="edited", before="/use 5"),
+        True,
+        [("changed", "edited", None)],
+        [],
+        [],
+        [],
+    ),
+    (
+        "edit-changes-the-run-refused",
+        delivery("/use 6", action="edited", before="/use 5", author="partner"),
+        False,
+        [("changed", "edited", None)],
+        [],
+        not_a_writer(edited=True, text="/use 6"),
+        ["partner"],
+    ),
+    (
+        "edit-by-non-author-runs-nothing",
+        delivery("/use 5", action="edited", before="hi", editor="admin"),
+        True,
+        [("changed", "edited", None)],
+        [],
+        [],
+        [],
+    ),
+    (
+        "edit-by-non-author-editor-case-is-the-author",
+        delivery("/use 5", action="edited", before="hi", editor="MAINTAINER"),
+        True,
+        [("changed", "edited", None), ("pin", "use", 5)],
+        SEEN,
+        ran("pin"),
+        ["maintainer"],
+    ),
+    (
+        "edit-by-non-author-still-gets-help",
+        delivery("/help", action="edited", before="hi", author="partner", editor="admin"),
+        None,
+        [("changed", "edited", None), ("help", "help", None)],
+        [],
+        ran("help"),
+        [],
+    ),
+    (
+        "deleted-tells-the-features-and-runs-nothing",
+        delivery("/use 5", action="deleted"),
+        True,
+        [("changed", "deleted", None)],
+        [],
+        [],
+        [],
+    ),
 ]
 
 
-@pytest.mark.parametrize("event, permission, calls, applied, returned, asked",
-                         [pytest.param(*case[1:], id=case[0]) for case in CASES])
+@pytest.mark.parametrize(
+    "event, permission, calls, applied, returned, asked", [pytest.param(*case[1:], id=case[0]) for case in CASES]
+)
 async def test_dispatch(event, permission, calls, applied, returned, asked):
     CALLS.clear()
     ctx = StubContext(permission=permission)
@@ -175,13 +256,17 @@ async def test_dispatch(event, permission, calls, applied, returned, asked):
     assert ctx.asked == asked
 
 
-@pytest.mark.parametrize("event, parsed", [
-    (delivery("/use 5"), ["/use 5"]),
-    (delivery("/use 6", action="edited", before="/use 5"), ["/use 6", "/use 5"]),
-    (delivery("no command now", action="edited", before="/use 5"), ["no command now", "/use 5"]),
-    (delivery("/use 5", action="deleted"), []),
-    (delivery("/use 5", author="renovate", user_type="Bot"), []),
-], ids=["created", "edited", "edited-away", "deleted", "bot"])
+@pytest.mark.parametrize(
+    "event, parsed",
+    [
+        (delivery("/use 5"), ["/use 5"]),
+        (delivery("/use 6", action="edited", before="/use 5"), ["/use 6", "/use 5"]),
+        (delivery("no command now", action="edited", before="/use 5"), ["no command now", "/use 5"]),
+        (delivery("/use 5", action="deleted"), []),
+        (delivery("/use 5", author="renovate", user_type="Bot"), []),
+    ],
+    ids=["created", "edited", "edited-away", "deleted", "bot"],
+)
 async def test_each_body_is_parsed_at_most_once(monkeypatch, event, parsed):
     """Regression: help, the pin command, staging and the pin's withdrawal each parsed the comment
     again (up to three times a body per delivery). Here every feature function and hook reads the command and
@@ -205,12 +290,21 @@ async def test_each_body_is_parsed_at_most_once(monkeypatch, event, parsed):
     assert sorted(bodies) == sorted(parsed)
 
 
-@pytest.mark.parametrize("features, message", [
-    ([Feature(commands={"deploy": CommandRoute(pin)})], "no command 'deploy'"),
-    ([Feature(commands={"use": CommandRoute(pin, refusal)}), Feature(commands={"use": CommandRoute(pin, refusal)})],
-     "two features run the command 'use'"),
-    ([Feature(commands={"use": CommandRoute(pin)})], "needs a refusal reply"),
-], ids=["unknown-kind", "two-features", "maintainers-without-refusal"])
+@pytest.mark.parametrize(
+    "features, message",
+    [
+        ([Feature(commands={"deploy": CommandRoute(pin)})], "no command 'deploy'"),
+        (
+            [
+                Feature(commands={"use": CommandRoute(pin, refusal)}),
+                Feature(commands={"use": CommandRoute(pin, refusal)}),
+            ],
+            "two features run the command 'use'",
+        ),
+        ([Feature(commands={"use": CommandRoute(pin)})], "needs a refusal reply"),
+    ],
+    ids=["unknown-kind", "two-features", "maintainers-without-refusal"],
+)
 def test_a_registration_the_dispatcher_cannot_honour_is_refused_at_start(features, message):
     with pytest.raises(ValueError, match=message):
         Dispatcher(features)
@@ -227,16 +321,21 @@ def test_a_who_the_dispatcher_cannot_check_is_refused_at_start(monkeypatch):
         Dispatcher([Feature(commands={"stage": CommandRoute(pin, refusal)})])
 
 
-@pytest.mark.parametrize("features, actions", [
-    ([], set()),
-    ([Feature(commands={"help": CommandRoute(help_reply)})], {"created", "edited"}),
-    ([Feature(comment_changed=(comment_changed,))], {"edited", "deleted"}),
-    (FEATURES, {"created", "edited", "deleted"}),
-], ids=["nothing", "commands", "hooks", "both"])
+@pytest.mark.parametrize(
+    "features, actions",
+    [
+        ([], set()),
+        ([Feature(commands={"help": CommandRoute(help_reply)})], {"created", "edited"}),
+        ([Feature(comment_changed=(comment_changed,))], {"edited", "deleted"}),
+        (FEATURES, {"created", "edited", "deleted"}),
+    ],
+    ids=["nothing", "commands", "hooks", "both"],
+)
 def test_the_dispatcher_subscribes_only_to_what_its_features_need(features, actions):
     router = Dispatcher(features).router
-    subscribed = {action for action in ("created", "edited", "deleted")
-                  if router.fetch(delivery("/help", action=action))}
+    subscribed = {
+        action for action in ("created", "edited", "deleted") if router.fetch(delivery("/help", action=action))
+    }
     assert subscribed == actions
 
 

@@ -2,6 +2,7 @@
 
 import pytest
 
+from bot.core.config import default_policy
 from bot.rules.commands import (
     COMMANDS,
     DEFAULT_NAMES,
@@ -19,7 +20,6 @@ from bot.rules.commands import (
     last_command,
     parse,
 )
-from bot.core.config import default_policy
 
 NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
 ALL = tuple(NAMES.values())
@@ -215,8 +215,11 @@ CODE_COMMENT_CASES = [
     case("~~~\n<!--\n~~~\n/use 123", ("use", 123, None, 4), "opener-in-tilde-fence"),
     case(f"- {FENCE}\n  <!--\n  {FENCE}\n/use 123", ("use", 123, None, 4), "opener-in-fence-in-list-item"),
     case(f"{FENCE}<!--\n{FENCE}\n/use 123", ("use", 123, None, 3), "opener-in-fence-info-string"),
-    case(f"{FENCE}\n<!--\n{FENCE}\n/use 1\n{FENCE}\n-->\n{FENCE}\n/use 2", ("use", 2, None, 8),
-         "closer-in-fenced-block-is-text-too"),
+    case(
+        f"{FENCE}\n<!--\n{FENCE}\n/use 1\n{FENCE}\n-->\n{FENCE}\n/use 2",
+        ("use", 2, None, 8),
+        "closer-in-fenced-block-is-text-too",
+    ),
     case("`<!--`\n/use 123", ("use", 123, None, 2), "opener-in-inline-code"),
     case("Write `<!--` to start a comment.\n/use 123", ("use", 123, None, 2), "opener-in-inline-code-in-prose"),
     case("``a <!-- ` b``\n/use 123", ("use", 123, None, 2), "opener-in-double-backtick-span"),
@@ -353,8 +356,8 @@ def test_visible_text_keeps_code_spans_whole():
 
 # --- worst cases at GitHub's limit (65,536 characters): right answers (speed: bench/parsers.py) --------------
 
-from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
-
+from harness import COMMENT_LIMIT as LIMIT  # noqa: E402
+from harness import fill
 
 WORST_CASES = [
     case(fill("["), [], "brackets"),
@@ -564,7 +567,9 @@ NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case 
     [
         pytest.param(NAMES, [], id="defaults"),
         pytest.param({**NAMES, "use": "pin-2", "help": "commands"}, [], id="renamed"),
-        pytest.param({**NAMES, "use": "\u4f7f\u7528"}, [f"commands.use: '\u4f7f\u7528' {NOT_A_WORD}"], id="chinese-name"),
+        pytest.param(
+            {**NAMES, "use": "\u4f7f\u7528"}, [f"commands.use: '\u4f7f\u7528' {NOT_A_WORD}"], id="chinese-name"
+        ),
         pytest.param({**NAMES, "use": "USE"}, [f"commands.use: 'USE' {NOT_A_WORD}"], id="upper-case"),
         pytest.param({**NAMES, "use": "/use"}, [f"commands.use: '/use' {NOT_A_WORD}"], id="with-slash"),
         pytest.param({**NAMES, "use": "use run"}, [f"commands.use: 'use run' {NOT_A_WORD}"], id="space"),
@@ -574,12 +579,19 @@ NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case 
         pytest.param({**NAMES, "use": "pic\u212a"}, [f"commands.use: 'pic\u212a' {NOT_A_WORD}"], id="kelvin-sign"),
         pytest.param({**NAMES, "use": ""}, [f"commands.use: '' {NOT_A_WORD}"], id="empty"),
         pytest.param({**NAMES, "use": 5}, [f"commands.use: 5 {NOT_A_WORD}"], id="number"),
-        pytest.param({**NAMES, "reuse": "use"}, ["commands.reuse: 'use' is also the name of commands.use"],
-                     id="shared-name"),
-        pytest.param({"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results"},
-                     ["commands.help: missing: every command needs a name"], id="missing-kind"),
-        pytest.param({**NAMES, "deploy": "deploy"},
-                     ["commands.deploy: unknown command; the commands are use, reuse, stage, help"], id="unknown-kind"),
+        pytest.param(
+            {**NAMES, "reuse": "use"}, ["commands.reuse: 'use' is also the name of commands.use"], id="shared-name"
+        ),
+        pytest.param(
+            {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results"},
+            ["commands.help: missing: every command needs a name"],
+            id="missing-kind",
+        ),
+        pytest.param(
+            {**NAMES, "deploy": "deploy"},
+            ["commands.deploy: unknown command; the commands are use, reuse, stage, help"],
+            id="unknown-kind",
+        ),
         pytest.param(
             {"use": "USE", "reuse": "help", "help": "help", "pin": "pin"},
             [
@@ -596,8 +608,7 @@ def test_command_name_errors(names, errors):
     assert command_name_errors(names) == errors
 
 
-@pytest.mark.parametrize(
-    "name", ["use", "pin-2", "a", "x-"], ids=lambda name: name)
+@pytest.mark.parametrize("name", ["use", "pin-2", "a", "x-"], ids=lambda name: name)
 def test_a_name_the_check_accepts_is_one_the_grammar_reads(name):
     names = {**NAMES, "use": name}
     assert command_name_errors(names) == []
@@ -617,13 +628,44 @@ def test_a_name_the_check_refuses_the_grammar_refuses_too(name):
 
 import re  # noqa: E402
 
-from hypothesis import assume, given, settings, strategies as st  # noqa: E402
+from hypothesis import assume, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
 # Bodies made of the characters that matter to the grammar, with real command lines mixed in.
-PIECES = st.sampled_from(["/use 123", "/reuse-sweep-run", "/help", "/stage-results 9", "```", "~~~", "`", ">",
-                          "<!--", "-->", "<!-->", "<!--->", "<pre>", "</pre>", "<code>", "</code>", "<div>", "#",
-                          "---", "    ", "\t", "\n", "\r\n", "\r", " ", "text", "- ", "1. ", "2. "])
+PIECES = st.sampled_from(
+    [
+        "/use 123",
+        "/reuse-sweep-run",
+        "/help",
+        "/stage-results 9",
+        "```",
+        "~~~",
+        "`",
+        ">",
+        "<!--",
+        "-->",
+        "<!-->",
+        "<!--->",
+        "<pre>",
+        "</pre>",
+        "<code>",
+        "</code>",
+        "<div>",
+        "#",
+        "---",
+        "    ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\r",
+        " ",
+        "text",
+        "- ",
+        "1. ",
+        "2. ",
+    ]
+)
 BODIES = st.lists(PIECES | st.text(max_size=8), max_size=25).map("".join)
 
 
@@ -657,9 +699,13 @@ def test_a_body_in_a_pre_or_code_block_never_yields_a_command(body, tag):
 
 
 # A quoted paragraph line, then lines that continue it (none blank, none interrupting), then a command.
-WORDS = st.text(st.characters(blacklist_categories=["Cs"],  # a list: mypy infers ("Cs",) as tuple[str]
-                              blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
-                max_size=12)
+WORDS = st.text(
+    st.characters(
+        blacklist_categories=["Cs"],  # a list: mypy infers ("Cs",) as tuple[str]
+        blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029",
+    ),
+    max_size=12,
+)
 PARAGRAPH_LINE = st.builds(lambda word, rest: word + rest, st.sampled_from(["a", "Text", "x,", "é", "/use 5"]), WORDS)
 
 

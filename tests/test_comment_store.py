@@ -7,16 +7,15 @@ import asyncio
 
 import httpx
 import pytest
+from harness import REPO
 
-from bot.effects.comments import CREATED, KEPT, UNCHANGED, UPDATED, CommentStore
-
-from bot.rules.markers import BODY_LIMIT, fit, marker, purpose_of
-from bot.rules.commands import find_commands
 from bot.core.config import default_policy
+from bot.effects.comments import CREATED, KEPT, UNCHANGED, UPDATED, CommentStore
 from bot.github.client import GitHubClient, RetryPolicy
 from bot.github.connections import ConnectionShards
+from bot.rules.commands import find_commands
+from bot.rules.markers import BODY_LIMIT, fit, marker, purpose_of
 from bot.telemetry.metrics import Metrics
-from harness import REPO
 
 TOKEN = "ghs_store_test_token"
 
@@ -34,8 +33,7 @@ def test_marker_round_trips(purpose):
     assert purpose_of(marker(purpose) + "\nbody") == purpose
 
 
-@pytest.mark.parametrize("purpose", ["", "Welcome", "two words", "x -->", "x --> <!-- y", "-leading", "welcome\n",
-                                     "ü"])
+@pytest.mark.parametrize("purpose", ["", "Welcome", "two words", "x -->", "x --> <!-- y", "-leading", "welcome\n", "ü"])
 def test_bad_purposes_are_refused(purpose):
     """Regression ("x -->"): the check matched only a prefix, so a purpose holding " -->" made a marker that
     reads back as another purpose ("x")."""
@@ -43,16 +41,19 @@ def test_bad_purposes_are_refused(purpose):
         marker(purpose)
 
 
-@pytest.mark.parametrize("body, purpose", [
-    ("<!-- sweepbot:welcome -->\nhi", "welcome"),
-    ("<!-- sweepbot:welcome -->", "welcome"),
-    (" <!-- sweepbot:welcome -->\nhi", None),  # only at the very start
-    ("hi\n<!-- sweepbot:welcome -->", None),
-    ("<!-- sweepbot:Welcome -->", None),
-    ("<!-- other:welcome -->", None),
-    ("", None),
-    (None, None),
-])
+@pytest.mark.parametrize(
+    "body, purpose",
+    [
+        ("<!-- sweepbot:welcome -->\nhi", "welcome"),
+        ("<!-- sweepbot:welcome -->", "welcome"),
+        (" <!-- sweepbot:welcome -->\nhi", None),  # only at the very start
+        ("hi\n<!-- sweepbot:welcome -->", None),
+        ("<!-- sweepbot:Welcome -->", None),
+        ("<!-- other:welcome -->", None),
+        ("", None),
+        (None, None),
+    ],
+)
 def test_purpose_of(body, purpose):
     assert purpose_of(body) == purpose
 
@@ -74,16 +75,20 @@ NOTE_TAIL = "\n\n" + note(BODY_LIMIT) + "\n"
 
 def kept_text(body: str) -> str:
     assert body.startswith(HEAD) and body.endswith(NOTE_TAIL)
-    return body[len(HEAD): -len(NOTE_TAIL)]
+    return body[len(HEAD) : -len(NOTE_TAIL)]
 
 
-@pytest.mark.parametrize("text", [
-    "y" * (BODY_LIMIT - len(HEAD) + 1),  # one over
-    "line of text\n" * 10_000,  # many lines
-    "z" * 200_000,  # one enormous line
-    "中文内容\n" * 20_000,  # non-ASCII: the limit counts characters
-    "| a | b |\n" + "| ```x``` | inline |\n" * 8_000,  # balanced ``` pairs on each line are not an open fence
-], ids=["one-over", "lines", "one-line", "chinese", "inline-backticks"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "y" * (BODY_LIMIT - len(HEAD) + 1),  # one over
+        "line of text\n" * 10_000,  # many lines
+        "z" * 200_000,  # one enormous line
+        "中文内容\n" * 20_000,  # non-ASCII: the limit counts characters
+        "| a | b |\n" + "| ```x``` | inline |\n" * 8_000,  # balanced ``` pairs on each line are not an open fence
+    ],
+    ids=["one-over", "lines", "one-line", "chinese", "inline-backticks"],
+)
 def test_fit_cuts_long_bodies_with_a_visible_note_and_keeps_the_marker(text):
     body = fit("p", text, note)
     assert len(body) <= BODY_LIMIT
@@ -134,8 +139,14 @@ async def gh(github):
     github.add_pull(REPO, number=1, user="partner", head_repo="partner/InferenceX")
     github.add_token(TOKEN, github.bot_login)
     async with httpx.AsyncClient() as http:
-        yield YieldingClient(ConnectionShards([http]), state=None, retry=RetryPolicy(attempts=1), metrics=Metrics(),
-                             base_url="https://api.github.com", oauth_token=TOKEN)
+        yield YieldingClient(
+            ConnectionShards([http]),
+            state=None,
+            retry=RetryPolicy(attempts=1),
+            metrics=Metrics(),
+            base_url="https://api.github.com",
+            oauth_token=TOKEN,
+        )
 
 
 def mine(github, number: int = 1) -> list[dict]:
@@ -159,8 +170,7 @@ async def test_create_then_unchanged_then_updated_then_kept(github, gh):
     assert [c["body"] for c in mine(github)] == [newer]
 
     github.reset_requests()
-    outcome, kept = await store.upsert(gh, REPO, 1, "status", fit("status", "third", note), bot,
-                                       only_if_missing=True)
+    outcome, kept = await store.upsert(gh, REPO, 1, "status", fit("status", "third", note), bot, only_if_missing=True)
     assert outcome == KEPT and kept["id"] == created["id"]
     assert github.writes == [] and [c["body"] for c in mine(github)] == [newer]
 
@@ -190,11 +200,14 @@ async def test_every_page_is_read(github, gh, position):
     assert github.count("POST", r"/issues/1/comments$") == 0
 
 
-@pytest.mark.parametrize("login, user_type", [
-    ("mallory", "User"),
-    ("copycat[bot]", "Bot"),
-    ("sweepbot", "User"),  # the App's slug without [bot] is a different (human) account
-])
+@pytest.mark.parametrize(
+    "login, user_type",
+    [
+        ("mallory", "User"),
+        ("copycat[bot]", "Bot"),
+        ("sweepbot", "User"),  # the App's slug without [bot] is a different (human) account
+    ],
+)
 async def test_a_copied_marker_is_never_the_bots_comment(github, gh, login, user_type):
     fake = github.add_comment(REPO, 1, fit("status", "hijacked", note), user=login, user_type=user_type)
     store = CommentStore()

@@ -4,37 +4,50 @@ a valid one closes it (so that the welcome and labels follow the policy in force
 from __future__ import annotations
 
 import pytest
-
-from bot.rules.markers import marker
-from bot.core.config import REPO_CONFIG_PATH
-from handlers.config_refresh import touches_config
 from harness import REPO
+
+from bot.core.config import REPO_CONFIG_PATH
+from bot.rules.markers import marker
+from handlers.config_refresh import touches_config
 
 INVALID = "labels:\n  primary: []\nunknown_key: 1\n"
 VALID = "docs_url: https://docs.example.test/v2\n"
 
 
-@pytest.mark.parametrize("commits, touched", [
-    ([{"modified": [REPO_CONFIG_PATH]}], True),
-    ([{"added": [REPO_CONFIG_PATH]}], True),
-    ([{"removed": [REPO_CONFIG_PATH]}], True),
-    ([{"modified": ["README.md"]}, {"modified": [REPO_CONFIG_PATH]}], True),
-    ([{"modified": ["README.md"]}], False),
-    ([{"modified": [".github/sweepbot.yaml", "sub/.github/sweepbot.yml"]}], False),
-    ([], False),
-    ([{"modified": None}], False),
-])
+@pytest.mark.parametrize(
+    "commits, touched",
+    [
+        ([{"modified": [REPO_CONFIG_PATH]}], True),
+        ([{"added": [REPO_CONFIG_PATH]}], True),
+        ([{"removed": [REPO_CONFIG_PATH]}], True),
+        ([{"modified": ["README.md"]}, {"modified": [REPO_CONFIG_PATH]}], True),
+        ([{"modified": ["README.md"]}], False),
+        ([{"modified": [".github/sweepbot.yaml", "sub/.github/sweepbot.yml"]}], False),
+        ([], False),
+        ([{"modified": None}], False),
+    ],
+)
 def test_touches_config(commits, touched):
     assert touches_config(commits) is touched
 
 
 def open_config_issues(github) -> list[dict]:
-    return [i for i in github.issues(REPO) if "pull_request" not in i and i["state"] == "open"
-            and i["body"].startswith(marker("config-invalid"))]
+    return [
+        i
+        for i in github.issues(REPO)
+        if "pull_request" not in i and i["state"] == "open" and i["body"].startswith(marker("config-invalid"))
+    ]
 
 
-async def push(h, content: str | None, sha: str, *, ref: str = "refs/heads/main", path: str = REPO_CONFIG_PATH,
-               delivery: str | None = None) -> None:
+async def push(
+    h,
+    content: str | None,
+    sha: str,
+    *,
+    ref: str = "refs/heads/main",
+    path: str = REPO_CONFIG_PATH,
+    delivery: str | None = None,
+) -> None:
     if content is None:
         h.github.delete_file(REPO, path)
     else:
@@ -45,8 +58,11 @@ async def push(h, content: str | None, sha: str, *, ref: str = "refs/heads/main"
 
 async def welcome_body(h, number: int = 1) -> str:
     await h.deliver("pull_request", h.github.pull_request_payload(REPO, number, "opened", sender="partner"))
-    [welcome] = [c for c in h.github.comments(REPO, number) if c["user"]["login"] == h.github.bot_login
-                 and c["body"].startswith(marker("welcome"))]
+    [welcome] = [
+        c
+        for c in h.github.comments(REPO, number)
+        if c["user"]["login"] == h.github.bot_login and c["body"].startswith(marker("welcome"))
+    ]
     return welcome["body"]
 
 
@@ -102,11 +118,14 @@ async def test_removing_the_file_falls_back_to_the_defaults_and_closes_the_issue
     assert open_config_issues(harness.github) == []
 
 
-@pytest.mark.parametrize("ref, path", [
-    ("refs/heads/feature", REPO_CONFIG_PATH),  # not the default branch
-    ("refs/tags/v1", REPO_CONFIG_PATH),
-    ("refs/heads/main", "README.md"),  # the config file not touched
-])
+@pytest.mark.parametrize(
+    "ref, path",
+    [
+        ("refs/heads/feature", REPO_CONFIG_PATH),  # not the default branch
+        ("refs/tags/v1", REPO_CONFIG_PATH),
+        ("refs/heads/main", "README.md"),  # the config file not touched
+    ],
+)
 async def test_other_pushes_do_not_reload(harness, ref, path):
     github = harness.github
     await welcome_body(harness)  # the policy is cached

@@ -9,12 +9,12 @@ import httpx
 import respx
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from harness import REPO
 
 from bot.github.client import HTTP_TIMEOUT, IN_FLIGHT, GitHubApp
 from bot.github.connections import SHARD_CONNECTIONS, ConnectionShards
 from bot.telemetry.metrics import Metrics
 from bot.testing import InMemoryGitHub
-from harness import REPO
 
 
 def held_transport(seen: list[int], gate: asyncio.Event, shard: int) -> httpx.MockTransport:
@@ -22,6 +22,7 @@ def held_transport(seen: list[int], gate: asyncio.Event, shard: int) -> httpx.Mo
         seen.append(shard)
         await gate.wait()
         return httpx.Response(200, json={"shard": shard})
+
     return httpx.MockTransport(answer)
 
 

@@ -10,8 +10,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 from harness import free_port, post_webhook, process_health, start_server_process
+
+from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 
 COUNT = 100
 WALKED = "sweepbot sandbox: every text in full"  # the sandbox's line once its lifecycle walk is over
@@ -21,9 +22,18 @@ def start(tmp: Path, port: int, workers: int, run: int):
     return start_server_process(
         # Unpaced: the 100 replies and the sandbox's lifecycle walk make more than the default 80 writes a minute,
         # and a write waiting out the pacing window (up to 60 s) outlasted the drain's deadline.
-        port, {"SWEEPBOT_DB": str(tmp / "journal.db"), "LOG_LEVEL": "INFO", "SWEEPBOT_WORKERS": str(workers),
-               "SWEEPBOT_WRITES_PER_MINUTE": "0", "TMPDIR": str(tmp)},  # TMPDIR: the sandbox transcript
-        cwd=tmp, stdout=open(tmp / f"out-{run}.txt", "w"), stderr=open(tmp / f"log-{run}.jsonl", "w"))
+        port,
+        {
+            "SWEEPBOT_DB": str(tmp / "journal.db"),
+            "LOG_LEVEL": "INFO",
+            "SWEEPBOT_WORKERS": str(workers),
+            "SWEEPBOT_WRITES_PER_MINUTE": "0",
+            "TMPDIR": str(tmp),
+        },  # TMPDIR: the sandbox transcript
+        cwd=tmp,
+        stdout=open(tmp / f"out-{run}.txt", "w"),
+        stderr=open(tmp / f"log-{run}.jsonl", "w"),
+    )
 
 
 def help_comment(i: int) -> dict:
@@ -31,8 +41,7 @@ def help_comment(i: int) -> dict:
         "action": "created",
         "issue": {"number": 1, "pull_request": {"url": "x"}},
         "comment": {"id": 5000 + i, "body": "/help", "user": {"login": "partner-dev", "type": "User"}},
-        "repository": {"full_name": DEMO_REPO, "default_branch": "main",
-                       "html_url": f"https://github.com/{DEMO_REPO}"},
+        "repository": {"full_name": DEMO_REPO, "default_branch": "main", "html_url": f"https://github.com/{DEMO_REPO}"},
         "installation": {"id": 1},
         "sender": {"login": "partner-dev", "type": "User"},
     }
@@ -49,8 +58,10 @@ def backlog(port: int) -> int:
 def unfinished(journal) -> list[tuple]:
     """The deliveries not finished yet, for a failure's message."""
     with sqlite3.connect(journal) as db:
-        return db.execute("SELECT id, event, action, status, attempts, error FROM deliveries"
-                          " WHERE status NOT IN ('done', 'ignored', 'failed')").fetchall()
+        return db.execute(
+            "SELECT id, event, action, status, attempts, error FROM deliveries"
+            " WHERE status NOT IN ('done', 'ignored', 'failed')"
+        ).fetchall()
 
 
 def test_sigkill_with_100_queued_then_restart_processes_each_exactly_once(tmp_path):

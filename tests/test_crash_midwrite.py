@@ -12,9 +12,9 @@ import signal
 import time
 
 import pytest
+from harness import free_port, post_webhook, process_health, start_server_process
 
 from bot.testing.server import FakeGitHubProcess
-from harness import free_port, post_webhook, process_health, start_server_process
 
 SECRET = "crash-secret"
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
@@ -29,18 +29,32 @@ def fake():
 def seed(fake: FakeGitHubProcess, repo: str, prs: int) -> None:
     fake.add_repo(repo, default_branch="main", installation_id=1)
     for number in range(1, prs + 1):
-        fake.add_pull(repo, number=number, user=f"partner{number}", head_repo=f"partner{number}/fork",
-                      files=[CHANGELOG])
+        fake.add_pull(
+            repo, number=number, user=f"partner{number}", head_repo=f"partner{number}/fork", files=[CHANGELOG]
+        )
         # GitHub has computed the merge commit: the sweep gate reads and writes at once, without waiting for it
         fake.update_pull(repo, number, merge_commit_sha=f"{number:040x}")
 
 
 def start_bot(tmp_path, fake: FakeGitHubProcess, app_key: str, port: int, run: int, http_timeout: float):
-    env = {"APP_ID": "1", "PRIVATE_KEY": app_key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-           "SWEEPBOT_DB": str(tmp_path / "journal.db"), "SWEEPBOT_WORKERS": "8", "SWEEPBOT_WRITES_PER_MINUTE": "0",
-           "SWEEPBOT_HTTP_TIMEOUT": str(http_timeout), "LOG_LEVEL": "INFO"}
-    return start_server_process(port, env, cwd=tmp_path, stdout=open(tmp_path / f"out-{run}.txt", "w"),
-                                stderr=open(tmp_path / f"log-{run}.jsonl", "w"))
+    env = {
+        "APP_ID": "1",
+        "PRIVATE_KEY": app_key,
+        "WEBHOOK_SECRET": SECRET,
+        "GITHUB_API_URL": fake.url,
+        "SWEEPBOT_DB": str(tmp_path / "journal.db"),
+        "SWEEPBOT_WORKERS": "8",
+        "SWEEPBOT_WRITES_PER_MINUTE": "0",
+        "SWEEPBOT_HTTP_TIMEOUT": str(http_timeout),
+        "LOG_LEVEL": "INFO",
+    }
+    return start_server_process(
+        port,
+        env,
+        cwd=tmp_path,
+        stdout=open(tmp_path / f"out-{run}.txt", "w"),
+        stderr=open(tmp_path / f"log-{run}.jsonl", "w"),
+    )
 
 
 def post(port: int, delivery: str, payload: dict) -> int:
@@ -60,15 +74,19 @@ def comment_reads(fake: FakeGitHubProcess) -> int:
     return fake.count("GET", r"/issues/\d+/comments$")
 
 
-@pytest.mark.parametrize("prs, kill_after, commit, latency", [
-    (20, 1, "start", 3.0),  # the first create is under way: GitHub has written it, the bot waits for the answer
-    # eight creates under way; GitHub writes them 6 s later, after the restarted bot has read the comments:
-    # only the intents in the ledger stop it from writing them again
-    (20, 8, "end", 6.0),
-    (50, 25, "start", 3.0),  # half-way through 50 PRs
-])
+@pytest.mark.parametrize(
+    "prs, kill_after, commit, latency",
+    [
+        (20, 1, "start", 3.0),  # the first create is under way: GitHub has written it, the bot waits for the answer
+        # eight creates under way; GitHub writes them 6 s later, after the restarted bot has read the comments:
+        # only the intents in the ledger stop it from writing them again
+        (20, 8, "end", 6.0),
+        (50, 25, "start", 3.0),  # half-way through 50 PRs
+    ],
+)
 def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_of_each_comment_per_pr(
-        tmp_path, fake, app_key, prs, kill_after, commit, latency):
+    tmp_path, fake, app_key, prs, kill_after, commit, latency
+):
     http_timeout = latency + 0.5  # the client outwaits a slow create; the restart waits out the whole request
     fake.call("reset_requests")
     fake.clear_latency()
@@ -84,7 +102,9 @@ def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_of_each_comm
         deadline = time.monotonic() + 60
         while comment_reads(fake) < kill_after and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(1.0)  # their creates are on the wire now (each PR reads a few files first), unanswered for `latency` s
+        time.sleep(
+            1.0
+        )  # their creates are on the wire now (each PR reads a few files first), unanswered for `latency` s
         reads = comment_reads(fake)
     finally:
         first.send_signal(signal.SIGKILL)
@@ -107,8 +127,10 @@ def test_sigkill_mid_write_then_immediate_restart_gives_exactly_one_of_each_comm
     found = {}
     for number in range(1, prs + 1):
         mine = [c["body"] for c in fake.comments(repo, number) if c["user"]["login"] == "sweepbot[bot]"]
-        found[number] = (sum(b.startswith("<!-- sweepbot:welcome -->") for b in mine),
-                         sum(b.startswith("<!-- sweepbot:sweep-status -->") for b in mine))
+        found[number] = (
+            sum(b.startswith("<!-- sweepbot:welcome -->") for b in mine),
+            sum(b.startswith("<!-- sweepbot:sweep-status -->") for b in mine),
+        )
     assert found == {n: (1, 1) for n in range(1, prs + 1)}
     heads = [fake.pull(repo, n)["head"]["sha"] for n in range(1, prs + 1)]
     assert [len([c for c in fake.check_runs(repo, sha) if c["name"] == "sweep-gate"]) for sha in heads] == [1] * prs

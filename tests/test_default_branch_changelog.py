@@ -5,21 +5,23 @@
 from __future__ import annotations
 
 import pytest
+from harness import REPO
 
 from bot.core import offload
 from bot.rules.markers import marker
 from handlers import default_branch_changelog
 from handlers.registry import router_of
-from harness import REPO
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
-HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
-           b"  pr-link: " + PREFIX.encode() + b"1\n")
+HISTORY = (
+    b'- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - "Older recipe"\n'
+    b"  pr-link: " + PREFIX.encode() + b"1\n"
+)
 
 
 def entry(link: str, key: str = "dsr1-fp8-mi355x-sglang") -> bytes:
-    return (f"\n- config-keys:\n    - {key}\n  description:\n    - \"New recipe\"\n  pr-link: {link}\n").encode()
+    return (f'\n- config-keys:\n    - {key}\n  description:\n    - "New recipe"\n  pr-link: {link}\n').encode()
 
 
 SHA = {n: f"{n:x}" * 40 for n in range(1, 10)}
@@ -36,8 +38,9 @@ def make_harness(make_harness):
 def merged_pull(github, number: int, merge_sha: str) -> None:
     """PR `number` merged into main as commit `merge_sha` (what `GET /commits/{sha}/pulls` finds)."""
     github.add_pull(REPO, number=number, user="partner", head_ref=f"recipe-{number}", files=[CHANGELOG])
-    github.update_pull(REPO, number, state="closed", merged=True, merged_at="2026-01-02T00:00:00Z",
-                       merge_commit_sha=merge_sha)
+    github.update_pull(
+        REPO, number, state="closed", merged=True, merged_at="2026-01-02T00:00:00Z", merge_commit_sha=merge_sha
+    )
 
 
 async def push(h, after: str, content: bytes | None, *, before: str, commits=None, ref: str = "refs/heads/main"):
@@ -49,8 +52,11 @@ async def push(h, after: str, content: bytes | None, *, before: str, commits=Non
 
 
 def open_issues(github) -> list[dict]:
-    return [i for i in github.issues(REPO) if "pull_request" not in i and i["state"] == "open"
-            and i["body"].startswith(marker("changelog-default-branch"))]
+    return [
+        i
+        for i in github.issues(REPO)
+        if "pull_request" not in i and i["state"] == "open" and i["body"].startswith(marker("changelog-default-branch"))
+    ]
 
 
 def changelog_check(github, sha: str) -> dict:
@@ -126,12 +132,15 @@ async def test_a_capped_push_payload_is_checked_anyway(harness):
     assert len(open_issues(github)) == 1
 
 
-@pytest.mark.parametrize("ref, commits", [
-    ("refs/heads/feature", None),  # not the default branch
-    ("refs/tags/v1", None),
-    ("refs/heads/main", [{"modified": ["README.md"]}]),  # the changelog not touched
-    ("refs/heads/main", [{"removed": [CHANGELOG]}]),
-])
+@pytest.mark.parametrize(
+    "ref, commits",
+    [
+        ("refs/heads/feature", None),  # not the default branch
+        ("refs/tags/v1", None),
+        ("refs/heads/main", [{"modified": ["README.md"]}]),  # the changelog not touched
+        ("refs/heads/main", [{"removed": [CHANGELOG]}]),
+    ],
+)
 async def test_other_pushes_read_and_write_nothing(harness, ref, commits):
     github = harness.github
     github.reset_requests()
@@ -158,10 +167,13 @@ async def test_a_big_changelog_is_checked_through_offload_and_an_unfinished_chec
     assert "the check did not finish in the time a check may take" in check["output"]["summary"]
 
 
-@pytest.mark.parametrize("conclusion, english, chinese", [
-    ("success", "The changelog passes the default-branch rules", "changelog 符合默认分支规则"),
-    ("failure", "The changelog has 3 problem(s) on the default branch", "默认分支上的 changelog 有 3 个问题"),
-])
+@pytest.mark.parametrize(
+    "conclusion, english, chinese",
+    [
+        ("success", "The changelog passes the default-branch rules", "changelog 符合默认分支规则"),
+        ("failure", "The changelog has 3 problem(s) on the default branch", "默认分支上的 changelog 有 3 个问题"),
+    ],
+)
 def test_check_titles_in_both_languages(conclusion, english, chinese):
     from bot.core.templates import Templates
 

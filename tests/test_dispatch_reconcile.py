@@ -11,14 +11,14 @@ refusal (422) is the one failure that withdraws the intent.
 from __future__ import annotations
 
 from gidgethub import routing
+from harness import REPO
+from test_sweep_gate import FAIL_FAST, english, label, open_pull, runs, status
 
 from bot.app.sandbox import add_sweep_workflows
 from bot.delivery.journal import Queued
 from bot.effects.actions import DispatchWorkflow
 from bot.effects.executor import DISPATCH_LOOKS
 from handlers import registry
-from harness import REPO
-from test_sweep_gate import FAIL_FAST, english, label, open_pull, runs, status
 
 WORKFLOW = "run-sweep.yml"
 DISPATCHES = rf"/actions/workflows/{WORKFLOW}/dispatches$"
@@ -36,9 +36,15 @@ def sweeping_router(seen: dict) -> routing.Router:
     @router.register("pull_request", action="labeled")
     async def sweep(event, ctx):
         pr = event.data["pull_request"]
-        seen["run"] = await ctx.write_now(DispatchWorkflow(
-            WORKFLOW, pr["head"]["ref"], {"pr-number": str(pr["number"]), "dispatch-id": "d-2-204"},
-            "d-2-204", pr["head"]["sha"]))
+        seen["run"] = await ctx.write_now(
+            DispatchWorkflow(
+                WORKFLOW,
+                pr["head"]["ref"],
+                {"pr-number": str(pr["number"]), "dispatch-id": "d-2-204"},
+                "d-2-204",
+                pr["head"]["sha"],
+            )
+        )
         return []
 
     return router
@@ -69,8 +75,11 @@ async def redeliver(h, delivery: str) -> None:
 
 
 def unknown_dispatch_comments(github) -> list[dict]:
-    return [c for c in github.comments(REPO, 2) if c["user"]["login"] == github.bot_login
-            and c["body"].startswith("<!-- sweepbot:dispatch-unknown-d-2-204 -->")]
+    return [
+        c
+        for c in github.comments(REPO, 2)
+        if c["user"]["login"] == github.bot_login and c["body"].startswith("<!-- sweepbot:dispatch-unknown-d-2-204 -->")
+    ]
 
 
 async def test_a_run_listed_only_after_the_first_attempt_is_found_by_the_retry_not_dispatched_again(make_harness):
@@ -150,7 +159,7 @@ async def test_a_refused_dispatch_still_withdraws_its_intent_so_a_corrected_retr
     every intent (tried: the 422's intent then stays in the ledger)."""
     seen: dict = {}
     h = await sweeping_harness(make_harness, seen)
-    h.github.fail_next("POST", DISPATCHES, 422, json={"message": "Unexpected inputs provided: [\"pr-number\"]"})
+    h.github.fail_next("POST", DISPATCHES, 422, json={"message": 'Unexpected inputs provided: ["pr-number"]'})
     await h.deliver("pull_request", h.github.pull_request_payload(REPO, 2, "labeled"), delivery="n-3")
     row = await h.journal_row("n-3")
     assert row.status == "failed" and "Unexpected inputs" in row.error
@@ -182,7 +191,10 @@ async def test_the_sweep_gate_never_says_a_dispatch_it_started_failed_while_its_
     assert (await h.journal_row("n-5")).status == "done"
     (run,) = runs(github)
     assert github.count("POST", DISPATCHES) == 1
-    said = [english(r.json["body"]) for r in github.writes
-            if "/issues/41/comments" in r.path and isinstance(r.json, dict) and "body" in r.json]
+    said = [
+        english(r.json["body"])
+        for r in github.writes
+        if "/issues/41/comments" in r.path and isinstance(r.json, dict) and "body" in r.json
+    ]
     assert said and not any("failed to start" in body or "did not start" in body for body in said), said
     assert f"actions/runs/{run['id']}" in status(github, 41)

@@ -36,9 +36,24 @@ def mkdocs_build(root: Path, site: Path) -> subprocess.CompletedProcess:
     """`mkdocs build --strict` of `root`'s mkdocs.yml into `site`, run from `root` (the figures page includes
     bench/RESULTS.md from there)."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-c", OFFLINE_MKDOCS, "build", "--strict", "--config-file",
-                           str(root / "mkdocs.yml"), "--site-dir", str(site)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            OFFLINE_MKDOCS,
+            "build",
+            "--strict",
+            "--config-file",
+            str(root / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def nav_pages(nav: list) -> list[str]:

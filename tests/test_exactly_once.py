@@ -12,9 +12,9 @@ import asyncio
 import httpx
 import pytest
 from gidgethub import routing
+from harness import REPO, github_app, wait_until
 
 from bot.effects.actions import Comment, DispatchWorkflow, React
-from harness import REPO, github_app, wait_until
 
 COMMENT_ID = 7001
 AFTER_502, AFTER_TIMEOUT, BEFORE_502 = "502 after commit", "read timeout after commit", "502 before commit"
@@ -44,13 +44,19 @@ def reacting_router() -> routing.Router:
 
 
 def bot_welcomes(github) -> list[dict]:
-    return [c for c in github.comments(REPO, 1)
-            if c["user"]["login"] == github.bot_login and c["body"].startswith("<!-- sweepbot:welcome -->")]
+    return [
+        c
+        for c in github.comments(REPO, 1)
+        if c["user"]["login"] == github.bot_login and c["body"].startswith("<!-- sweepbot:welcome -->")
+    ]
 
 
 def bot_labelings(github, label: str) -> list[dict]:
-    return [e for e in github.events(REPO, 1) if e["event"] == "labeled" and e["label"]["name"] == label
-            and e["actor"]["login"] == github.bot_login]
+    return [
+        e
+        for e in github.events(REPO, 1)
+        if e["event"] == "labeled" and e["label"]["name"] == label and e["actor"]["login"] == github.bot_login
+    ]
 
 
 @pytest.mark.parametrize("times", [1, 3])
@@ -101,8 +107,7 @@ async def test_a_retried_delivery_skips_what_its_ledger_has_done(make_harness):
     h = await make_harness(router=router)
     comment = h.github.add_comment(REPO, 1, "hi", user="maintainer")
     h.github.reset_requests()
-    await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 1, comment, "created"),
-                    delivery="s-1")
+    await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, 1, comment, "created"), delivery="s-1")
     row = await h.journal_row("s-1")
     assert (row.status, row.attempts) == ("done", 2)
     assert tries[0] == tries[1] and tries[0].outcome == "created"
@@ -185,9 +190,15 @@ async def test_a_dispatch_whose_answer_was_lost_is_found_by_its_dispatch_id_not_
     @router.register("pull_request", action="labeled")
     async def sweep(event, ctx):
         pr = event.data["pull_request"]
-        seen["run"] = await ctx.write_now(DispatchWorkflow(
-            "run-sweep.yml", pr["head"]["ref"], {"pr-number": str(pr["number"]), "dispatch-id": "d-1-abc"},
-            "d-1-abc", pr["head"]["sha"]))
+        seen["run"] = await ctx.write_now(
+            DispatchWorkflow(
+                "run-sweep.yml",
+                pr["head"]["ref"],
+                {"pr-number": str(pr["number"]), "dispatch-id": "d-1-abc"},
+                "d-1-abc",
+                pr["head"]["sha"],
+            )
+        )
         return []
 
     h = await make_harness(router=router)
@@ -208,8 +219,11 @@ async def test_a_dispatch_that_cannot_be_reconciled_is_not_sent_again_and_is_vis
     @router.register("pull_request", action="labeled")
     async def sweep(event, ctx):
         pr = event.data["pull_request"]
-        await ctx.write_now(DispatchWorkflow("run-sweep.yml", pr["head"]["ref"], {"dispatch-id": "d-1-zzz"},
-                                         "d-1-zzz", pr["head"]["sha"]))
+        await ctx.write_now(
+            DispatchWorkflow(
+                "run-sweep.yml", pr["head"]["ref"], {"dispatch-id": "d-1-zzz"}, "d-1-zzz", pr["head"]["sha"]
+            )
+        )
         return []
 
     h = await make_harness(router=router)

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from test_gate_decision import POLICY, fork_pr, make_pr
 
 from bot.core.config import default_policy
 from bot.rules.dispatched_runs import dispatch_id_of
@@ -23,7 +24,6 @@ from bot.rules.pins import is_result_artifact
 from bot.rules.run_summary import summarize
 from bot.rules.signoff import Signoff, judge_result
 from handlers.signoff import JUDGE_INPUTS, judge_dispatch
-from test_gate_decision import POLICY, fork_pr, make_pr
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / "examples" / "workflows"
@@ -100,7 +100,9 @@ def test_the_judge_takes_exactly_the_inputs_the_bot_sends():
     data = workflow(JUDGE)
     assert yaml.safe_load((ROOT / "app.yaml").read_text())["policy"]["signoff"]["judge"]["workflow"] == JUDGE
     assert tuple(data["on"]["workflow_dispatch"]["inputs"]) == JUDGE_INPUTS == tuple(judge_start().inputs)
-    assert all(i["required"] is True and i["type"] == "string" for i in data["on"]["workflow_dispatch"]["inputs"].values())
+    assert all(
+        i["required"] is True and i["type"] == "string" for i in data["on"]["workflow_dispatch"]["inputs"].values()
+    )
     assert set(data["on"]) == {"workflow_dispatch"}  # nothing a fork can trigger
 
 
@@ -128,26 +130,51 @@ def test_the_judge_answer_is_a_valid_signoff_judged_the_bot_accepts(tmp_path):
     is valid against the schema, and judge_result takes it as the answer to this very dispatch."""
     start = judge_start()
     summary = 'Judged: "ok" $(touch pwned) `id` ' + "x" * 3000
-    values = {**{f"inputs.{k}": v for k, v in start.inputs.items()}, "github.token": "token",
-              "needs.judge.outputs.verdict": "fail", "needs.judge.outputs.summary": summary,
-              "github.server_url": "https://github.com", "github.repository": "acme/bench", "github.run_id": "987"}
+    values = {
+        **{f"inputs.{k}": v for k, v in start.inputs.items()},
+        "github.token": "token",
+        "needs.judge.outputs.verdict": "fail",
+        "needs.judge.outputs.summary": summary,
+        "github.server_url": "https://github.com",
+        "github.repository": "acme/bench",
+        "github.run_id": "987",
+    }
     (step,) = workflow(JUDGE)["jobs"]["answer"]["steps"]
     env = {key: ANY_EXPRESSION.sub(lambda m: values[m.group(1)], str(value)) for key, value in step["env"].items()}
     gh = tmp_path / "gh"
     gh.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" > {tmp_path}/argv\ncat > {tmp_path}/sent\n')
     gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
-    done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=tmp_path, capture_output=True, text=True, timeout=30,
-                          env={**env, "GITHUB_REPOSITORY": "acme/bench", "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    done = subprocess.run(
+        ["bash", "-e", "-c", step["run"]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={**env, "GITHUB_REPOSITORY": "acme/bench", "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+    )
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "argv").read_text().split() == ["api", "--method", "POST", "repos/acme/bench/dispatches",
-                                                       "--input", "-"]
+    assert (tmp_path / "argv").read_text().split() == [
+        "api",
+        "--method",
+        "POST",
+        "repos/acme/bench/dispatches",
+        "--input",
+        "-",
+    ]
     sent = json.loads((tmp_path / "sent").read_text())
     assert sent["event_type"] == "signoff-judged" and not (tmp_path / "pwned").exists()
     assert list(validator("signoff-judged.callback").iter_errors(sent["client_payload"])) == []
     answer = judge_result(sent["client_payload"])
-    assert answer == {"pr": 1234, "signoff": "review-comment-2233445566", "head_sha": start.inputs["head-sha"],
-                      "verdict": "fail", "summary": summary[:2000], "run_id": 987, "dispatch_id": start.dispatch_id,
-                      "ignored": []}
+    assert answer == {
+        "pr": 1234,
+        "signoff": "review-comment-2233445566",
+        "head_sha": start.inputs["head-sha"],
+        "verdict": "fail",
+        "summary": summary[:2000],
+        "run_id": 987,
+        "dispatch_id": start.dispatch_id,
+        "ignored": [],
+    }
 
 
 def test_the_tools_check_every_example_workflow():
@@ -162,8 +189,9 @@ def run_tool(*argv: str) -> subprocess.CompletedProcess:
 
 
 def test_the_examples_are_valid_github_workflows():
-    done = run_tool("check-jsonschema", "--builtin-schema", "vendor.github-workflows",
-                    *map(str, sorted(WORKFLOWS.glob("*.yml"))))
+    done = run_tool(
+        "check-jsonschema", "--builtin-schema", "vendor.github-workflows", *map(str, sorted(WORKFLOWS.glob("*.yml")))
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 

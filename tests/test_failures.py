@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from bot.app import cli
 from harness import REPO
+
+from bot.app import cli
 
 
 async def test_a_create_github_keeps_failing_is_sent_at_most_twice_per_attempt_then_failed_and_visible(
-        make_harness, capsys):
+    make_harness, capsys
+):
     """Regression: one comment create was sent up to 15 times (5 client retries × 3 delivery attempts), and
     the old test pinned 10 POSTs as correct. A 502 on a POST is never retried blindly: the executor looks for
     the comment, sends once more only when GitHub shows none, and then the delivery waits for its next try."""
@@ -72,8 +74,8 @@ def test_a_missing_template_is_a_bug_not_a_wait():
     for six hours as if GitHub were down."""
     import jinja2
 
-    from bot.delivery.failures import BUG, TRANSIENT, classify
     from bot.core.templates import KindNotFound
+    from bot.delivery.failures import BUG, TRANSIENT, classify
 
     assert classify(KindNotFound("x", "missing")) == BUG
     assert classify(jinja2.TemplateNotFound("x")) == BUG

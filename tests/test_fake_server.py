@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 import uuid
 
 import httpx
 import pytest
+from harness import free_port, process_health, start_server_process, wait_until_blocking
 
 from bot.app.cli import sign
 from bot.github.client import GitHubApp
 from bot.telemetry.metrics import Metrics
 from bot.testing.server import FakeGitHubError, FakeGitHubProcess
-from harness import free_port, process_health, start_server_process, wait_until_blocking
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 SECRET = "fake-server-secret"
@@ -53,8 +52,9 @@ def seeded(fake: FakeGitHubProcess) -> str:
 
 
 def client(fake: FakeGitHubProcess, timeout: float = 5.0) -> httpx.Client:
-    return httpx.Client(base_url=fake.url, headers={"authorization": "token maintainer-token"}, timeout=timeout,
-                        trust_env=False)
+    return httpx.Client(
+        base_url=fake.url, headers={"authorization": "token maintainer-token"}, timeout=timeout, trust_env=False
+    )
 
 
 def test_it_listens_on_loopback_and_says_where(fake):
@@ -95,15 +95,29 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
     one's welcome on the fake and writes no second one."""
     repo = seeded(fake)
     port = free_port()
-    env = {"APP_ID": "1", "PRIVATE_KEY": app_key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-           "SWEEPBOT_DB": str(tmp_path / "journal.db"), "LOG_LEVEL": "INFO"}
+    env = {
+        "APP_ID": "1",
+        "PRIVATE_KEY": app_key,
+        "WEBHOOK_SECRET": SECRET,
+        "GITHUB_API_URL": fake.url,
+        "SWEEPBOT_DB": str(tmp_path / "journal.db"),
+        "LOG_LEVEL": "INFO",
+    }
     payload = fake.pull_request_payload(repo, 1, "opened", sender="partner")
 
     def deliver() -> int:
         body = json.dumps(payload).encode()
-        req = httpx.post(f"http://127.0.0.1:{port}/webhook", content=body, timeout=5, headers={
-            "Content-Type": "application/json", "X-GitHub-Event": "pull_request",
-            "X-GitHub-Delivery": str(uuid.uuid4()), "X-Hub-Signature-256": sign(body, SECRET)})
+        req = httpx.post(
+            f"http://127.0.0.1:{port}/webhook",
+            content=body,
+            timeout=5,
+            headers={
+                "Content-Type": "application/json",
+                "X-GitHub-Event": "pull_request",
+                "X-GitHub-Delivery": str(uuid.uuid4()),
+                "X-Hub-Signature-256": sign(body, SECRET),
+            },
+        )
         return req.status_code
 
     for run in (1, 2):
@@ -113,9 +127,14 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
                 before = fake.count("GET", r"/issues/1/comments$")
                 assert deliver() == 202
                 try:
-                    wait_until_blocking(lambda: fake.count("GET", r"/issues/1/comments$") > before and
-                                        (run == 2 or len(fake.comments(repo, 1)) == 2),
-                                        "the bot read the comments (and, first run, wrote its two)", seconds=20)
+                    wait_until_blocking(
+                        lambda: (
+                            fake.count("GET", r"/issues/1/comments$") > before
+                            and (run == 2 or len(fake.comments(repo, 1)) == 2)
+                        ),
+                        "the bot read the comments (and, first run, wrote its two)",
+                        seconds=20,
+                    )
                 except AssertionError as exc:
                     raise AssertionError(f"{exc}\n" + (tmp_path / f"log-{run}.jsonl").read_text()[-3000:]) from None
                 # the delivery finished: every write it makes (a duplicate among them) has been made
@@ -124,8 +143,11 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
                 bot.send_signal(signal.SIGKILL)
                 bot.wait(10)
         # the welcome and the sweep status (the PR touches the changelog): one each
-        assert sorted(c["body"].split("\n")[0] for c in fake.comments(repo, 1)) == [
-            "<!-- sweepbot:sweep-status -->", "<!-- sweepbot:welcome -->"] and fake.running
+        assert (
+            sorted(c["body"].split("\n")[0] for c in fake.comments(repo, 1))
+            == ["<!-- sweepbot:sweep-status -->", "<!-- sweepbot:welcome -->"]
+            and fake.running
+        )
     assert {c["user"]["login"] for c in fake.comments(repo, 1)} == {"sweepbot[bot]"}
     assert fake.count("POST", r"/issues/1/comments$") == 2
     assert fake.count("POST", r"/access_tokens$") == 2  # each bot process got its own token
@@ -150,12 +172,16 @@ def test_latency_commit_at_end_acts_only_after_the_delay(fake):
         with pytest.raises(httpx.ReadTimeout):
             http.post(f"/repos/{repo}/issues/1/labels", json={"labels": ["late"]})
         assert fake.issue_labels(repo, 1) == []
-        wait_until_blocking(lambda: fake.issue_labels(repo, 1) == ["late"], "the delayed label applied", seconds=20)  # GitHub acts once the delay is over
+        wait_until_blocking(
+            lambda: fake.issue_labels(repo, 1) == ["late"], "the delayed label applied", seconds=20
+        )  # GitHub acts once the delay is over
         with pytest.raises(httpx.ReadTimeout):  # the rule holds until cleared
             http.get(f"/repos/{repo}/issues/1/labels")
         fake.clear_latency()
         assert [label["name"] for label in http.get(f"/repos/{repo}/issues/1/labels").json()] == ["late"]
-    wait_until_blocking(lambda: fake.count("GET", r"/labels$") == 2, "the delayed GET answered", seconds=20)  # the delayed GET is answered too, in this test
+    wait_until_blocking(
+        lambda: fake.count("GET", r"/labels$") == 2, "the delayed GET answered", seconds=20
+    )  # the delayed GET is answered too, in this test
     with pytest.raises(FakeGitHubError, match="commit must be"):
         fake.set_latency("GET", ".", 1.0, commit="middle")
 
@@ -201,17 +227,21 @@ def test_control_api_faults_state_and_refusals(fake):
 
     fake.add_workflow(repo, "run-sweep.yml", inputs=["dispatch-id"])
     with client(fake) as http:
-        resp = http.post(f"/repos/{repo}/actions/workflows/run-sweep.yml/dispatches",
-                         json={"ref": "main", "inputs": {"dispatch-id": "abc"}, "return_run_details": True})
+        resp = http.post(
+            f"/repos/{repo}/actions/workflows/run-sweep.yml/dispatches",
+            json={"ref": "main", "inputs": {"dispatch-id": "abc"}, "return_run_details": True},
+        )
     assert resp.status_code == 200
     [run] = fake.runs(repo)
     assert run["id"] == resp.json()["workflow_run_id"] and run["inputs"] == {"dispatch-id": "abc"}
     assert fake.complete_run(repo, run["id"], "success")["conclusion"] == "success"
 
-    for bad, message in ((lambda: fake.call("_repo", repo), "not a method"),
-                         (lambda: fake.call("comments", "org/missing", 1), "404"),
-                         (lambda: fake.call("add_pull", repo, nope=1), "TypeError"),
-                         (lambda: fake.add_label(repo, "x", color="#fff"), "GitHub would refuse")):
+    for bad, message in (
+        (lambda: fake.call("_repo", repo), "not a method"),
+        (lambda: fake.call("comments", "org/missing", 1), "404"),
+        (lambda: fake.call("add_pull", repo, nope=1), "TypeError"),
+        (lambda: fake.add_label(repo, "x", color="#fff"), "GitHub would refuse"),
+    ):
         with pytest.raises(FakeGitHubError, match=message):
             bad()
     with pytest.raises(AttributeError):
@@ -226,9 +256,15 @@ def test_the_manifest_pages_show_the_manifest_and_redirect_back_with_code_and_st
     import html
     import re
 
-    manifest = json.dumps({"name": "sweepbot", "url": "https://example.com", "redirect_url": "http://127.0.0.1:9/cb",
-                           "hook_attributes": {"url": "https://bot.example.com/webhook"},
-                           "default_permissions": {"checks": "write"}})
+    manifest = json.dumps(
+        {
+            "name": "sweepbot",
+            "url": "https://example.com",
+            "redirect_url": "http://127.0.0.1:9/cb",
+            "hook_attributes": {"url": "https://bot.example.com/webhook"},
+            "default_permissions": {"checks": "write"},
+        }
+    )
     with httpx.Client(base_url=fake.url, timeout=5.0, trust_env=False) as web:
         page = web.post("/organizations/acme/settings/apps/new?state=s1", data={"manifest": manifest})
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]

@@ -7,21 +7,21 @@ import re
 from dataclasses import FrozenInstanceError, dataclass, field, replace
 
 import pytest
+from gate_reference import expected
 
 from bot.core.config import default_policy, policy_defaults
 from bot.effects.actions import DispatchWorkflow
 from bot.rules.gate import (
     ACTIVE_STATUSES,
-    DONE,
-    FIX,
-    NOT_APPLICABLE,
-    WAIT,
-    mark,
     CONDITIONS,
     DISPATCH_INPUTS,
+    DONE,
+    FIX,
     FORK_INPUTS,
+    NOT_APPLICABLE,
     REASONS,
     SET_BY_HANDLER,
+    WAIT,
     AppliedLabel,
     Changelog,
     ChangelogOutcome,
@@ -30,9 +30,9 @@ from bot.rules.gate import (
     GateInput,
     decide,
     dispatch_id,
+    mark,
 )
 from bot.rules.policy import Policy
-from gate_reference import expected
 
 POLICY = default_policy()
 PRIMARIES = [p.name for p in POLICY.labels.primary]  # fail-fast, enabled, non-canary
@@ -61,15 +61,24 @@ def non_writer(name, sha=HEAD, by="triager"):
 
 def make_pr(**changes) -> GateInput:
     """An open same-repo PR #42 into main with a valid changelog append and `full-sweep-fail-fast` by a writer."""
-    pr = GateInput(number=42, head_sha=HEAD, base_sha=BASE, head_ref="recipe/mi355x", base_ref="main",
-                   default_branch="main", changelog=VALID, labels=(writer(FAIL_FAST),),
-                   head_commit_message="Tune MI355X recipe")
+    pr = GateInput(
+        number=42,
+        head_sha=HEAD,
+        base_sha=BASE,
+        head_ref="recipe/mi355x",
+        base_ref="main",
+        default_branch="main",
+        changelog=VALID,
+        labels=(writer(FAIL_FAST),),
+        head_commit_message="Tune MI355X recipe",
+    )
     return replace(pr, **changes)
 
 
 def fork_pr(**changes) -> GateInput:
-    return make_pr(**{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, "merge_parents": (BASE, HEAD),
-                      **changes})
+    return make_pr(
+        **{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, "merge_parents": (BASE, HEAD), **changes}
+    )
 
 
 def failing(decision: Decision) -> set[str]:
@@ -83,11 +92,15 @@ def reasons(decision: Decision) -> dict[str, tuple[bool | None, str]]:
 # -- exhaustive: every combination, against the reference -------------------------------------------
 
 PRIMARY_SETS = [combo for n in range(len(PRIMARIES) + 1) for combo in itertools.combinations(PRIMARIES, n)]
-MODIFIER_SETS = [combo for n in range(len(MODIFIERS) + 1)
-                 for combo in itertools.combinations(MODIFIERS.values(), n)]
-ORIGINS = ["same-repo", "same-repo, labelled by a non-writer", "fork, labelled by a writer",
-           "fork, labelled by a writer before the last push", "fork, labelled by a non-writer",
-           "fork, primary by a writer, modifiers by a non-writer"]
+MODIFIER_SETS = [combo for n in range(len(MODIFIERS) + 1) for combo in itertools.combinations(MODIFIERS.values(), n)]
+ORIGINS = [
+    "same-repo",
+    "same-repo, labelled by a non-writer",
+    "fork, labelled by a writer",
+    "fork, labelled by a writer before the last push",
+    "fork, labelled by a non-writer",
+    "fork, primary by a writer, modifiers by a non-writer",
+]
 DRAFTS = [False, True]
 CHANGELOGS = {"absent": ABSENT, "valid": VALID, "valid, append-only": VALID_APPEND_ONLY, "invalid": INVALID}
 SKIPS = [False, True]
@@ -109,15 +122,25 @@ def build(primaries, modifiers, origin, draft, changelog, skip, pin, spelling) -
             return writer(name) if kind == "primary" else non_writer(name)
         return non_writer(name)  # "same-repo, labelled by a non-writer", "fork, labelled by a non-writer"
 
-    labels = ([applied(n, "primary") for n in primaries] + [applied(n, "modifier") for n in modifiers]
-              + [non_writer("amd", by="sweepbot[bot]")])  # a label that is not a sweep label never matters
+    labels = (
+        [applied(n, "primary") for n in primaries]
+        + [applied(n, "modifier") for n in modifiers]
+        + [non_writer("amd", by="sweepbot[bot]")]
+    )  # a label that is not a sweep label never matters
     message = "Tune MI355X recipe\n\n[skip-sweep] numbers unchanged" if skip else "Tune MI355X recipe"
     fork = origin.startswith("fork")
-    return make_pr(labels=tuple(labels), is_fork=fork, head_ref="patch-1" if fork else "recipe/mi355x",
-                   merge_commit_sha=MERGE if fork else None, merge_parents=(BASE, HEAD) if fork else None,
-                   draft=draft, changelog=CHANGELOGS[changelog],
-                   head_commit_message=message, pin=None if pin == "not pinned" else 9001,
-                   primary_readded_after_pin=pin == "pinned, primary re-added")
+    return make_pr(
+        labels=tuple(labels),
+        is_fork=fork,
+        head_ref="patch-1" if fork else "recipe/mi355x",
+        merge_commit_sha=MERGE if fork else None,
+        merge_parents=(BASE, HEAD) if fork else None,
+        draft=draft,
+        changelog=CHANGELOGS[changelog],
+        head_commit_message=message,
+        pin=None if pin == "not pinned" else 9001,
+        primary_readded_after_pin=pin == "pinned, primary re-added",
+    )
 
 
 def compare(pr: GateInput, decision: Decision) -> list[str]:
@@ -136,7 +159,9 @@ def compare(pr: GateInput, decision: Decision) -> list[str]:
         workflow = POLICY.workflows.fork_sweep if pr.is_fork else POLICY.workflows.sweep
         ref = pr.default_branch if pr.is_fork else pr.head_ref
         if (decision.start.workflow, decision.start.ref) != (workflow, ref):
-            problems.append(f"dispatches {decision.start.workflow} on {decision.start.ref}, expected {workflow} on {ref}")
+            problems.append(
+                f"dispatches {decision.start.workflow} on {decision.start.ref}, expected {workflow} on {ref}"
+            )
     if set(decision.remove_labels) != want.removed:
         problems.append(f"removes {sorted(decision.remove_labels)}, reference {sorted(want.removed)}")
     if failing(decision) != want.blocked_by:
@@ -181,7 +206,8 @@ def test_every_combination_matches_the_reference(grid):
     every combination of labels, origin, draft, changelog, skip marker, pin and spelling: all mismatches listed."""
     assert grid.count == 8 * 8 * 6 * 2 * 4 * 2 * 3 * 2 == 36864
     assert not grid.mismatches, f"{len(grid.mismatches)} of {grid.count} cases differ:\n" + "\n".join(
-        grid.mismatches[:40])
+        grid.mismatches[:40]
+    )
 
 
 def test_the_exhaustive_cases_start_sweeps_exactly_where_the_rules_allow(grid):
@@ -196,15 +222,28 @@ def test_the_exhaustive_cases_start_sweeps_exactly_where_the_rules_allow(grid):
 
 def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
     seen = {name: set(codes) for name, codes in grid.seen.items()}
-    extra = [make_pr(open=False), make_pr(open=False, merged=True), make_pr(changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)),
-             make_pr(base_ref="release"), fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
-             fork_pr(merge_commit_sha=None), fork_pr(merge_parents=(BASE, OLD_HEAD)),
-             fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
-             make_pr(pin=5, pin_blocked_by=("evals-only",)), fork_pr(mergeable=False)]
+    extra = [
+        make_pr(open=False),
+        make_pr(open=False, merged=True),
+        make_pr(changelog=ChangelogOutcome(Changelog.LINKS_CORRECTED)),
+        make_pr(base_ref="release"),
+        fork_pr(labels=(writer(FAIL_FAST, sha=None),)),
+        fork_pr(merge_commit_sha=None),
+        fork_pr(merge_parents=(BASE, OLD_HEAD)),
+        fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
+        make_pr(pin=5, pin_blocked_by=("evals-only",)),
+        fork_pr(mergeable=False),
+    ]
     current = decide(make_pr(), POLICY).dispatch_id
-    extra += [make_pr(dispatched=(Dispatched(current, 7, status, conclusion),))
-              for status, conclusion in (("in_progress", None), ("completed", "success"), ("completed", "failure"),
-                                         ("completed", "cancelled"))]
+    extra += [
+        make_pr(dispatched=(Dispatched(current, 7, status, conclusion),))
+        for status, conclusion in (
+            ("in_progress", None),
+            ("completed", "success"),
+            ("completed", "failure"),
+            ("completed", "cancelled"),
+        )
+    ]
     for pr in extra:
         for c in decide(pr, POLICY).conditions:
             seen.setdefault(c.name, set()).add(c.reason_code)
@@ -221,9 +260,17 @@ def test_same_repo_dispatch_runs_the_sweep_workflow_on_the_head_branch_with_exac
     assert decision.start is not None
     assert (decision.start.workflow, decision.start.ref) == ("run-sweep.yml", "recipe/mi355x")
     assert dict(decision.start.inputs) == {
-        "pr-number": "42", "head-sha": HEAD, "base-sha": BASE, "sweep-label": "full-sweep-enabled",
-        "canary": "true", "fail-fast": "false", "all-evals": "true", "evals-only": "false", "agentx-fast": "false",
-        "dispatch-id": key, "summary": "",
+        "pr-number": "42",
+        "head-sha": HEAD,
+        "base-sha": BASE,
+        "sweep-label": "full-sweep-enabled",
+        "canary": "true",
+        "fail-fast": "false",
+        "all-evals": "true",
+        "evals-only": "false",
+        "agentx-fast": "false",
+        "dispatch-id": key,
+        "summary": "",
     }
     assert decision.start.dispatch_id == decision.dispatch_id == key
     assert tuple(decision.start.inputs) == DISPATCH_INPUTS  # what the fakes' sweep workflows accept
@@ -234,8 +281,9 @@ def test_same_repo_dispatch_runs_the_sweep_workflow_on_the_head_branch_with_exac
 def test_the_changelog_summary_goes_to_the_run_name_input_and_not_into_the_dispatch_id():
     tokens = "model=dsr1 scenario=fixed-seq-len precision=fp4 hardware_framework=mi355x_sglang"
     plain = decide(make_pr(labels=(writer(ENABLED),)), POLICY)
-    summarised = decide(make_pr(labels=(writer(ENABLED),), changelog=ChangelogOutcome(Changelog.VALID, summary=tokens)),
-                        POLICY)
+    summarised = decide(
+        make_pr(labels=(writer(ENABLED),), changelog=ChangelogOutcome(Changelog.VALID, summary=tokens)), POLICY
+    )
     assert summarised.start.inputs["summary"] == tokens
     assert summarised.dispatch_id == plain.dispatch_id
 
@@ -246,9 +294,18 @@ def test_fork_dispatch_runs_the_trusted_workflow_on_the_default_branch_with_appr
     assert decision.start is not None
     assert (decision.start.workflow, decision.start.ref) == ("e2e-tests.yml", "main")
     assert dict(decision.start.inputs) == {
-        "pr-number": "42", "head-sha": HEAD, "base-sha": BASE, "sweep-label": "non-canary-full-sweep-enabled",
-        "canary": "false", "fail-fast": "false", "all-evals": "false", "evals-only": "true", "agentx-fast": "true",
-        "dispatch-id": dispatch_id(42, HEAD, [NON_CANARY, EVALS_ONLY, AGENTX_FAST]), "summary": "", "merge-sha": MERGE,
+        "pr-number": "42",
+        "head-sha": HEAD,
+        "base-sha": BASE,
+        "sweep-label": "non-canary-full-sweep-enabled",
+        "canary": "false",
+        "fail-fast": "false",
+        "all-evals": "false",
+        "evals-only": "true",
+        "agentx-fast": "true",
+        "dispatch-id": dispatch_id(42, HEAD, [NON_CANARY, EVALS_ONLY, AGENTX_FAST]),
+        "summary": "",
+        "merge-sha": MERGE,
     }
     assert tuple(decision.start.inputs) == FORK_INPUTS
     assert reasons(decision)["fork_approval"] == (True, "approved")
@@ -309,9 +366,16 @@ def test_a_repository_policy_renames_labels_workflows_and_the_marker():
 def test_a_new_state_starts_and_cancels_every_superseded_run_still_queued_or_running():
     old = dispatch_id(42, OLD_HEAD, [FAIL_FAST])
     older = dispatch_id(42, OLD_HEAD, [ENABLED])
-    pr = make_pr(dispatched=(Dispatched(old, 11, "queued"), Dispatched(old, 12, "in_progress"),
-                             Dispatched(older, 13, "waiting"), Dispatched(older, 14, "completed"),
-                             Dispatched(older, 15, "pending"), Dispatched(older, 16, "requested")))
+    pr = make_pr(
+        dispatched=(
+            Dispatched(old, 11, "queued"),
+            Dispatched(old, 12, "in_progress"),
+            Dispatched(older, 13, "waiting"),
+            Dispatched(older, 14, "completed"),
+            Dispatched(older, 15, "pending"),
+            Dispatched(older, 16, "requested"),
+        )
+    )
     decision = decide(pr, POLICY)
     assert decision.start is not None
     assert decision.cancel == (11, 12, 13, 15, 16)
@@ -328,8 +392,10 @@ def test_removing_the_primary_cancels_its_run_and_starts_nothing():
 
 def test_adding_a_modifier_restarts_the_sweep():
     ran = dispatch_id(42, HEAD, [FAIL_FAST])
-    decision = decide(make_pr(labels=(writer(FAIL_FAST), writer(AGENTX_FAST)),
-                              dispatched=(Dispatched(ran, 31, "in_progress"),)), POLICY)
+    decision = decide(
+        make_pr(labels=(writer(FAIL_FAST), writer(AGENTX_FAST)), dispatched=(Dispatched(ran, 31, "in_progress"),)),
+        POLICY,
+    )
     assert decision.start is not None and decision.start.inputs["agentx-fast"] == "true"
     assert decision.cancel == (31,)
 
@@ -342,8 +408,12 @@ def test_a_state_already_dispatched_starts_nothing_and_keeps_its_run_but_cancels
     assert decision.start is None
     assert decision.cancel == (40,)
     assert reasons(decision)["dispatch"] == (True, "running")
-    assert dict(decision.condition("dispatch").params) == {"dispatch_id": current, "run_id": 41, "status": "queued",
-                                                           "conclusion": None}
+    assert dict(decision.condition("dispatch").params) == {
+        "dispatch_id": current,
+        "run_id": 41,
+        "status": "queued",
+        "conclusion": None,
+    }
     assert failing(decision) == set()
 
 
@@ -406,7 +476,11 @@ def test_a_fork_push_after_approval_is_not_trusted_until_the_label_is_added_agai
     assert decision.start is None and failing(decision) == {"fork_approval"}
     assert reasons(decision)["fork_approval"] == (False, "head_changed")
     assert dict(decision.condition("fork_approval").params) == {
-        "by": "maintainer", "approved_sha": OLD_HEAD, "head_sha": HEAD, "ignored": ()}
+        "by": "maintainer",
+        "approved_sha": OLD_HEAD,
+        "head_sha": HEAD,
+        "ignored": (),
+    }
     assert decision.remove_labels == ()  # a writer's label stays; only re-adding it approves the new head
     readded = decide(replace(approved_then_pushed, labels=(writer(FAIL_FAST, sha=HEAD),)), POLICY)
     assert readded.start is not None and readded.start.inputs["head-sha"] == HEAD
@@ -444,12 +518,17 @@ def test_a_conflict_is_the_authors_to_fix():
     assert mark(decision.condition("merge_commit")) == FIX
 
 
-@pytest.mark.parametrize("status, conclusion, expected", [
-    ("queued", None, (True, "running", WAIT)), ("in_progress", None, (True, "running", WAIT)),
-    ("completed", "success", (True, "passed", DONE)), ("completed", "failure", (False, "run_failed", FIX)),
-    ("completed", "timed_out", (False, "run_failed", FIX)), ("completed", "cancelled", (None, "cancelled",
-                                                                                      NOT_APPLICABLE)),
-])
+@pytest.mark.parametrize(
+    "status, conclusion, expected",
+    [
+        ("queued", None, (True, "running", WAIT)),
+        ("in_progress", None, (True, "running", WAIT)),
+        ("completed", "success", (True, "passed", DONE)),
+        ("completed", "failure", (False, "run_failed", FIX)),
+        ("completed", "timed_out", (False, "run_failed", FIX)),
+        ("completed", "cancelled", (None, "cancelled", NOT_APPLICABLE)),
+    ],
+)
 def test_the_current_runs_outcome_is_its_own_mark(status, conclusion, expected):
     """Regression: after the run failed the status said "✅ Sweep run: Run `1017` is `completed`"."""
     current = decide(make_pr(), POLICY).dispatch_id
@@ -469,8 +548,15 @@ def test_a_fork_dispatch_waits_for_the_merge_commit_of_the_approved_head():
 
 
 def test_a_fork_label_by_someone_whose_permission_github_would_not_confirm_neither_counts_nor_is_removed():
-    decision = decide(fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),
-                                      AppliedLabel(ALL_EVALS, "maintainer", None, HEAD))), POLICY)
+    decision = decide(
+        fork_pr(
+            labels=(
+                AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),
+                AppliedLabel(ALL_EVALS, "maintainer", None, HEAD),
+            )
+        ),
+        POLICY,
+    )
     assert decision.start is None and decision.remove_labels == ()
     assert reasons(decision)["fork_approval"] == (False, "permission_unknown")
     assert dict(decision.condition("fork_approval").params)["by"] == ("maintainer",)
@@ -493,8 +579,9 @@ def test_a_non_writers_label_on_a_same_repo_pr_counts_for_nothing_is_left_on_and
     assert labels.params["not_counted"] == (FAIL_FAST,) and labels.params["not_counted_by"] == ("triager",)
     mixed = decide(make_pr(labels=(writer(FAIL_FAST), non_writer(ALL_EVALS, by="triager"))), POLICY)
     assert mixed.start is not None and mixed.start.inputs["all-evals"] == "false"
-    assert mixed.dispatch_id == decide(make_pr(labels=(writer(FAIL_FAST),)), POLICY).dispatch_id, \
+    assert mixed.dispatch_id == decide(make_pr(labels=(writer(FAIL_FAST),)), POLICY).dispatch_id, (
         "the triager's modifier asks for no other run"
+    )
 
 
 def test_a_writers_label_a_non_writer_took_off_still_counts_and_is_said():
@@ -513,7 +600,10 @@ def test_a_primary_a_non_writer_put_on_a_fork_is_removed_and_counts_for_nothing(
     assert reasons(decision)["labels"] == (None, "no_primary")
     assert reasons(decision)["fork_approval"] == (False, "untrusted_labeller")
     assert dict(decision.condition("fork_approval").params) == {
-        "labels": ("Full-Sweep-Enabled", ALL_EVALS), "by": ("triager",), "removed": ("Full-Sweep-Enabled",)}
+        "labels": ("Full-Sweep-Enabled", ALL_EVALS),
+        "by": ("triager",),
+        "removed": ("Full-Sweep-Enabled",),
+    }
     assert decision.dispatch_id == dispatch_id(42, HEAD, [])
 
 
@@ -537,8 +627,7 @@ def test_a_fork_with_no_sweep_label_awaits_one():
 def test_two_primaries_name_both_and_the_recommended_one():
     decision = decide(make_pr(labels=(writer(NON_CANARY), writer(FAIL_FAST))), POLICY)
     assert decision.start is None and reasons(decision)["labels"] == (False, "several_primaries")
-    assert dict(decision.condition("labels").params) == {"labels": (FAIL_FAST, NON_CANARY),
-                                                         "recommended": FAIL_FAST}
+    assert dict(decision.condition("labels").params) == {"labels": (FAIL_FAST, NON_CANARY), "recommended": FAIL_FAST}
 
 
 def test_a_modifier_without_a_primary_says_which():
@@ -548,8 +637,10 @@ def test_a_modifier_without_a_primary_says_which():
 
 
 def test_evals_modifiers_with_an_append_only_addition_are_invalid_and_named():
-    pr = make_pr(changelog=VALID_APPEND_ONLY,
-                 labels=(writer(FAIL_FAST), writer(AGENTX_FAST), writer(EVALS_ONLY), writer(ALL_EVALS)))
+    pr = make_pr(
+        changelog=VALID_APPEND_ONLY,
+        labels=(writer(FAIL_FAST), writer(AGENTX_FAST), writer(EVALS_ONLY), writer(ALL_EVALS)),
+    )
     decision = decide(pr, POLICY)
     assert decision.start is None and reasons(decision)["labels"] == (False, "append_only_conflict")
     assert dict(decision.condition("labels").params) == {"modifiers": (ALL_EVALS, EVALS_ONLY)}
@@ -560,11 +651,22 @@ def test_evals_modifiers_with_an_append_only_addition_are_invalid_and_named():
 def test_valid_labels_describe_the_sweep():
     decision = decide(make_pr(labels=(writer(AGENTX_FAST), writer(ENABLED), writer(ALL_EVALS))), POLICY)
     assert dict(decision.condition("labels").params) == {
-        "primary": ENABLED, "modifiers": (ALL_EVALS, AGENTX_FAST), "canary": True, "fail_fast": False}
+        "primary": ENABLED,
+        "modifiers": (ALL_EVALS, AGENTX_FAST),
+        "canary": True,
+        "fail_fast": False,
+    }
 
 
-@pytest.mark.parametrize("outcome, ok, code", [(VALID, True, "valid"), (VALID_APPEND_ONLY, True, "valid"),
-                                                (ABSENT, False, "absent"), (INVALID, False, "invalid")])
+@pytest.mark.parametrize(
+    "outcome, ok, code",
+    [
+        (VALID, True, "valid"),
+        (VALID_APPEND_ONLY, True, "valid"),
+        (ABSENT, False, "absent"),
+        (INVALID, False, "invalid"),
+    ],
+)
 def test_changelog_condition(outcome, ok, code):
     decision = decide(make_pr(changelog=outcome), POLICY)
     assert reasons(decision)["changelog"] == (ok, code)
@@ -608,14 +710,22 @@ def test_the_dispatch_id_is_stable_short_and_fits_a_comment_marker():
     first = dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS])
     assert first == dispatch_id(42, HEAD, [ALL_EVALS.upper(), FAIL_FAST, ALL_EVALS])  # order, case, repeats
     assert re.fullmatch(r"[a-z0-9-]{1,24}", first) and first.startswith("sw-42-")
-    assert first == "sw-42-" + __import__("bot.rules.fingerprint", fromlist=["digest"]).digest(
-        42, HEAD, sorted([FAIL_FAST, ALL_EVALS]))[:12]
+    assert (
+        first
+        == "sw-42-"
+        + __import__("bot.rules.fingerprint", fromlist=["digest"]).digest(42, HEAD, sorted([FAIL_FAST, ALL_EVALS]))[:12]
+    )
 
 
 def test_the_dispatch_id_differs_per_label_set_head_sha_and_pr():
-    ids = {dispatch_id(42, HEAD, [FAIL_FAST]), dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS]),
-           dispatch_id(42, HEAD, [ENABLED]), dispatch_id(42, HEAD, []), dispatch_id(42, OLD_HEAD, [FAIL_FAST]),
-           dispatch_id(43, HEAD, [FAIL_FAST])}
+    ids = {
+        dispatch_id(42, HEAD, [FAIL_FAST]),
+        dispatch_id(42, HEAD, [FAIL_FAST, ALL_EVALS]),
+        dispatch_id(42, HEAD, [ENABLED]),
+        dispatch_id(42, HEAD, []),
+        dispatch_id(42, OLD_HEAD, [FAIL_FAST]),
+        dispatch_id(43, HEAD, [FAIL_FAST]),
+    }
     assert len(ids) == 6
 
 
@@ -637,8 +747,11 @@ def test_conditions_are_data_for_templates_and_cannot_be_changed():
     for c in decision.conditions:
         assert re.fullmatch(r"[a-z_]+", c.name) and re.fullmatch(r"[a-z_]+", c.reason_code)
         for value in c.params.values():
-            assert value is None or isinstance(value, (str, int, bool)) or (
-                isinstance(value, tuple) and all(isinstance(v, str) for v in value))
+            assert (
+                value is None
+                or isinstance(value, (str, int, bool))
+                or (isinstance(value, tuple) and all(isinstance(v, str) for v in value))
+            )
     with pytest.raises(TypeError):
         decision.conditions[0].params["path"] = "elsewhere"
     with pytest.raises(FrozenInstanceError):

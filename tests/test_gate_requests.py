@@ -4,9 +4,7 @@ cannot drift from the code silently."""
 from __future__ import annotations
 
 import pytest
-
 from harness import load_bench
-
 
 BENCH = load_bench("github_requests")
 
@@ -15,49 +13,87 @@ BENCH = load_bench("github_requests")
 # together, its round trips were its request counts: every request waited for the one before it; labeled 13,
 # synchronize 15, fork labeled by a writer 15.
 FIGURES = {
-    "labeled": (16, 4, 10, "list comments, list files, read PR, read permission → compare (merge base), list "
-                           "label events, read commit, read file at commit → read file at commit → list runs "
-                           "→ dispatch → create comment → list check runs → create check run → list check "
-                           "runs → create check run"),
-    "labeled_redelivered_new_id": (4, 0, 2, "list comments, list files (304), read PR (304) → list label "
-                                            "events (304)"),
+    "labeled": (
+        16,
+        4,
+        10,
+        "list comments, list files, read PR, read permission → compare (merge base), list "
+        "label events, read commit, read file at commit → read file at commit → list runs "
+        "→ dispatch → create comment → list check runs → create check run → list check "
+        "runs → create check run",
+    ),
+    "labeled_redelivered_new_id": (4, 0, 2, "list comments, list files (304), read PR (304) → list label events (304)"),
     # the changelog's one-click fixes list the PR's reviews last, after the dispatch; the PR, the merge
     # base and the files they read too are the gate's, read once per delivery
-    "synchronize_new_push": (18, 6, 15, "list files (304) → list comments → read PR → compare (merge base), "
-                                        "list label events (304), read commit, read file at commit → read "
-                                        "file at commit (304) → cancel run → list runs → dispatch → edit "
-                                        "comment → list check runs → create check run → update check run → "
-                                        "list check runs → create check run → list reviews"),
-    "two_primaries": (8, 4, 6, "list comments, list files (304), read PR → list label events → cancel run → "
-                               "edit comment → update check run → update check run"),
+    "synchronize_new_push": (
+        18,
+        6,
+        15,
+        "list files (304) → list comments → read PR → compare (merge base), "
+        "list label events (304), read commit, read file at commit → read "
+        "file at commit (304) → cancel run → list runs → dispatch → edit "
+        "comment → list check runs → create check run → update check run → "
+        "list check runs → create check run → list reviews",
+    ),
+    "two_primaries": (
+        8,
+        4,
+        6,
+        "list comments, list files (304), read PR → list label events → cancel run → "
+        "edit comment → update check run → update check run",
+    ),
     # the second `read commit` is GitHub's merge commit: its parents must include the approved head
-    "fork_labeled_by_writer": (17, 4, 10, "list comments, list files, read PR, read permission → compare "
-                                          "(merge base), list label events, read commit, read file at commit "
-                                          "→ read commit, read file at commit → list runs → dispatch → create"
-                                          " comment → list check runs → create check run → list check runs → "
-                                          "create check run"),
-    "fork_labeled_by_non_writer": (14, 4, 8, "list comments, list files, read PR, read permission → compare "
-                                             "(merge base), list label events, read commit, read file at "
-                                             "commit → read file at commit → remove label → create comment → "
-                                             "create comment → list check runs → create check run"),
-    "invalid_changelog": (12, 2, 6, "list comments, list files, read PR, read permission → compare (merge "
-                                    "base), list label events, read commit, read file at commit → read file "
-                                    "at commit → create comment → list check runs → create check run"),
-    "run_completed": (9, 4, 8, "list comments → list run jobs, read PR (304) → list files (304) → list label "
-                               "events (304) → edit comment → update check run → update check run → create "
-                               "comment"),
-    "opened_no_changelog": (5, 1, 4, "list files → list comments, read PR → list check runs → create check "
-                                     "run"),
+    "fork_labeled_by_writer": (
+        17,
+        4,
+        10,
+        "list comments, list files, read PR, read permission → compare "
+        "(merge base), list label events, read commit, read file at commit "
+        "→ read commit, read file at commit → list runs → dispatch → create"
+        " comment → list check runs → create check run → list check runs → "
+        "create check run",
+    ),
+    "fork_labeled_by_non_writer": (
+        14,
+        4,
+        8,
+        "list comments, list files, read PR, read permission → compare "
+        "(merge base), list label events, read commit, read file at "
+        "commit → read file at commit → remove label → create comment → "
+        "create comment → list check runs → create check run",
+    ),
+    "invalid_changelog": (
+        12,
+        2,
+        6,
+        "list comments, list files, read PR, read permission → compare (merge "
+        "base), list label events, read commit, read file at commit → read file "
+        "at commit → create comment → list check runs → create check run",
+    ),
+    "run_completed": (
+        9,
+        4,
+        8,
+        "list comments → list run jobs, read PR (304) → list files (304) → list label "
+        "events (304) → edit comment → update check run → update check run → create "
+        "comment",
+    ),
+    "opened_no_changelog": (5, 1, 4, "list files → list comments, read PR → list check runs → create check run"),
     # before requests were made together: 21 requests, 21 round trips (the gate read the PR again, 👀 was listed
     # to be taken off);
     # 19 and 12 until the pin was written into the status comment's record first (the first `edit comment`) and
     # the gate rendered the status whole after the 👍 (the second): one edit more, the reply 3 round trips sooner
-    "use_pins_and_stages": (20, 8, 10, "read permission → add reaction, list comments, list label events, "
-                                       "list run artifacts, read PR, read run → edit comment, list files → "
-                                       "compare (merge base), create comment, read commit, read file at "
-                                       "commit → add reaction, read file at commit → remove reaction → "
-                                       "repository dispatch → edit comment → list check runs → create check "
-                                       "run"),
+    "use_pins_and_stages": (
+        20,
+        8,
+        10,
+        "read permission → add reaction, list comments, list label events, "
+        "list run artifacts, read PR, read run → edit comment, list files → "
+        "compare (merge base), create comment, read commit, read file at "
+        "commit → add reaction, read file at commit → remove reaction → "
+        "repository dispatch → edit comment → list check runs → create check "
+        "run",
+    ),
 }
 
 
@@ -75,12 +111,29 @@ async def test_gate_request_figures(app_key, name):
 async def test_the_gate_figures_say_what_the_scenarios_are_about(app_key):
     """The headline of each row, independent of the exact sequence: one dispatch where a sweep starts, none
     where it must not, and no write at all for a redelivery."""
-    dispatches = {name: sum(1 for r in (await getattr(BENCH, name)(app_key)).work
-                            if r.method == "POST" and r.path.endswith("/dispatches"))
-                  for name in ("labeled", "synchronize_new_push", "two_primaries", "fork_labeled_by_writer",
-                               "fork_labeled_by_non_writer", "invalid_changelog")}
-    assert dispatches == {"labeled": 1, "synchronize_new_push": 1, "two_primaries": 0, "fork_labeled_by_writer": 1,
-                          "fork_labeled_by_non_writer": 0, "invalid_changelog": 0}
+    dispatches = {
+        name: sum(
+            1
+            for r in (await getattr(BENCH, name)(app_key)).work
+            if r.method == "POST" and r.path.endswith("/dispatches")
+        )
+        for name in (
+            "labeled",
+            "synchronize_new_push",
+            "two_primaries",
+            "fork_labeled_by_writer",
+            "fork_labeled_by_non_writer",
+            "invalid_changelog",
+        )
+    }
+    assert dispatches == {
+        "labeled": 1,
+        "synchronize_new_push": 1,
+        "two_primaries": 0,
+        "fork_labeled_by_writer": 1,
+        "fork_labeled_by_non_writer": 0,
+        "invalid_changelog": 0,
+    }
     fork = await BENCH.fork_labeled_by_writer(app_key)
     assert any(r.path.endswith("/e2e-tests.yml/dispatches") for r in fork.work), "the trusted workflow"
     assert (await BENCH.labeled_redelivered_new_id(app_key)).writes == 0
@@ -148,7 +201,10 @@ def test_the_sequence_does_not_depend_on_which_of_two_requests_in_flight_was_ans
     contents = ("/repos/o/r/contents/perf-changelog.yaml", 0.05, 0.11)
     orders = []
     for answered in ([pr, commit, contents], [pr, contents, commit]):
-        count = BENCH.Count("x", [req(path) for path, *_ in answered],
-                            tuple(Trip("GET", path, sent, done) for path, sent, done in answered))
+        count = BENCH.Count(
+            "x",
+            [req(path) for path, *_ in answered],
+            tuple(Trip("GET", path, sent, done) for path, sent, done in answered),
+        )
         orders.append(count.sequence)
     assert orders[0] == orders[1] == "read PR → read commit, read file at commit"

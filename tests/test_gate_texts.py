@@ -7,7 +7,6 @@ text here fails these tests.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections import Counter
@@ -16,9 +15,12 @@ from dataclasses import replace
 import jinja2
 import pytest
 from gidgethub import sansio
+from test_templates import CJK, URL, code_spans
 
-from bot.rules.commands import find_commands
 from bot.core.config import default_policy, policy_defaults
+from bot.core.processing import Context
+from bot.core.templates import Templates, code_span
+from bot.rules.commands import find_commands
 from bot.rules.gate import (
     CONDITIONS,
     REASONS,
@@ -32,17 +34,16 @@ from bot.rules.gate import (
     dispatch_id,
 )
 from bot.rules.policy import Policy
-from bot.core.processing import Context
-from bot.core.templates import Templates, code_span
 from handlers import sweep_gate
-from test_templates import CJK, URL, code_spans
 
 ENV = Templates().environment
 LANGUAGES = ("en", "zh")
-REASON = {lang: ENV.from_string(f'{{% import "_gate_reason.{lang}.j2" as t %}}{{{{ t.reason(c, g) }}}}')
-          for lang in LANGUAGES}
-TITLE = {lang: ENV.from_string(f'{{% import "_gate_reason.{lang}.j2" as t %}}{{{{ t.title(name) }}}}')
-         for lang in LANGUAGES}
+REASON = {
+    lang: ENV.from_string(f'{{% import "_gate_reason.{lang}.j2" as t %}}{{{{ t.reason(c, g) }}}}') for lang in LANGUAGES
+}
+TITLE = {
+    lang: ENV.from_string(f'{{% import "_gate_reason.{lang}.j2" as t %}}{{{{ t.title(name) }}}}') for lang in LANGUAGES
+}
 
 POLICY = default_policy()
 FAIL_FAST, ENABLED, NON_CANARY = (p.name for p in POLICY.labels.primary)
@@ -71,36 +72,59 @@ def non_writer(name, sha=HEAD, by="triager"):
 
 def make_pr(**changes) -> GateInput:
     """An open same-repo PR #42 into main with a valid changelog append and the recommended primary by a writer."""
-    pr = GateInput(number=42, head_sha=HEAD, base_sha=BASE, head_ref="recipe/mi355x", base_ref="main",
-                   default_branch="main", changelog=VALID, labels=(writer(FAIL_FAST),),
-                   head_commit_message="Tune MI355X recipe")
+    pr = GateInput(
+        number=42,
+        head_sha=HEAD,
+        base_sha=BASE,
+        head_ref="recipe/mi355x",
+        base_ref="main",
+        default_branch="main",
+        changelog=VALID,
+        labels=(writer(FAIL_FAST),),
+        head_commit_message="Tune MI355X recipe",
+    )
     return replace(pr, **changes)
 
 
 def fork_pr(**changes) -> GateInput:
-    return make_pr(**{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, "merge_parents": (BASE, HEAD),
-                      **changes})
+    return make_pr(
+        **{"is_fork": True, "head_ref": "patch-1", "merge_commit_sha": MERGE, "merge_parents": (BASE, HEAD), **changes}
+    )
 
 
 def facts(policy=POLICY) -> dict:
     """The repository facts `g` the handler gives the templates, built by the handler's own function from
     `policy`, for PR #42's head in acme/InferenceX (a copy here would pass while the handler gave other facts)."""
-    event = sansio.Event({"repository": {"full_name": "acme/InferenceX", "html_url": REPO_URL}},
-                         event="pull_request", delivery_id="gate-texts")
+    event = sansio.Event(
+        {"repository": {"full_name": "acme/InferenceX", "html_url": REPO_URL}},
+        event="pull_request",
+        delivery_id="gate-texts",
+    )
     # the facts come from the policy and the PR: no GitHub, no repository config (None: reading either fails)
-    ctx = Context(event=event, repo="acme/InferenceX", policy=policy, bot_login="sweepbot[bot]", templates=Templates(),
-                  gh=None,  # type: ignore[arg-type]  # deliberately no GitHub client
-                  configs=None)  # type: ignore[arg-type]  # deliberately no RepoConfigs
+    ctx = Context(
+        event=event,
+        repo="acme/InferenceX",
+        policy=policy,
+        bot_login="sweepbot[bot]",
+        templates=Templates(),
+        gh=None,  # type: ignore[arg-type]  # deliberately no GitHub client
+        configs=None,
+    )  # type: ignore[arg-type]  # deliberately no RepoConfigs
     return sweep_gate._facts(ctx, {"number": 42, "head": {"sha": HEAD}})
 
 
 def test_the_facts_are_the_handlers():
     g = facts()
-    assert g == {"primary_labels": [FAIL_FAST, ENABLED, NON_CANARY], "recommended": FAIL_FAST,
-                 "modifiers": MODIFIERS, "changelog_path": POLICY.paths.changelog,
-                 "changelog_url": f"{REPO_URL}/blob/{HEAD}/{POLICY.paths.changelog}",
-                 "skip_marker": POLICY.skip_sweep_marker, "use_command": "/" + POLICY.commands.use,
-                 "runs_url": RUNS_URL}
+    assert g == {
+        "primary_labels": [FAIL_FAST, ENABLED, NON_CANARY],
+        "recommended": FAIL_FAST,
+        "modifiers": MODIFIERS,
+        "changelog_path": POLICY.paths.changelog,
+        "changelog_url": f"{REPO_URL}/blob/{HEAD}/{POLICY.paths.changelog}",
+        "skip_marker": POLICY.skip_sweep_marker,
+        "use_command": "/" + POLICY.commands.use,
+        "runs_url": RUNS_URL,
+    }
 
 
 def as_mapping(c: Condition, lists: bool = False) -> dict:
@@ -127,9 +151,11 @@ CASES = {
     "changelog invalid": make_pr(changelog=ChangelogOutcome(Changelog.INVALID)),
     "append-only with evals-only and all-evals": make_pr(
         changelog=ChangelogOutcome(Changelog.VALID, append_only=True),
-        labels=(writer(FAIL_FAST), writer(EVALS_ONLY), writer(ALL_EVALS))),
-    "append-only, agentx-fast": make_pr(changelog=ChangelogOutcome(Changelog.VALID, append_only=True),
-                                        labels=(writer(NON_CANARY), writer(AGENTX_FAST))),
+        labels=(writer(FAIL_FAST), writer(EVALS_ONLY), writer(ALL_EVALS)),
+    ),
+    "append-only, agentx-fast": make_pr(
+        changelog=ChangelogOutcome(Changelog.VALID, append_only=True), labels=(writer(NON_CANARY), writer(AGENTX_FAST))
+    ),
     "no labels": make_pr(labels=()),
     "two primaries": make_pr(labels=(writer(NON_CANARY), writer(ENABLED))),
     "modifier alone": make_pr(labels=(writer(EVALS_ONLY),)),
@@ -164,14 +190,20 @@ DECISIONS = {name: decide(pr, POLICY) for name, pr in CASES.items()}
 
 # Set by the handler when GitHub refuses or keeps failing the dispatch.
 ID = dispatch_id(42, HEAD, [FAIL_FAST])
-FAILED = Condition("dispatch", False, "failed", {"dispatch_id": ID, "error": "422 Unprocessable Entity: "
-                                                 "Workflow does not have 'workflow_dispatch' trigger"})
+FAILED = Condition(
+    "dispatch",
+    False,
+    "failed",
+    {"dispatch_id": ID, "error": "422 Unprocessable Entity: Workflow does not have 'workflow_dispatch' trigger"},
+)
 # `retry_in` is what the template needs; the handler gives none today (the strict xfail test in
 # test_sweep_gate.py pins that bug), so this line is the text as it should render.
 RETRYING = Condition("dispatch", None, "retrying", {"dispatch_id": ID, "error": "502 Bad Gateway", "retry_in": 30})
 
 # Set by the handler when GitHub's answer to the dispatch was lost and no run shows it (Unreconciled).
-UNKNOWN = Condition("dispatch", False, "unknown", {"dispatch_id": ID, "error": "502 Bad Gateway; GitHub does not show it"})
+UNKNOWN = Condition(
+    "dispatch", False, "unknown", {"dispatch_id": ID, "error": "502 Bad Gateway; GitHub does not show it"}
+)
 
 CONDITIONS_SEEN = [c for decision in DECISIONS.values() for c in decision.conditions] + [FAILED, RETRYING, UNKNOWN]
 ALL_PAIRS = {(name, code) for name, codes in REASONS.items() for code in codes}
@@ -215,8 +247,9 @@ def test_each_code_of_a_condition_has_its_own_sentence(lang):
     by_name: dict[str, set[str]] = {}
     for c in one_per_pair():
         by_name.setdefault(c.name, set()).add(render(c, lang))
-    assert {name: len(lines) for name, lines in by_name.items()} == {name: len(codes) for name, codes in
-                                                                       REASONS.items()}
+    assert {name: len(lines) for name, lines in by_name.items()} == {
+        name: len(codes) for name, codes in REASONS.items()
+    }
 
 
 # -- shape ------------------------------------------------------------------------------------------
@@ -399,8 +432,10 @@ def test_skip_marker_present_says_checks_still_run():
 
 def test_reuse_pin_lines():
     english = render(condition("pinned", "reuse_pin"), "en")
-    assert english == (f"Run `{PIN}` is pinned, so pushes start no sweep; removing the primary label and adding "
-                       "it again sweeps anyway.")
+    assert english == (
+        f"Run `{PIN}` is pinned, so pushes start no sweep; removing the primary label and adding "
+        "it again sweeps anyway."
+    )
     closed = render(condition("pinned", "reuse_pin"), "en", {**facts(), "is_open": False})
     assert closed == f"Run `{PIN}` is pinned, so pushes start no sweep.", "no advice once the PR is closed"
     assert f"`{PIN}`" in render(condition("pinned", "reuse_pin"), "zh")
@@ -483,8 +518,16 @@ def test_a_missing_param_or_fact_raises(lang):
 
 def test_every_condition_has_a_title_in_both_languages():
     titles = {lang: [TITLE[lang].render(name=name) for name in CONDITIONS] for lang in LANGUAGES}
-    assert titles["en"] == ["Changelog entry", "Sweep labels", "Pull request", "Fork approval", "Merge commit",
-                            "Skip marker", "Reuse pin", "Sweep run"]
+    assert titles["en"] == [
+        "Changelog entry",
+        "Sweep labels",
+        "Pull request",
+        "Fork approval",
+        "Merge commit",
+        "Skip marker",
+        "Reuse pin",
+        "Sweep run",
+    ]
     for lang, found in titles.items():
         assert len(set(found)) == len(CONDITIONS)
         for title in found:

@@ -8,9 +8,9 @@ import time
 import gidgethub
 import httpx
 import pytest
+from harness import REPO, Sleeps, github_app
 
 from bot.github.client import RetryPolicy, WritePacer, retry_delay
-from harness import REPO, Sleeps, github_app
 
 ISSUE = f"/repos/{REPO}/issues/1/comments"
 
@@ -47,8 +47,9 @@ async def test_gives_up_after_the_retry_budget_and_records_the_error(repo, app_k
 async def test_secondary_rate_limit_403_waits_retry_after(repo, app_key):
     sleeps = Sleeps()
     gh = await github_app(app_key, sleeps).client(1)
-    repo.fail_next("POST", ISSUE, 403, headers={"retry-after": "7"},
-                   json={"message": "You have exceeded a secondary rate limit."})
+    repo.fail_next(
+        "POST", ISSUE, 403, headers={"retry-after": "7"}, json={"message": "You have exceeded a secondary rate limit."}
+    )
     created = await gh.post(ISSUE, data={"body": "hi"})
     assert created["body"] == "hi"
     assert sleeps.calls == [7.0]
@@ -67,8 +68,13 @@ async def test_429_with_reset_waits_until_the_reset(repo, app_key):
     sleeps = Sleeps()
     gh = await github_app(app_key, sleeps).client(1)
     reset = int(time.time()) + 30
-    repo.fail_next("GET", ISSUE, 429, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset),
-                                               "x-ratelimit-limit": "5000"}, json={"message": "rate limited"})
+    repo.fail_next(
+        "GET",
+        ISSUE,
+        429,
+        headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset), "x-ratelimit-limit": "5000"},
+        json={"message": "rate limited"},
+    )
     await gh.getitem(ISSUE)
     assert len(sleeps.calls) == 1 and 25 <= sleeps.calls[0] <= 32
 
@@ -117,19 +123,26 @@ async def test_transport_errors_are_retried(repo, app_key):
     assert len(sleeps.calls) == 2
 
 
-@pytest.mark.parametrize("status, headers, message, expected", [
-    (502, {}, "", "backoff"),
-    (500, {}, "", "backoff"),
-    (429, {"retry-after": "3"}, "", 3.0),
-    (403, {"retry-after": "2"}, "", 2.0),
-    (403, {}, "secondary rate limit", 60.0),
-    (403, {}, "Resource not accessible by integration", None),
-    (404, {}, "Not Found", None),
-    (422, {}, "Validation Failed", None),
-], ids=["502", "500", "429-retry-after", "403-retry-after", "403-secondary", "403-permission", "404", "422"])
+@pytest.mark.parametrize(
+    "status, headers, message, expected",
+    [
+        (502, {}, "", "backoff"),
+        (500, {}, "", "backoff"),
+        (429, {"retry-after": "3"}, "", 3.0),
+        (403, {"retry-after": "2"}, "", 2.0),
+        (403, {}, "secondary rate limit", 60.0),
+        (403, {}, "Resource not accessible by integration", None),
+        (404, {}, "Not Found", None),
+        (422, {}, "Validation Failed", None),
+    ],
+    ids=["502", "500", "429-retry-after", "403-retry-after", "403-secondary", "403-permission", "404", "422"],
+)
 def test_retry_decision_table(status, headers, message, expected):
-    exc = gidgethub.BadRequest(__import__("http").HTTPStatus(status), message, headers=headers) if status < 500 \
+    exc = (
+        gidgethub.BadRequest(__import__("http").HTTPStatus(status), message, headers=headers)
+        if status < 500
         else gidgethub.GitHubBroken(__import__("http").HTTPStatus(status), headers=headers)
+    )
     policy = RetryPolicy(base_delay=1.0, max_delay=4.0)
     delay = retry_delay(exc, 1, policy)
     if expected == "backoff":
@@ -215,15 +228,14 @@ async def test_writes_are_paced_per_installation():
 
 async def test_github_api_url_is_honoured(github, app_key):
     """GitHub Enterprise: every request goes to GITHUB_API_URL, none to api.github.com."""
-    from bot.testing import InMemoryGitHub
     from bot.github.client import GitHubApp
     from bot.telemetry.metrics import Metrics
+    from bot.testing import InMemoryGitHub
 
     ghe = InMemoryGitHub(base_url="https://ghe.example/api/v3")
     ghe.add_repo("corp/bench", installation_id=5)
     http = httpx.AsyncClient(transport=httpx.MockTransport(ghe.handle))
-    app = GitHubApp(app_id="1", private_key=app_key, api_url="https://ghe.example/api/v3", metrics=Metrics(),
-                    http=http)
+    app = GitHubApp(app_id="1", private_key=app_key, api_url="https://ghe.example/api/v3", metrics=Metrics(), http=http)
     data = await (await app.client(5)).getitem("/repos/corp/bench")
     assert data["full_name"] == "corp/bench"
     assert ghe.tokens_issued == 1 and github.requests == []

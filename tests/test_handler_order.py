@@ -7,28 +7,37 @@ import re
 from pathlib import Path
 
 from gidgethub import routing, sansio
+from harness import REPO
 
 from bot.core.routing import OrderedRouter, ordered
 from bot.effects.actions import Comment
 from handlers.registry import router
-from harness import REPO
 
 HANDLERS = Path(__file__).resolve().parent.parent / "handlers"
 
 
 def names(event: str, action: str | None) -> list[str]:
     data = {"action": action} if action else {}
-    return [f"{h.__module__.split('.')[-1]}.{h.__name__}"
-            for h in ordered(router, sansio.Event(data, event=event, delivery_id="order"))]
+    return [
+        f"{h.__module__.split('.')[-1]}.{h.__name__}"
+        for h in ordered(router, sansio.Event(data, event=event, delivery_id="order"))
+    ]
 
 
 def test_each_events_handlers_run_in_the_order_the_registry_lists():
     """The order handlers/registry.py's docstring lists, as `sweepbot serve` runs them."""
-    assert names("pull_request", "opened") == ["welcome.welcome_opened", "autolabel.autolabel",
-                                               "sweep_gate.pull_request_changed", "changelog_suggestions.suggest_fixes"]
-    assert names("pull_request", "synchronize") == ["autolabel.autolabel", "signoff.pushed",
-                                                    "sweep_gate.pull_request_changed",
-                                                    "changelog_suggestions.suggest_fixes"]
+    assert names("pull_request", "opened") == [
+        "welcome.welcome_opened",
+        "autolabel.autolabel",
+        "sweep_gate.pull_request_changed",
+        "changelog_suggestions.suggest_fixes",
+    ]
+    assert names("pull_request", "synchronize") == [
+        "autolabel.autolabel",
+        "signoff.pushed",
+        "sweep_gate.pull_request_changed",
+        "changelog_suggestions.suggest_fixes",
+    ]
     assert names("pull_request", "closed") == ["reuse_command.merged", "sweep_gate.pull_request_changed"]
     assert names("issue_comment", "created") == ["commands.dispatch", "signoff.signoff_posted"]
     assert names("workflow_run", "completed") == ["signoff.sweep_finished", "sweep_gate.sweep_run_changed"]
@@ -39,6 +48,7 @@ def test_each_events_handlers_run_in_the_order_the_registry_lists():
 def comment_writer(purpose: str, name: str):
     async def handler(event, ctx):
         return [Comment(event.data["issue"]["number"], purpose, f"{purpose} says hello")]
+
     handler.__name__ = handler.__qualname__ = name
     return handler
 
@@ -59,6 +69,10 @@ async def test_a_rename_cannot_change_the_order_of_writes(make_harness):
 
 def test_no_feature_writes_mid_flow_but_through_write_now():
     """`ctx.write_now` is the one documented way to write before a handler returns (bot/core/processing.py)."""
-    found = [f"{path.name}:{n}" for path in sorted(HANDLERS.glob("*.py"))
-             for n, line in enumerate(path.read_text().splitlines(), 1) if re.search(r"\bctx\.apply\(", line)]
+    found = [
+        f"{path.name}:{n}"
+        for path in sorted(HANDLERS.glob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\bctx\.apply\(", line)
+    ]
     assert found == []

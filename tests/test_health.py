@@ -11,10 +11,10 @@ import json
 import threading
 
 import pytest
-
-from bot.app import runtime
 from harness import HEALTH_TOKEN, REPO, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
+
+from bot.app import runtime
 
 OTHER_REPO = "other-org/benchmarks"  # installed through a second installation, 2
 TOKEN_2 = r"/app/installations/2/access_tokens$"
@@ -85,8 +85,10 @@ async def test_the_journal_unreachable_makes_the_bot_not_ready_but_still_live(ha
     assert status == 503 and "not writable" in health["journal"]
 
 
-async def test_the_database_unreachable_makes_a_replica_not_ready_but_still_live(postgres_db,  # noqa: F811
-                                                                                  make_harness):
+async def test_the_database_unreachable_makes_a_replica_not_ready_but_still_live(
+    postgres_db,  # noqa: F811
+    make_harness,
+):
     h = await make_harness(db_path=postgres_db)
     assert (await _get(h, "/readyz"))[0] == 200
     h.bot.journal.close()
@@ -120,8 +122,11 @@ async def test_a_stuck_workers_loop_makes_the_bot_not_live(make_harness, monkeyp
     monkeypatch.setattr(runtime, "LOOP_ANSWER_TIMEOUT", 0.05)
     h = await make_harness(worker_thread=True)
     assert (await _get(h, "/livez"))[1] == {"ok": True}
-    assert (await _get(h, "/healthz"))[1]["live"] == {"ok": True, "server_loop": "answering",
-                                                     "workers_loop": "answering"}
+    assert (await _get(h, "/healthz"))[1]["live"] == {
+        "ok": True,
+        "server_loop": "answering",
+        "workers_loop": "answering",
+    }
     release = threading.Event()
     h.bot._loop.call(release.wait)  # a handler that blocks its loop and never yields
     try:
@@ -146,8 +151,15 @@ async def _get_as(h, path: str, headers: dict[str, str]) -> tuple[int, dict]:
     return resp.status, await resp.json()
 
 
-@pytest.mark.parametrize("headers", [{"Authorization": ""}, {"Authorization": "Bearer guess-the-token-000"},
-                                     {"Authorization": f"Bearer {HEALTH_TOKEN[:-1]}"}], ids=["none", "wrong", "a prefix"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Authorization": ""},
+        {"Authorization": "Bearer guess-the-token-000"},
+        {"Authorization": f"Bearer {HEALTH_TOKEN[:-1]}"},
+    ],
+    ids=["none", "wrong", "a prefix"],
+)
 async def test_healthz_tells_a_stranger_only_whether_the_bot_is_healthy(make_harness, headers):
     """Regression: /healthz on the webhook's port told anyone the repository names, config errors, installation
     ids and the workers' pid; /livez and /readyz their loops' and journal's states."""

@@ -6,14 +6,14 @@ from dataclasses import replace
 
 import jinja2
 import pytest
+from harness import REPO
 
-from bot.rules.commands import ANYONE, COMMANDS, NO_ARGUMENTS, RUN_ID_OPTIONAL, CommandSpec, find_commands, parse
-from bot.rules.markers import marker
 from bot.core.config import default_policy
 from bot.core.templates import Templates
+from bot.rules.commands import ANYONE, COMMANDS, NO_ARGUMENTS, RUN_ID_OPTIONAL, CommandSpec, find_commands, parse
+from bot.rules.markers import marker
 from handlers import help_command
 from handlers.help_command import help_entries, help_variables, needs_help
-from harness import REPO
 
 POLICY = default_policy()
 NAMES = POLICY.commands.names()
@@ -22,38 +22,46 @@ NAMES = POLICY.commands.names()
 # ---- the pure rules ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body, wanted", [
-    ("/help", True),
-    ("  /HELP", True),
-    ("please see\n/help", True),
-    ("/use abc", True),
-    ("/use", True),
-    ("/use 1 2", True),
-    ("/use 0", True),
-    ("/reuse-sweep-run x", True),
-    ("/stage-results 1 2", True),
-    ("/use 123", False),  # valid: the pin handler answers it
-    ("/reuse-sweep-run", False),
-    ("/stage-results", False),
-    ("/path/to/file", False),
-    ("/helpme", False),
-    ("see /help", False),
-    ("`/help`", False),
-    ("> /help", False),
-    ("```\n/help\n```", False),
-    ("<!-- /help -->", False),
-    ("    /help", False),
-    ("/help\n/use 42", False),  # the last command line counts
-    ("", False),
-], ids=lambda v: repr(v) if isinstance(v, str) else None)
+@pytest.mark.parametrize(
+    "body, wanted",
+    [
+        ("/help", True),
+        ("  /HELP", True),
+        ("please see\n/help", True),
+        ("/use abc", True),
+        ("/use", True),
+        ("/use 1 2", True),
+        ("/use 0", True),
+        ("/reuse-sweep-run x", True),
+        ("/stage-results 1 2", True),
+        ("/use 123", False),  # valid: the pin handler answers it
+        ("/reuse-sweep-run", False),
+        ("/stage-results", False),
+        ("/path/to/file", False),
+        ("/helpme", False),
+        ("see /help", False),
+        ("`/help`", False),
+        ("> /help", False),
+        ("```\n/help\n```", False),
+        ("<!-- /help -->", False),
+        ("    /help", False),
+        ("/help\n/use 42", False),  # the last command line counts
+        ("", False),
+    ],
+    ids=lambda v: repr(v) if isinstance(v, str) else None,
+)
 def test_needs_help(body, wanted):
     assert needs_help(parse(body, NAMES)) is wanted
 
 
 def test_help_variables_show_the_problem_only_when_there_is_one():
     plain = help_variables(POLICY, "alice", parse("/help", NAMES))
-    assert plain == {"requester": "alice", "commands": help_entries(NAMES), "docs_url": POLICY.docs_url,
-                     "problem": None}
+    assert plain == {
+        "requester": "alice",
+        "commands": help_entries(NAMES),
+        "docs_url": POLICY.docs_url,
+        "problem": None,
+    }
     wrong = help_variables(POLICY, "bob", parse("/use abc", NAMES))
     assert wrong["problem"] == {"text": "/use abc", "key": "run-id-not-numeric"}
 
@@ -68,13 +76,15 @@ def test_help_entries_are_the_registry_in_order_with_the_configured_names():
     ]
 
 
-def render_help(monkeypatch, extra: CommandSpec | None, problem: dict | None = None,
-                registry: tuple[CommandSpec, ...] = COMMANDS) -> str:
+def render_help(
+    monkeypatch, extra: CommandSpec | None, problem: dict | None = None, registry: tuple[CommandSpec, ...] = COMMANDS
+) -> str:
     registry = registry + ((extra,) if extra else ())
     monkeypatch.setattr(help_command, "COMMANDS", registry)
     entries = help_entries({spec.kind: spec.default_name for spec in registry})
-    return Templates().render("help", requester="alice", commands=entries, docs_url="https://x.example/docs",
-                              problem=problem)
+    return Templates().render(
+        "help", requester="alice", commands=entries, docs_url="https://x.example/docs", problem=problem
+    )
 
 
 def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(monkeypatch):
@@ -83,40 +93,64 @@ def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(mon
     text = render_help(monkeypatch, extra, {"text": "/use 1 2", "key": "too-many-arguments"})
     english, chinese = text.split("\n## 中文\n")
     assert [line.split(" | ")[0] for line in english.splitlines() if line.startswith("| `/")] == [
-        "| `/use <run_id>`", "| `/reuse-sweep-run [<run_id>]`", "| `/stage-results [<run_id>]`", "| `/help`",
-        "| `/info [<run_id>]`"]
-    assert "| `/info [<run_id>]` | Asks the results service to stage the run again; without a run id, the run that " \
-           "is pinned now. | Anyone | `/info 1234567890` |" in english
-    assert ("followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run`, `/stage-results`"
-            " and `/info` take one or none, and `/help` takes none.") in english
-    assert ("后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run`、`/stage-results` 和 `/info`"
-            " 可以带一个或不带，`/help` 不带参数。") in chinese
-    assert "| `/info [<run_id>]` | 请求结果服务重新暂存这次运行；不带 run id 时暂存当前固定的 run。 | 任何人 |" in chinese
+        "| `/use <run_id>`",
+        "| `/reuse-sweep-run [<run_id>]`",
+        "| `/stage-results [<run_id>]`",
+        "| `/help`",
+        "| `/info [<run_id>]`",
+    ]
+    assert (
+        "| `/info [<run_id>]` | Asks the results service to stage the run again; without a run id, the run that "
+        "is pinned now. | Anyone | `/info 1234567890` |" in english
+    )
+    assert (
+        "followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run`, `/stage-results`"
+        " and `/info` take one or none, and `/help` takes none."
+    ) in english
+    assert (
+        "后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run`、`/stage-results` 和 `/info`"
+        " 可以带一个或不带，`/help` 不带参数。"
+    ) in chinese
+    assert (
+        "| `/info [<run_id>]` | 请求结果服务重新暂存这次运行；不带 run id 时暂存当前固定的 run。 | 任何人 |" in chinese
+    )
 
 
 def test_the_argument_sentence_follows_the_registry_and_agrees_in_number(monkeypatch):
     registry = tuple(replace(spec, run_id=NO_ARGUMENTS) if spec.kind == "stage" else spec for spec in COMMANDS)
     text = render_help(monkeypatch, None, {"text": "/use 1 2", "key": "too-many-arguments"}, registry)
     english, chinese = text.split("\n## 中文\n")
-    assert ("followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run` takes one or"
-            " none, and `/stage-results` and `/help` take none.") in english
-    assert ("后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run` 可以带一个或不带，"
-            "`/stage-results` 和 `/help` 不带参数。") in chinese
+    assert (
+        "followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run` takes one or"
+        " none, and `/stage-results` and `/help` take none."
+    ) in english
+    assert (
+        "后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run` 可以带一个或不带，"
+        "`/stage-results` 和 `/help` 不带参数。"
+    ) in chinese
     assert "| `/stage-results` |" in english and "| `/stage-results` |" in chinese
 
 
-@pytest.mark.parametrize("extra, message", [
-    (CommandSpec("deploy", "deploy", RUN_ID_OPTIONAL, ANYONE, "deploy"), "no text for command deploy"),
-    (CommandSpec("deploy", "deploy", RUN_ID_OPTIONAL, "owners", "stage"), "no text for who owners"),
-    (CommandSpec("deploy", "deploy", "two", ANYONE, "stage"), "no usage for argument rule two"),
-], ids=["no-help-text", "unknown-who", "unknown-argument-rule"])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (CommandSpec("deploy", "deploy", RUN_ID_OPTIONAL, ANYONE, "deploy"), "no text for command deploy"),
+        (CommandSpec("deploy", "deploy", RUN_ID_OPTIONAL, "owners", "stage"), "no text for who owners"),
+        (CommandSpec("deploy", "deploy", "two", ANYONE, "stage"), "no usage for argument rule two"),
+    ],
+    ids=["no-help-text", "unknown-who", "unknown-argument-rule"],
+)
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_a_registry_entry_the_templates_have_no_text_for_cannot_be_rendered(monkeypatch, extra, message, language):
     monkeypatch.setattr(help_command, "COMMANDS", COMMANDS + (extra,))
     template = Templates().environment.get_template(f"help.{language}.md.j2")  # each language on its own
     with pytest.raises(jinja2.UndefinedError, match=message):
-        template.render(requester="alice", commands=help_entries({**NAMES, "deploy": "deploy"}),
-                        docs_url="https://x.example/docs", problem=None)
+        template.render(
+            requester="alice",
+            commands=help_entries({**NAMES, "deploy": "deploy"}),
+            docs_url="https://x.example/docs",
+            problem=None,
+        )
 
 
 # ---- scenarios ---------------------------------------------------------------------------------------------
@@ -130,8 +164,9 @@ def repo_writes(github) -> list[tuple[str, str]]:
     return [(r.method, r.path) for r in github.writes if not r.path.startswith("/app/")]
 
 
-async def comment(h, body: str, *, number: int = 1, user: str = "partner", user_type: str = "User",
-                  delivery: str | None = None) -> dict:
+async def comment(
+    h, body: str, *, number: int = 1, user: str = "partner", user_type: str = "User", delivery: str | None = None
+) -> dict:
     created = h.github.add_comment(REPO, number, body, user=user, user_type=user_type)
     await h.deliver("issue_comment", h.github.issue_comment_payload(REPO, number, created), delivery=delivery)
     return created
@@ -155,7 +190,11 @@ async def test_help_reply_lists_every_command_who_may_use_it_an_example_and_the_
     english = body.split("## 中文")[0]
     rows = [line for line in english.splitlines() if line.startswith("| `/")]
     assert [row.split("|")[1].strip() for row in rows] == [
-        "`/use <run_id>`", "`/reuse-sweep-run [<run_id>]`", "`/stage-results [<run_id>]`", "`/help`"]
+        "`/use <run_id>`",
+        "`/reuse-sweep-run [<run_id>]`",
+        "`/stage-results [<run_id>]`",
+        "`/help`",
+    ]
     for row in rows:
         who, example = [cell.strip() for cell in row.split("|")[3:5]]
         assert who in ("Maintainers (write, maintain or admin permission)", "Anyone")
@@ -165,13 +204,17 @@ async def test_help_reply_lists_every_command_who_may_use_it_an_example_and_the_
     assert find_commands(body, NAMES.values()) == []  # the reply never reads as a command itself
 
 
-@pytest.mark.parametrize("text, explanation", [
-    ("/use abc", "A run id is a plain number"),
-    ("/use", "needs the id of the run to pin"),
-    ("/use 12 34", "A command must be alone on its line"),
-    ("/use 0", "it is zero or too large"),
-    ("/stage-results #42", "A run id is a plain number"),
-], ids=["not-numeric", "missing", "two-args", "zero", "stage"])
+@pytest.mark.parametrize(
+    "text, explanation",
+    [
+        ("/use abc", "A run id is a plain number"),
+        ("/use", "needs the id of the run to pin"),
+        ("/use 12 34", "A command must be alone on its line"),
+        ("/use 0", "it is zero or too large"),
+        ("/stage-results #42", "A run id is a plain number"),
+    ],
+    ids=["not-numeric", "missing", "two-args", "zero", "stage"],
+)
 async def test_a_known_command_with_wrong_arguments_gets_the_help_with_the_problem(harness, text, explanation):
     await comment(harness, f"Pinning the green run.\n{text}")
 
@@ -183,26 +226,30 @@ async def test_a_known_command_with_wrong_arguments_gets_the_help_with_the_probl
     assert find_commands(body, NAMES.values()) == []
 
 
-@pytest.mark.parametrize("text", [
-    "/use 123",  # valid: answered by the pin handler, not by help
-    "/reuse-sweep-run",
-    "/stage-results 99",
-    "/path/to/file is where the recipe lives",
-    "Compare with /help in the docs",
-    "/unknown command",
-    "/helpme",
-    "> /help",
-    "```\n/help\n```",
-    "plain text",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "/use 123",  # valid: answered by the pin handler, not by help
+        "/reuse-sweep-run",
+        "/stage-results 99",
+        "/path/to/file is where the recipe lives",
+        "Compare with /help in the docs",
+        "/unknown command",
+        "/helpme",
+        "> /help",
+        "```\n/help\n```",
+        "plain text",
+    ],
+)
 async def test_no_reply(harness, text):
     await comment(harness, text)
     assert bot_comments(harness.github) == []
     assert repo_writes(harness.github) == []
 
 
-@pytest.mark.parametrize("login, user_type", [("sweepbot[bot]", "Bot"), ("github-actions[bot]", "Bot"),
-                                              ("renovate", "Bot")])
+@pytest.mark.parametrize(
+    "login, user_type", [("sweepbot[bot]", "Bot"), ("github-actions[bot]", "Bot"), ("renovate", "Bot")]
+)
 async def test_bots_are_never_answered(harness, login, user_type):
     asked = await comment(harness, "/help", user=login, user_type=user_type)
     assert harness.github.comments(REPO, 1) == [asked]
@@ -269,7 +316,8 @@ async def test_each_command_comment_gets_its_own_reply_and_redelivery_makes_no_s
     first = await comment(harness, "/help", delivery="c1")
     second = await comment(harness, "/use", user="maintainer")
     assert sorted(c["body"].split("\n", 1)[0] for c in bot_comments(github)) == sorted(
-        [marker(f"reply-{first['id']}"), marker(f"reply-{second['id']}")])
+        [marker(f"reply-{first['id']}"), marker(f"reply-{second['id']}")]
+    )
     github.reset_requests()
 
     await harness.deliver("issue_comment", github.issue_comment_payload(REPO, 1, first), delivery="c1")

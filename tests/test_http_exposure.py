@@ -9,12 +9,12 @@ import re
 
 import pytest
 from aiohttp import web
+from harness import REPO, SECRET
 
 from bot.app import cli, header_deadline
 from bot.app.header_deadline import HeaderDeadline
 from bot.app.server import MAX_BODY, make_app
 from bot.app.webhook_signature import sign
-from harness import REPO, SECRET
 
 
 async def exchange(port: int, head: bytes, body: bytes = b"", *, seconds: float = 30.0) -> bytes:
@@ -39,17 +39,21 @@ async def exchange(port: int, head: bytes, body: bytes = b"", *, seconds: float 
 async def test_an_unsigned_request_declaring_24_mb_is_refused_before_its_body_is_sent(harness):
     """Regression: the body was read before the signature header was looked at, so an unsigned request declaring
     24 MB held the connection until a 408 after the read timeout."""
-    head = (f"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"
-            f"X-GitHub-Delivery: big\r\nContent-Length: {24 * 1024 * 1024}\r\n\r\n").encode()
+    head = (
+        f"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"
+        f"X-GitHub-Delivery: big\r\nContent-Length: {24 * 1024 * 1024}\r\n\r\n"
+    ).encode()
     answer = await exchange(harness.client.server.port, head)  # not a byte of the body: the answer comes anyway
     assert answer.startswith(b"HTTP/1.1 401 "), answer[:80]
     assert b"X-Hub-Signature-256" in answer
 
 
 async def test_a_signed_looking_request_over_the_limit_is_413_before_its_body_is_sent(harness):
-    head = (f"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"
-            f"X-GitHub-Delivery: big\r\nX-Hub-Signature-256: sha256={'0' * 64}\r\n"
-            f"Content-Length: {MAX_BODY + 1}\r\n\r\n").encode()
+    head = (
+        f"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: push\r\n"
+        f"X-GitHub-Delivery: big\r\nX-Hub-Signature-256: sha256={'0' * 64}\r\n"
+        f"Content-Length: {MAX_BODY + 1}\r\n\r\n"
+    ).encode()
     answer = await exchange(harness.client.server.port, head)
     assert answer.startswith(b"HTTP/1.1 413 ")
 
@@ -125,9 +129,11 @@ async def test_a_connection_that_never_sends_a_byte_is_closed_at_the_deadline(li
 async def test_requests_in_time_pass_one_after_another_on_one_connection(listening):
     """Keep-alive still works: two requests on one connection, the first with a body holding a blank line."""
     body = json.dumps({"zen": "a\r\n\r\nb", "hook_id": 1}).encode()
-    first = (f"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\n"
-             f"X-GitHub-Delivery: ping-1\r\nX-Hub-Signature-256: {sign(body, SECRET)}\r\n"
-             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    first = (
+        f"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\n"
+        f"X-GitHub-Delivery: ping-1\r\nX-Hub-Signature-256: {sign(body, SECRET)}\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
     second = b"GET /livez HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
     reader, writer = await asyncio.open_connection("127.0.0.1", listening)
     try:
@@ -170,14 +176,18 @@ class Transport:
         self.closed = True
 
 
-@pytest.mark.parametrize("pieces, watching_after, timer_after", [
-    ([b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"], True, False),
-    ([b"GET / HTTP/1.1\r\n", b"Host: x\r", b"\n\r\n"], True, False),  # the blank line split across packets
-    ([b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nab", b"\r\n"], True, False),
-    ([b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcdGET"], True, True),  # the next request has begun
-    ([b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n"], False, False),
-    ([b"GET / HTTP/1.1\r\nHost: x"], True, True),
-], ids=["one packet", "split blank line", "body in two", "next request", "chunked", "unfinished"])
+@pytest.mark.parametrize(
+    "pieces, watching_after, timer_after",
+    [
+        ([b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"], True, False),
+        ([b"GET / HTTP/1.1\r\n", b"Host: x\r", b"\n\r\n"], True, False),  # the blank line split across packets
+        ([b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nab", b"\r\n"], True, False),
+        ([b"POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nabcdGET"], True, True),  # the next request has begun
+        ([b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n"], False, False),
+        ([b"GET / HTTP/1.1\r\nHost: x"], True, True),
+    ],
+    ids=["one packet", "split blank line", "body in two", "next request", "chunked", "unfinished"],
+)
 async def test_the_deadline_follows_each_requests_headers(pieces, watching_after, timer_after):
     inner, transport = Recorder(), Transport()
     guard = HeaderDeadline(inner, timeout=60)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 
 import respx
+from harness import REPO
 
 from bot.core.config import Settings
-from bot.github.client import InFlightBudget, IN_FLIGHT, GitHubApp, RetryPolicy, WritePacer
+from bot.github.client import IN_FLIGHT, GitHubApp, InFlightBudget, RetryPolicy, WritePacer
 from bot.telemetry.metrics import Metrics
 from bot.testing import InMemoryGitHub
 from bot.testing.round_trips import LateGitHub
-from harness import REPO
 
 ISSUE = f"/repos/{REPO}/issues/1/comments"
 
@@ -68,8 +68,15 @@ async def test_a_larger_share_lets_the_waiting_requests_go_at_once():
 
 
 def app(key: str, in_flight: int, sleep=asyncio.sleep) -> GitHubApp:
-    return GitHubApp(app_id="1", private_key=key, api_url="https://api.github.com", metrics=Metrics(),
-                     retry=RetryPolicy(sleep=sleep), pacer_factory=lambda: WritePacer(limit=0), in_flight=in_flight)
+    return GitHubApp(
+        app_id="1",
+        private_key=key,
+        api_url="https://api.github.com",
+        metrics=Metrics(),
+        retry=RetryPolicy(sleep=sleep),
+        pacer_factory=lambda: WritePacer(limit=0),
+        in_flight=in_flight,
+    )
 
 
 def most_at_once(late: LateGitHub) -> int:

@@ -7,27 +7,41 @@ import json
 import uuid
 
 import pytest
+from harness import REPO, SECRET
 
 from bot.app.server import MAX_BODY
 from bot.app.webhook_signature import sign, signature_ok
-from harness import REPO, SECRET
 
 BODY = b'{"zen": "Keep it logically awesome."}'
 
 
-@pytest.mark.parametrize("header, secrets, ok", [
-    (sign(BODY, SECRET), (SECRET,), True),
-    (sign(BODY, "new"), ("old", "new"), True),  # rotation: either secret verifies
-    (sign(BODY, "other"), (SECRET,), False),
-    (sign(BODY, SECRET).upper(), (SECRET,), False),
-    (sign(BODY + b" ", SECRET), (SECRET,), False),  # computed over the raw body, byte for byte
-    ("sha1=" + "0" * 40, (SECRET,), False),
-    ("sha256=", (SECRET,), False),
-    ("", (SECRET,), False),
-    (None, (SECRET,), False),
-    (sign(BODY, SECRET), (), False),  # no secret configured: nothing verifies
-], ids=["valid", "rotated", "wrong-secret", "uppercased", "body-changed", "sha1", "empty-digest", "empty", "absent",
-        "no-secret"])
+@pytest.mark.parametrize(
+    "header, secrets, ok",
+    [
+        (sign(BODY, SECRET), (SECRET,), True),
+        (sign(BODY, "new"), ("old", "new"), True),  # rotation: either secret verifies
+        (sign(BODY, "other"), (SECRET,), False),
+        (sign(BODY, SECRET).upper(), (SECRET,), False),
+        (sign(BODY + b" ", SECRET), (SECRET,), False),  # computed over the raw body, byte for byte
+        ("sha1=" + "0" * 40, (SECRET,), False),
+        ("sha256=", (SECRET,), False),
+        ("", (SECRET,), False),
+        (None, (SECRET,), False),
+        (sign(BODY, SECRET), (), False),  # no secret configured: nothing verifies
+    ],
+    ids=[
+        "valid",
+        "rotated",
+        "wrong-secret",
+        "uppercased",
+        "body-changed",
+        "sha1",
+        "empty-digest",
+        "empty",
+        "absent",
+        "no-secret",
+    ],
+)
 def test_signature_table(header, secrets, ok):
     assert signature_ok(BODY, header, secrets) is ok
 
@@ -41,24 +55,30 @@ async def _count(h) -> int:
 async def test_bad_signature_is_401_and_not_stored(harness, case):
     payload = {"action": "opened", "repository": {"full_name": REPO}}
     body = json.dumps(payload).encode()
-    kwargs = {"missing": {"secret": None},
-              "wrong": {"secret": "not-the-secret"},
-              "sha1-only": {"secret": None, "headers": {"X-Hub-Signature": "sha1=" + "ab" * 20}}}[case]
+    kwargs = {
+        "missing": {"secret": None},
+        "wrong": {"secret": "not-the-secret"},
+        "sha1-only": {"secret": None, "headers": {"X-Hub-Signature": "sha1=" + "ab" * 20}},
+    }[case]
     resp = await harness.post("pull_request", body=body, **kwargs)
     assert resp.status == 401
     assert await _count(harness) == 0
     assert harness.github.requests == []
 
 
-@pytest.mark.parametrize("event, delivery, body, content_type, status", [
-    (None, None, b"{}", "application/json", 400),
-    ("pull_request", "", b"{}", "application/json", 400),
-    ("pull_request", None, b"not json", "application/json", 400),
-    ("pull_request", None, b"[1, 2]", "application/json", 400),
-    ("pull_request", None, b"\xff\xfe", "application/json", 400),
-    ("pull_request", None, b"payload=%7B%7D", "application/x-www-form-urlencoded", 415),
-    ("pull_request", None, b"{}", "text/plain", 415),
-], ids=["no-event", "no-delivery", "not-json", "json-array", "not-utf8", "form-encoded", "text"])
+@pytest.mark.parametrize(
+    "event, delivery, body, content_type, status",
+    [
+        (None, None, b"{}", "application/json", 400),
+        ("pull_request", "", b"{}", "application/json", 400),
+        ("pull_request", None, b"not json", "application/json", 400),
+        ("pull_request", None, b"[1, 2]", "application/json", 400),
+        ("pull_request", None, b"\xff\xfe", "application/json", 400),
+        ("pull_request", None, b"payload=%7B%7D", "application/x-www-form-urlencoded", 415),
+        ("pull_request", None, b"{}", "text/plain", 415),
+    ],
+    ids=["no-event", "no-delivery", "not-json", "json-array", "not-utf8", "form-encoded", "text"],
+)
 async def test_malformed_requests_get_4xx_and_are_not_stored(harness, event, delivery, body, content_type, status):
     resp = await harness.post(event, body=body, delivery=delivery, content_type=content_type)
     assert resp.status == status
@@ -74,14 +94,22 @@ async def test_oversized_declared_body_is_413_before_reading(harness):
 
 async def test_a_streamed_body_of_unknown_length_is_411_before_reading(harness):
     """GitHub says how long its payload is; a body streamed in chunks (no Content-Length) is not read at all."""
+
     async def chunks():
         piece = b" " * (1024 * 1024)
         for _ in range(26):
             yield piece
 
-    resp = await harness.client.post("/webhook", data=chunks(), headers={
-        "Content-Type": "application/json", "X-GitHub-Event": "push", "X-GitHub-Delivery": "big",
-        "X-Hub-Signature-256": "sha256=" + "0" * 64})
+    resp = await harness.client.post(
+        "/webhook",
+        data=chunks(),
+        headers={
+            "Content-Type": "application/json",
+            "X-GitHub-Event": "push",
+            "X-GitHub-Delivery": "big",
+            "X-Hub-Signature-256": "sha256=" + "0" * 64,
+        },
+    )
     assert resp.status == 411
     assert await _count(harness) == 0
 
@@ -129,9 +157,11 @@ async def test_slow_client_gets_408_and_does_not_stall_others(harness):
     """A client that sends headers and then stalls is cut off by the read timeout; others are served meanwhile."""
     host, port = harness.client.server.host, harness.client.server.port
     reader, writer = await asyncio.open_connection(host, port)
-    writer.write(b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nContent-Length: 100\r\n"
-                 b"X-Hub-Signature-256: sha256=" + b"0" * 64 + b"\r\n\r\n{")
+    writer.write(
+        b"POST /webhook HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"X-GitHub-Event: ping\r\nX-GitHub-Delivery: slow\r\nContent-Length: 100\r\n"
+        b"X-Hub-Signature-256: sha256=" + b"0" * 64 + b"\r\n\r\n{"
+    )
     await writer.drain()
     started = asyncio.get_running_loop().time()
     fast = await harness.post("ping", {"zen": "x"})
@@ -169,23 +199,45 @@ DEEP_ARRAYS = b'{"action": "opened", "x": ' + b"[" * 50_000 + b"]" * 50_000 + b"
 DEEP_OBJECTS = b'{"a": ' * 50_000 + b"1" + b"}" * 50_000
 
 
-@pytest.mark.parametrize("body, message", [
-    (DEEP_ARRAYS, "body is nested too deeply to read"),
-    (DEEP_OBJECTS, "body is nested too deeply to read"),
-    (b'{"action": "opened", "number": ' + b"9" * 5_000 + b"}", "body has a number with more than 4300 digits"),
-    (b'{"action": "opened", "title": "caf\xe9"}', "body is not valid UTF-8 (at byte 34); GitHub sends JSON as UTF-8"),
-    ('{"action": "opened"}'.encode("utf-16"), "body is not valid UTF-8 (at byte 0); GitHub sends JSON as UTF-8"),
-    (b'{"action": "opened", "action": "closed"}', "body has the key 'action' twice in one JSON object"),
-    (b'{"pull_request": {"number": 1, "number": 2}}', "body has the key 'number' twice in one JSON object"),
-    (b'{"score": NaN}', "body is not valid JSON: NaN is not a JSON number"),
-    (b'{"score": Infinity}', "body is not valid JSON: Infinity is not a JSON number"),
-    (b'{"score": -Infinity}', "body is not valid JSON: -Infinity is not a JSON number"),
-    (b'{"score": 1e400}', "body has a number out of range: '1e400'"),
-    (b'{"action": "opened",}', "body is not valid JSON: Expecting property name enclosed in double quotes"
-                               " at line 1, column 21"),
-    (b'"opened"', "body is not a JSON object (got a string)"),
-], ids=["deep-arrays", "deep-objects", "huge-int", "latin-1", "utf-16", "duplicate-key", "nested-duplicate-key",
-        "nan", "infinity", "minus-infinity", "float-overflow", "trailing-comma", "string"])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (DEEP_ARRAYS, "body is nested too deeply to read"),
+        (DEEP_OBJECTS, "body is nested too deeply to read"),
+        (b'{"action": "opened", "number": ' + b"9" * 5_000 + b"}", "body has a number with more than 4300 digits"),
+        (
+            b'{"action": "opened", "title": "caf\xe9"}',
+            "body is not valid UTF-8 (at byte 34); GitHub sends JSON as UTF-8",
+        ),
+        ('{"action": "opened"}'.encode("utf-16"), "body is not valid UTF-8 (at byte 0); GitHub sends JSON as UTF-8"),
+        (b'{"action": "opened", "action": "closed"}', "body has the key 'action' twice in one JSON object"),
+        (b'{"pull_request": {"number": 1, "number": 2}}', "body has the key 'number' twice in one JSON object"),
+        (b'{"score": NaN}', "body is not valid JSON: NaN is not a JSON number"),
+        (b'{"score": Infinity}', "body is not valid JSON: Infinity is not a JSON number"),
+        (b'{"score": -Infinity}', "body is not valid JSON: -Infinity is not a JSON number"),
+        (b'{"score": 1e400}', "body has a number out of range: '1e400'"),
+        (
+            b'{"action": "opened",}',
+            "body is not valid JSON: Expecting property name enclosed in double quotes at line 1, column 21",
+        ),
+        (b'"opened"', "body is not a JSON object (got a string)"),
+    ],
+    ids=[
+        "deep-arrays",
+        "deep-objects",
+        "huge-int",
+        "latin-1",
+        "utf-16",
+        "duplicate-key",
+        "nested-duplicate-key",
+        "nan",
+        "infinity",
+        "minus-infinity",
+        "float-overflow",
+        "trailing-comma",
+        "string",
+    ],
+)
 async def test_malformed_body_is_400_with_its_reason_and_not_journaled(harness, body, message):
     """Regression: a body nested 50,000 deep got HTTP 500 (RecursionError out of json.loads); a huge integer,
     a duplicate key or NaN got a 500, a vague 400 or passed. Each is a 400 saying what is wrong."""
@@ -206,13 +258,28 @@ async def test_server_still_serves_after_a_deeply_nested_body(harness):
     assert 'sweepbot_deliveries_total{event="pull_request",outcome="malformed"} 1.0' in metrics
 
 
-OBJECT_FIELDS = ["repository", "installation", "sender", "pull_request", "issue", "comment", "review",
-                 "workflow_run", "check_suite", "check_run", "requested_action", "client_payload"]
+OBJECT_FIELDS = [
+    "repository",
+    "installation",
+    "sender",
+    "pull_request",
+    "issue",
+    "comment",
+    "review",
+    "workflow_run",
+    "check_suite",
+    "check_run",
+    "requested_action",
+    "client_payload",
+]
 
 
 @pytest.mark.parametrize("field", OBJECT_FIELDS)
-@pytest.mark.parametrize("value, kind", [("x", "a string"), ([], "an array"), (7, "a number"), (True, "a boolean")],
-                         ids=["string", "array", "number", "boolean"])
+@pytest.mark.parametrize(
+    "value, kind",
+    [("x", "a string"), ([], "an array"), (7, "a number"), (True, "a boolean")],
+    ids=["string", "array", "number", "boolean"],
+)
 async def test_payload_field_that_must_be_an_object_is_400(harness, field, value, kind):
     resp = await harness.post("pull_request", {"action": "opened", field: value})
     assert resp.status == 400
@@ -228,23 +295,49 @@ async def test_payload_field_that_must_be_an_object_is_400_when_null(harness, fi
     assert await _count(harness) == 0
 
 
-@pytest.mark.parametrize("full_name, got", [
-    (7, "a number"), (None, "null"), (["acme", "x"], "an array"), ("", "''"), ("acme", "'acme'"),
-    ("acme/x/y", "'acme/x/y'"), ("../x", "'../x'"), ("acme/..", "'acme/..'"), ("acme/x?page=2", "'acme/x?page=2'"),
-    ("acme /x", "'acme /x'"), ("a" * 200 + "/x", repr("a" * 60 + "...")),
-], ids=["number", "null", "array", "empty", "no-slash", "two-slashes", "dot-dot-owner", "dot-dot-name", "query",
-        "space", "long"])
+@pytest.mark.parametrize(
+    "full_name, got",
+    [
+        (7, "a number"),
+        (None, "null"),
+        (["acme", "x"], "an array"),
+        ("", "''"),
+        ("acme", "'acme'"),
+        ("acme/x/y", "'acme/x/y'"),
+        ("../x", "'../x'"),
+        ("acme/..", "'acme/..'"),
+        ("acme/x?page=2", "'acme/x?page=2'"),
+        ("acme /x", "'acme /x'"),
+        ("a" * 200 + "/x", repr("a" * 60 + "...")),
+    ],
+    ids=[
+        "number",
+        "null",
+        "array",
+        "empty",
+        "no-slash",
+        "two-slashes",
+        "dot-dot-owner",
+        "dot-dot-name",
+        "query",
+        "space",
+        "long",
+    ],
+)
 async def test_repository_full_name_must_be_owner_slash_name(harness, full_name, got):
     resp = await harness.post("pull_request", {"action": "opened", "repository": {"full_name": full_name}})
     assert resp.status == 400
     assert (await resp.json()) == {
-        "error": f"payload field 'repository.full_name' must be a string owner/name, got {got}"}
+        "error": f"payload field 'repository.full_name' must be a string owner/name, got {got}"
+    }
     assert await _count(harness) == 0
 
 
-@pytest.mark.parametrize("installation_id, kind", [("1", "a string"), (1.0, "a number"), (True, "a boolean"),
-                                                   (None, "null"), ({"id": 1}, "an object")],
-                         ids=["string", "float", "boolean", "null", "object"])
+@pytest.mark.parametrize(
+    "installation_id, kind",
+    [("1", "a string"), (1.0, "a number"), (True, "a boolean"), (None, "null"), ({"id": 1}, "an object")],
+    ids=["string", "float", "boolean", "null", "object"],
+)
 async def test_installation_id_must_be_an_integer(harness, installation_id, kind):
     resp = await harness.post("pull_request", {"action": "opened", "installation": {"id": installation_id}})
     assert resp.status == 400
@@ -252,13 +345,17 @@ async def test_installation_id_must_be_an_integer(harness, installation_id, kind
     assert await _count(harness) == 0
 
 
-@pytest.mark.parametrize("payload", [
-    {"action": "go", "client_payload": None, "repository": {"full_name": REPO}, "installation": {"id": 1}},
-    {"action": "created", "repository": {"full_name": "acme/.github"}},
-    {"action": "created", "repository": {"full_name": "some_org/my.repo-2"}, "installation": {"id": 12345678901}},
-    {"action": "created", "repository": {}, "installation": {}},
-    {"action": "created", "score": 0.5, "title": "café 中文 \u2028"},
-], ids=["null-client-payload", "dot-github", "underscore-dot-dash", "empty-objects", "float-and-unicode"])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"action": "go", "client_payload": None, "repository": {"full_name": REPO}, "installation": {"id": 1}},
+        {"action": "created", "repository": {"full_name": "acme/.github"}},
+        {"action": "created", "repository": {"full_name": "some_org/my.repo-2"}, "installation": {"id": 12345678901}},
+        {"action": "created", "repository": {}, "installation": {}},
+        {"action": "created", "score": 0.5, "title": "café 中文 \u2028"},
+    ],
+    ids=["null-client-payload", "dot-github", "underscore-dot-dash", "empty-objects", "float-and-unicode"],
+)
 async def test_well_formed_payloads_still_pass(harness, payload):
     delivery = str(uuid.uuid4())
     resp = await harness.post("star", payload, delivery=delivery)

@@ -15,12 +15,22 @@ import threading
 import time
 
 import pytest
-
-from bot.delivery.journal import (DONE, EFFECT_DONE, FAILED, IGNORED, INTENDED, QUEUED, RETRYING, RUNNING,
-                                  JournalBackend, NewDelivery)
-from bot.delivery.journal_open import open_journal
 from harness import REPO
 from postgres import postgres_db, postgres_url  # noqa: F401
+
+from bot.delivery.journal import (
+    DONE,
+    EFFECT_DONE,
+    FAILED,
+    IGNORED,
+    INTENDED,
+    QUEUED,
+    RETRYING,
+    RUNNING,
+    JournalBackend,
+    NewDelivery,
+)
+from bot.delivery.journal_open import open_journal
 
 BACKENDS = ["sqlite", "postgresql"]
 
@@ -52,9 +62,18 @@ def journal(opened) -> JournalBackend:
     return opened()
 
 
-def new(i: int | str, *, number: int | None = 1, repo: str | None = REPO, event: str = "pull_request",
-        action: str | None = "opened", status: str = QUEUED, not_before: float | None = None,
-        body: bytes | None = None, sha: str | None = None) -> NewDelivery:
+def new(
+    i: int | str,
+    *,
+    number: int | None = 1,
+    repo: str | None = REPO,
+    event: str = "pull_request",
+    action: str | None = "opened",
+    status: str = QUEUED,
+    not_before: float | None = None,
+    body: bytes | None = None,
+    sha: str | None = None,
+) -> NewDelivery:
     body = body if body is not None else json.dumps({"n": i}).encode()
     return NewDelivery(f"d{i}", event, action, repo, number, 7, body, status=status, sha=sha, not_before=not_before)
 
@@ -95,9 +114,22 @@ async def test_a_recorded_delivery_is_committed_when_record_returns(opened):
     row = await reader.get("d1")
     assert row is not None and row.seq == seq and row.body == body
     assert (row.id, row.event, row.action, row.repo, row.number, row.installation) == (
-        "d1", "pull_request", "opened", REPO, 1, 7)
+        "d1",
+        "pull_request",
+        "opened",
+        REPO,
+        1,
+        7,
+    )
     assert (row.lane, row.status, row.attempts, row.error, row.finished_at, row.not_before, row.interrupted) == (
-        f"{REPO}#1", QUEUED, 0, None, None, 1234.5, 0)
+        f"{REPO}#1",
+        QUEUED,
+        0,
+        None,
+        None,
+        1234.5,
+        0,
+    )
     assert isinstance(row.received_at, float) and abs(row.received_at - time.time()) < 3600
 
 
@@ -125,8 +157,7 @@ async def test_lanes_come_from_the_pr_or_the_head_sha(journal):
     await journal.record(new(2, event="workflow_run", action="completed", number=None, sha=sha))
     await journal.record(new(3, event="installation", action="created", repo=None, number=None))
     lanes = [q.lane for q in await journal.unfinished()]
-    assert lanes == [new(1, number=5).lane, new(2, number=None, sha=sha).lane,
-                     new(3, repo=None, number=None).lane]
+    assert lanes == [new(1, number=5).lane, new(2, number=None, sha=sha).lane, new(3, repo=None, number=None).lane]
     assert lanes[0] == f"{REPO}#5" and len(set(lanes)) == 3
 
 
@@ -144,8 +175,10 @@ async def test_begin_counts_the_attempt_and_hands_over_the_row_and_its_ledger(jo
     await journal.retry_later(seq, 50.0, "TimeoutError")
     row, attempt, effects = await journal.begin(seq)  # a retry takes it again: second attempt, ledger as left
     assert (row.status, row.attempts, attempt, row.not_before) == (RUNNING, 2, 2, None)
-    assert {k: (e.state, e.result) for k, e in effects.items()} == {"k1": (EFFECT_DONE, {"id": 7001}),
-                                                                    "k2": (INTENDED, None)}
+    assert {k: (e.state, e.result) for k, e in effects.items()} == {
+        "k1": (EFFECT_DONE, {"id": 7001}),
+        "k2": (INTENDED, None),
+    }
     assert (await journal.get("d1")).attempts == 2
 
 
@@ -184,8 +217,12 @@ async def test_retry_later_keeps_it_unfinished_with_its_not_before(journal):
     await journal.begin(seq)
     await journal.retry_later(seq, 4102444800.0, "ServerError: 502")
     row = await journal.get("d1")
-    assert (row.status, row.error, row.not_before, row.finished_at) == (RETRYING, "ServerError: 502",
-                                                                        4102444800.0, None)
+    assert (row.status, row.error, row.not_before, row.finished_at) == (
+        RETRYING,
+        "ServerError: 502",
+        4102444800.0,
+        None,
+    )
     [queued] = await journal.unfinished()
     assert (queued.seq, queued.lane, queued.not_before) == (seq, f"{REPO}#1", 4102444800.0)
     assert await journal.counts() == {RETRYING: 1}
@@ -200,7 +237,14 @@ async def test_requeue_makes_a_finished_delivery_queued_again_keeping_its_attemp
     assert (await journal.get("d1")).interrupted == 1
     row = await journal.requeue("d1")
     assert (row.seq, row.status, row.error, row.finished_at, row.not_before, row.interrupted, row.attempts) == (
-        seq, QUEUED, None, None, None, 0, 2)  # a fresh count of crashes; the attempts stay
+        seq,
+        QUEUED,
+        None,
+        None,
+        None,
+        0,
+        2,
+    )  # a fresh count of crashes; the attempts stay
     assert row.body == new(1).body
     assert await journal.requeue("nope") is None
     _, attempt, _ = await journal.begin(seq)
@@ -255,8 +299,11 @@ async def test_unfinished_is_queued_running_and_retrying_oldest_first_without_pa
     await journal.finish(seqs[4], FAILED, "x")
     unfinished = await journal.unfinished()
     assert [(q.seq, q.not_before, q.kind) for q in unfinished] == [
-        (seqs[0], None, ("pull_request", "opened")), (seqs[1], None, ("pull_request", "opened")),
-        (seqs[2], 77.0, ("pull_request", "opened")), (seqs[5], None, ("pull_request", "opened"))]
+        (seqs[0], None, ("pull_request", "opened")),
+        (seqs[1], None, ("pull_request", "opened")),
+        (seqs[2], 77.0, ("pull_request", "opened")),
+        (seqs[5], None, ("pull_request", "opened")),
+    ]
     assert [q.lane for q in unfinished] == [f"{REPO}#1", f"{REPO}#2", f"{REPO}#1", f"{REPO}#2"]
 
 
@@ -281,7 +328,9 @@ async def test_complete_without_an_intent_and_with_a_plain_result(journal):
     await journal.complete(seq, "react:eyes", 12)
     effects = await journal.effects(seq)
     assert {k: (e.state, e.result, e.intended_at) for k, e in effects.items()} == {
-        "label:amd": (EFFECT_DONE, None, None), "react:eyes": (EFFECT_DONE, 12, None)}
+        "label:amd": (EFFECT_DONE, None, None),
+        "react:eyes": (EFFECT_DONE, 12, None),
+    }
 
 
 async def test_a_completion_not_waited_for_is_committed_before_what_the_worker_writes_next(opened):
@@ -415,8 +464,12 @@ async def test_close_commits_what_was_queued_before_it(opened):
 async def test_an_operation_that_fails_fails_only_its_caller(journal):
     """relane of a delivery that is not there raises; the writes batched with it are committed, and the journal
     goes on (a writer that died would leave every later caller waiting for ever)."""
-    results = await asyncio.wait_for(asyncio.gather(
-        journal.record(new(1)), journal.relane(10_000, 3), journal.record(new(2)), return_exceptions=True), 30)
+    results = await asyncio.wait_for(
+        asyncio.gather(
+            journal.record(new(1)), journal.relane(10_000, 3), journal.record(new(2)), return_exceptions=True
+        ),
+        30,
+    )
     assert isinstance(results[0], int) and isinstance(results[2], int)
     assert isinstance(results[1], Exception)
     assert await asyncio.wait_for(journal.record(new(3)), 10) is not None
@@ -435,6 +488,7 @@ def test_callers_on_several_loops_and_threads(journal):
                 await journal.begin(seq)
                 await journal.finish(seq, DONE)
             return seqs
+
         try:
             results.extend(asyncio.run(go()))
         except Exception as exc:  # pragma: no cover - what the test looks for
@@ -468,8 +522,10 @@ async def test_the_bot_acks_after_the_commit_and_processes_each_delivery_once(ma
     row = await other.get("pr-1")
     assert (row.status, row.attempts) == (DONE, 1) and json.loads(row.body) == payload
     ledger = await other.effects(row.seq)
-    assert any(e.state == EFFECT_DONE and isinstance(e.result, dict) and e.result.get("id") == welcomes[0]["id"]
-               for e in ledger.values())
+    assert any(
+        e.state == EFFECT_DONE and isinstance(e.result, dict) and e.result.get("id") == welcomes[0]["id"]
+        for e in ledger.values()
+    )
     health = await (await h.client.get("/healthz")).json()
     assert health["journal"] == "writable" and health["backlog"] == 0
 

@@ -29,14 +29,19 @@ def unreachable() -> str:
     return f"postgresql://bot:{PASSWORD}@127.0.0.1:{closed_port()}/sweepbot?connect_timeout=2"
 
 
-@pytest.mark.parametrize("url, shown", [
-    ("postgresql://bot:pw@db.internal:5432/sweepbot", "postgresql://bot:***@db.internal:5432/sweepbot"),
-    ("postgres://bot@db/sweepbot?sslmode=require&password=pw",
-     "postgres://bot@db/sweepbot?sslmode=require&password=***"),
-    ("postgresql://bot:p%40ss@10.0.0.1/x", "postgresql://bot:***@10.0.0.1/x"),
-    ("postgresql:///sweepbot?host=/run/postgresql", "postgresql:///sweepbot?host=/run/postgresql"),
-    ("./sweepbot.db", "./sweepbot.db"),
-])
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("postgresql://bot:pw@db.internal:5432/sweepbot", "postgresql://bot:***@db.internal:5432/sweepbot"),
+        (
+            "postgres://bot@db/sweepbot?sslmode=require&password=pw",
+            "postgres://bot@db/sweepbot?sslmode=require&password=***",
+        ),
+        ("postgresql://bot:p%40ss@10.0.0.1/x", "postgresql://bot:***@10.0.0.1/x"),
+        ("postgresql:///sweepbot?host=/run/postgresql", "postgresql:///sweepbot?host=/run/postgresql"),
+        ("./sweepbot.db", "./sweepbot.db"),
+    ],
+)
 def test_a_target_is_shown_without_its_password(url, shown):
     assert safe_target(url) == shown
 

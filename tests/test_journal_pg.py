@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import threading
 
+import postgres
 import psycopg
 import pytest
+from postgres import postgres_db, postgres_url  # noqa: F401
 
-import postgres
 from bot.delivery.journal import JournalUnavailable, NewDelivery
 from bot.delivery.journal_open import open_journal
 from bot.delivery.journal_pg import MIGRATIONS, PgJournal
-from postgres import postgres_db, postgres_url  # noqa: F401
-
 
 
 def new(i: int) -> NewDelivery:
@@ -44,8 +43,9 @@ def test_the_binaries_are_looked_for_on_path_then_in_debians_directory(monkeypat
     monkeypatch.setattr(postgres.shutil, "which", lambda name: None)
     monkeypatch.setattr(postgres.glob, "glob", lambda pattern: [])
     assert "not on PATH nor in /usr/lib/postgresql/*/bin" in postgres.find_binaries()
-    monkeypatch.setattr(postgres.glob, "glob", lambda pattern: ["/usr/lib/postgresql/9/bin/initdb",
-                                                                "/usr/lib/postgresql/15/bin/initdb"])
+    monkeypatch.setattr(
+        postgres.glob, "glob", lambda pattern: ["/usr/lib/postgresql/9/bin/initdb", "/usr/lib/postgresql/15/bin/initdb"]
+    )
     monkeypatch.setattr(postgres.Path, "exists", lambda self: True)
     assert postgres.find_binaries() == ("/usr/lib/postgresql/15/bin/initdb", "/usr/lib/postgresql/15/bin/pg_ctl")
 
@@ -81,8 +81,9 @@ def test_an_older_sweepbot_refuses_a_database_a_newer_one_migrated(postgres_db):
     open_journal(postgres_db).close()
     with psycopg.connect(postgres_db) as conn:
         conn.execute("UPDATE schema_version SET version=%s", (len(MIGRATIONS) + 1,))
-    with pytest.raises(JournalUnavailable, match=f"schema version {len(MIGRATIONS) + 1}, newer than this sweepbot's"
-                                                 f" {len(MIGRATIONS)}"):
+    with pytest.raises(
+        JournalUnavailable, match=f"schema version {len(MIGRATIONS) + 1}, newer than this sweepbot's {len(MIGRATIONS)}"
+    ):
         open_journal(postgres_db)
 
 
@@ -123,8 +124,7 @@ async def test_a_broken_connection_is_opened_again_by_the_next_operation(postgre
     try:
         await journal.record(new(1))
         with psycopg.connect(postgres_db, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                          " WHERE application_name = 'sweepbot'")
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'sweepbot'")
         with pytest.raises(psycopg.OperationalError):  # the operation that found it broken hears of it
             await journal.record(new(2))
         assert journal.last_error is not None

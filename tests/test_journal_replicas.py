@@ -12,10 +12,10 @@ import collections
 
 import psycopg
 import pytest
+from postgres import postgres_db, postgres_url  # noqa: F401
 
 from bot.delivery.journal import DONE, QUEUED, RUNNING, NewDelivery
 from bot.delivery.journal_pg import LEASE_SECONDS, MIGRATIONS, TAKE_LEASE, PgJournal
-from postgres import postgres_db, postgres_url  # noqa: F401
 
 REPO = "acme/InferenceX"
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from conftest import both_layouts
+from harness import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_sweep_gate import APART_PATCHES, inputs, no_merge_wait, open_pull, send_only  # noqa: F401
 
 from bot.app.sandbox import add_sweep_workflows
-from conftest import both_layouts
 from handlers import registry
-from harness import REPO
-from test_sweep_gate import APART_PATCHES, inputs, no_merge_wait, open_pull, send_only  # noqa: F401
 
 PRIMARIES = ("full-sweep-fail-fast", "full-sweep-enabled", "non-canary-full-sweep-enabled")
 MODIFIERS = ("all-evals", "evals-only", "agentx-fast")
@@ -39,11 +39,13 @@ EXAMPLES = 12  # per layout; each example settles once per segment, so an exampl
 
 # Each example is a fresh PR on the one bot the test started (starting a bot, or a workers' process, per example
 # would cost more than the example): the function-scoped fixtures are shared across examples on purpose.
-PROPERTY = settings(max_examples=EXAMPLES, suppress_health_check=[HealthCheck.function_scoped_fixture],
-                    deadline=None, derandomize=False)
+PROPERTY = settings(
+    max_examples=EXAMPLES, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None, derandomize=False
+)
 
-segments = st.lists(st.lists(st.tuples(st.booleans(), st.sampled_from(LABELS)), min_size=1, max_size=5),
-                    min_size=1, max_size=3)
+segments = st.lists(
+    st.lists(st.tuples(st.booleans(), st.sampled_from(LABELS)), min_size=1, max_size=5), min_size=1, max_size=3
+)
 numbers = itertools.count(100)
 
 
@@ -52,9 +54,12 @@ def wanted(labels: set[str]) -> dict[str, str] | None:
     primaries = [name for name in PRIMARIES if name in labels]
     if len(primaries) != 1:
         return None
-    return {"sweep-label": primaries[0], "canary": str(primaries[0] != "non-canary-full-sweep-enabled").lower(),
-            "fail-fast": str(primaries[0] == "full-sweep-fail-fast").lower(),
-            **{name: str(name in labels).lower() for name in MODIFIERS}}
+    return {
+        "sweep-label": primaries[0],
+        "canary": str(primaries[0] != "non-canary-full-sweep-enabled").lower(),
+        "fail-fast": str(primaries[0] == "full-sweep-fail-fast").lower(),
+        **{name: str(name in labels).lower() for name in MODIFIERS},
+    }
 
 
 def shown(run_inputs: dict[str, str]) -> dict[str, str]:
@@ -96,8 +101,9 @@ async def test_a_sweep_starts_only_for_settled_labels_and_the_final_ones_run(bot
             await send_only(bot, number, "labeled" if add else "unlabeled", name, delivery=sent[-1])
         await bot.idle()
         rows = [await bot.journal_row(delivery) for delivery in sent]
-        assert [(row.status, row.attempts) for row in rows] == [("done", 1)] * len(sent), \
+        assert [(row.status, row.attempts) for row in rows] == [("done", 1)] * len(sent), (
             f"every label delivery handled once, none failed: {[row.error for row in rows]}"
+        )
         want = wanted(on_pr)
         if want is not None and changed:
             expected.append(want)

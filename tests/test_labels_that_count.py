@@ -6,11 +6,17 @@ on the repository's own branches."""
 from __future__ import annotations
 
 import pytest
-
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run, pin, reactions, reply  # noqa: F401
-from test_sweep_gate import (ENABLED, FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull,  # noqa: F401
-                             push, repo, runs, send, status, unlabel)
+from test_sweep_gate import (
+    FAIL_FAST,
+    english,
+    label,
+    open_pull,  # noqa: F401
+    runs,
+    status,
+    unlabel,
+)
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from gidgethub import routing
+from harness import REPO
 
 from bot.delivery.lanes import head_sha, lane, pr_number, unresolved_sha
-from harness import REPO
 
 SHA = "a" * 40
 
@@ -66,9 +66,13 @@ async def test_a_fork_check_suite_naming_no_pr_is_moved_into_its_pr_lane(make_ha
     h = await make_harness(router=router)
     pr = h.github.pull(REPO, 1)
     envelope = h.github.pull_request_payload(REPO, 1, "opened")
-    payload = {"action": "completed", "check_suite": {"id": 5, "head_sha": pr["head"]["sha"], "pull_requests": []},
-               "repository": envelope["repository"], "installation": envelope["installation"],
-               "sender": envelope["sender"]}
+    payload = {
+        "action": "completed",
+        "check_suite": {"id": 5, "head_sha": pr["head"]["sha"], "pull_requests": []},
+        "repository": envelope["repository"],
+        "installation": envelope["installation"],
+        "sender": envelope["sender"],
+    }
     await h.deliver("check_suite", payload, delivery="suite-1")
     row = await h.journal_row("suite-1")
     assert (row.status, row.number, row.lane) == ("done", 1, f"{REPO}#1")
@@ -88,8 +92,9 @@ async def test_a_sweep_run_goes_to_the_lane_its_dispatch_id_names_not_to_a_pr_sh
     h.github.add_workflow(REPO, "e2e-tests.yml", inputs=["dispatch-id"])
     main = h.github.branch_sha(REPO, "main")
     release = h.github.add_pull(REPO, number=2, head_ref="main", head_sha=main, base_ref="release")
-    run = h.github.add_run(REPO, "e2e-tests.yml", head_sha=main, event="workflow_dispatch",
-                           inputs={"dispatch-id": "sw-1-0123456789ab"})
+    run = h.github.add_run(
+        REPO, "e2e-tests.yml", head_sha=main, event="workflow_dispatch", inputs={"dispatch-id": "sw-1-0123456789ab"}
+    )
     payload = h.github.workflow_run_payload(REPO, run["id"])
     assert [p["number"] for p in payload["workflow_run"]["pull_requests"]] == [release["number"]]
     await h.deliver("workflow_run", payload, delivery="run-1")

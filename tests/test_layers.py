@@ -10,7 +10,6 @@ import sys
 import tomllib
 from pathlib import Path
 
-
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 
@@ -18,10 +17,19 @@ CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["import
 def lint_imports(root: Path) -> subprocess.CompletedProcess:
     """import-linter over the tree at `root`, in a process of its own: it sets up logging and imports the
     packages it checks, neither of which may leak into the tests that run after this file."""
-    return subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; "
-                           "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))"],
-                          cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports; "
+            "sys.exit(lint_imports(config_filename='pyproject.toml', no_cache=True, no_logo=True))",
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_every_contract_holds():
@@ -33,8 +41,10 @@ def test_every_contract_holds():
 
 def test_type_checking_imports_count():
     """A cycle hidden behind `if TYPE_CHECKING:` is still a cycle."""
-    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
-        "exclude_type_checking_imports"] is False
+    assert (
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["exclude_type_checking_imports"]
+        is False
+    )
 
 
 def test_the_layers_contract_names_every_room_and_the_readme_describes_each():

@@ -15,14 +15,14 @@ import threading
 
 import psycopg
 import pytest
-
-from bot.delivery.journal import DONE, NewDelivery
-from bot.delivery.replica_workers import ReplicaWorkers
-from bot.telemetry.metrics import Metrics
 from harness import REPO, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
 from test_workers import holding_router
+
+from bot.delivery.journal import DONE, NewDelivery
+from bot.delivery.replica_workers import ReplicaWorkers
+from bot.telemetry.metrics import Metrics
 
 pytestmark = pytest.mark.timeout(120)  # every wait here is bounded: a hang fails the test instead
 
@@ -127,8 +127,7 @@ async def test_a_lane_claimed_just_as_a_renewal_asks_which_lanes_run_is_renewed_
     assert renewals[0].lost == {} and renewals[0].kept == tuple(running) and renewals[0].taken_back == ()
 
 
-async def test_a_lease_that_ran_out_before_its_renewal_but_was_not_taken_is_taken_back_at_once(replicas,
-                                                                                             postgres_db):  # noqa: F811
+async def test_a_lease_that_ran_out_before_its_renewal_but_was_not_taken_is_taken_back_at_once(replicas, postgres_db):  # noqa: F811
     """Regression: a lease that ran out before its renewal came (the replica's loop or its journal
     busy) made the lane claimable by anyone, this replica's own idle workers too: one of them took the delivery
     over and ran it a second time beside the run still under way. Now the replica's own workers leave the lanes
@@ -211,11 +210,15 @@ async def test_a_renewal_is_not_held_up_by_the_journals_writer(replicas, postgre
         await replica.drain(1)
 
 
-async def test_a_lease_lost_is_a_counter_in_metrics_and_a_warning_in_healthz(postgres_db, make_harness,  # noqa: F811
-                                                                            github):
+async def test_a_lease_lost_is_a_counter_in_metrics_and_a_warning_in_healthz(
+    postgres_db,
+    make_harness,  # noqa: F811
+    github,
+):
     started, release = asyncio.Event(), asyncio.Event()
-    h = await make_harness(db_path=postgres_db, router=holding_router(started, release), lease_seconds=30.0,
-                           worker_thread=False)
+    h = await make_harness(
+        db_path=postgres_db, router=holding_router(started, release), lease_seconds=30.0, worker_thread=False
+    )
     github.add_pull(REPO, number=2, user="partner2")
     assert (await h.post("pull_request", github.pull_request_payload(REPO, 2, "opened"))).status == 202
     await started.wait()

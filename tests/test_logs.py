@@ -7,9 +7,9 @@ import json
 import logging
 
 import pytest
+from harness import REPO, SECRET, github_app
 
 from bot.telemetry import logs
-from harness import REPO, SECRET, github_app
 
 
 @pytest.fixture
@@ -36,14 +36,17 @@ async def test_delivery_and_write_lines_carry_context_and_no_secret(harness, log
     assert "PRIVATE KEY" not in text and app_key.splitlines()[1] not in text
 
 
-@pytest.mark.parametrize("leak", [
-    "ghs_" + "a" * 36,
-    "github_pat_" + "b" * 40,
-    "Bearer eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxIn0.c2lnbmF0dXJl",
-    "token abcdefghijklmnopqrstuvwxyz012345",
-    "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
-    "sha256=" + "f" * 64,
-])
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "ghs_" + "a" * 36,
+        "github_pat_" + "b" * 40,
+        "Bearer eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiIxIn0.c2lnbmF0dXJl",
+        "token abcdefghijklmnopqrstuvwxyz012345",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+        "sha256=" + "f" * 64,
+    ],
+)
 def test_scrubber_cuts_secret_shapes_even_if_code_passes_one(leak, log_lines):
     logs.event("oops", detail=f"header was {leak}")
     (line,) = log_lines()

@@ -6,14 +6,16 @@ import re
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.rules import markdown
 from bot.rules.markdown import BREAK, mentions, prose, visible_lines
 from bot.rules.signoff import has_phrase
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
-from harness import COMMENT_LIMIT as LIMIT, fill  # noqa: E402
+from harness import COMMENT_LIMIT as LIMIT  # noqa: E402
+from harness import fill
 
 
 def case(body, expected, id):
@@ -90,9 +92,39 @@ def test_prose_is_made_of_the_visible_lines(body):
     assert subsequence(prose(body).replace(BREAK, "").replace("\n", ""), visible)
 
 
-LINE_PIECES = st.sampled_from(["> ", ">", "# ", "#", "- ", "* ", "1. ", "2. ", "-", "***", "___", "```", "~~~", "=",
-                               "x", "`", " ", "  ", "    ", "\t", "\n", "\n\n", "<!--", "-->", "<pre>", "</pre>",
-                               "<div>", "[x]", "/use 1"])
+LINE_PIECES = st.sampled_from(
+    [
+        "> ",
+        ">",
+        "# ",
+        "#",
+        "- ",
+        "* ",
+        "1. ",
+        "2. ",
+        "-",
+        "***",
+        "___",
+        "```",
+        "~~~",
+        "=",
+        "x",
+        "`",
+        " ",
+        "  ",
+        "    ",
+        "\t",
+        "\n",
+        "\n\n",
+        "<!--",
+        "-->",
+        "<pre>",
+        "</pre>",
+        "<div>",
+        "[x]",
+        "/use 1",
+    ]
+)
 
 
 @settings(max_examples=500, deadline=None)
@@ -101,7 +133,10 @@ def test_the_shortcuts_read_lines_as_the_general_path_does(body):
     """Plain lines, quoted text, headings and bullets have shortcuts in `_Reader.feed`: with them switched off,
     every line goes through `_Reader._place`, and the visible lines and the prose are the same."""
     fast = list(visible_lines(body)), prose(body)
-    with mock.patch.object(markdown, "_BLOCK_START", re.compile("")), mock.patch.object(markdown, "BULLETS", frozenset()):
+    with (
+        mock.patch.object(markdown, "_BLOCK_START", re.compile("")),
+        mock.patch.object(markdown, "BULLETS", frozenset()),
+    ):
         assert (list(visible_lines(body)), prose(body)) == fast
 
 
@@ -114,7 +149,7 @@ def reference_without_code(text: str) -> str:
         tag = re.match(r"<(pre|code)(?=[\s>])", text[i:], re.IGNORECASE)
         if run and not escaped:
             n = len(run.group())
-            close = next((m.end() for m in re.finditer(r"`+", text[i + n:]) if len(m.group()) == n), None)
+            close = next((m.end() for m in re.finditer(r"`+", text[i + n :]) if len(m.group()) == n), None)
             if close is not None:
                 out.append(BREAK)
                 i += n + close
@@ -138,25 +173,50 @@ def reference_without_code(text: str) -> str:
 
 
 @settings(max_examples=1000, deadline=None)
-@given(st.lists(st.sampled_from(["`", "``", "```", "\\", "a", " ", "\n", "<code>", "</code>", "<pre>", "</PRE>",
-                                 "<code", "<pre ", "</code >"]), max_size=20).map("".join))
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "`",
+                "``",
+                "```",
+                "\\",
+                "a",
+                " ",
+                "\n",
+                "<code>",
+                "</code>",
+                "<pre>",
+                "</PRE>",
+                "<code",
+                "<pre ",
+                "</code >",
+            ]
+        ),
+        max_size=20,
+    ).map("".join)
+)
 def test_code_is_found_as_commonmark_finds_it(text):
     assert markdown._without_code(text) == reference_without_code(text)
 
 
 # -- the cheap test before prose -----------------------------------------------------------------
 
-@pytest.mark.parametrize(("body", "expected"), [
-    (PHRASE, True),
-    (PHRASE.upper(), True),
-    ("have this reviewed: As I, a PR CODEOWNER and reviewer", True),  # words, not the phrase: prose decides
-    (PHRASE.replace("CODEOWNER", "CODE**OWNER**"), True),  # emphasis inside a word
-    (PHRASE.replace("reviewer", "re\u200bviewer"), True),  # an invisible character inside a word
-    (PHRASE.replace("CODEOWNER", "CODE<!-- -->OWNER"), False),  # a comment inside a word: refused
-    (PHRASE.replace("reviewed", "seen"), False),
-    ("", False),
-    (None, False),
-])
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (PHRASE, True),
+        (PHRASE.upper(), True),
+        ("have this reviewed: As I, a PR CODEOWNER and reviewer", True),  # words, not the phrase: prose decides
+        (PHRASE.replace("CODEOWNER", "CODE**OWNER**"), True),  # emphasis inside a word
+        (PHRASE.replace("reviewer", "re\u200bviewer"), True),  # an invisible character inside a word
+        (PHRASE.replace("CODEOWNER", "CODE<!-- -->OWNER"), False),  # a comment inside a word: refused
+        (PHRASE.replace("reviewed", "seen"), False),
+        ("", False),
+        (None, False),
+    ],
+)
 def test_mentions(body, expected):
     assert mentions(body, PHRASE.casefold()) is expected
 

@@ -23,8 +23,7 @@ REPO = "org/bench"
 @pytest.fixture(scope="module")
 def private_key() -> str:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
     return pem.decode()
 
 
@@ -57,7 +56,7 @@ async def test_installation_token_is_issued_and_accepted(github, private_key):
     answer = await install_token(private_key)
     token = answer["token"]
     assert token.startswith("ghs_") and len(token) == 40
-    expires = dt.datetime.strptime(answer["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+    expires = dt.datetime.strptime(answer["expires_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
     assert before + 3600 - 2 <= expires.timestamp() <= time.time() + 3600
     assert github.tokens_issued == 1
     post = github.requests[-1]
@@ -65,8 +64,11 @@ async def test_installation_token_is_issued_and_accepted(github, private_key):
     assert jwt.decode(post.token, options={"verify_signature": False})["iss"] == "1"
 
     repo = await api(token).getitem(f"/repos/{REPO}")
-    assert repo["full_name"] == REPO and repo["owner"] == {"login": "org", "id": repo["owner"]["id"],
-                                                            "type": "Organization"}
+    assert repo["full_name"] == REPO and repo["owner"] == {
+        "login": "org",
+        "id": repo["owner"]["id"],
+        "type": "Organization",
+    }
     assert github.requests[-1].token == token
 
 
@@ -187,8 +189,10 @@ async def test_label_events_record_who_applied_and_removed(github, gh):
     assert github.repo_labels(REPO)["needs review"]["color"] == "ededed"  # created like GitHub does
 
     async with httpx.AsyncClient() as client:  # gidgethub's delete() drops the body; check it here
-        removed = await client.delete(f"https://api.github.com/repos/{REPO}/issues/1/labels/needs%20review",
-                                      headers={"authorization": f"token {gh.oauth_token}"})
+        removed = await client.delete(
+            f"https://api.github.com/repos/{REPO}/issues/1/labels/needs%20review",
+            headers={"authorization": f"token {gh.oauth_token}"},
+        )
     assert removed.status_code == 200
     assert [label["name"] for label in removed.json()] == ["full-sweep-fail-fast"]
     assert github.requests[-1].path == f"/repos/{REPO}/issues/1/labels/needs review"
@@ -285,8 +289,12 @@ async def test_contents_are_base64_wrapped_at_60_with_git_blob_sha(github, gh):
     github.set_file(REPO, "inferencex-e2e/perf-changelog.yaml", text)
     github.set_file(REPO, "inferencex-e2e/perf-changelog.yaml", "head version\n", ref="abc123")
     got = await gh.getitem(f"/repos/{REPO}/contents/inferencex-e2e/perf-changelog.yaml")
-    assert (got["type"], got["encoding"], got["name"], got["size"]) == ("file", "base64", "perf-changelog.yaml",
-                                                                         len(text))
+    assert (got["type"], got["encoding"], got["name"], got["size"]) == (
+        "file",
+        "base64",
+        "perf-changelog.yaml",
+        len(text),
+    )
     lines = got["content"].split("\n")
     assert lines[-1] == "" and all(len(line) == 60 for line in lines[:-2]) and 0 < len(lines[-2]) <= 60
     assert base64.b64decode(got["content"]).decode() == text
@@ -310,9 +318,14 @@ async def test_not_found_shapes(github, gh):
 
 
 async def test_pull_and_files_shapes(github, gh):
-    pr = github.add_pull(REPO, head_repo="partner/bench", head_ref="mi355x", head_sha="f" * 40, labels=["all-evals"],
-                         files=[{"filename": "a.yaml", "status": "added", "additions": 3, "patch": "@@ +1,3 @@"},
-                                "b.yaml"])
+    pr = github.add_pull(
+        REPO,
+        head_repo="partner/bench",
+        head_ref="mi355x",
+        head_sha="f" * 40,
+        labels=["all-evals"],
+        files=[{"filename": "a.yaml", "status": "added", "additions": 3, "patch": "@@ +1,3 @@"}, "b.yaml"],
+    )
     assert pr["number"] == 2
     got = await gh.getitem(f"/repos/{REPO}/pulls/2")
     assert got["head"]["repo"]["full_name"] == "partner/bench" and got["head"]["repo"]["fork"] is True
@@ -320,8 +333,10 @@ async def test_pull_and_files_shapes(github, gh):
     assert (got["head"]["sha"], got["merge_commit_sha"], got["state"], got["draft"]) == ("f" * 40, None, "open", False)
     assert [label["name"] for label in got["labels"]] == ["all-evals"]
     files = [f async for f in gh.getiter(f"/repos/{REPO}/pulls/2/files")]
-    assert [(f["filename"], f["status"], f["additions"]) for f in files] == [("a.yaml", "added", 3),
-                                                                              ("b.yaml", "modified", 0)]
+    assert [(f["filename"], f["status"], f["additions"]) for f in files] == [
+        ("a.yaml", "added", 3),
+        ("b.yaml", "modified", 0),
+    ]
     assert files[0]["patch"] == "@@ +1,3 @@"
     github.pull(REPO, 2)["merge_commit_sha"] = "m" * 40  # the live object moves the PR on
     assert (await gh.getitem(f"/repos/{REPO}/pulls/2"))["merge_commit_sha"] == "m" * 40
@@ -408,7 +423,12 @@ async def test_recording_writes_and_on_write(github, gh):
     assert seen == github.writes and len(seen) == 1
     write = seen[0]
     assert (write.method, write.path, write.json, write.status, write.token) == (
-        "POST", f"/repos/{REPO}/issues/1/comments", {"body": "hi"}, 201, gh.oauth_token)
+        "POST",
+        f"/repos/{REPO}/issues/1/comments",
+        {"body": "hi"},
+        201,
+        gh.oauth_token,
+    )
     assert github.count() == 2 and github.count("get") == 1 and github.count(path_regex=r"/comments$") == 1
     with pytest.raises(AttributeError):
         write.status = 500
@@ -436,11 +456,17 @@ def test_payload_builders_match_state(github):
     assert edited["comment"]["id"] == comment["id"] and edited["changes"]["body"]["from"] == "/use 6"
     assert edited["sender"]["login"] == "maintainer"
     issue = github.add_issue(REPO, title="not a PR")
-    assert "pull_request" not in github.issue_comment_payload(REPO, issue["number"],
-                                                              github.add_comment(REPO, 2, "x"))["issue"]
+    assert (
+        "pull_request"
+        not in github.issue_comment_payload(REPO, issue["number"], github.add_comment(REPO, 2, "x"))["issue"]
+    )
 
-    push = github.push_payload(REPO, ref="refs/heads/main", after="a" * 40,
-                               commits=[{"id": "a" * 40, "modified": ["x.yaml"], "message": "[skip-sweep] x"}])
+    push = github.push_payload(
+        REPO,
+        ref="refs/heads/main",
+        after="a" * 40,
+        commits=[{"id": "a" * 40, "modified": ["x.yaml"], "message": "[skip-sweep] x"}],
+    )
     assert push["head_commit"]["id"] == "a" * 40 and push["commits"][0]["added"] == []
     assert push["head_commit"]["message"] == "[skip-sweep] x" and push["repository"]["default_branch"] == "main"
 
@@ -460,9 +486,14 @@ async def test_mock_transport_with_enterprise_base_url(private_key):
     fake.add_repo(REPO)
     client = httpx.AsyncClient(transport=httpx.MockTransport(fake.handle))
     base = "https://ghe.example/api/v3"
-    token = (await gidgethub.apps.get_installation_access_token(
-        gidgethub.httpx.GitHubAPI(client, "test", base_url=base), installation_id=1, app_id="1",
-        private_key=private_key))["token"]
+    token = (
+        await gidgethub.apps.get_installation_access_token(
+            gidgethub.httpx.GitHubAPI(client, "test", base_url=base),
+            installation_id=1,
+            app_id="1",
+            private_key=private_key,
+        )
+    )["token"]
     gh = gidgethub.httpx.GitHubAPI(client, "test", oauth_token=token, base_url=base)
     repo = await gh.getitem(f"/repos/{REPO}")
     assert repo["html_url"] == f"https://ghe.example/{REPO}"
@@ -479,21 +510,41 @@ async def test_label_name_description_and_colour_limits_are_githubs(github, gh):
     ok = await gh.post(f"/repos/{REPO}/labels", data={"name": "n" * 50, "color": "C5DEF5", "description": "d" * 100})
     assert ok["name"] == "n" * 50
     refused = [
-        ({"name": "n" * 51}, {"resource": "Label", "code": "custom", "field": "name",
-                              "message": "name is too long (maximum is 50 characters)"}),
-        ({"name": "x", "description": "d" * 101}, {"resource": "Label", "code": "custom", "field": "description",
-                                                    "message": "description is too long (maximum is 100 characters)"}),
+        (
+            {"name": "n" * 51},
+            {
+                "resource": "Label",
+                "code": "custom",
+                "field": "name",
+                "message": "name is too long (maximum is 50 characters)",
+            },
+        ),
+        (
+            {"name": "x", "description": "d" * 101},
+            {
+                "resource": "Label",
+                "code": "custom",
+                "field": "description",
+                "message": "description is too long (maximum is 100 characters)",
+            },
+        ),
         ({"name": "x", "color": "#ffffff"}, {"resource": "Label", "code": "invalid", "field": "color"}),
         ({"name": "x", "color": "fff"}, {"resource": "Label", "code": "invalid", "field": "color"}),
         ({"name": "x", "color": "gggggg"}, {"resource": "Label", "code": "invalid", "field": "color"}),
     ]
     for data, error in refused:
         async with httpx.AsyncClient() as client:
-            resp = await client.post(f"https://api.github.com/repos/{REPO}/labels", json=data,
-                                     headers={"authorization": f"token {gh.oauth_token}"})
+            resp = await client.post(
+                f"https://api.github.com/repos/{REPO}/labels",
+                json=data,
+                headers={"authorization": f"token {gh.oauth_token}"},
+            )
         assert resp.status_code == 422, data
-        assert resp.json() == {"message": "Validation Failed", "errors": [error],
-                               "documentation_url": "https://docs.github.com/rest/issues/labels#create-a-label"}
+        assert resp.json() == {
+            "message": "Validation Failed",
+            "errors": [error],
+            "documentation_url": "https://docs.github.com/rest/issues/labels#create-a-label",
+        }
     assert sorted(github.repo_labels(REPO)) == ["n" * 50]
 
     with pytest.raises(gidgethub.InvalidField) as err:  # adding labels creates them: the same name limit
@@ -514,8 +565,12 @@ async def test_label_name_description_and_colour_limits_are_githubs(github, gh):
 async def test_comment_and_issue_bodies_are_at_most_65536_characters(github, gh):
     exact = await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "x" * 65536})
     assert len(exact["body"]) == 65536
-    error = {"resource": "IssueComment", "code": "unprocessable", "field": "data",
-             "message": "Body is too long (maximum is 65536 characters)"}
+    error = {
+        "resource": "IssueComment",
+        "code": "unprocessable",
+        "field": "data",
+        "message": "Body is too long (maximum is 65536 characters)",
+    }
     with pytest.raises(gidgethub.ValidationError) as err:
         await gh.post(f"/repos/{REPO}/issues/1/comments", data={"body": "x" * 65537})
     assert err.value.status_code == 422 and err.value.errors == [error]
@@ -524,8 +579,12 @@ async def test_comment_and_issue_bodies_are_at_most_65536_characters(github, gh)
     assert [len(c["body"]) for c in github.comments(REPO, 1)] == [65536]
     assert github.comments(REPO, 1)[0]["body"][0] == "x"
 
-    issue_error = {"resource": "Issue", "code": "custom", "field": "body",
-                   "message": "body is too long (maximum is 65536 characters)"}
+    issue_error = {
+        "resource": "Issue",
+        "code": "custom",
+        "field": "body",
+        "message": "body is too long (maximum is 65536 characters)",
+    }
     with pytest.raises(gidgethub.ValidationError) as err:
         await gh.post(f"/repos/{REPO}/issues", data={"title": "Config error", "body": "b" * 65537})
     assert err.value.errors == [issue_error]
@@ -615,8 +674,10 @@ async def test_while_down_every_request_is_503_and_nothing_changes(github, gh, p
 async def test_workflow_dispatch_starts_a_run_on_the_branch_sha(github, gh):
     github.add_workflow(REPO, "run-sweep.yml", inputs=["pr-number", "dispatch-id"])
     github.set_branch(REPO, "sweep-branch", "c" * 40)
-    answer = await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches",
-                           data={"ref": "sweep-branch", "inputs": {"pr-number": "1", "dispatch-id": "d-42"}})
+    answer = await gh.post(
+        f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches",
+        data={"ref": "sweep-branch", "inputs": {"pr-number": "1", "dispatch-id": "d-42"}},
+    )
     assert answer is None and github.requests[-1].status == 204
     [run] = github.runs(REPO)
     assert (run["status"], run["conclusion"], run["event"]) == ("queued", None, "workflow_dispatch")
@@ -627,8 +688,9 @@ async def test_workflow_dispatch_starts_a_run_on_the_branch_sha(github, gh):
     got = await gh.getitem(f"/repos/{REPO}/actions/runs/{run['id']}")
     assert "inputs" not in got and got["id"] == run["id"]
 
-    details = await gh.post(f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches",
-                            data={"ref": "main", "return_run_details": True})
+    details = await gh.post(
+        f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches", data={"ref": "main", "return_run_details": True}
+    )
     assert github.requests[-1].status == 200
     second = github.runs(REPO)[-1]
     assert details == {"workflow_run_id": second["id"], "run_url": second["url"], "html_url": second["html_url"]}
@@ -648,8 +710,12 @@ async def test_dispatch_on_a_pr_head_branch_runs_the_pr_head_and_forks_are_not_b
 
 
 async def test_workflow_dispatch_refusals(github, gh):
-    github.add_workflow(REPO, "run-sweep.yml", inputs={"pr-number": {"required": True}, "mode": {"default": "full"}},
-                        run_name="Sweep PR ${{ inputs.pr-number }} (${{ inputs.mode }})")
+    github.add_workflow(
+        REPO,
+        "run-sweep.yml",
+        inputs={"pr-number": {"required": True}, "mode": {"default": "full"}},
+        run_name="Sweep PR ${{ inputs.pr-number }} (${{ inputs.mode }})",
+    )
     url = f"/repos/{REPO}/actions/workflows/run-sweep.yml/dispatches"
     refusals = [
         (f"/repos/{REPO}/actions/workflows/nope.yml/dispatches", {"ref": "main"}, "Workflow does not exist"),
@@ -683,12 +749,27 @@ async def test_list_runs_filters_and_paginates(github, gh):
     everything = await gh.getitem(base)
     assert everything["total_count"] == 4
     assert [r["id"] for r in everything["workflow_runs"]] == [pushed["id"], third, second, first]  # newest first
-    by = {q: [r["id"] for r in (await gh.getitem(f"{base}?{q}"))["workflow_runs"]]
-          for q in ("branch=b", f"head_sha={'d' * 40}", "event=push", "status=queued", "status=success",
-                    "status=completed", "status=failure")}
-    assert by == {"branch=b": [third, second, first], f"head_sha={'d' * 40}": [pushed["id"]],
-                  "event=push": [pushed["id"]], "status=queued": [third, first], "status=success": [second],
-                  "status=completed": [pushed["id"], second], "status=failure": [pushed["id"]]}
+    by = {
+        q: [r["id"] for r in (await gh.getitem(f"{base}?{q}"))["workflow_runs"]]
+        for q in (
+            "branch=b",
+            f"head_sha={'d' * 40}",
+            "event=push",
+            "status=queued",
+            "status=success",
+            "status=completed",
+            "status=failure",
+        )
+    }
+    assert by == {
+        "branch=b": [third, second, first],
+        f"head_sha={'d' * 40}": [pushed["id"]],
+        "event=push": [pushed["id"]],
+        "status=queued": [third, first],
+        "status=success": [second],
+        "status=completed": [pushed["id"], second],
+        "status=failure": [pushed["id"]],
+    }
     page = await gh.getitem(f"{base}?per_page=3&page=2")
     assert page["total_count"] == 4 and [r["id"] for r in page["workflow_runs"]] == [first]
     by_id = await gh.getitem(f"/repos/{REPO}/actions/workflows/{github.workflows(REPO)['run-sweep.yml']['id']}/runs")
@@ -731,7 +812,11 @@ async def test_run_artifacts_paginate_with_expired_flags(github, gh):
     assert first["total_count"] == 4 and len(first["artifacts"]) == 2
     everything = [a async for a in gh.getiter(f"{url}?per_page=2", iterable_key="artifacts")]
     assert [(a["name"], a["expired"]) for a in everything] == [
-        ("results_bmk_0", True), ("results_bmk_1", False), ("results_bmk_2", False), ("eval_results_all", False)]
+        ("results_bmk_0", True),
+        ("results_bmk_1", False),
+        ("results_bmk_2", False),
+        ("eval_results_all", False),
+    ]
     assert everything[0]["workflow_run"]["id"] == run["id"] and everything[0]["workflow_run"]["head_sha"] == "e" * 40
     named = await gh.getitem(f"{url}?name=eval_results_all")
     assert [a["name"] for a in named["artifacts"]] == ["eval_results_all"] and named["total_count"] == 1
@@ -741,8 +826,15 @@ def test_workflow_run_payload_is_the_completed_run(github):
     github.add_repo(REPO, installation_id=3)
     github.add_workflow(REPO, "run-sweep.yml", inputs=["dispatch-id"])
     github.add_pull(REPO, head_ref="feature", head_sha="f" * 40)
-    run = github.add_run(REPO, "run-sweep.yml", head_sha="f" * 40, head_branch="feature", status="in_progress",
-                         event="workflow_dispatch", inputs={"dispatch-id": "x1"})
+    run = github.add_run(
+        REPO,
+        "run-sweep.yml",
+        head_sha="f" * 40,
+        head_branch="feature",
+        status="in_progress",
+        event="workflow_dispatch",
+        inputs={"dispatch-id": "x1"},
+    )
     with pytest.raises(ValueError, match="complete_run first"):
         github.workflow_run_payload(REPO, run["id"])
     payload = github.workflow_run_payload(REPO, run["id"], conclusion="failure")
@@ -759,23 +851,27 @@ def test_workflow_run_payload_is_the_completed_run(github):
 
 async def test_check_runs_create_update_and_list_for_a_commit(github, gh):
     sha = github.pull(REPO, 1)["head"]["sha"]
-    for data, missing in (({"head_sha": sha}, '"name" wasn\'t supplied'),
-                          ({"name": "sweep"}, '"head_sha" wasn\'t supplied'),
-                          ({"name": "sweep", "head_sha": sha, "conclusion": "green"}, "is not a member"),
-                          ({"name": "sweep", "head_sha": sha, "status": "completed"}, '"conclusion" wasn\'t supplied'),
-                          ({"name": "sweep", "head_sha": sha, "output": {"title": "t", "summary": "s" * 65536}},
-                           "65535")):
+    for data, missing in (
+        ({"head_sha": sha}, '"name" wasn\'t supplied'),
+        ({"name": "sweep"}, '"head_sha" wasn\'t supplied'),
+        ({"name": "sweep", "head_sha": sha, "conclusion": "green"}, "is not a member"),
+        ({"name": "sweep", "head_sha": sha, "status": "completed"}, '"conclusion" wasn\'t supplied'),
+        ({"name": "sweep", "head_sha": sha, "output": {"title": "t", "summary": "s" * 65536}}, "65535"),
+    ):
         with pytest.raises(gidgethub.InvalidField) as err:
             await gh.post(f"/repos/{REPO}/check-runs", data=data)
         assert err.value.status_code == 422 and missing in str(err.value), str(err.value)
     assert github.check_runs(REPO) == []
 
-    created = await gh.post(f"/repos/{REPO}/check-runs", data={"name": "sweep", "head_sha": sha,
-                                                                "status": "in_progress"})
+    created = await gh.post(
+        f"/repos/{REPO}/check-runs", data={"name": "sweep", "head_sha": sha, "status": "in_progress"}
+    )
     assert github.requests[-1].status == 201
     assert (created["status"], created["conclusion"], created["completed_at"]) == ("in_progress", None, None)
-    done = await gh.patch(f"/repos/{REPO}/check-runs/{created['id']}",
-                          data={"conclusion": "success", "output": {"title": "Sweep", "summary": "all green"}})
+    done = await gh.patch(
+        f"/repos/{REPO}/check-runs/{created['id']}",
+        data={"conclusion": "success", "output": {"title": "Sweep", "summary": "all green"}},
+    )
     assert (done["status"], done["conclusion"], done["output"]["summary"]) == ("completed", "success", "all green")
     assert done["completed_at"] is not None
     await gh.post(f"/repos/{REPO}/check-runs", data={"name": "sign-off", "head_sha": sha})
@@ -802,8 +898,10 @@ async def test_pull_commits_and_the_pulls_of_a_commit(github, gh):
     pushed = github.push_commit(REPO, 1, sha="9" * 40, message="[skip-sweep] tweak")
     assert github.pull(REPO, 1)["head"]["sha"] == "9" * 40 and pushed["parents"] == [{"sha": first_sha}]
     commits = [c async for c in gh.getiter(f"/repos/{REPO}/pulls/1/commits")]
-    assert [(c["sha"], c["commit"]["message"]) for c in commits] == [(first_sha, "Add recipe"),
-                                                                      ("9" * 40, "[skip-sweep] tweak")]
+    assert [(c["sha"], c["commit"]["message"]) for c in commits] == [
+        (first_sha, "Add recipe"),
+        ("9" * 40, "[skip-sweep] tweak"),
+    ]
     github.pull(REPO, 1)["head"]["sha"] = "8" * 40  # moving the live object counts as a push
     assert github.pull_commits(REPO, 1) == [first_sha, "9" * 40, "8" * 40]
     github.add_pull(REPO, head_sha="7" * 40)
@@ -818,15 +916,18 @@ async def test_pull_commits_and_the_pulls_of_a_commit(github, gh):
 
 async def test_repository_dispatch_is_recorded(github, gh):
     payload = {"pr_number": 1, "run_id": 42}
-    assert await gh.post(f"/repos/{REPO}/dispatches", data={"event_type": "stage-results",
-                                                             "client_payload": payload}) is None
+    assert (
+        await gh.post(f"/repos/{REPO}/dispatches", data={"event_type": "stage-results", "client_payload": payload})
+        is None
+    )
     assert github.requests[-1].status == 204
     [sent] = github.repository_dispatches(REPO)
     assert (sent["event_type"], sent["client_payload"], sent["sender"]) == ("stage-results", payload, "sweepbot[bot]")
-    for data, message in (({"client_payload": {}}, '"event_type" wasn\'t supplied'),
-                          ({"event_type": "e" * 101}, "maximum is 100"),
-                          ({"event_type": "x", "client_payload": {str(i): i for i in range(11)}},
-                           "No more than 10 properties")):
+    for data, message in (
+        ({"client_payload": {}}, '"event_type" wasn\'t supplied'),
+        ({"event_type": "e" * 101}, "maximum is 100"),
+        ({"event_type": "x", "client_payload": {str(i): i for i in range(11)}}, "No more than 10 properties"),
+    ):
         with pytest.raises(gidgethub.InvalidField) as err:
             await gh.post(f"/repos/{REPO}/dispatches", data=data)
         assert message in str(err.value)
@@ -836,9 +937,14 @@ async def test_repository_dispatch_is_recorded(github, gh):
 # ---- the App manifest flow --------------------------------------------------------------------------
 
 
-MANIFEST = {"name": "Sweep Bot", "url": "https://example.com/home", "redirect_url": "http://127.0.0.1:3001/callback",
-            "hook_attributes": {"url": "https://bot.example.com/webhook"}, "default_permissions": {"checks": "write"},
-            "default_events": ["pull_request"]}
+MANIFEST = {
+    "name": "Sweep Bot",
+    "url": "https://example.com/home",
+    "redirect_url": "http://127.0.0.1:3001/callback",
+    "hook_attributes": {"url": "https://bot.example.com/webhook"},
+    "default_permissions": {"checks": "write"},
+    "default_events": ["pull_request"],
+}
 
 
 async def test_a_manifest_code_converts_once_without_credentials_into_a_working_app(github):
@@ -846,7 +952,11 @@ async def test_a_manifest_code_converts_once_without_credentials_into_a_working_
 
     code = github.create_app_from_manifest(json.dumps(MANIFEST), "acme")
     app = await api().post(f"/app-manifests/{code}/conversions", data={})  # no token, no JWT
-    assert app["slug"] == "sweep-bot" and app["name"] == "Sweep Bot" and app["html_url"] == "https://github.com/apps/sweep-bot"
+    assert (
+        app["slug"] == "sweep-bot"
+        and app["name"] == "Sweep Bot"
+        and app["html_url"] == "https://github.com/apps/sweep-bot"
+    )
     assert app["owner"]["login"] == "acme" and app["owner"]["type"] == "Organization"
     assert app["permissions"] == {"checks": "write"} and app["events"] == ["pull_request"]
     assert app["webhook_secret"] and app["client_id"] and app["client_secret"]
@@ -857,8 +967,9 @@ async def test_a_manifest_code_converts_once_without_credentials_into_a_working_
         await api().post(f"/app-manifests/{code}/conversions", data={})
     assert err.value.status_code == 404
 
-    second = await api().post(f"/app-manifests/{github.create_app_from_manifest(json.dumps(MANIFEST))}/conversions",
-                              data={})
+    second = await api().post(
+        f"/app-manifests/{github.create_app_from_manifest(json.dumps(MANIFEST))}/conversions", data={}
+    )
     assert second["slug"] == "sweep-bot-2" and second["owner"]["type"] == "User"  # names are unique
     assert second["pem"] != app["pem"] and second["webhook_secret"] != app["webhook_secret"]
 
@@ -876,8 +987,16 @@ async def test_a_manifest_code_expires_after_an_hour(github):
     assert (await api().post(f"/app-manifests/{fresh}/conversions", data={}))["id"]
 
 
-@pytest.mark.parametrize("manifest", ["not json", "[]", '{"name": "x"}', '{"url": "https://x", "hook_attributes": 1}',
-                                      '{"url": "https://x", "redirect_url": "javascript:alert(1)"}'])
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        "not json",
+        "[]",
+        '{"name": "x"}',
+        '{"url": "https://x", "hook_attributes": 1}',
+        '{"url": "https://x", "redirect_url": "javascript:alert(1)"}',
+    ],
+)
 def test_an_unusable_manifest_is_422(github, manifest):
     from bot.testing.model import Reply
 
@@ -892,21 +1011,33 @@ async def test_run_jobs_list_latest_or_all_and_rerun_failed_jobs_queues_the_next
     next attempt with the failed and cancelled jobs queued, and is refused while the run is not finished."""
     github.add_workflow(REPO, "run-sweep.yml")
     run = github.add_run(REPO, "run-sweep.yml", head_sha="e" * 40, conclusion="failure")
-    made = github.set_jobs(REPO, run["id"], [{"name": "build", "conclusion": "success"},
-                                             {"name": "bmk (mi355x)", "conclusion": "failure"},
-                                             {"name": "eval", "conclusion": "cancelled"}])
+    made = github.set_jobs(
+        REPO,
+        run["id"],
+        [
+            {"name": "build", "conclusion": "success"},
+            {"name": "bmk (mi355x)", "conclusion": "failure"},
+            {"name": "eval", "conclusion": "cancelled"},
+        ],
+    )
     assert made[1]["html_url"] == f"{github._repo(REPO).json['html_url']}/actions/runs/{run['id']}/job/{made[1]['id']}"
     url = f"/repos/{REPO}/actions/runs/{run['id']}/jobs"
     listed = [j async for j in gh.getiter(f"{url}?per_page=2&filter=latest", iterable_key="jobs")]
     assert [(j["name"], j["conclusion"], j["run_attempt"]) for j in listed] == [
-        ("build", "success", 1), ("bmk (mi355x)", "failure", 1), ("eval", "cancelled", 1)]
+        ("build", "success", 1),
+        ("bmk (mi355x)", "failure", 1),
+        ("eval", "cancelled", 1),
+    ]
     assert await gh.post(f"/repos/{REPO}/actions/runs/{run['id']}/rerun-failed-jobs", data={}) == {}
     assert github.requests[-1].status == 201
     again = github.runs(REPO)[0]
     assert (again["status"], again["conclusion"], again["run_attempt"]) == ("queued", None, 2)
     latest = (await gh.getitem(f"{url}?filter=latest"))["jobs"]
     assert [(j["name"], j["status"], j["run_attempt"]) for j in latest] == [
-        ("build", "completed", 1), ("bmk (mi355x)", "queued", 2), ("eval", "queued", 2)]
+        ("build", "completed", 1),
+        ("bmk (mi355x)", "queued", 2),
+        ("eval", "queued", 2),
+    ]
     assert (await gh.getitem(f"{url}?filter=all"))["total_count"] == 5
     with pytest.raises(gidgethub.BadRequest) as err:
         await gh.post(f"/repos/{REPO}/actions/runs/{run['id']}/rerun-failed-jobs", data={})

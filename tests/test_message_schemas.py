@@ -17,24 +17,34 @@ from types import SimpleNamespace
 import jsonschema
 import pytest
 import referencing.exceptions
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
+from test_results_callbacks import CASES, GOOD, HOSTS, INGESTED, RESULTS, STARTED, payload
 
 from bot.core.config import default_policy
 from bot.rules import message_schemas, signoff
 from bot.rules.message_schemas import MAX_DEPTH, MAX_KEYS, MAX_SIZE, out_of_bounds, validator
-from bot.rules.results_callbacks import (EVENT_KINDS, EXTRA_COUNTERS, KEYS_BY_KIND, REQUIRED_BY_KIND, Callback, Rejected,
-                                         parse_callback, schema_problems)
+from bot.rules.results_callbacks import (
+    EVENT_KINDS,
+    EXTRA_COUNTERS,
+    KEYS_BY_KIND,
+    REQUIRED_BY_KIND,
+    Callback,
+    Rejected,
+    parse_callback,
+    schema_problems,
+)
 from handlers.reuse_command import ingest_payload, staging_payload
 from handlers.signoff import JUDGE_INPUTS, judge_dispatch
-from test_results_callbacks import CASES, GOOD, HOSTS, INGESTED, RESULTS, STARTED, payload
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "examples" / "schemas"
 PAYLOADS = ROOT / "examples" / "payloads"
 EXAMPLE_RESULTS = "SemiAnalysisAI/InferenceX-app"
 EXAMPLE_HOSTS = ("inferencex.semianalysis.com",)
-MESSAGES = sorted(p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json")
-                  if p.name != "definitions.schema.json")
+MESSAGES = sorted(
+    p.name.removesuffix(".schema.json") for p in SCHEMAS.glob("*.schema.json") if p.name != "definitions.schema.json"
+)
 
 # Cases where the parser knows what a schema cannot say, so the code step refuses them: which repository is the
 # results service (configured, not in the message), and 17.0 against 17 (the same number to JSON Schema; the
@@ -60,8 +70,12 @@ def test_every_schema_is_a_valid_json_schema(path):
 
 def test_every_message_has_one_example_payload_and_every_example_a_schema():
     assert MESSAGES == sorted(p.name.removesuffix(".json") for p in PAYLOADS.glob("*.json"))
-    assert {"signoff-judged.callback", "signoff-judge.inputs", "stage-results.request",
-            "ingest-results.request"} <= set(MESSAGES)
+    assert {
+        "signoff-judged.callback",
+        "signoff-judge.inputs",
+        "stage-results.request",
+        "ingest-results.request",
+    } <= set(MESSAGES)
 
 
 @pytest.mark.parametrize("message", MESSAGES)
@@ -74,8 +88,9 @@ def test_the_bot_loads_these_very_files_and_nothing_from_elsewhere():
     assert message_schemas.message_names() == tuple(MESSAGES)
     assert validator("ingest-completed.callback") is validator("ingest-completed.callback")  # built once
     assert {uri.rsplit("/", 1)[0] for uri in message_schemas.registry()} == {"https://sweepbot.invalid/schemas"}
-    elsewhere = jsonschema.Draft202012Validator({"$ref": "https://example.com/schemas/other.schema.json"},
-                                                registry=message_schemas.registry())
+    elsewhere = jsonschema.Draft202012Validator(
+        {"$ref": "https://example.com/schemas/other.schema.json"}, registry=message_schemas.registry()
+    )
     with pytest.raises(referencing.exceptions.Unresolvable):  # not downloaded: the registry has no retriever
         elsewhere.is_valid({})
     with pytest.raises(message_schemas.SchemasMissing):
@@ -85,8 +100,9 @@ def test_the_bot_loads_these_very_files_and_nothing_from_elsewhere():
 def as_written(message: str) -> jsonschema.Draft202012Validator:
     """A validator of the schema file itself, its `$ref`s looked up on every validation."""
     schema = json.loads((SCHEMAS / f"{message}.schema.json").read_text())
-    return jsonschema.Draft202012Validator(schema, registry=message_schemas.registry(),
-                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return jsonschema.Draft202012Validator(
+        schema, registry=message_schemas.registry(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 def test_the_bots_validators_have_their_refs_inlined_and_judge_as_the_files_do():
@@ -101,8 +117,13 @@ def test_the_bots_validators_have_their_refs_inlined_and_judge_as_the_files_do()
 
 @pytest.mark.parametrize("event_type", EVENT_KINDS)
 def test_the_bot_accepts_each_example_callback(event_type):
-    parsed = parse_callback(event_type, example(f"{event_type}.callback"), results_repository=EXAMPLE_RESULTS,
-                            link_hosts=EXAMPLE_HOSTS, run_hosts=("github.com",))
+    parsed = parse_callback(
+        event_type,
+        example(f"{event_type}.callback"),
+        results_repository=EXAMPLE_RESULTS,
+        link_hosts=EXAMPLE_HOSTS,
+        run_hosts=("github.com",),
+    )
     assert isinstance(parsed, Callback) and parsed.kind == EVENT_KINDS[event_type], parsed
     assert not parsed.dropped and not parsed.ignored
 
@@ -243,7 +264,7 @@ def test_the_bounds_take_what_github_can_send():
     assert out_of_bounds({**at_the_bounds, "nest": nested(MAX_DEPTH)}).what == "depth"
     assert out_of_bounds({**at_the_bounds, "text": "x" * MAX_SIZE}).what == "size"
     assert out_of_bounds({**at_the_bounds, "a": 1, "b": 2, "c": 3}).what == "keys"
-    assert out_of_bounds({"n": 10**40}) is None and out_of_bounds({"n": -10**40}) is None
+    assert out_of_bounds({"n": 10**40}) is None and out_of_bounds({"n": -(10**40)}) is None
     assert out_of_bounds({"n": 10**41}).what == "integer"
 
 
@@ -255,9 +276,25 @@ ID = REQUEST["properties"]["pr-number"]
 MAX_ID = 2**63 - 1
 
 
-@pytest.mark.parametrize("number", [1, 9, 10, 10**18 - 1, 10**18, MAX_ID - 1, MAX_ID, MAX_ID + 1, 10**19 - 1,
-                                    10**19, 9_300_000_000_000_000_000, 9_223_372_036_854_775_799,
-                                    9_223_372_036_854_775_810, 0])
+@pytest.mark.parametrize(
+    "number",
+    [
+        1,
+        9,
+        10,
+        10**18 - 1,
+        10**18,
+        MAX_ID - 1,
+        MAX_ID,
+        MAX_ID + 1,
+        10**19 - 1,
+        10**19,
+        9_300_000_000_000_000_000,
+        9_223_372_036_854_775_799,
+        9_223_372_036_854_775_810,
+        0,
+    ],
+)
 def test_the_id_pattern_takes_exactly_1_to_2_63_minus_1(number):
     assert validator("stage-results.request").evolve(schema=ID).is_valid(str(number)) == (1 <= number <= MAX_ID)
 
@@ -269,7 +306,8 @@ def test_the_id_pattern_agrees_with_integer_comparison(number):
 
 def test_a_ref_beside_constraints_keeps_both_once_inlined():
     resolver = message_schemas.registry().resolver(base_uri="https://sweepbot.invalid/schemas/x.schema.json")
-    inlined = message_schemas._without_refs({"$ref": "definitions.schema.json#/$defs/login", "maxLength": 3,
-                                             "description": "a short login"}, resolver, 0)
+    inlined = message_schemas._without_refs(
+        {"$ref": "definitions.schema.json#/$defs/login", "maxLength": 3, "description": "a short login"}, resolver, 0
+    )
     check = jsonschema.Draft202012Validator(inlined)
     assert [check.is_valid(login) for login in ("abc", "abcd", "a_b")] == [True, False, False]

@@ -25,13 +25,24 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from harness import CREDENTIALS, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "pull_request.opened.json"
-NOT_SOURCE = shutil.ignore_patterns(".git", ".venv", "venv", "build", "dist", "*.egg-info", "__pycache__",
-                                    ".pytest_cache", "*.db", "*.db-wal", "*.db-shm", ".env")
+NOT_SOURCE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "venv",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    "*.db",
+    "*.db-wal",
+    "*.db-shm",
+    ".env",
+)
 
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
@@ -42,9 +53,13 @@ def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment minus anything that could make the installed copy find this checkout or go live."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in CREDENTIALS and k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
-           and not k.startswith("SWEEPBOT_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in CREDENTIALS
+        and k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")
+        and not k.startswith("SWEEPBOT_")
+    }
     env.update(extra)
     return env
 
@@ -55,11 +70,29 @@ def wheel(tmp_path_factory) -> Path:
     source = work / "src"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
     dist = work / "dist"
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-                           "--quiet", "-w", str(dist), str(source)], capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-build-isolation",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            "-w",
+            str(dist),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, (
         "building the wheel failed (the test environment needs setuptools>=70.1: pip install -e '.[test]'):\n"
-        + done.stdout + done.stderr)
+        + done.stdout
+        + done.stderr
+    )
     (built,) = dist.glob("sweepbot-*.whl")
     return built
 
@@ -70,14 +103,30 @@ def installed(wheel, tmp_path_factory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "v"
     run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
     python = venv / "bin" / "python"
-    purelib = Path(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                       env=clean_env()).stdout.strip())
+    purelib = Path(
+        run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], env=clean_env()
+        ).stdout.strip()
+    )
     # A plain path line: the directory is put on sys.path but its own .pth files (this checkout's editable
     # finder among them) are not run, so `bot` can only come from the wheel.
     deps = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (purelib / "zz_sweepbot_test_deps.pth").write_text("".join(f"{d}\n" for d in deps))
-    run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "--quiet",
-         str(wheel)], env=clean_env())
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "--quiet",
+            str(wheel),
+        ],
+        env=clean_env(),
+    )
     return venv
 
 
@@ -111,18 +160,21 @@ def test_wheel_holds_every_module_of_every_package(wheel):
     """pyproject.toml lists the packages one by one (the data packages rule out automatic discovery), so a new
     subpackage is easy to leave out of the wheel; the editable install would not show it."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    modules = sorted(m.relative_to(ROOT).as_posix() for package in ("bot", "handlers")
-                     for m in (ROOT / package).glob("**/*.py"))
+    modules = sorted(
+        m.relative_to(ROOT).as_posix() for package in ("bot", "handlers") for m in (ROOT / package).glob("**/*.py")
+    )
     assert "bot/app/cli.py" in modules
     missing = [m for m in modules if m not in names]
     assert not missing, f"not in the wheel (add the package to [tool.setuptools] packages): {missing}"
 
 
 def test_installed_copy_uses_its_own_files_not_the_checkout(installed, tmp_path):
-    probe = ("import json, bot, bot.core.config, bot.core.templates, bot.rules.message_schemas as m;"
-             "m.validator('ingest-completed.callback');"
-             "print(json.dumps([bot.__file__, str(bot.core.config.APP_YAML), str(bot.core.templates.DEFAULT_DIRECTORY),"
-             " str(m.schema_dir())]))")
+    probe = (
+        "import json, bot, bot.core.config, bot.core.templates, bot.rules.message_schemas as m;"
+        "m.validator('ingest-completed.callback');"
+        "print(json.dumps([bot.__file__, str(bot.core.config.APP_YAML), str(bot.core.templates.DEFAULT_DIRECTORY),"
+        " str(m.schema_dir())]))"
+    )
     found = json.loads(run([str(installed / "bin" / "python"), "-c", probe], cwd=tmp_path, env=clean_env()).stdout)
     for path in found:
         assert Path(path).resolve().is_relative_to(installed.resolve()), path
@@ -134,8 +186,11 @@ def test_installed_copy_uses_its_own_files_not_the_checkout(installed, tmp_path)
 def test_installed_receive_dry_run_prints_the_welcome_from_an_empty_directory(installed, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = run([str(installed / "bin" / "sweepbot"), "receive", "-e", "pull_request", "-p", str(EXAMPLE), "--dry-run"],
-               cwd=empty, env=clean_env())
+    done = run(
+        [str(installed / "bin" / "sweepbot"), "receive", "-e", "pull_request", "-p", str(EXAMPLE), "--dry-run"],
+        cwd=empty,
+        env=clean_env(),
+    )
     assert "would comment[welcome] on #1" in done.stdout
     assert "    | ## 中文" in done.stdout  # the rendered bilingual body, from the installed templates
     assert "action(s) planned, none made" in done.stdout
@@ -148,9 +203,13 @@ def test_installed_serve_starts_the_sandbox_from_an_empty_directory(installed, t
     port = free_port()
     log = tmp_path / "serve.out"
     with open(log, "w") as out:
-        proc = subprocess.Popen([str(installed / "bin" / "sweepbot"), "serve"], cwd=empty, stdout=out,
-                                stderr=subprocess.STDOUT, env=clean_env(HOST="127.0.0.1", PORT=str(port),
-                                                                        TMPDIR=str(tmp_path)))  # its transcript
+        proc = subprocess.Popen(
+            [str(installed / "bin" / "sweepbot"), "serve"],
+            cwd=empty,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=clean_env(HOST="127.0.0.1", PORT=str(port), TMPDIR=str(tmp_path)),
+        )  # its transcript
     try:
         report, deadline = None, time.monotonic() + 60
         while time.monotonic() < deadline and proc.poll() is None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hypothesis import HealthCheck, event, given, settings, strategies as st
+from harness import REPO
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from test_reuse_command import fake_clock, finished_run  # noqa: F401  (fake_clock: autouse, artifacts unexpired)
+from test_sweep_gate import english, make_harness, no_merge_wait, open_pull, repo, status  # noqa: F401
 
 from bot.rules.sweep_record import SweepRecord
 from bot.testing.model import user_json
-from harness import REPO
-from test_reuse_command import fake_clock, finished_run  # noqa: F401  (fake_clock: autouse, artifacts unexpired)
-from test_sweep_gate import english, make_harness, no_merge_wait, open_pull, repo, status  # noqa: F401
 
 EXAMPLES = 100  # PRs, each a sequence of up to MAX_STEPS changes
 MAX_STEPS = 12
@@ -100,8 +101,9 @@ class Model:
       deleting the comment withdraws it). The record says which pin was withdrawn and why, until a new pin.
     """
 
-    writer: dict[str, bool | None] = field(default_factory=lambda: {"maintainer": True, "lapsed": True,
-                                                                    "drive-by": False, "flaky": None})
+    writer: dict[str, bool | None] = field(
+        default_factory=lambda: {"maintainer": True, "lapsed": True, "drive-by": False, "flaky": None}
+    )
     pin: tuple[str, int] | None = None  # (run, comment id)
     withdrawn: tuple[str, int, str] | None = None  # (run, comment id, reason)
 
@@ -202,17 +204,23 @@ async def test_the_pin_is_always_the_one_the_latest_accepted_command_gives(repo,
     h, number = state["h"], state["number"]
     state["number"] += 1
     open_pull(repo, number)
-    runs = {"ok": finished_run(repo, number)["id"], "failed": finished_run(repo, number, conclusion="failure")["id"],
-            "expired": finished_run(repo, number, expired=True)["id"],
-            "others": finished_run(repo, number, by_bot=False)["id"], "missing": 987654}
+    runs = {
+        "ok": finished_run(repo, number)["id"],
+        "failed": finished_run(repo, number, conclusion="failure")["id"],
+        "expired": finished_run(repo, number, expired=True)["id"],
+        "others": finished_run(repo, number, by_bot=False)["id"],
+        "missing": 987654,
+    }
     model = Model()
     permission(repo, h, model, True)
     written: list[Written] = []
     steps: list = []
     for _ in range(data.draw(st.integers(1, MAX_STEPS), label="steps")):
-        kinds = (["create"] * 3 if len(written) < MAX_COMMENTS else []) + (
-            ["edit"] * 5 + ["delete"] if written else []) + ["permission"] * (
-            5 if any(w.author == "lapsed" and model.holds(w) for w in written) else 1)
+        kinds = (
+            (["create"] * 3 if len(written) < MAX_COMMENTS else [])
+            + (["edit"] * 5 + ["delete"] if written else [])
+            + ["permission"] * (5 if any(w.author == "lapsed" and model.holds(w) for w in written) else 1)
+        )
         kind = data.draw(st.sampled_from(kinds))
         if kind == "permission":
             allowed = data.draw(st.sampled_from([False, None, True]), label="lapsed may write")
@@ -248,8 +256,9 @@ async def test_the_pin_is_always_the_one_the_latest_accepted_command_gives(repo,
             unconfirmed_next(repo, model, one.author, new, by_author and new != one.command)
             before = one.comment["body"]
             one.comment.update(body=body, updated_at=repo._stamp())  # the edit's time, on the fake's clock
-            payload = repo.issue_comment_payload(REPO, number, one.comment, "edited",
-                                                 changes={"body": {"from": before}})
+            payload = repo.issue_comment_payload(
+                REPO, number, one.comment, "edited", changes={"body": {"from": before}}
+            )
             payload["sender"] = user_json(editor)
             await h.deliver("issue_comment", payload)
             model.edited(one, editor, new)

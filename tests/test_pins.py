@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.rules.commands import parse
 from bot.core.config import default_policy
+from bot.rules.commands import parse
 from bot.rules.pins import (
     AUTOMATIC_CONCLUSIONS,
     BLOCKED_BY_LABEL,
     CODES,
     CONCLUSION_NOT_ALLOWED,
+    DELETED,
+    EDITED,
+    EDITED_BY_OTHER,
     ELIGIBLE,
+    NEW_PIN_COMMAND,
     NO_RESULT_ARTIFACT,
     NOT_COMPLETED,
     NOT_DISPATCHED,
@@ -23,20 +27,16 @@ from bot.rules.pins import (
     Verdict,
     check_run,
     expiry,
+    held_pin_change,
     is_result_artifact,
     newest_eligible,
-    held_pin_change,
-    DELETED,
-    EDITED,
-    EDITED_BY_OTHER,
-    NEW_PIN_COMMAND,
 )
-from bot.rules.sweep_record import Pin, SweepRecord, Withdrawal
 from bot.rules.policy import Policy
+from bot.rules.sweep_record import Pin, SweepRecord, Withdrawal
 
 POLICY = default_policy()
 NAMES = POLICY.commands.names()
-NOW = datetime(2025, 7, 1, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2025, 7, 1, 12, 0, 0, tzinfo=UTC)
 HEAD, STRANGER = "a" * 40, "c" * 40
 RUN_ID = 101
 LATER = (NOW + timedelta(days=30)).isoformat()
@@ -45,10 +45,18 @@ EARLIER = (NOW - timedelta(seconds=1)).isoformat()
 
 def run(**changes):
     """A finished, successful run-sweep.yml run on the PR's head, with `changes` applied (None deletes a key)."""
-    base = {"id": RUN_ID, "path": ".github/workflows/run-sweep.yml", "status": "completed",
-            "conclusion": "success", "head_sha": HEAD, "run_attempt": 1, "name": "Run Sweep",
-            "display_title": "Sweep sw-7-0123456789ab", "created_at": "2025-06-30T10:00:00Z",
-            "run_started_at": "2025-06-30T10:00:05Z"}
+    base = {
+        "id": RUN_ID,
+        "path": ".github/workflows/run-sweep.yml",
+        "status": "completed",
+        "conclusion": "success",
+        "head_sha": HEAD,
+        "run_attempt": 1,
+        "name": "Run Sweep",
+        "display_title": "Sweep sw-7-0123456789ab",
+        "created_at": "2025-06-30T10:00:00Z",
+        "run_started_at": "2025-06-30T10:00:05Z",
+    }
     base.update(changes)
     return {key: value for key, value in base.items() if value is not None}
 
@@ -63,11 +71,27 @@ def artifact(name="results_bmk_mi355x", expired=False, expires_at=LATER):
 LIVE = [artifact()]
 
 
-def check(r=None, *, pinned=True, dispatched=True, fork=False, artifacts=LIVE, labels=("full-sweep-enabled",),
-          policy=POLICY, now=NOW) -> Verdict:
-    return check_run(run() if r is None else r, pinned=pinned, dispatched=dispatched, fork=fork,
-                     artifacts=artifacts, labels=labels, now=now,
-                     policy=Policy.model_validate(policy) if isinstance(policy, dict) else policy)
+def check(
+    r=None,
+    *,
+    pinned=True,
+    dispatched=True,
+    fork=False,
+    artifacts=LIVE,
+    labels=("full-sweep-enabled",),
+    policy=POLICY,
+    now=NOW,
+) -> Verdict:
+    return check_run(
+        run() if r is None else r,
+        pinned=pinned,
+        dispatched=dispatched,
+        fork=fork,
+        artifacts=artifacts,
+        labels=labels,
+        now=now,
+        policy=Policy.model_validate(policy) if isinstance(policy, dict) else policy,
+    )
 
 
 # --- check_run: one row per rule and boundary -----------------------------------------------------
@@ -85,7 +109,11 @@ CHECK_CASES = [
     ("same-name-elsewhere", {"r": run(path="ci/run-sweep.yml")}, WRONG_WORKFLOW),
     ("workflow-case", {"r": run(path=".github/workflows/Run-Sweep.yml")}, WRONG_WORKFLOW),
     ("no-path", {"r": run(path=None)}, WRONG_WORKFLOW),
-    ("override-workflow", {"policy": {**POLICY.to_dict(), "workflows": {"sweep": "bench.yml", "fork_sweep": "e2e-tests.yml"}}}, WRONG_WORKFLOW),
+    (
+        "override-workflow",
+        {"policy": {**POLICY.to_dict(), "workflows": {"sweep": "bench.yml", "fork_sweep": "e2e-tests.yml"}}},
+        WRONG_WORKFLOW,
+    ),
     # status
     ("queued", {"r": run(status="queued", conclusion=None)}, NOT_COMPLETED),
     ("in-progress", {"r": run(status="in_progress", conclusion=None)}, NOT_COMPLETED),
@@ -122,12 +150,28 @@ CHECK_CASES = [
     ("no-expiry-not-flagged", {"artifacts": [artifact(expires_at=None)]}, ELIGIBLE),
     ("no-expiry-flagged", {"artifacts": [artifact(expires_at=None, expired=True)]}, NO_RESULT_ARTIFACT),
     ("flag-beats-date", {"artifacts": [artifact(expired=True, expires_at=LATER)]}, NO_RESULT_ARTIFACT),
-    ("non-result-names", {"artifacts": [artifact("logs"), artifact("server_logs_bmk"), artifact("results")]},
-     NO_RESULT_ARTIFACT),
-    ("near-miss-names", {"artifacts": [artifact("Results_bmk1"), artifact("eval_results_all_2"),
-                                       artifact("bmk_agentic"), artifact("xresults_bmk")]}, NO_RESULT_ARTIFACT),
-    ("one-live-among-expired", {"artifacts": [artifact(expired=True), artifact("logs"),
-                                              artifact("eval_results_all")]}, ELIGIBLE),
+    (
+        "non-result-names",
+        {"artifacts": [artifact("logs"), artifact("server_logs_bmk"), artifact("results")]},
+        NO_RESULT_ARTIFACT,
+    ),
+    (
+        "near-miss-names",
+        {
+            "artifacts": [
+                artifact("Results_bmk1"),
+                artifact("eval_results_all_2"),
+                artifact("bmk_agentic"),
+                artifact("xresults_bmk"),
+            ]
+        },
+        NO_RESULT_ARTIFACT,
+    ),
+    (
+        "one-live-among-expired",
+        {"artifacts": [artifact(expired=True), artifact("logs"), artifact("eval_results_all")]},
+        ELIGIBLE,
+    ),
     ("agentic-artifact", {"artifacts": [artifact("bmk_agentic_coding")]}, ELIGIBLE),
     ("bare-prefix", {"artifacts": [artifact("results_bmk")]}, ELIGIBLE),
     ("artifact-without-name", {"artifacts": [{"expired": False, "expires_at": LATER}]}, NO_RESULT_ARTIFACT),
@@ -139,18 +183,41 @@ CHECK_CASES = [
     ("label-mixed-case", {"labels": ("AgentX-Fast",)}, BLOCKED_BY_LABEL),
     ("label-lookalike", {"labels": ("evals-only-please", "agentx")}, ELIGIBLE),
     ("no-labels", {"labels": ()}, ELIGIBLE),
-    ("renamed-modifier", {"labels": ("evals-only",), "policy": {**POLICY.to_dict(), "labels": {
-        **POLICY.to_dict()["labels"], "modifiers": {"all_evals": "ae", "evals_only": "eo", "agentx_fast": "af"}}}},
-     ELIGIBLE),
+    (
+        "renamed-modifier",
+        {
+            "labels": ("evals-only",),
+            "policy": {
+                **POLICY.to_dict(),
+                "labels": {
+                    **POLICY.to_dict()["labels"],
+                    "modifiers": {"all_evals": "ae", "evals_only": "eo", "agentx_fast": "af"},
+                },
+            },
+        },
+        ELIGIBLE,
+    ),
     # the first failing check is the one reported
-    ("order-workflow-first", {"r": run(path="x", status="queued"), "dispatched": False, "artifacts": [],
-                              "labels": ("evals-only",)}, WRONG_WORKFLOW),
-    ("order-dispatched-before-status", {"r": run(status="queued", conclusion=None), "dispatched": False},
-     NOT_DISPATCHED),
-    ("order-status-before-conclusion", {"r": run(status="in_progress", conclusion=None, head_sha=STRANGER)},
-     NOT_COMPLETED),
-    ("order-conclusion-before-artifacts", {"r": run(conclusion="failure"), "pinned": False, "artifacts": []},
-     CONCLUSION_NOT_ALLOWED),
+    (
+        "order-workflow-first",
+        {"r": run(path="x", status="queued"), "dispatched": False, "artifacts": [], "labels": ("evals-only",)},
+        WRONG_WORKFLOW,
+    ),
+    (
+        "order-dispatched-before-status",
+        {"r": run(status="queued", conclusion=None), "dispatched": False},
+        NOT_DISPATCHED,
+    ),
+    (
+        "order-status-before-conclusion",
+        {"r": run(status="in_progress", conclusion=None, head_sha=STRANGER)},
+        NOT_COMPLETED,
+    ),
+    (
+        "order-conclusion-before-artifacts",
+        {"r": run(conclusion="failure"), "pinned": False, "artifacts": []},
+        CONCLUSION_NOT_ALLOWED,
+    ),
     ("order-artifacts-before-labels", {"artifacts": [], "labels": ("evals-only",)}, NO_RESULT_ARTIFACT),
 ]
 
@@ -167,24 +234,52 @@ def test_every_code_has_a_case():
 
 
 PARAM_CASES = [
-    ("wrong-workflow", {"r": run(path=".github/workflows/e2e-tests.yml")},
-     {"path": ".github/workflows/e2e-tests.yml", "workflow": ".github/workflows/run-sweep.yml"}),
+    (
+        "wrong-workflow",
+        {"r": run(path=".github/workflows/e2e-tests.yml")},
+        {"path": ".github/workflows/e2e-tests.yml", "workflow": ".github/workflows/run-sweep.yml"},
+    ),
     ("not-completed", {"r": run(status="queued", conclusion=None)}, {"status": "queued"}),
-    ("conclusion-automatic", {"r": run(conclusion="failure"), "pinned": False},
-     {"conclusion": "failure", "allowed": ("success",)}),
-    ("conclusion-pinned", {"r": run(conclusion="timed_out")},
-     {"conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")}),
-    ("no-result-artifact", {"artifacts": [artifact("logs"), artifact(expired=True), artifact("eval_results_all",
-                                                                                               expires_at=EARLIER)]},
-     {"artifacts": ("logs", "results_bmk_mi355x", "eval_results_all"),
-      "expired": ("results_bmk_mi355x", "eval_results_all"), "patterns": RESULT_ARTIFACTS,
-      "expiry": ({"name": "results_bmk_mi355x", "date": None}, {"name": "eval_results_all", "date": "2025-07-01"})}),
-    ("blocked-by-label", {"labels": ("AgentX-Fast", "full-sweep-enabled", "Evals-Only")},
-     {"labels": ("Evals-Only", "AgentX-Fast")}),
-    ("eligible", {"r": run(conclusion="cancelled", run_attempt=2),
-                  "artifacts": [artifact("logs"), artifact(), artifact("bmk_agentic_x", expired=True)]},
-     {"conclusion": "cancelled", "artifacts": ("results_bmk_mi355x",),
-      "expiry": ({"name": "results_bmk_mi355x", "date": "2025-07-31"},)}),
+    (
+        "conclusion-automatic",
+        {"r": run(conclusion="failure"), "pinned": False},
+        {"conclusion": "failure", "allowed": ("success",)},
+    ),
+    (
+        "conclusion-pinned",
+        {"r": run(conclusion="timed_out")},
+        {"conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")},
+    ),
+    (
+        "no-result-artifact",
+        {"artifacts": [artifact("logs"), artifact(expired=True), artifact("eval_results_all", expires_at=EARLIER)]},
+        {
+            "artifacts": ("logs", "results_bmk_mi355x", "eval_results_all"),
+            "expired": ("results_bmk_mi355x", "eval_results_all"),
+            "patterns": RESULT_ARTIFACTS,
+            "expiry": (
+                {"name": "results_bmk_mi355x", "date": None},
+                {"name": "eval_results_all", "date": "2025-07-01"},
+            ),
+        },
+    ),
+    (
+        "blocked-by-label",
+        {"labels": ("AgentX-Fast", "full-sweep-enabled", "Evals-Only")},
+        {"labels": ("Evals-Only", "AgentX-Fast")},
+    ),
+    (
+        "eligible",
+        {
+            "r": run(conclusion="cancelled", run_attempt=2),
+            "artifacts": [artifact("logs"), artifact(), artifact("bmk_agentic_x", expired=True)],
+        },
+        {
+            "conclusion": "cancelled",
+            "artifacts": ("results_bmk_mi355x",),
+            "expiry": ({"name": "results_bmk_mi355x", "date": "2025-07-31"},),
+        },
+    ),
 ]
 
 
@@ -192,8 +287,12 @@ PARAM_CASES = [
 def test_check_run_params(kwargs, extra):
     verdict = check(**kwargs)
     r = kwargs.get("r", run())
-    assert verdict.params == {"run_id": r["id"], "head_sha": r.get("head_sha"), "run_attempt": r["run_attempt"],
-                              **extra}
+    assert verdict.params == {
+        "run_id": r["id"],
+        "head_sha": r.get("head_sha"),
+        "run_attempt": r["run_attempt"],
+        **extra,
+    }
 
 
 EXPIRY_CASES = [
@@ -211,10 +310,14 @@ def test_expiry_is_the_utc_day_github_gives(item, date):
 
 
 def test_an_artifact_flagged_expired_before_its_time_shows_no_day():
-    verdict = check(artifacts=[artifact(expired=True, expires_at=LATER), artifact("eval_results_all", expires_at=EARLIER)])
+    verdict = check(
+        artifacts=[artifact(expired=True, expires_at=LATER), artifact("eval_results_all", expires_at=EARLIER)]
+    )
     assert verdict.code == NO_RESULT_ARTIFACT
-    assert verdict.params["expiry"] == ({"name": "results_bmk_mi355x", "date": None},
-                                        {"name": "eval_results_all", "date": "2025-07-01"})
+    assert verdict.params["expiry"] == (
+        {"name": "results_bmk_mi355x", "date": None},
+        {"name": "eval_results_all", "date": "2025-07-01"},
+    )
 
 
 def test_not_dispatched_names_the_run_and_its_commit():
@@ -231,11 +334,24 @@ def test_artifacts_may_be_a_generator():
     assert check(artifacts=(a for a in [artifact()])).ok
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("results_bmk", True), ("results_bmk_dsr1_1k1k", True), ("eval_results_all", True), ("bmk_agentic_", True),
-    ("bmk_agentic_swe", True), ("RESULTS_BMK1", False), ("eval_results_all.zip", False), ("eval_results", False),
-    ("bmk_agentic", False), ("my_results_bmk", False), ("", False), (None, False), (7, False),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("results_bmk", True),
+        ("results_bmk_dsr1_1k1k", True),
+        ("eval_results_all", True),
+        ("bmk_agentic_", True),
+        ("bmk_agentic_swe", True),
+        ("RESULTS_BMK1", False),
+        ("eval_results_all.zip", False),
+        ("eval_results", False),
+        ("bmk_agentic", False),
+        ("my_results_bmk", False),
+        ("", False),
+        (None, False),
+        (7, False),
+    ],
+)
 def test_is_result_artifact(name, expected):
     assert is_result_artifact(name) is expected
 
@@ -246,8 +362,15 @@ def test_is_result_artifact(name, expected):
 def pick(runs, artifacts_of=None, labels=("full-sweep-enabled",), dispatched=None):
     artifacts_of = {r["id"]: LIVE for r in runs} if artifacts_of is None else artifacts_of
     dispatched = {r["id"] for r in runs} if dispatched is None else dispatched
-    return newest_eligible(runs, dispatched_run_ids=dispatched, fork=False, artifacts_of=artifacts_of,
-                           labels=labels, policy=POLICY, now=NOW)
+    return newest_eligible(
+        runs,
+        dispatched_run_ids=dispatched,
+        fork=False,
+        artifacts_of=artifacts_of,
+        labels=labels,
+        policy=POLICY,
+        now=NOW,
+    )
 
 
 def at(run_id, created_at, **changes):
@@ -260,30 +383,68 @@ SELECT_CASES = [
     ("single", [at(1, "2025-06-01T00:00:00Z")], None, 1, []),
     ("newest-by-date-not-id", [at(9, "2025-06-01T00:00:00Z"), at(3, "2025-06-02T00:00:00Z")], None, 3, [9]),
     ("tie-on-date-bigger-id", [at(4, "2025-06-01T00:00:00Z"), at(5, "2025-06-01T00:00:00Z")], None, 5, [4]),
-    ("zones-compared-as-instants", [at(1, "2025-06-01T10:00:00+02:00"), at(2, "2025-06-01T09:00:00Z")], None, 2,
-     [1]),
-    ("newest-failed-falls-back", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z", conclusion="failure")],
-     None, 1, [2]),
-    ("newest-running-falls-back", [at(1, "2025-06-01T00:00:00Z"),
-                                   at(2, "2025-06-02T00:00:00Z", status="in_progress", conclusion=None)], None, 1, [2]),
-    ("newest-expired-falls-back", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
-     {1: LIVE, 2: [artifact(expired=True)]}, 1, [2]),
+    ("zones-compared-as-instants", [at(1, "2025-06-01T10:00:00+02:00"), at(2, "2025-06-01T09:00:00Z")], None, 2, [1]),
+    (
+        "newest-failed-falls-back",
+        [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z", conclusion="failure")],
+        None,
+        1,
+        [2],
+    ),
+    (
+        "newest-running-falls-back",
+        [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z", status="in_progress", conclusion=None)],
+        None,
+        1,
+        [2],
+    ),
+    (
+        "newest-expired-falls-back",
+        [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
+        {1: LIVE, 2: [artifact(expired=True)]},
+        1,
+        [2],
+    ),
     ("missing-artifacts-entry", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")], {1: LIVE}, 1, [2]),
-    ("older-eligible-listed", [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z"),
-                               at(3, "2025-06-03T00:00:00Z")], None, 3, [2, 1]),
-    ("none-eligible", [at(1, "2025-06-01T00:00:00Z", conclusion="cancelled"),
-                       at(2, "2025-06-02T00:00:00Z", status="queued", conclusion=None)], None, None, [2, 1]),
-    ("duplicate-listed-once", [at(1, "2025-06-01T00:00:00Z"), at(1, "2025-06-01T00:00:00Z"),
-                               at(2, "2025-05-01T00:00:00Z")], None, 1, [2]),
-    ("started-at-fallback", [at(1, None, run_started_at="2025-06-03T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
-     None, 1, [2]),
+    (
+        "older-eligible-listed",
+        [at(1, "2025-06-01T00:00:00Z"), at(2, "2025-06-02T00:00:00Z"), at(3, "2025-06-03T00:00:00Z")],
+        None,
+        3,
+        [2, 1],
+    ),
+    (
+        "none-eligible",
+        [
+            at(1, "2025-06-01T00:00:00Z", conclusion="cancelled"),
+            at(2, "2025-06-02T00:00:00Z", status="queued", conclusion=None),
+        ],
+        None,
+        None,
+        [2, 1],
+    ),
+    (
+        "duplicate-listed-once",
+        [at(1, "2025-06-01T00:00:00Z"), at(1, "2025-06-01T00:00:00Z"), at(2, "2025-05-01T00:00:00Z")],
+        None,
+        1,
+        [2],
+    ),
+    (
+        "started-at-fallback",
+        [at(1, None, run_started_at="2025-06-03T00:00:00Z"), at(2, "2025-06-02T00:00:00Z")],
+        None,
+        1,
+        [2],
+    ),
     ("undated-is-oldest", [at(8, None, run_started_at=None), at(2, "2025-06-02T00:00:00Z")], None, 2, [8]),
     ("garbled-date-is-oldest", [at(8, "yesterday", run_started_at=None), at(2, "2025-06-02T00:00:00Z")], None, 2, [8]),
 ]
 
 
-@pytest.mark.parametrize("runs, artifacts_of, chosen, others",
-                         [pytest.param(r, a, c, o, id=i) for i, r, a, c, o in SELECT_CASES])
+@pytest.mark.parametrize(
+    "runs, artifacts_of, chosen, others", [pytest.param(r, a, c, o, id=i) for i, r, a, c, o in SELECT_CASES]
+)
 def test_newest_eligible(runs, artifacts_of, chosen, others):
     selection = pick(runs, artifacts_of)
     assert (selection.run or {}).get("id") == chosen
@@ -310,8 +471,7 @@ def test_newest_eligible_labels_block_every_run():
 def test_newest_eligible_takes_only_the_bots_dispatches():
     """Regression: a bare `/reuse-sweep-run` on a fork pinned the fork's own `pull_request` run, newer than the
     bot's dispatch and on a commit of the PR."""
-    selection = pick([at(1, "2025-06-01T00:00:00Z", head_sha=STRANGER), at(2, "2025-06-02T00:00:00Z")],
-                     dispatched={1})
+    selection = pick([at(1, "2025-06-01T00:00:00Z", head_sha=STRANGER), at(2, "2025-06-02T00:00:00Z")], dispatched={1})
     assert selection.run["id"] == 1
     assert [(r["id"], v.code) for r, v in selection.others] == [(2, NOT_DISPATCHED)]
 
@@ -341,8 +501,9 @@ HELD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("old, new, by_author, by_other",
-                         [pytest.param(o, n, a, b, id=i) for i, o, n, a, b in HELD_CASES])
+@pytest.mark.parametrize(
+    "old, new, by_author, by_other", [pytest.param(o, n, a, b, id=i) for i, o, n, a, b in HELD_CASES]
+)
 def test_held_pin_change(old, new, by_author, by_other):
     before, after = parse(old, NAMES), parse(new, NAMES)
     assert held_pin_change(before, after, deleted=new is None, by_author=True) == by_author

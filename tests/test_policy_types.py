@@ -15,8 +15,10 @@ from bot.rules.policy import Policy, key_path, repository_file_schema
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCHEMA = EXAMPLES / "schemas" / "sweepbot.yml.json"
-REGENERATE = ("python -c 'import json; from bot.rules.policy import repository_file_schema as s; "
-              "print(json.dumps(s(), indent=2, ensure_ascii=False))' > examples/schemas/sweepbot.yml.json")
+REGENERATE = (
+    "python -c 'import json; from bot.rules.policy import repository_file_schema as s; "
+    "print(json.dumps(s(), indent=2, ensure_ascii=False))' > examples/schemas/sweepbot.yml.json"
+)
 
 
 def file_validator() -> jsonschema.Draft202012Validator:
@@ -25,7 +27,8 @@ def file_validator() -> jsonschema.Draft202012Validator:
 
 def test_the_published_schema_is_the_models():
     assert json.loads(SCHEMA.read_text(encoding="utf-8")) == repository_file_schema(), (
-        f"examples/schemas/sweepbot.yml.json is out of date with bot/rules/policy.py; regenerate it: {REGENERATE}")
+        f"examples/schemas/sweepbot.yml.json is out of date with bot/rules/policy.py; regenerate it: {REGENERATE}"
+    )
 
 
 def test_the_example_points_editors_at_the_schema_and_passes_it():
@@ -88,9 +91,14 @@ def test_every_model_refuses_keys_it_does_not_name():
         assert [error["type"] for error in raised.value.errors()] == ["extra_forbidden"], section
 
 
-@pytest.mark.parametrize("location, path", [
-    ((), ""), (("paths",), "paths"), (("labels", "primary", 0, "canary"), "labels.primary[0].canary"),
-    (("autolabels", 2), "autolabels[2]"),
-])
+@pytest.mark.parametrize(
+    "location, path",
+    [
+        ((), ""),
+        (("paths",), "paths"),
+        (("labels", "primary", 0, "canary"), "labels.primary[0].canary"),
+        (("autolabels", 2), "autolabels[2]"),
+    ],
+)
 def test_key_paths_are_written_as_the_messages_write_them(location, path):
     assert key_path(location) == path

@@ -13,17 +13,23 @@ REPO = "acme/InferenceX"
 
 
 def pull(head_repo: str | None) -> dict:
-    return {"number": 1, "user": {"login": "partner"},
-            "head": {"repo": None if head_repo is None else {"full_name": head_repo}}}
+    return {
+        "number": 1,
+        "user": {"login": "partner"},
+        "head": {"repo": None if head_repo is None else {"full_name": head_repo}},
+    }
 
 
-@pytest.mark.parametrize("head_repo, fork", [
-    ("acme/InferenceX", False),
-    ("ACME/inferencex", False),  # GitHub's names ignore case: the same repository
-    ("partner/InferenceX", True),
-    (None, True),  # the fork was deleted: still not this repository
-    ("", True),
-])
+@pytest.mark.parametrize(
+    "head_repo, fork",
+    [
+        ("acme/InferenceX", False),
+        ("ACME/inferencex", False),  # GitHub's names ignore case: the same repository
+        ("partner/InferenceX", True),
+        (None, True),  # the fork was deleted: still not this repository
+        ("", True),
+    ],
+)
 def test_is_fork(head_repo, fork):
     assert is_fork(pull(head_repo), REPO) is fork
 
@@ -37,14 +43,17 @@ def test_the_welcome_says_fork_exactly_when_the_gate_does():
         assert shown["is_fork"] is is_fork(pull(head_repo), REPO)
 
 
-@pytest.mark.parametrize("names, expected", [
-    ([], False),
-    (["amd"], False),
-    (["full-sweep-fail-fast"], True),
-    (["FULL-SWEEP-ENABLED"], True),
-    (["evals-only"], False),  # a modifier, not a primary
-    (["amd", "Full-Sweep-Fail-Fast"], True),
-])
+@pytest.mark.parametrize(
+    "names, expected",
+    [
+        ([], False),
+        (["amd"], False),
+        (["full-sweep-fail-fast"], True),
+        (["FULL-SWEEP-ENABLED"], True),
+        (["evals-only"], False),  # a modifier, not a primary
+        (["amd", "Full-Sweep-Fail-Fast"], True),
+    ],
+)
 def test_carries_primary(names, expected):
     assert carries_primary(names, POLICY) is expected
     assert any(is_primary(name, POLICY) for name in names) is expected
@@ -61,8 +70,10 @@ def test_the_config_check_and_the_runtime_compare_label_names_the_same_way():
     labels the gate takes for one (`ß` casefolds to `ss`) passed the check as two."""
     assert label_key("Straße") == label_key("STRASSE")
     with pytest.raises(ConfigError) as raised:
-        parse_repo_config("labels:\n  modifiers:\n    all_evals: STRASSE\n"
-                          "  primary:\n    - {name: Straße, canary: true, fail_fast: true, recommended: true}\n")
+        parse_repo_config(
+            "labels:\n  modifiers:\n    all_evals: STRASSE\n"
+            "  primary:\n    - {name: Straße, canary: true, fail_fast: true, recommended: true}\n"
+        )
     assert any("is also the label of labels.primary[0].name" in error for error in raised.value.errors)
 
 
@@ -70,14 +81,18 @@ def event(kind: str, name: str, actor: str) -> dict:
     return {"event": kind, "label": {"name": name}, "actor": {"login": actor}}
 
 
-@pytest.mark.parametrize("events, by", [
-    ([], None),
-    ([event("labeled", "amd", "a")], "a"),
-    ([event("labeled", "amd", "a"), event("unlabeled", "amd", "b")], None),
-    ([event("labeled", "amd", "a"), event("unlabeled", "amd", "b"), event("labeled", "AMD", "c")], "c"),
-    ([event("labeled", "amd", "a"), event("labeled", "nvidia", "b")], "a"),
-    ([{"event": "labeled", "label": None, "actor": None}], None),
-], ids=["none", "applied", "removed", "re-applied-other-case", "other-label", "malformed"])
+@pytest.mark.parametrize(
+    "events, by",
+    [
+        ([], None),
+        ([event("labeled", "amd", "a")], "a"),
+        ([event("labeled", "amd", "a"), event("unlabeled", "amd", "b")], None),
+        ([event("labeled", "amd", "a"), event("unlabeled", "amd", "b"), event("labeled", "AMD", "c")], "c"),
+        ([event("labeled", "amd", "a"), event("labeled", "nvidia", "b")], "a"),
+        ([{"event": "labeled", "label": None, "actor": None}], None),
+    ],
+    ids=["none", "applied", "removed", "re-applied-other-case", "other-label", "malformed"],
+)
 def test_last_applied(events, by):
     found = last_applied(events, "amd")
     assert (None if found is None else found["actor"]["login"]) == by

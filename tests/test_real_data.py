@@ -9,8 +9,16 @@ import subprocess
 from conftest import REAL_DATA
 
 # Each file the folder's README.md describes; the tests and bench/parsers.py read them.
-UPSTREAM_FILES = ("CODEOWNERS", "PR_REVIEW_CHECKLIST.md", "PR_REVIEW_CHECKLIST_zh.md", "perf-changelog.tail.yaml",
-                  "amd-master.yaml", "nvidia-master.yaml", "runners.yaml", "gitmodules")
+UPSTREAM_FILES = (
+    "CODEOWNERS",
+    "PR_REVIEW_CHECKLIST.md",
+    "PR_REVIEW_CHECKLIST_zh.md",
+    "perf-changelog.tail.yaml",
+    "amd-master.yaml",
+    "nvidia-master.yaml",
+    "runners.yaml",
+    "gitmodules",
+)
 THREADS = 4  # PR conversations under threads/
 
 

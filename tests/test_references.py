@@ -45,36 +45,66 @@ def tracked_text_files() -> dict[str, str]:
 
 def references(text: str) -> list[tuple[int, str]]:
     """Each line of `text` (numbered from 1) that holds a tracker number or a path outside the repository."""
-    return [(number, line.strip()) for number, line in enumerate(text.splitlines(), 1)
-            if TRACKER_NUMBER.search(line) or OUTSIDE_PATH.search(line)]
+    return [
+        (number, line.strip())
+        for number, line in enumerate(text.splitlines(), 1)
+        if TRACKER_NUMBER.search(line) or OUTSIDE_PATH.search(line)
+    ]
 
 
 def test_no_tracked_file_points_outside_the_repository():
-    found = [f"{name}:{number}: {line}" for name, text in sorted(tracked_text_files().items())
-             for number, line in references(text)]
+    found = [
+        f"{name}:{number}: {line}"
+        for name, text in sorted(tracked_text_files().items())
+        for number, line in references(text)
+    ]
     assert not found, (
         f"{len(found)} references a clone cannot resolve (say what the tracker issue meant, without its number; "
-        "cite docs/spec.md by its section's heading; keep data in the repository):\n" + "\n".join(found))
+        "cite docs/spec.md by its section's heading; keep data in the repository):\n" + "\n".join(found)
+    )
 
 
 # The samples are put together so that this file does not hold what it looks for.
 ISSUE, SHARED = "issue", "../" + "shared"
 
 
-@pytest.mark.parametrize("line", [
-    f"Regression ({ISSUE} 18): a lease ran out", f"{ISSUE} #7 through the webhook", f"Pins {ISSUE.title()} 17:",
-    f"{ISSUE}s 15/17", f"({ISSUE}s 17 and 28)", f"before {ISSUE} 19: 17 round trips", f"{ISSUE}#9",
-    f"{SHARED}/SPEC.md", "SPEC §4", "valid by SPEC §3", "the SPEC text", f"{SHARED}/data/inferencex/",
-    "/work/" + "shared/data", 'ROOT.parent / "shared" / "data" / "inferencex"',
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"Regression ({ISSUE} 18): a lease ran out",
+        f"{ISSUE} #7 through the webhook",
+        f"Pins {ISSUE.title()} 17:",
+        f"{ISSUE}s 15/17",
+        f"({ISSUE}s 17 and 28)",
+        f"before {ISSUE} 19: 17 round trips",
+        f"{ISSUE}#9",
+        f"{SHARED}/SPEC.md",
+        "SPEC §4",
+        "valid by SPEC §3",
+        "the SPEC text",
+        f"{SHARED}/data/inferencex/",
+        "/work/" + "shared/data",
+        'ROOT.parent / "shared" / "data" / "inferencex"',
+    ],
+)
 def test_a_reference_outside_is_found(line):
     assert references(f"first line\n{line}\n") == [(2, line)]
 
 
-@pytest.mark.parametrize("line", [
-    "from bot.rules.commands import SPECS", "SPEC_NAMES = [", "docs/spec.md, Reuse commands",
-    "the bot closes this issue itself", "its issue's label events", "PR #5 of the demo repository",
-    "tissue 3", "issues and PRs", "shared reads (bot.github.shared)", "specs = dict(SPECS)",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from bot.rules.commands import SPECS",
+        "SPEC_NAMES = [",
+        "docs/spec.md, Reuse commands",
+        "the bot closes this issue itself",
+        "its issue's label events",
+        "PR #5 of the demo repository",
+        "tissue 3",
+        "issues and PRs",
+        "shared reads (bot.github.shared)",
+        "specs = dict(SPECS)",
+    ],
+)
 def test_text_that_points_nowhere_outside_is_not_found(line):
     assert references(line) == []

@@ -8,10 +8,10 @@ import re
 from dataclasses import dataclass
 
 import pytest
-
-from bot.core.templates import DEFAULT_DIRECTORY
 from rendered import prose_text, render_problems, to_html, visible_text
 from test_templates import KINDS, TEMPLATES, halves, samples
+
+from bot.core.templates import DEFAULT_DIRECTORY
 
 LANGUAGES = ("en", "zh")
 
@@ -21,10 +21,16 @@ RENDER_XFAIL: dict[tuple[str, str], str] = {}
 
 
 def pairs(xfail: dict[tuple[str, str], str]) -> list:
-    return [pytest.param(kind, language, id=f"{kind}-{language}",
-                         marks=[pytest.mark.xfail(strict=True, reason=xfail[kind, language])]
-                         if (kind, language) in xfail else [])
-            for kind in KINDS for language in LANGUAGES]
+    return [
+        pytest.param(
+            kind,
+            language,
+            id=f"{kind}-{language}",
+            marks=[pytest.mark.xfail(strict=True, reason=xfail[kind, language])] if (kind, language) in xfail else [],
+        )
+        for kind in KINDS
+        for language in LANGUAGES
+    ]
 
 
 @pytest.mark.parametrize(("kind", "language"), pairs(RENDER_XFAIL))
@@ -40,20 +46,35 @@ def test_every_template_renders_as_meant_on_github(kind, language):
     assert found == []
 
 
-@pytest.mark.parametrize(("markdown", "problem"), [
-    ("1. **Changelog：**在 `x` 末尾追加", "bold"),  # the welcome's bug: not right-flanking before 在
-    ("**注意**：这条评论", None),  # closed after a letter: bold
-    ("- ✅ **检查：** 通过", None),  # full-width colon, then a space: bold
-    ("snake__case__name stays", "bold"),
-    ("see [the run] (https://x.example)", "link"),
-    ("see [the run](https://x.example", "link"),
-    ("see [the run]()", "empty"),
-    ("[the run](<>)", "empty"),
-    ("an `unclosed span", "backtick"),
-    ("a ``span with ` inside`` is fine, **bold** too, [a link](https://x.example) as well", None),
-    ("```\n**code** [a](b\n```", None),  # code blocks are meant as written
-], ids=["cjk-bold", "cjk-bold-ok", "cjk-bold-space", "underscores", "space-before-paren", "unclosed-paren",
-        "empty-href", "empty-angle-href", "stray-backtick", "all-fine", "code-block"])
+@pytest.mark.parametrize(
+    ("markdown", "problem"),
+    [
+        ("1. **Changelog：**在 `x` 末尾追加", "bold"),  # the welcome's bug: not right-flanking before 在
+        ("**注意**：这条评论", None),  # closed after a letter: bold
+        ("- ✅ **检查：** 通过", None),  # full-width colon, then a space: bold
+        ("snake__case__name stays", "bold"),
+        ("see [the run] (https://x.example)", "link"),
+        ("see [the run](https://x.example", "link"),
+        ("see [the run]()", "empty"),
+        ("[the run](<>)", "empty"),
+        ("an `unclosed span", "backtick"),
+        ("a ``span with ` inside`` is fine, **bold** too, [a link](https://x.example) as well", None),
+        ("```\n**code** [a](b\n```", None),  # code blocks are meant as written
+    ],
+    ids=[
+        "cjk-bold",
+        "cjk-bold-ok",
+        "cjk-bold-space",
+        "underscores",
+        "space-before-paren",
+        "unclosed-paren",
+        "empty-href",
+        "empty-angle-href",
+        "stray-backtick",
+        "all-fine",
+        "code-block",
+    ],
+)
 def test_the_render_check_finds_each_kind_of_left_over_markdown(markdown, problem):
     problems = render_problems(markdown)
     words = {"bold": "bold", "link": "link left as text", "empty": "empty address", "backtick": "backtick"}
@@ -70,9 +91,11 @@ def test_the_renderer_is_githubs_with_its_extensions():
 
 
 def test_visible_text_leaves_out_comments_and_collapsed_details():
-    markdown = ("<!-- sweepbot:x -->\n**Next:**   do   [this](https://x.example).\n\n<details>\n<summary>More</summary>"
-                "\n\nHidden **text**.\n\n<details>\n<summary>Inner</summary>\n\nDeeper.\n</details>\n\n</details>\n\n"
-                "<details open>\n<summary>Open</summary>\n\nShown.\n\n</details>\n\n`a  b`\n")
+    markdown = (
+        "<!-- sweepbot:x -->\n**Next:**   do   [this](https://x.example).\n\n<details>\n<summary>More</summary>"
+        "\n\nHidden **text**.\n\n<details>\n<summary>Inner</summary>\n\nDeeper.\n</details>\n\n</details>\n\n"
+        "<details open>\n<summary>Open</summary>\n\nShown.\n\n</details>\n\n`a  b`\n"
+    )
     assert visible_text(markdown) == "Next: do this. More Open Shown. a b"
 
 
@@ -112,8 +135,9 @@ def variant_pattern(word: str) -> re.Pattern:
 def chinese_texts() -> dict[str, list[str]]:
     """Every Chinese text a reader meets, as words: each comment kind's samples rendered by cmark-gfm (code left
     out), and the titles and web pages from their source (Jinja and HTML tags left out)."""
-    texts = {kind: [prose_text(halves(TEMPLATES.render(kind, **sample))[1]) for sample in samples(kind)]
-             for kind in KINDS}
+    texts = {
+        kind: [prose_text(halves(TEMPLATES.render(kind, **sample))[1]) for sample in samples(kind)] for kind in KINDS
+    }
     for path in sorted([*DEFAULT_DIRECTORY.glob("*.zh.txt.j2"), *DEFAULT_DIRECTORY.glob("*.zh.html.j2")]):
         texts[path.name] = [_TAG.sub(" ", _JINJA.sub(" ", path.read_text(encoding="utf-8")))]
     return texts
@@ -127,8 +151,10 @@ def variants_in(text: str, terms: list[Term]) -> list[str]:
             glossed = glossed.replace(f"{term.chinese}（{variant}）", term.chinese)
         for variant in term.variants:
             for hit in variant_pattern(variant).finditer(glossed):
-                found.append(f"{variant!r} for {term.english!r} ({term.chinese}): "
-                             f"…{glossed[max(0, hit.start() - 20):hit.end() + 20]}…")
+                found.append(
+                    f"{variant!r} for {term.english!r} ({term.chinese}): "
+                    f"…{glossed[max(0, hit.start() - 20) : hit.end() + 20]}…"
+                )
     return found
 
 
@@ -141,8 +167,13 @@ GLOSSARY_XFAIL = {
     "sweep_status": "says `commit` (and `merge commit`) where the glossary has 提交 (in _gate_reason.zh.j2)",
     "help": "says 这次运行 for a run (the glossary keeps `run`)",
 }
-CHINESE_TEXTS = sorted([*KINDS, *(p.name for p in DEFAULT_DIRECTORY.glob("*.zh.txt.j2")),
-                        *(p.name for p in DEFAULT_DIRECTORY.glob("*.zh.html.j2"))])
+CHINESE_TEXTS = sorted(
+    [
+        *KINDS,
+        *(p.name for p in DEFAULT_DIRECTORY.glob("*.zh.txt.j2")),
+        *(p.name for p in DEFAULT_DIRECTORY.glob("*.zh.html.j2")),
+    ]
+)
 
 
 def test_the_glossary_lists_each_term_once_with_one_chinese_term():
@@ -159,8 +190,15 @@ def test_every_chinese_term_of_the_glossary_is_used():
     assert [t.chinese for t in glossary() if t.chinese not in everything] == []
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=[pytest.mark.xfail(strict=True, reason=GLOSSARY_XFAIL[name])]
-                                               if name in GLOSSARY_XFAIL else []) for name in CHINESE_TEXTS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name, marks=[pytest.mark.xfail(strict=True, reason=GLOSSARY_XFAIL[name])] if name in GLOSSARY_XFAIL else []
+        )
+        for name in CHINESE_TEXTS
+    ],
+)
 def test_no_chinese_text_uses_a_word_the_glossary_rules_out(name):
     """One Chinese term per thing. The texts said 固定 for a pin in one place and left `pin` as it was in
     another; the welcome said `head commit` and 这次运行 for a run. A word in the glossary's last column may not
@@ -170,15 +208,18 @@ def test_no_chinese_text_uses_a_word_the_glossary_rules_out(name):
     assert sorted(set(found)) == []
 
 
-@pytest.mark.parametrize(("text", "found"), [
-    ("有 run 被 pin 或取消 pin", ["'pin'", "'pin'"]),
-    ("用 `/use` 固定（pin）一个 run", []),
-    ("请求结果服务暂存（stage）这个 run", []),
-    ("`/stage-results` 重新暂存", []),
-    ("点击 \"Commit suggestion\"", []),
-    ("推送一个新的 commit", ["'commit'"]),
-    ("这次运行没有结果", ["'这次运行'"]),
-])
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("有 run 被 pin 或取消 pin", ["'pin'", "'pin'"]),
+        ("用 `/use` 固定（pin）一个 run", []),
+        ("请求结果服务暂存（stage）这个 run", []),
+        ("`/stage-results` 重新暂存", []),
+        ('点击 "Commit suggestion"', []),
+        ("推送一个新的 commit", ["'commit'"]),
+        ("这次运行没有结果", ["'这次运行'"]),
+    ],
+)
 def test_the_variant_check_reads_words_not_parts_of_names(text, found):
     problems = variants_in(prose_text(text), glossary())
     assert [problem.split(" for ")[0] for problem in problems] == found

@@ -10,15 +10,15 @@ import time
 
 import psycopg
 import pytest
-
-from bot.github.client import SharedWritePacer
-from bot.delivery.journal import DONE, NewDelivery
-from bot.telemetry.metrics import Metrics
-from bot.delivery.replica_workers import Doorbell, ReplicaWorkers
 from harness import REPO, Sleeps, wait_until
 from postgres import postgres_db, postgres_url  # noqa: F401
 from test_journal_replicas import replicas  # noqa: F401  (a journal per replica on one database)
 from test_workers import backlog_of, holding_router
+
+from bot.delivery.journal import DONE, NewDelivery
+from bot.delivery.replica_workers import Doorbell, ReplicaWorkers
+from bot.github.client import SharedWritePacer
+from bot.telemetry.metrics import Metrics
 
 pytestmark = pytest.mark.timeout(120)  # every wait here is bounded: a hang fails the test instead
 
@@ -58,8 +58,10 @@ async def test_two_replicas_share_the_work_one_pr_at_a_time_in_arrival_order(rep
         await writer.record(new(i, number))
         expected[number].append(f"d{i}")
     recorder = Recorder(pause=0.005)
-    workers = [ReplicaWorkers(replicas(), recorder.on(name), Metrics(), holder=name, concurrency=3, poll=0.02)
-               for name in ("a", "b")]
+    workers = [
+        ReplicaWorkers(replicas(), recorder.on(name), Metrics(), holder=name, concurrency=3, poll=0.02)
+        for name in ("a", "b")
+    ]
     for r in workers:
         await r.start()
     await workers[0].wait_idle(30)
@@ -84,8 +86,9 @@ async def test_a_replica_that_stops_renewing_loses_its_lane_and_another_takes_it
     await wait_until(dead.held, "the dead replica holds a lane")
     await asyncio.to_thread(dead._keeper.stop)  # a SIGKILL: no more renewals, and nothing handed back
     recorder = Recorder()
-    alive = ReplicaWorkers(replicas(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6,
-                           poll=0.05)
+    alive = ReplicaWorkers(
+        replicas(), recorder.on("alive"), Metrics(), holder="alive", concurrency=1, lease=0.6, poll=0.05
+    )
     await alive.start()
     await alive.wait_idle(30)
     row = await writer.get("d1")
@@ -118,8 +121,9 @@ async def test_sigterm_hands_every_lease_back_at_once(replicas):
 async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(replicas):
     """The label settle and a retry's wait are rows, not timers in one process's memory."""
     writer = replicas()
-    seq = await writer.record(NewDelivery("late", "pull_request", "labeled", REPO, 5, 1, b"{}",
-                                          not_before=time.time() + 3600))
+    seq = await writer.record(
+        NewDelivery("late", "pull_request", "labeled", REPO, 5, 1, b"{}", not_before=time.time() + 3600)
+    )
     await writer.record(new(2, 5))
     recorder = Recorder()
     journal = replicas()
@@ -134,7 +138,9 @@ async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(replicas)
     journal.claim = claim
     replica = ReplicaWorkers(journal, recorder.on("r"), Metrics(), holder="r", concurrency=2, poll=0.02)
     await replica.start()
-    await wait_until(lambda: len(claimed) >= 6, "six claims made")  # both workers looked three times or so, not a wait for a while
+    await wait_until(
+        lambda: len(claimed) >= 6, "six claims made"
+    )  # both workers looked three times or so, not a wait for a while
     assert claimed[:6] == [None] * 6 and recorder.order == {}  # d2 waits behind its head, which waits for its time
     assert await writer.claim("another replica") is None  # and no other replica may take either
     await writer.retry_later(seq, time.time(), "now")
@@ -145,15 +151,17 @@ async def test_a_heads_not_before_holds_its_lane_back_on_every_replica(replicas)
 
 async def test_the_write_budget_is_one_for_all_replicas(replicas):
     sleeps = Sleeps()
-    pacers = [SharedWritePacer(replicas().pace, "installation:1", limit=3, window=60.0, sleep=sleeps)
-              for _ in range(2)]
+    pacers = [SharedWritePacer(replicas().pace, "installation:1", limit=3, window=60.0, sleep=sleeps) for _ in range(2)]
     for i in range(5):
         await pacers[i % 2].acquire()
     assert len(sleeps.calls) == 2 and all(50 < s <= 60 for s in sleeps.calls)  # the 4th and 5th wait a window
 
 
-async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_it(postgres_db, make_harness,  # noqa: F811
-                                                                              github):
+async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_it(
+    postgres_db,
+    make_harness,  # noqa: F811
+    github,
+):
     bots = [await make_harness(db_path=postgres_db) for _ in range(2)]
     assert all(type(h.bot.workers) is ReplicaWorkers for h in bots)
     for number in range(101, 121):
@@ -163,8 +171,11 @@ async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_i
     for h in bots:
         await h.idle()
     welcomes = collections.Counter(
-        number for number in range(101, 121) for c in github.comments(REPO, number)
-        if c["body"].startswith("<!-- sweepbot:welcome -->"))
+        number
+        for number in range(101, 121)
+        for c in github.comments(REPO, number)
+        if c["body"].startswith("<!-- sweepbot:welcome -->")
+    )
     assert welcomes == {number: 1 for number in range(101, 121)}
     with psycopg.connect(postgres_db) as conn:
         assert conn.execute("SELECT count(*) FROM deliveries WHERE status <> 'done'").fetchone() == (0,)
@@ -175,8 +186,11 @@ async def test_bots_on_postgresql_welcome_each_pr_once_whichever_replica_takes_i
     assert f'sweepbot_replica_lanes{{replica="{bots[0].bot.workers.holder}"}} 0.0' in metrics
 
 
-async def test_metrics_backlog_on_postgresql_counts_every_replicas_deliveries(postgres_db, make_harness,  # noqa: F811
-                                                                             github):
+async def test_metrics_backlog_on_postgresql_counts_every_replicas_deliveries(
+    postgres_db,
+    make_harness,  # noqa: F811
+    github,
+):
     """Regression: /metrics read the in-memory count of the scheduler, which replicas never keep, so
     sweepbot_backlog said 0 on PostgreSQL whatever waited. It is the shared journal's backlog now: queued or
     running, recorded by any replica."""
@@ -312,8 +326,10 @@ async def test_an_idle_replica_of_many_workers_claims_once_a_poll_not_once_per_w
 async def test_replicas_split_githubs_budget_of_requests_under_way(postgres_db, make_harness):  # noqa: F811
     """GitHub allows the App 100 requests under way at once, whatever the number of replicas: each takes an
     equal share of SWEEPBOT_GITHUB_IN_FLIGHT, and a replica that stops gives its share back to the others."""
-    bots = [await make_harness(db_path=postgres_db, github_in_flight=60, lease_seconds=0.9, worker_thread=False)
-            for _ in range(3)]
+    bots = [
+        await make_harness(db_path=postgres_db, github_in_flight=60, lease_seconds=0.9, worker_thread=False)
+        for _ in range(3)
+    ]
     await wait_until(lambda: [h.bot.app.budget.limit for h in bots] == [20, 20, 20], "three shares", seconds=10)
     await bots[2].bot.workers.drain(1)
     await wait_until(lambda: [h.bot.app.budget.limit for h in bots[:2]] == [30, 30], "two shares", seconds=10)

@@ -15,10 +15,10 @@ import urllib.error
 
 import psycopg
 import pytest
-
-from bot.testing.server import FakeGitHubProcess
 from harness import free_port, post_webhook, process_health, start_server_process, wait_until_blocking
 from postgres import postgres_db, postgres_url, restart_server  # noqa: F401
+
+from bot.testing.server import FakeGitHubProcess
 
 SECRET = "replica-secret"
 RECIPE = "inferencex-e2e/recipes/mi355x.yaml"  # a benchmark path (welcome), not the changelog (no gate comment)
@@ -36,11 +36,25 @@ def fake():
 
 
 def start_replica(tmp_path, fake, app_key: str, db: str, index: int, port: int):
-    env = {"APP_ID": "1", "PRIVATE_KEY": app_key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-           "SWEEPBOT_DB": db, "SWEEPBOT_WORKERS": "4", "SWEEPBOT_WRITES_PER_MINUTE": "0",
-           "SWEEPBOT_SETTLE_SECONDS": "0", "SWEEPBOT_LEASE_SECONDS": "3", "LOG_LEVEL": "INFO"}
-    return start_server_process(port, env, cwd=tmp_path, stdout=open(tmp_path / f"out-{index}.txt", "a"),
-                                stderr=open(tmp_path / f"log-{index}.jsonl", "a"))
+    env = {
+        "APP_ID": "1",
+        "PRIVATE_KEY": app_key,
+        "WEBHOOK_SECRET": SECRET,
+        "GITHUB_API_URL": fake.url,
+        "SWEEPBOT_DB": db,
+        "SWEEPBOT_WORKERS": "4",
+        "SWEEPBOT_WRITES_PER_MINUTE": "0",
+        "SWEEPBOT_SETTLE_SECONDS": "0",
+        "SWEEPBOT_LEASE_SECONDS": "3",
+        "LOG_LEVEL": "INFO",
+    }
+    return start_server_process(
+        port,
+        env,
+        cwd=tmp_path,
+        stdout=open(tmp_path / f"out-{index}.txt", "a"),
+        stderr=open(tmp_path / f"log-{index}.jsonl", "a"),
+    )
 
 
 def seed(fake, repo: str, prs: int) -> None:
@@ -55,8 +69,7 @@ def opened(fake, repo: str, number: int) -> dict:
 
 def unfinished(db: str) -> int:
     with psycopg.connect(db) as conn:
-        row = conn.execute("SELECT count(*) FROM deliveries WHERE status IN ('queued','running','retrying')"
-                           ).fetchone()
+        row = conn.execute("SELECT count(*) FROM deliveries WHERE status IN ('queued','running','retrying')").fetchone()
     assert row is not None  # count(*) always gives one row
     return row[0]
 
@@ -90,14 +103,15 @@ def stopped(pid: int) -> bool:
 def running_lanes(db: str, holder: str) -> dict[str, tuple[int, str]]:
     """The lanes `holder` has a live lease on whose head is running: lane -> (seq, delivery id)."""
     with psycopg.connect(db) as conn:
-        rows = conn.execute("SELECT l.lane, d.seq, d.id FROM lanes l JOIN deliveries d ON d.lane = l.lane"
-                            " WHERE l.holder = %s AND l.expires_at > clock_timestamp() AND d.status = 'running'",
-                            (holder,)).fetchall()
+        rows = conn.execute(
+            "SELECT l.lane, d.seq, d.id FROM lanes l JOIN deliveries d ON d.lane = l.lane"
+            " WHERE l.holder = %s AND l.expires_at > clock_timestamp() AND d.status = 'running'",
+            (holder,),
+        ).fetchall()
     return {lane: (seq, delivery) for lane, seq, delivery in rows}
 
 
-def freeze_while_running_a_lane(proc, port: int, db: str, holder: str, tries: int = 100
-                                ) -> dict[str, tuple[int, str]]:
+def freeze_while_running_a_lane(proc, port: int, db: str, holder: str, tries: int = 100) -> dict[str, tuple[int, str]]:
     """SIGSTOP the replica (its intake `proc` and its workers' process, which runs the lanes) at a moment it
     holds a lease on a lane and runs that lane's head; returns those lanes, read once the process is stopped and
     two reads 0.1 s apart agree (what it sent before it stopped has landed; its leases last 3 s), so they are
@@ -110,8 +124,7 @@ def freeze_while_running_a_lane(proc, port: int, db: str, holder: str, tries: in
 
     for _ in range(tries):
         signal_all(signal.SIGSTOP)
-        wait_until_blocking(lambda: all(stopped(pid) for pid in pids), "the replica stopped", seconds=10,
-                            every=0.01)
+        wait_until_blocking(lambda: all(stopped(pid) for pid in pids), "the replica stopped", seconds=10, every=0.01)
         reads = [running_lanes(db, holder)]
         while len(reads) < 2 or reads[-1] != reads[-2]:
             assert len(reads) < 20, "the lanes of a stopped replica kept changing"
@@ -120,21 +133,24 @@ def freeze_while_running_a_lane(proc, port: int, db: str, holder: str, tries: in
         if reads[-1]:
             return reads[-1]
         signal_all(signal.SIGCONT)  # between two lanes: let it take the next one
-        wait_until_blocking(lambda: not any(stopped(pid) for pid in pids), "the replica running again", seconds=10,
-                            every=0.01)
+        wait_until_blocking(
+            lambda: not any(stopped(pid) for pid in pids), "the replica running again", seconds=10, every=0.01
+        )
     raise AssertionError(f"the replica never ran a lane under lease in {tries} tries")
 
 
 def welcomes(fake, repo: str, prs: int) -> collections.Counter:
-    return collections.Counter({n: sum(1 for c in fake.comments(repo, n) if c["body"].startswith(WELCOME))
-                                for n in range(1, prs + 1)})
+    return collections.Counter(
+        {n: sum(1 for c in fake.comments(repo, n) if c["body"].startswith(WELCOME)) for n in range(1, prs + 1)}
+    )
 
 
 def lane_order_violations(db: str) -> list[str]:
     """Lanes where a later delivery finished before an earlier one."""
     with psycopg.connect(db) as conn:
-        rows = conn.execute("SELECT lane, seq, finished_at FROM deliveries WHERE status='done' ORDER BY lane, seq"
-                            ).fetchall()
+        rows = conn.execute(
+            "SELECT lane, seq, finished_at FROM deliveries WHERE status='done' ORDER BY lane, seq"
+        ).fetchall()
     bad: list[str] = []
     last: dict[str, float] = {}  # lane -> finished_at of its latest delivery so far
     for lane, _seq, finished in rows:
@@ -157,8 +173,7 @@ def post_all(ports: list[int], deliveries: list[tuple[str, str, dict]]) -> list[
     return statuses
 
 
-def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tmp_path, fake, app_key,
-                                                                              postgres_db):  # noqa: F811
+def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tmp_path, fake, app_key, postgres_db):  # noqa: F811
     repo, prs = "acme/replicas-300", 300
     seed(fake, repo, prs)
     # The drain must outlast the freeze below: at 0.25 s per welcome, 3 replicas of 8 workers need at least 3 s
@@ -186,12 +201,18 @@ def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tm
         # Each lane it ran when it died: another replica took it over (its log says so), and the head it was
         # running was done once more, counted as interrupted once. (A head left running for good would have
         # kept wait_drained from returning.)
-        taken = {(line["lane"], line["delivery"]) for index in (1, 2)
-                 for line in log_lines(tmp_path / f"log-{index}.jsonl") if line["msg"] == TAKEN_OVER}
+        taken = {
+            (line["lane"], line["delivery"])
+            for index in (1, 2)
+            for line in log_lines(tmp_path / f"log-{index}.jsonl")
+            if line["msg"] == TAKEN_OVER
+        }
         assert {(lane, delivery) for lane, (_, delivery) in held.items()} <= taken
         with psycopg.connect(postgres_db) as conn:
-            rows = conn.execute("SELECT seq, status, interrupted FROM deliveries WHERE seq = ANY(%s) ORDER BY seq",
-                                ([seq for seq, _ in held.values()],)).fetchall()
+            rows = conn.execute(
+                "SELECT seq, status, interrupted FROM deliveries WHERE seq = ANY(%s) ORDER BY seq",
+                ([seq for seq, _ in held.values()],),
+            ).fetchall()
         assert rows == [(seq, "done", 1) for seq, _ in sorted(held.values())]
         health = process_health(ports[1])
         assert health["database"]["reachable"] and health["database"]["oldest_pending_seconds"] is None
@@ -205,8 +226,7 @@ def test_three_replicas_one_sigkilled_mid_drain_welcome_every_pr_exactly_once(tm
         assert conn.execute("SELECT count(*) FROM lanes WHERE expires_at > clock_timestamp()").fetchone() == (0,)
 
 
-def test_the_database_restarted_mid_drain_loses_nothing_that_was_acknowledged(tmp_path, fake, app_key,
-                                                                              postgres_db):  # noqa: F811
+def test_the_database_restarted_mid_drain_loses_nothing_that_was_acknowledged(tmp_path, fake, app_key, postgres_db):  # noqa: F811
     repo, prs = "acme/replicas-restart", 80
     seed(fake, repo, prs)
     fake.set_latency("POST", r"/issues/\d+/comments$", 0.05, commit="start")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import gidgethub
 import pytest
+from harness import REPO, github_app
 from pydantic import ValidationError
 
 from bot.core.config import REPO_CONFIG_PATH
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
-from harness import REPO, github_app
 
 
 @pytest.fixture
@@ -90,22 +90,38 @@ COPIED_POLICY_ROOT = "policy:\n  paths:\n    changelog: perf.yaml\n"
 async def test_the_config_invalid_issue_carries_each_line_and_hint(github, gh):
     """Regression: a file copied from app.yaml's `policy:` root told maintainers only "policy: unknown
     key", and a key given twice was taken silently (YAML keeps the last)."""
-    github.set_file(REPO, REPO_CONFIG_PATH, COPIED_POLICY_ROOT + "paths:\n  changelog: a\n  changelog: b\n",
-                    ref="trunk")
+    github.set_file(
+        REPO, REPO_CONFIG_PATH, COPIED_POLICY_ROOT + "paths:\n  changelog: a\n  changelog: b\n", ref="trunk"
+    )
     configs = RepoConfigs()
     await configs.policy(gh, REPO, "trunk")
     errors = list(configs.problems[REPO].errors)
     assert errors == ["paths.changelog: duplicate key at line 6 (first at line 5)", "policy: unknown key (line 1)"]
-    english, chinese = halves(Templates().render("config_invalid", path=REPO_CONFIG_PATH, commit_sha="0f1e2d3c4b5a",
-                                                 commit_url="https://example.invalid/c", errors=errors,
-                                                 last_good=None))
-    assert ("\n- policy: unknown key (line 1) Hint: This file holds only what goes under app.yaml's `policy:`: drop"
-            " the `policy:` line and move the keys under it one level left.\n") in english
-    assert ("\n- paths.changelog: duplicate key at line 6 (first at line 5) Hint: YAML would keep only the last of"
-            " them, silently: keep one.\n") in english
-    assert ("\n- policy: unknown key (line 1) 提示：这个文件只写 app.yaml 中 `policy:` 之下的内容：删除 `policy:`"
-            " 这一行，并把它下面的键向左移一级缩进。\n") in chinese
-    assert "\n- paths.changelog: duplicate key at line 6 (first at line 5) 提示：YAML 只会默默保留其中最后一个" in chinese
+    english, chinese = halves(
+        Templates().render(
+            "config_invalid",
+            path=REPO_CONFIG_PATH,
+            commit_sha="0f1e2d3c4b5a",
+            commit_url="https://example.invalid/c",
+            errors=errors,
+            last_good=None,
+        )
+    )
+    assert (
+        "\n- policy: unknown key (line 1) Hint: This file holds only what goes under app.yaml's `policy:`: drop"
+        " the `policy:` line and move the keys under it one level left.\n"
+    ) in english
+    assert (
+        "\n- paths.changelog: duplicate key at line 6 (first at line 5) Hint: YAML would keep only the last of"
+        " them, silently: keep one.\n"
+    ) in english
+    assert (
+        "\n- policy: unknown key (line 1) 提示：这个文件只写 app.yaml 中 `policy:` 之下的内容：删除 `policy:`"
+        " 这一行，并把它下面的键向左移一级缩进。\n"
+    ) in chinese
+    assert (
+        "\n- paths.changelog: duplicate key at line 6 (first at line 5) 提示：YAML 只会默默保留其中最后一个" in chinese
+    )
 
 
 def halves(text: str) -> tuple[str, str]:

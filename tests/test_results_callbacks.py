@@ -15,11 +15,11 @@ from dataclasses import FrozenInstanceError
 from typing import Any
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.rules.message_schemas import MAX_KEYS
-from bot.rules.results_callbacks import (COLUMNS, EXTRA_COUNTERS, MAX_IGNORED, ROWS, Callback, Rejected,
-                                         parse_callback)
+from bot.rules.results_callbacks import COLUMNS, EXTRA_COUNTERS, MAX_IGNORED, ROWS, Callback, Rejected, parse_callback
 
 RESULTS = "SemiAnalysisAI/InferenceX-results"
 STARTED, COMPLETED, INGESTED = "stage-results-started", "stage-results-completed", "ingest-completed"
@@ -85,17 +85,48 @@ BAD_LINK = ok(results_url=None, dropped=dropped("bad-url"))
 
 CASES = [
     # -- each event type, accepted -----------------------------------------------------------------------
-    ("started", STARTED, {}, ok(kind="started", pr_number=17, run_id=13579246801, app_run_id=24680,
-                                comment_id=2233445566, run_date=datetime.date(2026, 3, 1),
-                                requested_by="octo-cat42", succeeded=None, results_url=None, counts=None)),
+    (
+        "started",
+        STARTED,
+        {},
+        ok(
+            kind="started",
+            pr_number=17,
+            run_id=13579246801,
+            app_run_id=24680,
+            comment_id=2233445566,
+            run_date=datetime.date(2026, 3, 1),
+            requested_by="octo-cat42",
+            succeeded=None,
+            results_url=None,
+            counts=None,
+        ),
+    ),
     ("completed", COMPLETED, {}, ok(kind="completed", succeeded=True, results_url=LINK, counts=None, dropped=[])),
     ("completed-failed", COMPLETED, {"stage-succeeded": "false"}, ok(succeeded=False, results_url=LINK)),
-    ("completed-failed-no-url", COMPLETED, {"stage-succeeded": "false", "results-url": DROP},
-     ok(succeeded=False, results_url=None)),
-    ("completed-failed-null-url", COMPLETED, {"stage-succeeded": "false", "results-url": None},
-     ok(succeeded=False, results_url=None)),
-    ("ingested", INGESTED, {}, ok(kind="ingested", succeeded=None, results_url=None,
-                                  counts=table(benchmark={"new": 12, "duplicate": 3}, power={"failed": 1}))),
+    (
+        "completed-failed-no-url",
+        COMPLETED,
+        {"stage-succeeded": "false", "results-url": DROP},
+        ok(succeeded=False, results_url=None),
+    ),
+    (
+        "completed-failed-null-url",
+        COMPLETED,
+        {"stage-succeeded": "false", "results-url": None},
+        ok(succeeded=False, results_url=None),
+    ),
+    (
+        "ingested",
+        INGESTED,
+        {},
+        ok(
+            kind="ingested",
+            succeeded=None,
+            results_url=None,
+            counts=table(benchmark={"new": 12, "duplicate": 3}, power={"failed": 1}),
+        ),
+    ),
     ("ingested-huge-count", INGESTED, {"counts": table(2**63 - 1)}, ok(counts=table(2**63 - 1))),
     # -- event type and payload shape ----------------------------------------------------------------------
     ("unknown-event", "stage-results", {}, no("unknown-event", None)),
@@ -103,28 +134,46 @@ CASES = [
     ("event-not-str", None, {}, no("unknown-event", None)),
     # -- source repository ---------------------------------------------------------------------------------
     ("source-case", STARTED, {"source-repository": RESULTS.upper()}, ok(kind="started")),
-    ("source-other", STARTED, {"source-repository": "someone/InferenceX-results"}, no("wrong-source",
-                                                                                       "source-repository")),
-    ("source-name-only", STARTED, {"source-repository": "InferenceX-results"}, no("wrong-source",
-                                                                                 "source-repository")),
-    ("source-url", STARTED, {"source-repository": f"https://github.com/{RESULTS}"}, no("wrong-source",
-                                                                                       "source-repository")),
+    (
+        "source-other",
+        STARTED,
+        {"source-repository": "someone/InferenceX-results"},
+        no("wrong-source", "source-repository"),
+    ),
+    ("source-name-only", STARTED, {"source-repository": "InferenceX-results"}, no("wrong-source", "source-repository")),
+    (
+        "source-url",
+        STARTED,
+        {"source-repository": f"https://github.com/{RESULTS}"},
+        no("wrong-source", "source-repository"),
+    ),
     ("source-space", STARTED, {"source-repository": RESULTS + " "}, no("wrong-source", "source-repository")),
-    ("source-not-str", STARTED, {"source-repository": ["SemiAnalysisAI", "InferenceX-results"]},
-     no("wrong-source", "source-repository")),
+    (
+        "source-not-str",
+        STARTED,
+        {"source-repository": ["SemiAnalysisAI", "InferenceX-results"]},
+        no("wrong-source", "source-repository"),
+    ),
     ("source-missing", STARTED, {"source-repository": DROP}, no("missing-field", "source-repository")),
-    ("source-before-fields", STARTED, {"source-repository": "x/y", "run-id": "abc"}, no("wrong-source",
-                                                                                        "source-repository")),
-    ("fields-in-order", COMPLETED, {"stage-succeeded": "maybe", "run-date": "2026-02-30", "pr-number": "x"},
-     no("not-numeric", "pr-number")),
+    (
+        "source-before-fields",
+        STARTED,
+        {"source-repository": "x/y", "run-id": "abc"},
+        no("wrong-source", "source-repository"),
+    ),
+    (
+        "fields-in-order",
+        COMPLETED,
+        {"stage-succeeded": "maybe", "run-date": "2026-02-30", "pr-number": "x"},
+        no("not-numeric", "pr-number"),
+    ),
     ("unknown-before-fields", STARTED, {"extra": 1, "pr-number": "x"}, no("not-numeric", "pr-number")),
     # -- keys a kind does not use: ignored, and named for the log ------------------------------------------
     ("extra-key", STARTED, {"run-attempt": "1"}, ok(run_attempt=1, ignored=(), ignored_count=0)),  # bot sent it
     ("snake-case-key", STARTED, {"pr_number": "17"}, ok(pr_number=17, ignored=("pr_number",), ignored_count=1)),
     ("url-on-started", STARTED, {"results-url": URL}, ok(results_url=None, ignored=("results-url",))),
     ("counts-on-completed", COMPLETED, {"counts": table()}, ok(counts=None, ignored=("counts",))),
-    ("succeeded-on-ingested", INGESTED, {"stage-succeeded": "true"}, ok(succeeded=None,
-                                                                          ignored=("stage-succeeded",))),
+    ("succeeded-on-ingested", INGESTED, {"stage-succeeded": "true"}, ok(succeeded=None, ignored=("stage-succeeded",))),
     ("link-key-guess", COMPLETED, {"results-link": URL}, ok(results_url=LINK, ignored=("results-link",))),
     # -- numeric ids ---------------------------------------------------------------------------------------
     ("id-json-int", STARTED, {"run-id": 13579246801, "pr-number": 17}, ok(run_id=13579246801, pr_number=17)),
@@ -210,14 +259,22 @@ CASES = [
     ("url-trailing-newline", COMPLETED, {"results-url": URL + "\n"}, BAD_LINK),
     ("url-tab", COMPLETED, {"results-url": "https://results.example.com/\tx"}, BAD_LINK),
     ("url-nbsp", COMPLETED, {"results-url": "https://results.example.com/\u00a0x"}, BAD_LINK),
-    ("url-no-host", COMPLETED, {"results-url": "https:///path"}, ok(results_url=None,
-                                                                    dropped=dropped("link-not-allowed"))),
+    (
+        "url-no-host",
+        COMPLETED,
+        {"results-url": "https:///path"},
+        ok(results_url=None, dropped=dropped("link-not-allowed")),
+    ),
     ("url-scheme-only", COMPLETED, {"results-url": "https://"}, BAD_LINK),
     ("url-bad-ipv6", COMPLETED, {"results-url": "https://[::1/x"}, BAD_LINK),
     ("url-markdown-break", COMPLETED, {"results-url": "https://a.example/<b>"}, BAD_LINK),
     ("url-too-long", COMPLETED, {"results-url": "https://a.example/" + "x" * 2048}, BAD_LINK),
-    ("url-empty-on-failure", COMPLETED, {"stage-succeeded": "false", "results-url": ""}, ok(
-        succeeded=False, results_url=None, dropped=dropped("bad-url"))),
+    (
+        "url-empty-on-failure",
+        COMPLETED,
+        {"stage-succeeded": "false", "results-url": ""},
+        ok(succeeded=False, results_url=None, dropped=dropped("bad-url")),
+    ),
     ("url-not-str", COMPLETED, {"results-url": {"href": URL}}, BAD_LINK),
     ("url-percent-query", COMPLETED, {"results-url": "https://a.example:8443/r?q=a%20b&x=(1)"}, BAD_LINK),
     # -- counts --------------------------------------------------------------------------------------------
@@ -227,40 +284,88 @@ CASES = [
     ("counts-string", INGESTED, {"counts": '{"benchmark": {}}'}, no("bad-counts", "counts")),
     ("counts-missing-row", INGESTED, {"counts": without(table(), "trace")}, no("bad-counts", "counts.trace")),
     ("counts-empty", INGESTED, {"counts": {}}, no("bad-counts", "counts.benchmark")),
-    ("counts-extra-row", INGESTED, {"counts": {**table(), "agentic": table()["eval"]}},
-     no("bad-counts", "counts.agentic")),
-    ("counts-row-case", INGESTED, {"counts": {**without(table(), "eval"), "Eval": table()["eval"]}},
-     no("bad-counts", "counts.eval")),
-    ("counts-row-not-object", INGESTED, {"counts": {**table(), "power": [0, 0, 0, 0, 0]}},
-     no("bad-counts", "counts.power")),
-    ("counts-missing-column", INGESTED, {"counts": {**table(), "eval": without(table()["eval"], "unmapped")}},
-     no("bad-counts", "counts.eval.unmapped")),
-    ("counts-extra-column", INGESTED, {"counts": table(power={"retried": 0})},
-     no("bad-counts", "counts.power.retried")),
-    ("counts-negative", INGESTED, {"counts": table(benchmark={"skipped": -1})},
-     no("bad-counts", "counts.benchmark.skipped")),
+    (
+        "counts-extra-row",
+        INGESTED,
+        {"counts": {**table(), "agentic": table()["eval"]}},
+        no("bad-counts", "counts.agentic"),
+    ),
+    (
+        "counts-row-case",
+        INGESTED,
+        {"counts": {**without(table(), "eval"), "Eval": table()["eval"]}},
+        no("bad-counts", "counts.eval"),
+    ),
+    (
+        "counts-row-not-object",
+        INGESTED,
+        {"counts": {**table(), "power": [0, 0, 0, 0, 0]}},
+        no("bad-counts", "counts.power"),
+    ),
+    (
+        "counts-missing-column",
+        INGESTED,
+        {"counts": {**table(), "eval": without(table()["eval"], "unmapped")}},
+        no("bad-counts", "counts.eval.unmapped"),
+    ),
+    (
+        "counts-extra-column",
+        INGESTED,
+        {"counts": table(power={"retried": 0})},
+        no("bad-counts", "counts.power.retried"),
+    ),
+    (
+        "counts-negative",
+        INGESTED,
+        {"counts": table(benchmark={"skipped": -1})},
+        no("bad-counts", "counts.benchmark.skipped"),
+    ),
     ("counts-float", INGESTED, {"counts": table(eval={"new": 1.0})}, no("bad-counts", "counts.eval.new")),
     ("counts-bool", INGESTED, {"counts": table(trace={"failed": True})}, no("bad-counts", "counts.trace.failed")),
     ("counts-bool-false", INGESTED, {"counts": table(trace={"new": False})}, no("bad-counts", "counts.trace.new")),
-    ("counts-string-digits", INGESTED, {"counts": table(power={"duplicate": "3"})},
-     no("bad-counts", "counts.power.duplicate")),
+    (
+        "counts-string-digits",
+        INGESTED,
+        {"counts": table(power={"duplicate": "3"})},
+        no("bad-counts", "counts.power.duplicate"),
+    ),
     ("counts-null-cell", INGESTED, {"counts": table(power={"new": None})}, no("bad-counts", "counts.power.new")),
     ("counts-huge", INGESTED, {"counts": table(eval={"new": 2**63})}, no("bad-counts", "counts.eval.new")),
     ("counts-enormous", INGESTED, {"counts": table(eval={"new": 10**5000})}, no("bad-counts", "counts.eval.new")),
     # == what the results service's own workflows send, and the rules for it ==============================
     # -- real-shaped callbacks: the stage-results request's client_payload echoed, plus the service's fields -
-    ("real-started", STARTED, {"run-attempt": "1", "source-repository": RESULTS, "app-run-id": "24680"},
-     ok(kind="started", run_attempt=1, comment_id=2233445566, ignored=(), ignored_count=0)),
-    ("real-completed", COMPLETED, {"run-attempt": "2", "results-url": DROP},
-     ok(kind="completed", succeeded=True, run_attempt=2, results_url=None, dropped=[], ignored=())),
-    ("real-ingested", INGESTED, {"run-date": DROP, "comment-id": DROP, "requested-by": DROP, "app-run-id": DROP},
-     ok(kind="ingested", run_date=None, comment_id=None, requested_by=None, app_run_id=None, run_attempt=None)),
+    (
+        "real-started",
+        STARTED,
+        {"run-attempt": "1", "source-repository": RESULTS, "app-run-id": "24680"},
+        ok(kind="started", run_attempt=1, comment_id=2233445566, ignored=(), ignored_count=0),
+    ),
+    (
+        "real-completed",
+        COMPLETED,
+        {"run-attempt": "2", "results-url": DROP},
+        ok(kind="completed", succeeded=True, run_attempt=2, results_url=None, dropped=[], ignored=()),
+    ),
+    (
+        "real-ingested",
+        INGESTED,
+        {"run-date": DROP, "comment-id": DROP, "requested-by": DROP, "app-run-id": DROP},
+        ok(kind="ingested", run_date=None, comment_id=None, requested_by=None, app_run_id=None, run_attempt=None),
+    ),
     ("real-ingested-with-app-run", INGESTED, {"run-date": DROP, "app-run-id": 98765}, ok(app_run_id=98765)),
     # -- required per kind: only what the bot uses ----------------------------------------------------------
-    ("started-minimal", STARTED, {"comment-id": DROP, "run-date": DROP, "requested-by": DROP},
-     ok(kind="started", comment_id=None, run_date=None, requested_by=None, run_attempt=None)),
-    ("completed-minimal", COMPLETED, {"comment-id": DROP, "run-date": DROP, "requested-by": DROP,
-                                      "results-url": DROP}, ok(kind="completed", succeeded=True, results_url=None)),
+    (
+        "started-minimal",
+        STARTED,
+        {"comment-id": DROP, "run-date": DROP, "requested-by": DROP},
+        ok(kind="started", comment_id=None, run_date=None, requested_by=None, run_attempt=None),
+    ),
+    (
+        "completed-minimal",
+        COMPLETED,
+        {"comment-id": DROP, "run-date": DROP, "requested-by": DROP, "results-url": DROP},
+        ok(kind="completed", succeeded=True, results_url=None),
+    ),
     ("completed-no-app-run", COMPLETED, {"app-run-id": DROP}, no("missing-field", "app-run-id")),
     ("completed-no-run", COMPLETED, {"run-id": DROP}, no("missing-field", "run-id")),
     ("started-no-source", STARTED, {"source-repository": None}, no("missing-field", "source-repository")),
@@ -276,88 +381,217 @@ CASES = [
     ("ingest-login-bad", INGESTED, {"requested-by": "a b"}, no("bad-login", "requested-by")),
     ("attempt-before-date", STARTED, {"run-attempt": "x", "run-date": "x"}, no("not-numeric", "run-attempt")),
     # -- unknown keys: ignored whatever their value, named (sorted) for the log -------------------------------
-    ("unknown-several", STARTED, {"zeta": None, "app-version": "1.2", "Comment-ID": "x", "nested": {"a": [1]}},
-     ok(ignored=("Comment-ID", "app-version", "nested", "zeta"), ignored_count=4)),
-    ("unknown-markup-value", COMPLETED, {"summary": "**[Sign in](https://evil.example)**"},
-     ok(ignored=("summary",), results_url=LINK)),
+    (
+        "unknown-several",
+        STARTED,
+        {"zeta": None, "app-version": "1.2", "Comment-ID": "x", "nested": {"a": [1]}},
+        ok(ignored=("Comment-ID", "app-version", "nested", "zeta"), ignored_count=4),
+    ),
+    (
+        "unknown-markup-value",
+        COMPLETED,
+        {"summary": "**[Sign in](https://evil.example)**"},
+        ok(ignored=("summary",), results_url=LINK),
+    ),
     ("unknown-huge-value", INGESTED, {"log": "x" * 60_000}, ok(ignored=("log",))),
     # beyond GitHub's own limit (a client_payload under 64 KB), refused before the schema reads it
     ("unknown-beyond-githubs-size", INGESTED, {"log": "x" * 100_000}, no("too-large", None)),
     ("unknown-long-name", STARTED, {"k" * 500: 1}, ok(ignored=("k" * 60,), ignored_count=1)),
-    ("counts-row-still-strict", INGESTED, {"extra": 1, "counts": table(eval={"new": -1})},
-     no("bad-counts", "counts.eval.new")),
+    (
+        "counts-row-still-strict",
+        INGESTED,
+        {"extra": 1, "counts": table(eval={"new": -1})},
+        no("bad-counts", "counts.eval.new"),
+    ),
     # -- the results link ------------------------------------------------------------------------------------
     ("url-phishing", COMPLETED, {"results-url": PHISHING}, BAD_LINK),  # was once rendered as a link
-    ("url-other-host", COMPLETED, {"results-url": "https://evil.example/runs/1"},
-     ok(succeeded=True, results_url=None, dropped=dropped("link-not-allowed"))),
-    ("url-lookalike-host", COMPLETED, {"results-url": "https://results.example.com.evil.example/x"},
-     ok(results_url=None, dropped=dropped("link-not-allowed"))),
-    ("url-user-info", COMPLETED, {"results-url": "https://evil.example@results.example.com/x"},
-     ok(results_url=None, dropped=dropped("link-not-allowed"))),
-    ("url-port", COMPLETED, {"results-url": "https://results.example.com:8443/x"},
-     ok(results_url=None, dropped=dropped("link-not-allowed"))),
-    ("url-host-case", COMPLETED, {"results-url": "https://Results.Example.COM/a%2fb?x=1&y=%7e"},
-     ok(results_url="https://results.example.com/a%2Fb?x=1&y=%7E", dropped=[])),
-    ("url-root", COMPLETED, {"results-url": "https://results.example.com"},
-     ok(results_url="https://results.example.com/")),
-    ("url-failed-stage-kept", COMPLETED, {"stage-succeeded": False, "results-url": VIEWER + "/logs/9"},
-     ok(succeeded=False, results_url=VIEWER + "/logs/9")),
-    ("url-html", COMPLETED, {"results-url": VIEWER + "/x\"<script>"}, BAD_LINK),
+    (
+        "url-other-host",
+        COMPLETED,
+        {"results-url": "https://evil.example/runs/1"},
+        ok(succeeded=True, results_url=None, dropped=dropped("link-not-allowed")),
+    ),
+    (
+        "url-lookalike-host",
+        COMPLETED,
+        {"results-url": "https://results.example.com.evil.example/x"},
+        ok(results_url=None, dropped=dropped("link-not-allowed")),
+    ),
+    (
+        "url-user-info",
+        COMPLETED,
+        {"results-url": "https://evil.example@results.example.com/x"},
+        ok(results_url=None, dropped=dropped("link-not-allowed")),
+    ),
+    (
+        "url-port",
+        COMPLETED,
+        {"results-url": "https://results.example.com:8443/x"},
+        ok(results_url=None, dropped=dropped("link-not-allowed")),
+    ),
+    (
+        "url-host-case",
+        COMPLETED,
+        {"results-url": "https://Results.Example.COM/a%2fb?x=1&y=%7e"},
+        ok(results_url="https://results.example.com/a%2Fb?x=1&y=%7E", dropped=[]),
+    ),
+    (
+        "url-root",
+        COMPLETED,
+        {"results-url": "https://results.example.com"},
+        ok(results_url="https://results.example.com/"),
+    ),
+    (
+        "url-failed-stage-kept",
+        COMPLETED,
+        {"stage-succeeded": False, "results-url": VIEWER + "/logs/9"},
+        ok(succeeded=False, results_url=VIEWER + "/logs/9"),
+    ),
+    ("url-html", COMPLETED, {"results-url": VIEWER + '/x"<script>'}, BAD_LINK),
     ("url-backquote", COMPLETED, {"results-url": VIEWER + "/`x`"}, BAD_LINK),
     ("url-control", COMPLETED, {"results-url": VIEWER + "/\x00"}, BAD_LINK),
     ("url-int", COMPLETED, {"results-url": 17}, BAD_LINK),
     # -- the ingest run's link and the counters beyond the table --------------------------------------------
-    ("ingest-extras", INGESTED, {"ingest-run-url": INGEST_RUN, "extra-counts": {
-        "evalSamplesNew": 6595, "someNewCounter": "x", "benchmarkFiles": 11, "changelogEntriesWritten": 0}},
-     ok(ingest_run_url=INGEST_RUN, dropped=[],
-        extra_counts={"benchmarkFiles": 11, "evalSamplesNew": 6595, "changelogEntriesWritten": 0})),
+    (
+        "ingest-extras",
+        INGESTED,
+        {
+            "ingest-run-url": INGEST_RUN,
+            "extra-counts": {
+                "evalSamplesNew": 6595,
+                "someNewCounter": "x",
+                "benchmarkFiles": 11,
+                "changelogEntriesWritten": 0,
+            },
+        },
+        ok(
+            ingest_run_url=INGEST_RUN,
+            dropped=[],
+            extra_counts={"benchmarkFiles": 11, "evalSamplesNew": 6595, "changelogEntriesWritten": 0},
+        ),
+    ),
     ("ingest-extras-absent", INGESTED, {}, ok(ingest_run_url=None, extra_counts={})),
-    ("ingest-extras-null", INGESTED, {"extra-counts": None, "ingest-run-url": None},
-     ok(ingest_run_url=None, extra_counts={}, dropped=[])),
-    ("ingest-extras-unknown-only", INGESTED, {"extra-counts": {"rowsTouched": [1, 2], "note": None}},
-     ok(extra_counts={}, ignored=())),
-    ("ingest-extras-negative", INGESTED, {"extra-counts": {"benchmarkFiles": -1}},
-     no("bad-counts", "extra-counts.benchmarkFiles")),
-    ("ingest-extras-string", INGESTED, {"extra-counts": {"purgedPoints": "11"}},
-     no("bad-counts", "extra-counts.purgedPoints")),
-    ("ingest-extras-float", INGESTED, {"extra-counts": {"runStatsNew": 11.0}},
-     no("bad-counts", "extra-counts.runStatsNew")),
-    ("ingest-extras-huge", INGESTED, {"extra-counts": {"runStatsNew": 10**50}},
-     no("bad-counts", "extra-counts.runStatsNew")),
-    ("ingest-extras-order", INGESTED, {"extra-counts": {"failedRunRows": "x", "benchmarkFiles": "y"}},
-     no("bad-counts", "extra-counts.benchmarkFiles")),
+    (
+        "ingest-extras-null",
+        INGESTED,
+        {"extra-counts": None, "ingest-run-url": None},
+        ok(ingest_run_url=None, extra_counts={}, dropped=[]),
+    ),
+    (
+        "ingest-extras-unknown-only",
+        INGESTED,
+        {"extra-counts": {"rowsTouched": [1, 2], "note": None}},
+        ok(extra_counts={}, ignored=()),
+    ),
+    (
+        "ingest-extras-negative",
+        INGESTED,
+        {"extra-counts": {"benchmarkFiles": -1}},
+        no("bad-counts", "extra-counts.benchmarkFiles"),
+    ),
+    (
+        "ingest-extras-string",
+        INGESTED,
+        {"extra-counts": {"purgedPoints": "11"}},
+        no("bad-counts", "extra-counts.purgedPoints"),
+    ),
+    (
+        "ingest-extras-float",
+        INGESTED,
+        {"extra-counts": {"runStatsNew": 11.0}},
+        no("bad-counts", "extra-counts.runStatsNew"),
+    ),
+    (
+        "ingest-extras-huge",
+        INGESTED,
+        {"extra-counts": {"runStatsNew": 10**50}},
+        no("bad-counts", "extra-counts.runStatsNew"),
+    ),
+    (
+        "ingest-extras-order",
+        INGESTED,
+        {"extra-counts": {"failedRunRows": "x", "benchmarkFiles": "y"}},
+        no("bad-counts", "extra-counts.benchmarkFiles"),
+    ),
     ("ingest-extras-not-an-object", INGESTED, {"extra-counts": [1, 2]}, no("bad-counts", "extra-counts")),
-    ("ingest-extras-after-counts", INGESTED, {"extra-counts": 5, "counts": table(eval={"new": -1})},
-     no("bad-counts", "counts.eval.new")),
-    ("ingest-run-attempt", INGESTED, {"ingest-run-url": INGEST_RUN + "/attempts/2"},
-     ok(ingest_run_url=INGEST_RUN + "/attempts/2", dropped=[])),
-    ("ingest-run-case-and-slash", INGESTED,
-     {"ingest-run-url": "https://GitHub.com/semianalysisai/inferencex-results/actions/runs/5/"},
-     ok(ingest_run_url="https://github.com/semianalysisai/inferencex-results/actions/runs/5")),
-    ("ingest-run-other-repository", INGESTED, {"ingest-run-url": "https://github.com/evil/repo/actions/runs/5"},
-     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
-    ("ingest-run-other-host", INGESTED,
-     {"ingest-run-url": "https://evil.example/SemiAnalysisAI/InferenceX-results/actions/runs/5"},
-     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
-    ("ingest-run-viewer-host", INGESTED, {"ingest-run-url": VIEWER + "/SemiAnalysisAI/InferenceX-results/actions/runs/5"},
-     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
-    ("ingest-run-not-a-run", INGESTED,
-     {"ingest-run-url": "https://github.com/SemiAnalysisAI/InferenceX-results/actions/runs/5/job/7"},
-     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
-    ("ingest-run-query", INGESTED, {"ingest-run-url": INGEST_RUN + "?check_suite_focus=true"},
-     ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")])),
-    ("ingest-run-markup", INGESTED, {"ingest-run-url": INGEST_RUN + ")**[Sign in](https://evil.example)**"},
-     ok(ingest_run_url=None, dropped=[("bad-url", "ingest-run-url")])),
-    ("ingest-run-int", INGESTED, {"ingest-run-url": 5}, ok(ingest_run_url=None, dropped=[("bad-url", "ingest-run-url")])),
-    ("ingest-fields-on-a-stage-callback", COMPLETED, {"ingest-run-url": INGEST_RUN, "extra-counts": {"x": 1}},
-     ok(ignored=("extra-counts", "ingest-run-url"), ingest_run_url=None, extra_counts=None)),
+    (
+        "ingest-extras-after-counts",
+        INGESTED,
+        {"extra-counts": 5, "counts": table(eval={"new": -1})},
+        no("bad-counts", "counts.eval.new"),
+    ),
+    (
+        "ingest-run-attempt",
+        INGESTED,
+        {"ingest-run-url": INGEST_RUN + "/attempts/2"},
+        ok(ingest_run_url=INGEST_RUN + "/attempts/2", dropped=[]),
+    ),
+    (
+        "ingest-run-case-and-slash",
+        INGESTED,
+        {"ingest-run-url": "https://GitHub.com/semianalysisai/inferencex-results/actions/runs/5/"},
+        ok(ingest_run_url="https://github.com/semianalysisai/inferencex-results/actions/runs/5"),
+    ),
+    (
+        "ingest-run-other-repository",
+        INGESTED,
+        {"ingest-run-url": "https://github.com/evil/repo/actions/runs/5"},
+        ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")]),
+    ),
+    (
+        "ingest-run-other-host",
+        INGESTED,
+        {"ingest-run-url": "https://evil.example/SemiAnalysisAI/InferenceX-results/actions/runs/5"},
+        ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")]),
+    ),
+    (
+        "ingest-run-viewer-host",
+        INGESTED,
+        {"ingest-run-url": VIEWER + "/SemiAnalysisAI/InferenceX-results/actions/runs/5"},
+        ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")]),
+    ),
+    (
+        "ingest-run-not-a-run",
+        INGESTED,
+        {"ingest-run-url": "https://github.com/SemiAnalysisAI/InferenceX-results/actions/runs/5/job/7"},
+        ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")]),
+    ),
+    (
+        "ingest-run-query",
+        INGESTED,
+        {"ingest-run-url": INGEST_RUN + "?check_suite_focus=true"},
+        ok(ingest_run_url=None, dropped=[("link-not-allowed", "ingest-run-url")]),
+    ),
+    (
+        "ingest-run-markup",
+        INGESTED,
+        {"ingest-run-url": INGEST_RUN + ")**[Sign in](https://evil.example)**"},
+        ok(ingest_run_url=None, dropped=[("bad-url", "ingest-run-url")]),
+    ),
+    (
+        "ingest-run-int",
+        INGESTED,
+        {"ingest-run-url": 5},
+        ok(ingest_run_url=None, dropped=[("bad-url", "ingest-run-url")]),
+    ),
+    (
+        "ingest-fields-on-a-stage-callback",
+        COMPLETED,
+        {"ingest-run-url": INGEST_RUN, "extra-counts": {"x": 1}},
+        ok(ignored=("extra-counts", "ingest-run-url"), ingest_run_url=None, extra_counts=None),
+    ),
 ]
 
 
 @pytest.mark.parametrize("event, changes, expected", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
 def test_callback(event, changes, expected):
-    result = parse_callback(event, payload(event, changes) if event in GOOD else GOOD[STARTED],
-                            results_repository=RESULTS, link_hosts=HOSTS, run_hosts=RUN_HOSTS)
+    result = parse_callback(
+        event,
+        payload(event, changes) if event in GOOD else GOOD[STARTED],
+        results_repository=RESULTS,
+        link_hosts=HOSTS,
+        run_hosts=RUN_HOSTS,
+    )
     if isinstance(expected, tuple):
         assert isinstance(result, Rejected), result
         assert (result.code, result.field) == expected, result.reason
@@ -385,15 +619,17 @@ def test_the_table_keeps_the_131_cases_it_started_from():
     assert first[130] == "counts-enormous"
 
 
-@pytest.mark.parametrize("client_payload", [None, [], ["pr-number", "17"], "{}", 17, True],
-                         ids=["null", "list", "pairs", "json-text", "int", "bool"])
+@pytest.mark.parametrize(
+    "client_payload",
+    [None, [], ["pr-number", "17"], "{}", 17, True],
+    ids=["null", "list", "pairs", "json-text", "int", "bool"],
+)
 def test_a_payload_that_is_not_an_object(client_payload):
     result = parse_callback(STARTED, client_payload, results_repository=RESULTS)
     assert (result.code, result.field) == ("not-an-object", None)
 
 
-@pytest.mark.parametrize("configured", ["", "SemiAnalysisAI", None],
-                         ids=["empty", "owner-only", "none"])
+@pytest.mark.parametrize("configured", ["", "SemiAnalysisAI", None], ids=["empty", "owner-only", "none"])
 def test_no_usable_configured_repository_accepts_nothing(configured):
     result = parse_callback(STARTED, dict(COMMON), results_repository=configured)
     assert (result.code, result.field) == ("wrong-source", "source-repository")
@@ -406,8 +642,9 @@ def test_the_configured_repository_is_matched_ignoring_case():
 
 def test_a_lookalike_letter_is_not_matched_by_case_folding():
     assert "\u212a".lower() == "k"  # KELVIN SIGN
-    result = parse_callback(STARTED, {**COMMON, "source-repository": "\u212aernels/results"},
-                            results_repository="kernels/results")
+    result = parse_callback(
+        STARTED, {**COMMON, "source-repository": "\u212aernels/results"}, results_repository="kernels/results"
+    )
     assert (result.code, result.field) == ("wrong-source", "source-repository")
 
 
@@ -415,8 +652,9 @@ def test_counts_keep_table_order_and_are_read_only():
     scrambled = {row: dict(reversed(list(cells.items()))) for row, cells in reversed(list(table(5).items()))}
     result = parse_callback(INGESTED, {**COMMON, "counts": scrambled}, results_repository=RESULTS)
     assert tuple(result.counts) == ROWS == ("benchmark", "eval", "trace", "power")
-    assert all(tuple(row) == COLUMNS == ("new", "duplicate", "skipped", "unmapped", "failed")
-               for row in result.counts.values())
+    assert all(
+        tuple(row) == COLUMNS == ("new", "duplicate", "skipped", "unmapped", "failed") for row in result.counts.values()
+    )
     with pytest.raises(TypeError):
         result.counts["eval"]["new"] = 1
     with pytest.raises(FrozenInstanceError):
@@ -424,8 +662,9 @@ def test_counts_keep_table_order_and_are_read_only():
 
 
 def test_the_reason_quotes_a_refused_value_escaped_and_short():
-    result = parse_callback(STARTED, {**COMMON, "requested-by": "evil\nINFO forged log line" + "x" * 500},
-                            results_repository=RESULTS)
+    result = parse_callback(
+        STARTED, {**COMMON, "requested-by": "evil\nINFO forged log line" + "x" * 500}, results_repository=RESULTS
+    )
     assert "\n" not in result.reason and "\\n" in result.reason and len(result.reason) < 200
 
 
@@ -456,14 +695,18 @@ def test_more_keys_than_any_callback_has_are_refused_before_the_schema():
 def test_without_allowed_hosts_no_results_link_is_kept():
     result = parse_callback(COMPLETED, GOOD[COMPLETED], results_repository=RESULTS)
     assert result.results_url is None and [(d.code, d.field) for d in result.dropped] == [
-        ("link-not-allowed", "results-url")]
+        ("link-not-allowed", "results-url")
+    ]
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
-                                                                                 max_size=4), max_leaves=12)
-FIELDS = st.sampled_from(sorted({key for good in GOOD.values() for key in good}
-                                | {"run-attempt", "extra", "ingest-run-url", "extra-counts"}))
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+FIELDS = st.sampled_from(
+    sorted({key for good in GOOD.values() for key in good} | {"run-attempt", "extra", "ingest-run-url", "extra-counts"})
+)
 
 
 @settings(max_examples=300)
@@ -472,8 +715,9 @@ def test_no_payload_makes_the_parser_raise_or_keep_an_unchecked_link(event, chan
     """Property: any value in any field is an answer (a Callback or a Rejected), never an exception, and a kept
     results link is on the allowed host with no character Markdown or HTML reads; a kept ingest run link is a run
     page of the results repository; every extra counter kept is a documented one, and a count."""
-    result = parse_callback(event, {**GOOD[event], **changes}, results_repository=RESULTS, link_hosts=HOSTS,
-                            run_hosts=RUN_HOSTS)
+    result = parse_callback(
+        event, {**GOOD[event], **changes}, results_repository=RESULTS, link_hosts=HOSTS, run_hosts=RUN_HOSTS
+    )
     assert isinstance(result, (Callback, Rejected))
     if isinstance(result, Callback) and result.results_url is not None:
         assert result.results_url.startswith("https://results.example.com/")

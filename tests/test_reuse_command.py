@@ -6,18 +6,27 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from conftest import both_layouts
+from harness import REPO
+from test_sweep_gate import (
+    APART_PATCHES,
+    FAIL_FAST,
+    english,
+    label,
+    open_pull,
+    push,  # noqa: F401
+    runs,
+    send,
+    status,
+    unlabel,
+)
 
 from bot.rules.markers import marker
-from bot.testing.model import user_json
 from bot.rules.sweep_record import Pin, RunRecord, SweepRecord
-from handlers import pr_state
-from harness import REPO
-from conftest import both_layouts
-from handlers import registry
-from test_sweep_gate import (APART_PATCHES, FAIL_FAST, english, label, no_merge_wait, open_pull, push,  # noqa: F401
-                             repo, runs, send, status, unlabel)
+from bot.testing.model import user_json
+from handlers import pr_state, registry
 
-FAKE_NOW = dt.datetime(2026, 1, 2, tzinfo=dt.timezone.utc)  # the fake GitHub's clock starts on 2026-01-01
+FAKE_NOW = dt.datetime(2026, 1, 2, tzinfo=dt.UTC)  # the fake GitHub's clock starts on 2026-01-01
 
 
 @pytest.fixture(autouse=True)
@@ -36,8 +45,16 @@ def make_harness(make_harness):
     return make
 
 
-def finished_run(github, number: int, *, conclusion: str = "success", artifact: str | None = "results_bmk_dsr1",
-                 expired: bool = False, sha: str | None = None, by_bot: bool = True) -> dict:
+def finished_run(
+    github,
+    number: int,
+    *,
+    conclusion: str = "success",
+    artifact: str | None = "results_bmk_dsr1",
+    expired: bool = False,
+    sha: str | None = None,
+    by_bot: bool = True,
+) -> dict:
     """A finished sweep of PR `number`: by default one the bot dispatched for it (its run, as GitHub shows the
     bot's dispatches, and its entry in the record of the bot's status comment), the only kind that can be
     pinned; `by_bot=False` is a run anyone else started, e.g. a maintainer by hand."""
@@ -45,13 +62,24 @@ def finished_run(github, number: int, *, conclusion: str = "success", artifact: 
     fork = pr["head"]["repo"]["full_name"].lower() != REPO.lower()
     workflow = "e2e-tests.yml" if fork else "run-sweep.yml"
     dispatch_id = f"sw-{number}-{len(github.runs(REPO)) + 1:012x}"
-    run = github.add_run(REPO, workflow, head_sha=sha or pr["head"]["sha"],
-                         head_branch="main" if fork else pr["head"]["ref"],
-                         event="workflow_dispatch", conclusion=conclusion, inputs={"dispatch-id": dispatch_id},
-                         actor=github.bot_login if by_bot else "maintainer")
+    run = github.add_run(
+        REPO,
+        workflow,
+        head_sha=sha or pr["head"]["sha"],
+        head_branch="main" if fork else pr["head"]["ref"],
+        event="workflow_dispatch",
+        conclusion=conclusion,
+        inputs={"dispatch-id": dispatch_id},
+        actor=github.bot_login if by_bot else "maintainer",
+    )
     if by_bot:
-        record_run(github, number, RunRecord(dispatch_id, run["id"], sha or pr["head"]["sha"], workflow,
-                                             "completed", conclusion, run["html_url"]))
+        record_run(
+            github,
+            number,
+            RunRecord(
+                dispatch_id, run["id"], sha or pr["head"]["sha"], workflow, "completed", conclusion, run["html_url"]
+            ),
+        )
     if artifact:
         github.add_artifact(REPO, run["id"], artifact, expired=expired)
     return run
@@ -60,8 +88,11 @@ def finished_run(github, number: int, *, conclusion: str = "success", artifact: 
 def record_run(github, number: int, entry: RunRecord) -> None:
     """Put `entry` in the record of the bot's status comment on PR `number` (written as the bot would)."""
     status = marker("sweep-status")
-    mine = [c for c in github.comments(REPO, number)
-            if c["user"]["login"] == github.bot_login and c["body"].startswith(status + "\n")]
+    mine = [
+        c
+        for c in github.comments(REPO, number)
+        if c["user"]["login"] == github.bot_login and c["body"].startswith(status + "\n")
+    ]
     record = SweepRecord.parse(mine[0]["body"] if mine else None).add_run(entry)
     if mine:
         head, _, rest = mine[0]["body"].partition("\n")
@@ -126,9 +157,19 @@ async def test_a_contributor_with_write_permission_is_accepted_and_one_without_i
     assert pin(repo, 41).comment_id == ok["id"], "a refused command changes no pin"
 
 
-@pytest.mark.parametrize("body", ["please /use 111 later", "> /use 111", "```\n/use 111\n```", "`/use 111`",
-                                  # regression: rendered as code, or inside the quote (a lazy line), yet obeyed
-                                  "<pre>\n/use 111\n</pre>", "<code>\n/use 111\n</code>", "> Pin it?\n/use 111"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "please /use 111 later",
+        "> /use 111",
+        "```\n/use 111\n```",
+        "`/use 111`",
+        # regression: rendered as code, or inside the quote (a lazy line), yet obeyed
+        "<pre>\n/use 111\n</pre>",
+        "<code>\n/use 111\n</code>",
+        "> Pin it?\n/use 111",
+    ],
+)
 async def test_a_command_in_prose_quotes_or_code_does_nothing(repo, make_harness, body):
     open_pull(repo, 42)
     h = await make_harness()
@@ -158,10 +199,15 @@ async def test_a_newer_bare_reuse_replaces_the_pin_with_the_newest_successful_ru
     assert reactions(repo, c) == ["+1"] and pin(repo, 43).run_id == newest["id"]
 
 
-@pytest.mark.parametrize("case, code_word", [
-    ("someone-elses", "not a sweep the bot started"), ("expired", "artifact"), ("evals-only", "evals-only"),
-    ("missing", "no run"),
-])
+@pytest.mark.parametrize(
+    "case, code_word",
+    [
+        ("someone-elses", "not a sweep the bot started"),
+        ("expired", "artifact"),
+        ("evals-only", "evals-only"),
+        ("missing", "no run"),
+    ],
+)
 async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, case, code_word):
     open_pull(repo, 44)
     h = await make_harness()
@@ -178,8 +224,12 @@ async def test_an_ineligible_run_is_refused_with_its_reason(repo, make_harness, 
     assert reactions(repo, c) == ["-1"]
     assert code_word in reply(repo, 44, c).lower()
     assert "90 days" not in reply(repo, 44, c), "no hard-coded lifetime; GitHub's dates instead"
-    assert SweepRecord.parse(next((c["body"] for c in repo.comments(REPO, 44)
-                                   if c["body"].startswith(marker("sweep-status"))), None)).pin is None
+    assert (
+        SweepRecord.parse(
+            next((c["body"] for c in repo.comments(REPO, 44) if c["body"].startswith(marker("sweep-status"))), None)
+        ).pin
+        is None
+    )
 
 
 @both_layouts
@@ -191,10 +241,12 @@ async def test_an_edit_elsewhere_runs_nothing_again_and_deleting_the_comment_wit
     writes = len([w for w in repo.writes if not w.path.startswith("/app/")])
     old_body = c["body"]
     c["body"] = f"/use {run['id']}\nthanks!"
-    await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 45, c, "edited",
-                                                                changes={"body": {"from": old_body}}))
-    assert len([w for w in repo.writes if not w.path.startswith("/app/")]) == writes, \
+    await h.deliver(
+        "issue_comment", repo.issue_comment_payload(REPO, 45, c, "edited", changes={"body": {"from": old_body}})
+    )
+    assert len([w for w in repo.writes if not w.path.startswith("/app/")]) == writes, (
         "a typo fixed elsewhere runs nothing again"
+    )
     await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 45, c, "deleted"))
     assert pin(repo, 45) is None
 
@@ -289,14 +341,21 @@ async def test_use_asks_the_results_service_to_stage_the_run_with_the_replys_id(
     reply = reply_comment_of(repo, 50, c)
     (sent,) = repo.repository_dispatches(RESULTS)
     assert sent["event_type"] == "stage-results"
-    assert sent["client_payload"] == {"pr-number": "50", "run-id": str(run["id"]), "run-attempt": "1",
-                                      "run-date": run["created_at"][:10], "requested-by": "maintainer",
-                                      "comment-id": str(reply["id"])}
+    assert sent["client_payload"] == {
+        "pr-number": "50",
+        "run-id": str(run["id"]),
+        "run-attempt": "1",
+        "run-date": run["created_at"][:10],
+        "requested-by": "maintainer",
+        "comment-id": str(reply["id"]),
+    }
     # the reply ends with its staging section, in each language: the service asked, and how, and what comes next
-    english_half, chinese_half = (half.strip().removesuffix("---").rstrip()
-                                  for half in reply["body"].split("\n## 中文\n"))
+    english_half, chinese_half = (
+        half.strip().removesuffix("---").rstrip() for half in reply["body"].split("\n## 中文\n")
+    )
     assert english_half.endswith(
-        f"\n⏳ **Staging:** asked of the results service `{RESULTS}`; this line follows what it reports.")
+        f"\n⏳ **Staging:** asked of the results service `{RESULTS}`; this line follows what it reports."
+    )
     assert chinese_half.endswith(f"\n⏳ **暂存**：已请求结果服务 `{RESULTS}` 暂存；这一行会随它的回报更新。")
 
 
@@ -365,8 +424,7 @@ async def test_a_502_after_github_made_the_reply_leaves_one_reply_and_the_pin(re
 
 
 @pytest.mark.parametrize("journal", ["kept", "lost"])
-async def test_dying_between_recording_the_pin_and_replying_leaves_one_reply_and_the_pin(repo, make_harness,
-                                                                                         journal):
+async def test_dying_between_recording_the_pin_and_replying_leaves_one_reply_and_the_pin(repo, make_harness, journal):
     """The attempt ends after the pin is on GitHub and before the reply is (GitHub never saw it): the retry, or
     the delivery sent again under a new id when the journal is lost, finds the pin recorded (nothing to edit),
     replies once and stages once."""
@@ -427,14 +485,18 @@ async def test_use_without_a_numeric_run_id_gets_the_usage_reply_and_pins_nothin
     c = await command(h, 59, body)
     text = reply(repo, 59, c)
     assert "this line was not run" in text and f"`{body}`" in text
-    assert reactions(repo, c) == [] and not any(x["body"].startswith(marker("sweep-status"))
-                                                for x in repo.comments(REPO, 59))
+    assert reactions(repo, c) == [] and not any(
+        x["body"].startswith(marker("sweep-status")) for x in repo.comments(REPO, 59)
+    )
 
 
-@pytest.mark.parametrize("body, user, association, word", [
-    ("/stage-results", "maintainer", "MEMBER", "nothing to stage"),
-    ("/stage-results 5", "drive-by", "CONTRIBUTOR", "write, maintain or admin"),
-])
+@pytest.mark.parametrize(
+    "body, user, association, word",
+    [
+        ("/stage-results", "maintainer", "MEMBER", "nothing to stage"),
+        ("/stage-results 5", "drive-by", "CONTRIBUTOR", "write, maintain or admin"),
+    ],
+)
 async def test_stage_results_refusals(repo, make_harness, body, user, association, word):
     open_pull(repo, 61)
     repo.add_repo(RESULTS, installation_id=1)
@@ -467,8 +529,14 @@ async def test_a_merge_with_a_valid_pin_asks_the_results_service_to_ingest_it_on
     notice = merge_notice(repo, 70)
     (sent,) = ingest_requests(repo)
     assert sent["client_payload"] == {
-        "pr-number": "70", "run-id": str(run["id"]), "run-attempt": "1", "run-date": run["created_at"][:10],
-        "merge-sha": MERGE_SHA, "pinned-by": "maintainer", "comment-id": str(notice["id"])}
+        "pr-number": "70",
+        "run-id": str(run["id"]),
+        "run-attempt": "1",
+        "run-date": run["created_at"][:10],
+        "merge-sha": MERGE_SHA,
+        "pinned-by": "maintainer",
+        "comment-id": str(notice["id"]),
+    }
     text = english(notice["body"])
     assert "is reused; no new sweep runs" in text and "Ingest:** asked of the results service" in text
     await merge(h, 70, delivery="merge-70")
@@ -478,7 +546,8 @@ async def test_a_merge_with_a_valid_pin_asks_the_results_service_to_ingest_it_on
 
 
 async def test_a_merge_with_nothing_pinned_says_nothing_is_ingested_and_a_use_after_it_asks_for_ingest(
-        repo, make_harness):
+    repo, make_harness
+):
     """Pins: a merge with no pin sends nothing and says that a maintainer's `/use` now will get the run
     ingested; a `/use` after the merge pins the run, asks for the ingest, and the notice and the reply say so."""
     open_pull(repo, 71)
@@ -540,7 +609,9 @@ async def test_the_use_reply_lists_the_result_artifacts_with_their_expiry_from_t
     open_pull(repo, 74)
     h = await make_harness()
     run = finished_run(repo, 74, artifact=None)
-    made = [repo.add_artifact(REPO, run["id"], name) for name in ("results_bmk_dsr1", "server_logs", "eval_results_all")]
+    made = [
+        repo.add_artifact(REPO, run["id"], name) for name in ("results_bmk_dsr1", "server_logs", "eval_results_all")
+    ]
     days = {a["name"]: a["expires_at"][:10] for a in made}
     assert days["results_bmk_dsr1"].startswith("2026-0")  # the fake's clock: 90 days after early 2026
     c = await command(h, 74, f"/use {run['id']}")
@@ -582,8 +653,10 @@ def withdrawal_note(github, number: int) -> tuple[str, str]:
     withdrawn pin."""
     body = status(github, number)
     english_half, chinese_half = english(body), body.split("\n## 中文\n")[1]
-    rows = [next(line for line in half.splitlines() if marker_word in line)
-            for half, marker_word in ((english_half, "**Reuse pin:**"), (chinese_half, "**复用固定"))]
+    rows = [
+        next(line for line in half.splitlines() if marker_word in line)
+        for half, marker_word in ((english_half, "**Reuse pin:**"), (chinese_half, "**复用固定"))
+    ]
     assert "**Sweep run:**" not in rows[0] and "**Sweep 运行" not in rows[1], "one row per condition"
     return rows[0], rows[1]
 
@@ -670,7 +743,8 @@ async def test_a_pin_edited_by_an_author_the_dispatcher_refuses_is_withdrawn(rep
 
 @pytest.mark.parametrize("change", ["deleted", "edited-away", "edited-by-someone-else"])
 async def test_a_pin_whose_comment_is_deleted_or_edited_away_is_withdrawn_and_the_status_says_why(
-        repo, make_harness, change):
+    repo, make_harness, change
+):
     """A pin withdrawn by its comment's deletion, an edit that leaves no pin command, or an edit by
     someone other than its author (who changed the command: a command edited in by someone else is never run)
     leaves no pin, and the status says which run was unpinned and why, in both languages."""

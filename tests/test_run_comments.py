@@ -5,22 +5,38 @@ state as well."""
 
 from __future__ import annotations
 
-from bot.rules.markers import marker
 from harness import REPO
-from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, push, repo,  # noqa: F401
-                             runs, send, status)
+from test_sweep_gate import (
+    FAIL_FAST,
+    english,
+    label,
+    open_pull,
+    push,
+    repo,  # noqa: F401
+    runs,
+    send,
+    status,
+)
+
+from bot.rules.markers import marker
 
 VIEWER = "https://inferencex.semianalysis.com"
 
 
 def run_comments(github, number: int) -> list[dict]:
-    return [c for c in github.comments(REPO, number)
-            if c["user"]["login"] == github.bot_login and c["body"].startswith("<!-- sweepbot:sweep-run-")]
+    return [
+        c
+        for c in github.comments(REPO, number)
+        if c["user"]["login"] == github.bot_login and c["body"].startswith("<!-- sweepbot:sweep-run-")
+    ]
 
 
 def run_comment(github, number: int, run_id: int) -> dict:
-    found = [c for c in github.comments(REPO, number)
-             if c["user"]["login"] == github.bot_login and c["body"].startswith(marker(f"sweep-run-{run_id}") + "\n")]
+    found = [
+        c
+        for c in github.comments(REPO, number)
+        if c["user"]["login"] == github.bot_login and c["body"].startswith(marker(f"sweep-run-{run_id}") + "\n")
+    ]
     assert len(found) == 1, f"{len(found)} comments for run {run_id}"
     return found[0]
 
@@ -33,10 +49,16 @@ async def test_a_failed_run_gets_a_comment_naming_its_failed_jobs_and_how_to_rer
     h = await make_harness()
     await label(h, 60, FAIL_FAST)
     (run,) = runs(repo)
-    jobs = repo.set_jobs(REPO, run["id"], [{"name": "build", "conclusion": "success"},
-                                           {"name": "bmk `mi355x` [x](https://evil.example)", "conclusion": "failure"},
-                                           {"name": "eval", "conclusion": "timed_out"},
-                                           {"name": "notify", "conclusion": "skipped"}])
+    jobs = repo.set_jobs(
+        REPO,
+        run["id"],
+        [
+            {"name": "build", "conclusion": "success"},
+            {"name": "bmk `mi355x` [x](https://evil.example)", "conclusion": "failure"},
+            {"name": "eval", "conclusion": "timed_out"},
+            {"name": "notify", "conclusion": "skipped"},
+        ],
+    )
     payload = repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="failure")
     await h.deliver("workflow_run", payload, delivery="done-1")
     body = run_comment(repo, 60, run["id"])["body"]
@@ -44,7 +66,9 @@ async def test_a_failed_run_gets_a_comment_naming_its_failed_jobs_and_how_to_rer
     html = repo._repo(REPO).json["html_url"]
     headline = text.split("\n")[1]
     assert headline.startswith(f"### ❌ [Sweep run {run['id']}]({html}/actions/runs/{run['id']}) ended with `failure`")
-    assert "2 of 4 jobs failed" in headline and "@partner fixes them" in headline and "reruns the failed jobs" in headline
+    assert (
+        "2 of 4 jobs failed" in headline and "@partner fixes them" in headline and "reruns the failed jobs" in headline
+    )
     assert "1 succeeded, 2 failed, 1 skipped" in text
     assert f"[``bmk `mi355x` [x](https://evil.example)``]({html}/actions/runs/{run['id']}/job/{jobs[1]['id']})" in text
     assert f"[`eval`]({html}/actions/runs/{run['id']}/job/{jobs[2]['id']})" in text
@@ -63,11 +87,13 @@ async def test_a_successful_run_gets_a_comment_with_the_viewer_links(repo, make_
     h = await make_harness()
     await label(h, 61, FAIL_FAST)
     (run,) = runs(repo)
-    repo.set_jobs(REPO, run["id"], [{"name": "build", "conclusion": "success"}, {"name": "bmk", "conclusion": "success"}])
+    repo.set_jobs(
+        REPO, run["id"], [{"name": "build", "conclusion": "success"}, {"name": "bmk", "conclusion": "success"}]
+    )
     await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
     text = english(run_comment(repo, 61, run["id"])["body"])
     assert "2 succeeded, 0 failed, 0 skipped" in text
-    assert f" passed on `" in text and f"Next: a maintainer pins it with `/use {run['id']}`" in text
+    assert " passed on `" in text and f"Next: a maintainer pins it with `/use {run['id']}`" in text
     assert f"{VIEWER}/inference?unofficialRun={run['id']}" in text
     assert f"{VIEWER}/evaluation?unofficialRun={run['id']}" in text
     assert "❌" not in text and "reruns" not in text
@@ -93,7 +119,9 @@ async def test_a_rerun_of_the_failed_jobs_that_finishes_edits_the_runs_comment(r
     h = await make_harness()
     await label(h, 63, FAIL_FAST)
     (run,) = runs(repo)
-    repo.set_jobs(REPO, run["id"], [{"name": "build", "conclusion": "success"}, {"name": "bmk", "conclusion": "failure"}])
+    repo.set_jobs(
+        REPO, run["id"], [{"name": "build", "conclusion": "success"}, {"name": "bmk", "conclusion": "failure"}]
+    )
     await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="failure"))
     first = run_comment(repo, 63, run["id"])
     again = repo.rerun_failed_jobs(REPO, run["id"])

@@ -8,23 +8,36 @@ import pytest
 from bot.rules.run_report import NAME_MAX, SHOWN_FAILED, FailedJob, next_step, purpose, summarize_jobs, wants_comment
 
 
-@pytest.mark.parametrize("conclusion, superseded, wanted", [
-    ("success", False, True),
-    ("success", True, True),  # a run that finished before it was superseded still reports
-    ("failure", True, True),
-    ("cancelled", False, True),  # cancelled by a person: worth saying
-    ("cancelled", True, False),  # cancelled by the bot for a newer dispatch: the status comment says what runs
-    ("timed_out", False, True),
-    (None, False, False),  # not finished
-])
+@pytest.mark.parametrize(
+    "conclusion, superseded, wanted",
+    [
+        ("success", False, True),
+        ("success", True, True),  # a run that finished before it was superseded still reports
+        ("failure", True, True),
+        ("cancelled", False, True),  # cancelled by a person: worth saying
+        ("cancelled", True, False),  # cancelled by the bot for a newer dispatch: the status comment says what runs
+        ("timed_out", False, True),
+        (None, False, False),  # not finished
+    ],
+)
 def test_which_finished_runs_get_a_comment(conclusion, superseded, wanted):
     assert wants_comment(conclusion, superseded=superseded) is wanted
 
 
-@pytest.mark.parametrize("conclusion, step", [
-    ("success", "none"), ("skipped", "none"), ("neutral", "none"), ("failure", "rerun"), ("timed_out", "rerun"),
-    ("startup_failure", "rerun"), ("cancelled", "rerun"), ("action_required", "rerun"), (None, "none"),
-])
+@pytest.mark.parametrize(
+    "conclusion, step",
+    [
+        ("success", "none"),
+        ("skipped", "none"),
+        ("neutral", "none"),
+        ("failure", "rerun"),
+        ("timed_out", "rerun"),
+        ("startup_failure", "rerun"),
+        ("cancelled", "rerun"),
+        ("action_required", "rerun"),
+        (None, "none"),
+    ],
+)
 def test_what_the_comment_asks_for(conclusion, step):
     assert next_step(conclusion) == step
 
@@ -33,15 +46,26 @@ def test_each_run_has_its_own_purpose_for_every_attempt():
     assert purpose(7) == "sweep-run-7" and purpose(8) != purpose(7)
 
 
-@pytest.mark.parametrize("jobs, counts", [
-    ([], (0, 0, 0, 0, 0)),
-    ([{"id": 1, "name": "a", "conclusion": "success"}, {"id": 2, "name": "b", "conclusion": "failure"},
-      {"id": 3, "name": "c", "conclusion": "skipped"}, {"id": 4, "name": "d", "conclusion": "cancelled"},
-      {"id": 5, "name": "e", "conclusion": "timed_out"}, {"id": 6, "name": "f", "conclusion": None},
-      {"id": 7, "name": "g", "conclusion": "neutral"}, {"id": 8, "name": "h", "conclusion": "action_required"}],
-     (1, 2, 1, 2, 2)),
-    (["not a job", {"id": 9, "name": "x", "conclusion": "startup_failure"}], (0, 1, 0, 0, 0)),
-])
+@pytest.mark.parametrize(
+    "jobs, counts",
+    [
+        ([], (0, 0, 0, 0, 0)),
+        (
+            [
+                {"id": 1, "name": "a", "conclusion": "success"},
+                {"id": 2, "name": "b", "conclusion": "failure"},
+                {"id": 3, "name": "c", "conclusion": "skipped"},
+                {"id": 4, "name": "d", "conclusion": "cancelled"},
+                {"id": 5, "name": "e", "conclusion": "timed_out"},
+                {"id": 6, "name": "f", "conclusion": None},
+                {"id": 7, "name": "g", "conclusion": "neutral"},
+                {"id": 8, "name": "h", "conclusion": "action_required"},
+            ],
+            (1, 2, 1, 2, 2),
+        ),
+        (["not a job", {"id": 9, "name": "x", "conclusion": "startup_failure"}], (0, 1, 0, 0, 0)),
+    ],
+)
 def test_jobs_are_counted_by_conclusion(jobs, counts):
     s = summarize_jobs(jobs)
     assert (s.succeeded, s.failed, s.cancelled, s.skipped, s.other) == counts

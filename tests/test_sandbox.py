@@ -112,15 +112,20 @@ def test_every_step_of_the_lifecycle_leaves_its_write(walked):
     assert "webhook answered" not in out  # every delivery was accepted (202)
 
     def comments(number: int) -> list[str]:
-        return [purpose(what) for method, path, _, what in steps[number]
-                if method == "POST" and path.endswith("/issues/1/comments")]
+        return [
+            purpose(what)
+            for method, path, _, what in steps[number]
+            if method == "POST" and path.endswith("/issues/1/comments")
+        ]
 
     assert comments(1) == ["welcome", "sweep-status"]  # the welcome first
     assert any(path.endswith("/actions/workflows/e2e-tests.yml/dispatches") for _, path, _, _ in steps[2])
     assert comments(6)[0].startswith("signoff-") and any("check run signoff in_progress" in w for *_, w in steps[6])
     assert comments(8)[0].startswith("reply-")
-    assert any(path == "/repos/SemiAnalysisAI/InferenceX-app/dispatches" and "stage-results" in what
-               for _, path, _, what in steps[8])
+    assert any(
+        path == "/repos/SemiAnalysisAI/InferenceX-app/dispatches" and "stage-results" in what
+        for _, path, _, what in steps[8]
+    )
     for number in (9, 10):  # the staging callbacks edit the /use reply
         assert [(m, purpose(w)) for m, _, _, w in steps[number]] == [("PATCH", comments(8)[0])]
     assert comments(11) == ["merge-reuse"]
@@ -133,8 +138,12 @@ def test_nothing_is_written_twice(walked):
     """No comment is created twice (each purpose once on the PR), and no write repeats the one before it to the
     same place (a status going back to an earlier text, "running" again for the rerun, is a change)."""
     out, transcript = walked
-    created = [purpose(what) for writes in steps_of(out).values() for method, path, _, what in writes
-               if method == "POST" and path.endswith("/comments")]
+    created = [
+        purpose(what)
+        for writes in steps_of(out).values()
+        for method, path, _, what in writes
+        if method == "POST" and path.endswith("/comments")
+    ]
     assert len(created) == len(set(created)) >= 6, created
     entries = transcript_entries(transcript)
     assert len(entries) == sum(map(len, steps_of(out).values()))
@@ -174,8 +183,10 @@ def test_the_verdict_waits_and_ends_at_pass_without_a_new_signoff(walked):
     verdicts = [text for text in FENCED.findall(transcript) if text.startswith("<!-- sweepbot:signoff-")]
     assert len({text.split(" -->", 1)[0] for text in verdicts}) == 1  # one verdict, edited
     firsts = [text.split("\n")[2] for text in verdicts]  # after the marker and the hidden record
-    assert firsts[0] == ("### ⏳ WAITING: sign-off by `amd-partner` waits for a maintainer to pin a green sweep;"
-                         " nothing for `amd-partner` to change")
+    assert firsts[0] == (
+        "### ⏳ WAITING: sign-off by `amd-partner` waits for a maintainer to pin a green sweep;"
+        " nothing for `amd-partner` to change"
+    )
     assert firsts[-1] == "### ✅ PASS: sign-off by `amd-partner`; nothing left to do"
     assert not [text for text in verdicts if "FAIL" in text or "❌" in text], "nothing in it is the signer's to fix"
 
@@ -209,11 +220,18 @@ def test_a_port_in_use_is_one_clear_line_and_exit_2(tmp_path):
         port = taken.getsockname()[1]
         env = {**os.environ, "PORT": str(port), "SWEEPBOT_DB": str(tmp_path / "j.db"), "TMPDIR": str(tmp_path)}
         env.pop("APP_ID", None), env.pop("PRIVATE_KEY", None), env.pop("PRIVATE_KEY_PATH", None)
-        done = subprocess.run([sys.executable, "-m", "bot.app.cli", "serve"], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "bot.app.cli", "serve"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
-        f"sweepbot: cannot listen on 127.0.0.1:{port}: address already in use (set PORT to another port)"]
+        f"sweepbot: cannot listen on 127.0.0.1:{port}: address already in use (set PORT to another port)"
+    ]
     assert done.stdout == ""
     assert not list(tmp_path.glob("*.md"))  # no transcript begun for a walk that never happens
 

@@ -28,19 +28,27 @@ import pytest
 import respx
 from aiohttp.test_utils import TestClient, TestServer
 from dotenv import dotenv_values
+from harness import free_port
 
 from bot.app import setup_page
 from bot.app.setup_page import SetupOptions, SetupPage
 from bot.core.config import Settings
 from bot.testing import InMemoryGitHub
 from bot.testing.server import FakeGitHubProcess
-from harness import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts" / "setup-page"
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 WEBHOOK = "https://bot.example.com/webhook"
 RESULTS = "SemiAnalysisAI/InferenceX-app"  # app.yaml's policy.results.repository
 STEP_TIMEOUT_MS = 15_000
@@ -130,9 +138,13 @@ async def browser_walk(executable: str, name: str, *, locale: str = "en-US"):
 def setup_process(cwd: Path, *args: str, env: dict[str, str] | None = None):
     """`sweepbot setup ARGS` on a free port; yields (its URL, its first line), stopped with SIGINT at the end."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "bot.app.cli", "setup", "--port", str(port), *args],
-                            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bot.app.cli", "setup", "--port", str(port), *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONUNBUFFERED="1", **(env or {})),
+    )
     assert proc.stdout is not None and proc.stderr is not None  # both PIPE
     try:
         line = _first_line(proc, time.monotonic() + 20)
@@ -188,8 +200,9 @@ def assert_env_file(path: Path, app: dict, *, webhook: str, api_url: str | None)
 async def test_an_organisation_registers_the_app_in_a_browser(chromium, fake_process, tmp_path):
     fake = fake_process
     env_file = tmp_path / ".env"
-    with setup_process(tmp_path, "--github-url", fake.url, "--env-file", str(env_file),
-                       env={"GITHUB_API_URL": fake.url}) as (url, line):
+    with setup_process(
+        tmp_path, "--github-url", fake.url, "--env-file", str(env_file), env={"GITHUB_API_URL": fake.url}
+    ) as (url, line):
         assert str(env_file) in line
         async with browser_walk(chromium, "organisation") as walk:
             page = walk.page
@@ -232,8 +245,16 @@ async def test_a_personal_account_registers_it_in_chinese(chromium, fake_process
     fake = fake_process
     before = len(fake.manifest_apps())
     env_file = tmp_path / "sweepbot.env"
-    with setup_process(tmp_path, "--github-url", fake.url, "--env-file", str(env_file), "--webhook-url", WEBHOOK,
-                       env={"GITHUB_API_URL": fake.url}) as (url, _):
+    with setup_process(
+        tmp_path,
+        "--github-url",
+        fake.url,
+        "--env-file",
+        str(env_file),
+        "--webhook-url",
+        WEBHOOK,
+        env={"GITHUB_API_URL": fake.url},
+    ) as (url, _):
         async with browser_walk(chromium, "personal-zh", locale="zh-CN") as walk:
             page = walk.page
             await page.goto(url + "/")
@@ -290,14 +311,24 @@ async def setup_client(tmp_path: Path, **options):
         await client.close()
 
 
-FORM = {"account": "personal", "org": "", "github": "com", "enterprise_url": "", "webhook_url": WEBHOOK,
-        "results_repository": RESULTS, "lang": "en"}
+FORM = {
+    "account": "personal",
+    "org": "",
+    "github": "com",
+    "enterprise_url": "",
+    "webhook_url": WEBHOOK,
+    "results_repository": RESULTS,
+    "lang": "en",
+}
 
 
 async def post_form(client, **fields):
     """Press "Register on GitHub" as the browser does: the form's fields, its token, the page's Origin."""
-    return await client.post("/register", data=FORM | {"token": await page_token(client)} | fields,
-                             headers={"Origin": str(client.make_url("")).rstrip("/")})
+    return await client.post(
+        "/register",
+        data=FORM | {"token": await page_token(client)} | fields,
+        headers={"Origin": str(client.make_url("")).rstrip("/")},
+    )
 
 
 def first_group(pattern: str, text: str) -> str:
@@ -320,8 +351,9 @@ async def to_github(client, **fields) -> tuple[str, str, str]:
 
 async def test_an_enterprise_server_gets_its_own_urls_and_api(enterprise, tmp_path):
     async with setup_client(tmp_path) as (client, _):
-        action, state, manifest_json = await to_github(client, github="enterprise", enterprise_url=ENTERPRISE + "/",
-                                                       account="org", org="acme")
+        action, state, manifest_json = await to_github(
+            client, github="enterprise", enterprise_url=ENTERPRISE + "/", account="org", org="acme"
+        )
         assert action.startswith(f"{ENTERPRISE}/organizations/acme/settings/apps/new?state=")
         manifest = json.loads(manifest_json)
         assert manifest["hook_attributes"]["url"] == WEBHOOK
@@ -381,8 +413,9 @@ async def test_an_unwritable_env_file_loses_nothing(github, tmp_path):
     env_file = tmp_path / "no-such-folder" / ".env"
     async with setup_client(tmp_path, env_file=env_file) as (client, _):
         _, state, manifest_json = await to_github(client)
-        resp = await client.get("/callback", params={"code": github.create_app_from_manifest(manifest_json),
-                                                     "state": state})
+        resp = await client.get(
+            "/callback", params={"code": github.create_app_from_manifest(manifest_json), "state": state}
+        )
         text = html.unescape(await resp.text())
     (app,) = github.manifest_apps()
     saved = Path(re.search(r"so they are in (\S+), readable by you only", text)[1])
@@ -398,8 +431,9 @@ async def test_an_env_file_that_got_an_app_id_meanwhile_is_not_overwritten(githu
     async with setup_client(tmp_path) as (client, _):
         _, state, manifest_json = await to_github(client)
         env_file.write_text("APP_ID=77\n")
-        resp = await client.get("/callback", params={"code": github.create_app_from_manifest(manifest_json),
-                                                     "state": state})
+        resp = await client.get(
+            "/callback", params={"code": github.create_app_from_manifest(manifest_json), "state": state}
+        )
         text = await resp.text()
     (app,) = github.manifest_apps()
     assert env_file.read_text() == "APP_ID=77\n" and "it holds an APP_ID already" in text
@@ -417,14 +451,17 @@ async def test_the_env_file_keeps_the_operators_other_settings(github, tmp_path)
     assert env_file.read_text().count("WEBHOOK_SECRET=") == 1
 
 
-@pytest.mark.parametrize("fields, problem", [
-    ({"webhook_url": "http://bot.example.com/webhook"}, "must start with https://"),
-    ({"webhook_url": ""}, "Enter the webhook URL"),
-    ({"account": "org", "org": ""}, "Enter the organisation"),
-    ({"account": "org", "org": "-bad-"}, "not an organisation name"),
-    ({"github": "enterprise", "enterprise_url": "http://ghe.example.com"}, "must be an https:// address"),
-    ({"results_repository": "no-slash"}, "owner/name"),
-])
+@pytest.mark.parametrize(
+    "fields, problem",
+    [
+        ({"webhook_url": "http://bot.example.com/webhook"}, "must start with https://"),
+        ({"webhook_url": ""}, "Enter the webhook URL"),
+        ({"account": "org", "org": ""}, "Enter the organisation"),
+        ({"account": "org", "org": "-bad-"}, "not an organisation name"),
+        ({"github": "enterprise", "enterprise_url": "http://ghe.example.com"}, "must be an https:// address"),
+        ({"results_repository": "no-slash"}, "owner/name"),
+    ],
+)
 async def test_a_bad_form_is_shown_again_with_the_problem_and_nothing_goes_to_github(tmp_path, fields, problem):
     async with setup_client(tmp_path) as (client, page):
         resp = await post_form(client, **fields)
@@ -440,10 +477,17 @@ async def test_the_manifest_field_is_escaped(tmp_path):
     assert resp.status == 200 and "<b>hi" not in text and "&lt;b&gt;hi" in text
 
 
-@pytest.mark.parametrize("header, query, language", [
-    ("zh-CN,zh;q=0.9,en;q=0.8", "", "zh"), ("en-US,zh;q=0.5", "", "en"), ("fr, zh;q=0.3", "", "zh"),
-    ("", "", "en"), ("zh-CN", "?lang=en", "en"), ("en", "?lang=zh", "zh"),
-])
+@pytest.mark.parametrize(
+    "header, query, language",
+    [
+        ("zh-CN,zh;q=0.9,en;q=0.8", "", "zh"),
+        ("en-US,zh;q=0.5", "", "en"),
+        ("fr, zh;q=0.3", "", "zh"),
+        ("", "", "en"),
+        ("zh-CN", "?lang=en", "en"),
+        ("en", "?lang=zh", "zh"),
+    ],
+)
 async def test_the_language_follows_accept_language_or_the_switch(tmp_path, header, query, language):
     async with setup_client(tmp_path) as (client, _):
         resp = await client.get("/" + query, headers={"Accept-Language": header} if header else {})
@@ -458,27 +502,80 @@ def _urls_and_code(text: str) -> list[str]:
     return sorted(item.rstrip(".,:") for item in found)
 
 
-@pytest.mark.parametrize("page, values", [
-    ("form", {"problems": list(setup_page.PROBLEMS), "token": "t",
-              "values": dict(FORM, account="org", org="acme", github="enterprise", enterprise_url=ENTERPRISE)}),
-    ("confirm", {"github_url": ENTERPRISE, "org": "acme", "action": ENTERPRISE + "/x", "manifest": "{}",
-                 "enterprise": True, "api_url": ENTERPRISE + "/api/v3", "webhook_url": WEBHOOK,
-                 "results_repository": RESULTS}),
-    ("confirm", {"github_url": "https://github.com", "org": None, "action": "https://github.com/x", "manifest": "{}",
-                 "enterprise": False, "api_url": "https://api.github.com", "webhook_url": WEBHOOK,
-                 "results_repository": ""}),
-    ("done", {"app_name": "sweepbot", "html_url": "https://github.com/apps/sweepbot", "owner": "acme",
-              "install_url": "https://github.com/apps/sweepbot/installations/new", "results_repository": "o/r",
-              "results_default": RESULTS, "env_file": "/x/.env", "env_is_served": False, "saved_path": "/x/.env.app-1",
-              "save_problem": "holds-app-id", "saved_text": None}),
-    *[("error", {"error": error, "api_url": "https://api.github.com", "detail": "ConnectError", "retry": "/r",
-                 "home": "http://127.0.0.1:3001/"})
-      for error in setup_page.ERRORS],
-])
+@pytest.mark.parametrize(
+    "page, values",
+    [
+        (
+            "form",
+            {
+                "problems": list(setup_page.PROBLEMS),
+                "token": "t",
+                "values": dict(FORM, account="org", org="acme", github="enterprise", enterprise_url=ENTERPRISE),
+            },
+        ),
+        (
+            "confirm",
+            {
+                "github_url": ENTERPRISE,
+                "org": "acme",
+                "action": ENTERPRISE + "/x",
+                "manifest": "{}",
+                "enterprise": True,
+                "api_url": ENTERPRISE + "/api/v3",
+                "webhook_url": WEBHOOK,
+                "results_repository": RESULTS,
+            },
+        ),
+        (
+            "confirm",
+            {
+                "github_url": "https://github.com",
+                "org": None,
+                "action": "https://github.com/x",
+                "manifest": "{}",
+                "enterprise": False,
+                "api_url": "https://api.github.com",
+                "webhook_url": WEBHOOK,
+                "results_repository": "",
+            },
+        ),
+        (
+            "done",
+            {
+                "app_name": "sweepbot",
+                "html_url": "https://github.com/apps/sweepbot",
+                "owner": "acme",
+                "install_url": "https://github.com/apps/sweepbot/installations/new",
+                "results_repository": "o/r",
+                "results_default": RESULTS,
+                "env_file": "/x/.env",
+                "env_is_served": False,
+                "saved_path": "/x/.env.app-1",
+                "save_problem": "holds-app-id",
+                "saved_text": None,
+            },
+        ),
+        *[
+            (
+                "error",
+                {
+                    "error": error,
+                    "api_url": "https://api.github.com",
+                    "detail": "ConnectError",
+                    "retry": "/r",
+                    "home": "http://127.0.0.1:3001/",
+                },
+            )
+            for error in setup_page.ERRORS
+        ],
+    ],
+)
 def test_both_languages_render_every_page_with_the_same_links_and_names(tmp_path, page, values):
     templates = SetupPage(SetupOptions(env_file=tmp_path / ".env")).templates
-    texts = {language: templates.get_template(f"setup_page.{language}.html.j2").render(page=page, **values)
-             for language in ("en", "zh")}
+    texts = {
+        language: templates.get_template(f"setup_page.{language}.html.j2").render(page=page, **values)
+        for language in ("en", "zh")
+    }
     assert re.search(r"[\u4e00-\u9fff]", texts["en"]) is None or "中文" in texts["en"]
     assert re.search(r"[\u4e00-\u9fff]", texts["zh"].split("<h1>")[1])
     english = [u for u in _urls_and_code(texts["en"]) if "lang=" not in u]
@@ -516,8 +613,9 @@ async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
     server, the browser submits it there, so the attacker learns the state and the manifest; it creates an App from
     a manifest and sends the browser back to /callback with its own code and that state (a guess when it has none).
     Returns (status, text) of the POST and of the callback."""
-    resp = await client.post("/register", data=FORM | {"github": "enterprise", "enterprise_url": ATTACKER},
-                             headers={"Origin": ATTACKER_SITE})
+    resp = await client.post(
+        "/register", data=FORM | {"github": "enterprise", "enterprise_url": ATTACKER}, headers={"Origin": ATTACKER_SITE}
+    )
     text = await resp.text()
     state, manifest_json = "guessed-" + "x" * 24, json.dumps(setup_page.build_manifest(WEBHOOK))
     form = re.search(r'<form method="post" action="([^"]+)" id="to-github">', text)
@@ -529,11 +627,17 @@ async def cross_site_attack(client, attacker) -> tuple[int, str, int, str]:
     return resp.status, text, callback.status, await callback.text()
 
 
-@pytest.mark.parametrize("origin, token", [
-    (ATTACKER_SITE, None), (None, None), ("null", None),  # another website; an Origin left out or hidden
-    ("http://127.0.0.1:1", None),  # another local page (another port is another origin)
-    ("same", ""), ("same", "wrong"),  # this page's origin without the page's token
-])
+@pytest.mark.parametrize(
+    "origin, token",
+    [
+        (ATTACKER_SITE, None),
+        (None, None),
+        ("null", None),  # another website; an Origin left out or hidden
+        ("http://127.0.0.1:1", None),  # another local page (another port is another origin)
+        ("same", ""),
+        ("same", "wrong"),  # this page's origin without the page's token
+    ],
+)
 async def test_a_post_from_another_origin_or_without_the_pages_token_is_refused(tmp_path, origin, token):
     """Cross-site POST (high): a form on any website could POST /register, and the page answered with a
     form that sends the attacker's Enterprise Server a state of this page's. Now a POST needs this page's Origin and
@@ -571,8 +675,9 @@ async def test_the_real_registration_after_a_forged_one_lands_in_the_env_file(gi
     async with setup_client(tmp_path) as (client, _):
         await cross_site_attack(client, attacker)
         _, state, manifest_json = await to_github(client)
-        resp = await client.get("/callback", params={"code": github.create_app_from_manifest(manifest_json),
-                                                     "state": state})
+        resp = await client.get(
+            "/callback", params={"code": github.create_app_from_manifest(manifest_json), "state": state}
+        )
         text = await resp.text()
     assert resp.status == 200, text
     (app,) = github.manifest_apps()
@@ -587,19 +692,34 @@ async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redir
     async with setup_client(tmp_path) as (client, page):
         port = client.port
         answers = {}
-        for host in [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}",
-                     f"rebind.example:{port}", "rebind.example", f"127.0.0.1:{port + 1}", "127.0.0.1",
-                     f"127.0.0.2:{port}", f"localhost.rebind.example:{port}", f"127.0.0.1:{port}@rebind.example",
-                     ""]:
+        for host in [
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            f"LocalHost:{port}",
+            f"[::1]:{port}",
+            f"rebind.example:{port}",
+            "rebind.example",
+            f"127.0.0.1:{port + 1}",
+            "127.0.0.1",
+            f"127.0.0.2:{port}",
+            f"localhost.rebind.example:{port}",
+            f"127.0.0.1:{port}@rebind.example",
+            "",
+        ]:
             token = await page_token(client, host)  # a rebinding attacker's script reads the form first
-            resp = await client.post("/register", data=FORM | {"token": token},
-                                     headers={"Host": host, "Origin": f"http://{host}"})
+            resp = await client.post(
+                "/register", data=FORM | {"token": token}, headers={"Host": host, "Origin": f"http://{host}"}
+            )
             answers[host] = (resp.status, await resp.text())
         allowed = [f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}", f"[::1]:{port}"]
         assert {host: status for host, (status, _) in answers.items()} == {
-            host: 200 if host in allowed else 421 for host in answers}
-        redirects = {host: json.loads(html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1]))
-                     ["redirect_url"] for host, (status, text) in answers.items() if status == 200}
+            host: 200 if host in allowed else 421 for host in answers
+        }
+        redirects = {
+            host: json.loads(html.unescape(re.search(r'name="manifest" value="([^"]*)"', text)[1]))["redirect_url"]
+            for host, (status, text) in answers.items()
+            if status == 200
+        }
         assert redirects == {host: f"http://{host.lower()}/callback" for host in allowed}
         for host, (status, text) in answers.items():
             if status != 200:

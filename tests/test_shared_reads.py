@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.github.shared_reads import SharedReads
 from harness import REPO, load_bench
+
+from bot.github.shared_reads import SharedReads
 
 BENCH = load_bench("github_requests")
 
@@ -81,6 +82,7 @@ def policy_reads(h) -> int:
 async def test_a_cold_process_reads_the_policy_once_for_a_burst(app_key):
     """Regression: every delivery that found the policy cache empty read `.github/sweepbot.yml` itself, so the
     first burst of a process (and each after the hour's expiry) made one read per busy worker (8 here)."""
+
     def setup(fake):
         for number in range(2, 10):
             BENCH.pull(number, [BENCH.BENCH_ONLY])(fake)
@@ -132,6 +134,7 @@ async def test_a_label_new_to_the_repository_is_looked_up_and_created_once_for_a
         await h.bot.wait_idle(30)
         names = [BENCH.short_name(r) for r in h.github.requests]
         assert names.count("look up label") == 1 and names.count("create label") == 1
-        labelled = [r for r in h.github.requests if r.method == "POST" and r.path.endswith("/labels")
-                    and "/issues/" in r.path]
+        labelled = [
+            r for r in h.github.requests if r.method == "POST" and r.path.endswith("/labels") and "/issues/" in r.path
+        ]
         assert len(labelled) == len(numbers)

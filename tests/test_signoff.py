@@ -4,11 +4,11 @@ place, and a `signoff` check run that succeeds only while a sign-off of the PR's
 from __future__ import annotations
 
 import pytest
-
-from bot.rules.markers import marker, read_hidden_record
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
 from test_sweep_gate import CHANGELOG, english, make_harness, no_merge_wait, open_pull, push, repo  # noqa: F401
+
+from bot.rules.markers import read_hidden_record
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
 CODEOWNERS = """\
@@ -40,7 +40,7 @@ AMD_FILE = "configs/amd-master.yaml"
 def template_block() -> str:
     lines = CHECKLIST.split("\n")
     start = lines.index("```") + 1
-    return "\n".join(lines[start:lines.index("```", start)])
+    return "\n".join(lines[start : lines.index("```", start)])
 
 
 def signoff_body(signer: str, *, block: str | None = None) -> str:
@@ -149,8 +149,7 @@ async def test_a_team_owner_passes_through_membership_and_an_invitation_does_not
     assert verdict(owned, 53, member)["record"]["outcome"] == "pass"
     assert verdict(owned, 53, invited)["record"]["outcome"] == "fail"
     asked = [r.path for r in owned.requests if "/teams/" in r.path]
-    assert asked == ["/orgs/acme/teams/nvidia/memberships/nv-member",
-                     "/orgs/acme/teams/nvidia/memberships/nv-invited"]
+    assert asked == ["/orgs/acme/teams/nvidia/memberships/nv-member", "/orgs/acme/teams/nvidia/memberships/nv-invited"]
 
 
 async def test_a_team_github_will_not_show_says_so_instead_of_calling_the_signer_a_non_owner(owned, make_harness):
@@ -189,15 +188,17 @@ async def test_codeowners_changed_in_the_pr_itself_does_not_count(owned, make_ha
     owned.set_file(REPO, ".github/CODEOWNERS", "* @intruder\n", ref="recipe-57")
     comment = await sign(h, 57, "intruder")
     assert verdict(owned, 57, comment)["record"]["outcome"] == "fail"
-    assert not any("CODEOWNERS" in r.path and r.query.get("ref") != "main"
-                   for r in owned.requests if "/contents/" in r.path)
+    assert not any(
+        "CODEOWNERS" in r.path and r.query.get("ref") != "main" for r in owned.requests if "/contents/" in r.path
+    )
 
 
 async def test_one_unticked_item_fails_naming_it(owned, make_harness):
     h = await make_harness()
     await ready(h, 58)
-    body = signoff_body("amd-owner").replace("- [x] Verified that this PR passes evals.",
-                                             "- [ ] Verified that this PR passes evals.")
+    body = signoff_body("amd-owner").replace(
+        "- [x] Verified that this PR passes evals.", "- [ ] Verified that this PR passes evals."
+    )
     found = verdict(owned, 58, await sign(h, 58, "amd-owner", body))
     assert found["record"]["outcome"] == "fail"
     assert "  - Not ticked: `Verified that this PR passes evals.`" in found["body"]
@@ -209,8 +210,10 @@ async def test_an_outdated_template_with_one_item_reworded_fails_naming_it(owned
     body = signoff_body("amd-owner").replace("does not patch the inference engine", "does not patch the engine")
     found = verdict(owned, 59, await sign(h, 59, "amd-owner", body))
     assert found["record"]["outcome"] == "fail"
-    assert ("  - Worded differently from the template: `Verified that this PR does not patch the inference engine:`,"
-            " written as `Verified that this PR does not patch the engine:`") in found["body"]
+    assert (
+        "  - Worded differently from the template: `Verified that this PR does not patch the inference engine:`,"
+        " written as `Verified that this PR does not patch the engine:`"
+    ) in found["body"]
 
 
 async def test_a_signed_line_naming_someone_else_fails(owned, make_harness):
@@ -258,8 +261,10 @@ async def test_a_new_push_after_pass_marks_the_verdict_stale_and_the_check_fails
     await h.deliver("pull_request", owned.pull_request_payload(REPO, 64, "synchronize"))
     found = verdict(owned, 64, comment)
     assert found["record"]["state"] == "stale"
-    assert found["body"].startswith(f"### ➖ STALE: sign-off by `amd-owner` is for `{old[:7]}`, and the PR is now at"
-                                    " `eeeeeee`; `amd-owner` edits the sign-off, or signs off again, for it to count")
+    assert found["body"].startswith(
+        f"### ➖ STALE: sign-off by `amd-owner` is for `{old[:7]}`, and the PR is now at"
+        " `eeeeeee`; `amd-owner` edits the sign-off, or signs off again, for it to count"
+    )
     new_check = signoff_check(owned, "e" * 40)
     assert new_check["conclusion"] == "failure"
     assert "➖ STALE" in new_check["output"]["summary"]
@@ -268,14 +273,16 @@ async def test_a_new_push_after_pass_marks_the_verdict_stale_and_the_check_fails
 async def test_an_edited_signoff_updates_the_same_verdict_comment(owned, make_harness):
     h = await make_harness()
     await ready(h, 65)
-    before = signoff_body("amd-owner").replace("- [x] Verified that this PR passes evals.",
-                                               "- [ ] Verified that this PR passes evals.")
+    before = signoff_body("amd-owner").replace(
+        "- [x] Verified that this PR passes evals.", "- [ ] Verified that this PR passes evals."
+    )
     comment = await sign(h, 65, "amd-owner", before)
     first = verdict(owned, 65, comment)
     assert first["record"]["outcome"] == "fail"
     comment["body"] = signoff_body("amd-owner")
-    await h.deliver("issue_comment", owned.issue_comment_payload(REPO, 65, comment, "edited",
-                                                                  changes={"body": {"from": before}}))
+    await h.deliver(
+        "issue_comment", owned.issue_comment_payload(REPO, 65, comment, "edited", changes={"body": {"from": before}})
+    )
     second = verdict(owned, 65, comment)
     assert second["id"] == first["id"] and second["record"]["outcome"] == "pass"
     assert len(verdicts(owned, 65)) == 1
@@ -291,8 +298,9 @@ async def test_an_edit_after_a_push_verifies_the_new_head(owned, make_harness):
     finished_run(owned, 66)  # the new head swept green too
     old_body = comment["body"]
     comment = owned.edit_comment(REPO, comment["id"], old_body + "\n\n- re-checked after the push")
-    await h.deliver("issue_comment", owned.issue_comment_payload(REPO, 66, comment, "edited",
-                                                                  changes={"body": {"from": old_body}}))
+    await h.deliver(
+        "issue_comment", owned.issue_comment_payload(REPO, 66, comment, "edited", changes={"body": {"from": old_body}})
+    )
     record = verdict(owned, 66, comment)["record"]
     assert (record["state"], record["head_sha"]) == ("fresh", "d" * 40)
     assert signoff_check(owned, "d" * 40)["conclusion"] == "success"
@@ -346,10 +354,13 @@ async def test_deleting_the_signoff_or_editing_the_phrase_out_withdraws_the_verd
     assert signoff_check(owned, head)["conclusion"] == "success"  # nv-member's sign-off still stands
     before = edited["body"]
     edited["body"] = "Never mind, I will look again tomorrow."
-    await h.deliver("issue_comment", owned.issue_comment_payload(REPO, 70, edited, "edited",
-                                                                  changes={"body": {"from": before}}))
+    await h.deliver(
+        "issue_comment", owned.issue_comment_payload(REPO, 70, edited, "edited", changes={"body": {"from": before}})
+    )
     assert {k: v["record"]["state"] for k, v in verdicts(owned, 70).items()} == {
-        f"comment-{deleted['id']}": "withdrawn", f"comment-{edited['id']}": "withdrawn"}
+        f"comment-{deleted['id']}": "withdrawn",
+        f"comment-{edited['id']}": "withdrawn",
+    }
     assert verdict(owned, 70, edited)["body"].startswith("### ➖ WITHDRAWN: sign-off by `nv-member` was deleted")
     assert signoff_check(owned, head)["conclusion"] == "failure"
 
@@ -396,19 +407,34 @@ async def test_reuse_is_not_applicable_where_the_repository_does_not_require_it(
 async def test_the_judge_is_dispatched_once_and_its_answer_lands_in_the_same_verdict(owned, make_harness):
     h = await make_harness()
     owned.set_file(REPO, ".github/sweepbot.yml", "signoff:\n  judge:\n    enabled: true\n", ref="main")
-    owned.add_workflow(REPO, "signoff-judge.yml", inputs={name: {"required": True} for name in
-                                                          ("pr-number", "head-sha", "signoff-id", "dispatch-id")})
+    owned.add_workflow(
+        REPO,
+        "signoff-judge.yml",
+        inputs={name: {"required": True} for name in ("pr-number", "head-sha", "signoff-id", "dispatch-id")},
+    )
     await ready(h, 75)
     comment = await sign(h, 75, "amd-owner")
     (run,) = owned.runs(REPO, "signoff-judge.yml")
     head = owned.pull(REPO, 75)["head"]["sha"]
     assert owned._repo(REPO).run_inputs[run["id"]] | {"dispatch-id": "x"} == {
-        "pr-number": "75", "head-sha": head, "signoff-id": f"comment-{comment['id']}", "dispatch-id": "x"}
+        "pr-number": "75",
+        "head-sha": head,
+        "signoff-id": f"comment-{comment['id']}",
+        "dispatch-id": "x",
+    }
     assert "⏳ The bot asked `signoff-judge.yml`" in verdict(owned, 75, comment)["body"]
-    answer = {"pr-number": "75", "signoff-id": f"comment-{comment['id']}", "head-sha": head, "verdict": "fail",
-              "summary": "The recipe sets --hf-overrides.", "run-url": "https://github.com/acme/x/actions/runs/9"}
-    await h.deliver("repository_dispatch", owned.repository_dispatch_payload(REPO, "signoff-judged", answer,
-                                                                             sender="github-actions[bot]"))
+    answer = {
+        "pr-number": "75",
+        "signoff-id": f"comment-{comment['id']}",
+        "head-sha": head,
+        "verdict": "fail",
+        "summary": "The recipe sets --hf-overrides.",
+        "run-url": "https://github.com/acme/x/actions/runs/9",
+    }
+    await h.deliver(
+        "repository_dispatch",
+        owned.repository_dispatch_payload(REPO, "signoff-judged", answer, sender="github-actions[bot]"),
+    )
     found = verdict(owned, 75, comment)
     assert "❌ The judge found a problem" in found["body"] and "`The recipe sets --hf-overrides.`" in found["body"]
     assert found["record"]["outcome"] == "pass"  # advisory: the bot's own checks decide
@@ -417,6 +443,7 @@ async def test_the_judge_is_dispatched_once_and_its_answer_lands_in_the_same_ver
 
 # -- the real InferenceX files -----------------------------------------------------------------------
 
+
 @pytest.fixture
 def real(repo, real_data):
     repo.set_file(REPO, ".github/CODEOWNERS", (real_data / "CODEOWNERS").read_text(encoding="utf-8"), ref="main")
@@ -424,7 +451,7 @@ def real(repo, real_data):
     repo.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md", checklist, ref="main")
     lines = checklist.split("\n")
     start = lines.index("## Template") + 2
-    return signoff_body("billishyahao", block="\n".join(lines[start:lines.index("```", start)]))
+    return signoff_body("billishyahao", block="\n".join(lines[start : lines.index("```", start)]))
 
 
 async def test_the_real_template_pasted_and_ticked_passes_for_a_real_owner(real, make_harness):

@@ -38,11 +38,13 @@ async def test_a_review_of_an_older_commit_does_not_pass_on_the_new_head(owned, 
     found = verdict(owned, 90, review, "review")
     assert (found["record"]["head_sha"], found["record"]["state"]) == (reviewed, "stale"), found["body"]
     assert f"on commit `{reviewed[:7]}`, the commit it was written on" in found["body"]
-    assert found["body"].startswith(f"### ➖ STALE: sign-off by `amd-owner` is for `{reviewed[:7]}`, and the PR is"
-                                    " now at `eeeeeee`; `amd-owner` signs off again for it to count\n")
+    assert found["body"].startswith(
+        f"### ➖ STALE: sign-off by `amd-owner` is for `{reviewed[:7]}`, and the PR is"
+        " now at `eeeeeee`; `amd-owner` signs off again for it to count\n"
+    )
     check = signoff_check(owned, NEW)
     assert check["conclusion"] == "failure"
-    assert f"➖ STALE [sign-off by `amd-owner`]" in check["output"]["summary"]
+    assert "➖ STALE [sign-off by `amd-owner`]" in check["output"]["summary"]
     assert f"on `{reviewed[:7]}`, a commit before the latest push" in check["output"]["summary"]
 
 
@@ -106,8 +108,9 @@ async def test_a_comment_written_before_a_force_push_is_stale_whatever_the_new_c
     found = verdict(owned, 94, comment)
     assert (found["record"]["head_sha"], found["record"]["state"]) == ("", "stale"), found["body"]
     assert "on an earlier head of this PR, which a force push replaced" in found["body"]
-    assert found["body"].startswith("### ➖ STALE: sign-off by `amd-owner` is for an earlier head, and the PR is now"
-                                    " at `eeeeeee`")
+    assert found["body"].startswith(
+        "### ➖ STALE: sign-off by `amd-owner` is for an earlier head, and the PR is now at `eeeeeee`"
+    )
     assert signoff_check(owned, NEW)["conclusion"] == "failure"
 
 
@@ -122,7 +125,10 @@ async def test_a_comment_written_after_a_push_passes_on_the_new_head(owned, make
     await deliver_comment(h, 95, comment)
     found = verdict(owned, 95, comment)
     assert (found["record"]["head_sha"], found["record"]["outcome"], found["record"]["state"]) == (
-        NEW, "pass", "fresh"), found["body"]
+        NEW,
+        "pass",
+        "fresh",
+    ), found["body"]
     assert signoff_check(owned, NEW)["conclusion"] == "success"
 
 
@@ -131,8 +137,9 @@ async def test_a_review_comment_counts_for_the_commit_it_was_written_on(owned, m
     h = await make_harness()
     reviewed = green_pr(owned, 96)
     push(owned, 96, NEW)
-    line = owned.add_review_comment(REPO, 96, signoff_body("amd-owner"), user="amd-owner", path=AMD_FILE,
-                                    commit_id=reviewed)
+    line = owned.add_review_comment(
+        REPO, 96, signoff_body("amd-owner"), user="amd-owner", path=AMD_FILE, commit_id=reviewed
+    )
     await h.deliver("pull_request_review_comment", owned.review_comment_payload(REPO, 96, line))
     found = verdict(owned, 96, line, "review-comment")
     assert (found["record"]["head_sha"], found["record"]["state"]) == (reviewed, "stale"), found["body"]

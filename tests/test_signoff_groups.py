@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
-from test_signoff import (AMD_FILE, check_line, owned, ready, real, sign, signoff_body, signoff_check,  # noqa: F401
-                          verdict, verdicts)
+from test_signoff import (
+    AMD_FILE,
+    check_line,
+    ready,
+    sign,
+    signoff_check,  # noqa: F401
+    verdict,
+    verdicts,
+)
 from test_sweep_gate import CHANGELOG, make_harness, no_merge_wait, open_pull, repo  # noqa: F401
 
 NVIDIA_FILE = "configs/nvidia-master.yaml"
@@ -33,10 +40,14 @@ async def test_one_vendor_alone_does_not_sign_for_another_vendors_recipe_and_the
     assert found["record"]["outcome"] == "wait", found["body"]  # the other owners' turn, not a FAIL
     line = check_line(found["body"], "Owner groups")
     assert line.startswith("- ⏳") and "2 of the 3 owner groups of the changed files still need a sign-off" in line
-    assert ("  - ⏳ `@InferenceX/core` (line 1: `inferencex-e2e/perf-changelog.yaml`): still needs a sign-off"
-            in found["body"]), found["body"]
-    assert ("  - ✅ `@billishyahao`, `@chunfangamd`, `@seungrokj`, `@yctseng0211` and `@1am9trash` (line 4:"
-            " `configs/amd-master.yaml`): signed off by `billishyahao`") in found["body"]
+    assert (
+        "  - ⏳ `@InferenceX/core` (line 1: `inferencex-e2e/perf-changelog.yaml`): still needs a sign-off"
+        in found["body"]
+    ), found["body"]
+    assert (
+        "  - ✅ `@billishyahao`, `@chunfangamd`, `@seungrokj`, `@yctseng0211` and `@1am9trash` (line 4:"
+        " `configs/amd-master.yaml`): signed off by `billishyahao`"
+    ) in found["body"]
     assert check_line(found["body"], "CODEOWNER").startswith("- ✅")  # the signer may sign: only the groups wait
     assert signoff_check(h.github, head)["status"] == "in_progress"
 
@@ -47,10 +58,14 @@ async def test_one_vendor_alone_does_not_sign_for_another_vendors_recipe_and_the
     core = await sign(h, 100, "core-member", real_body(real, "core-member"))
     found = verdicts(h.github, 100)
     assert {key: v["record"]["outcome"] for key, v in found.items()} == {
-        f"comment-{amd['id']}": "pass", f"comment-{nvidia['id']}": "pass", f"comment-{core['id']}": "pass"}
+        f"comment-{amd['id']}": "pass",
+        f"comment-{nvidia['id']}": "pass",
+        f"comment-{core['id']}": "pass",
+    }
     assert "signed off by `ankur-singh` and `core-member`" in found[f"comment-{core['id']}"]["body"]
     assert check_line(found[f"comment-{amd['id']}"]["body"], "Owner groups").startswith(
-        "- ✅ **Owner groups:** Every owner group of the changed files has a sign-off")
+        "- ✅ **Owner groups:** Every owner group of the changed files has a sign-off"
+    )
     assert signoff_check(h.github, head)["conclusion"] == "success"
 
 
@@ -75,8 +90,7 @@ async def test_an_owner_the_policy_names_as_sufficient_covers_every_group(real, 
     """`signoff.sufficient_owners`: the policy may name owners whose sign-off suffices. A core member's sign-off
     then covers the AMD recipe too; a co-owner of a line that also names the core team (NVIDIA's) does not."""
     h = await make_harness()
-    h.github.set_file(REPO, ".github/sweepbot.yml", 'signoff:\n  sufficient_owners: ["@InferenceX/core"]\n',
-                      ref="main")
+    h.github.set_file(REPO, ".github/sweepbot.yml", 'signoff:\n  sufficient_owners: ["@InferenceX/core"]\n', ref="main")
     h.github.add_team("InferenceX", "core", ["core-member"])
     await ready(h, 102, files=(CHANGELOG, AMD_FILE, NVIDIA_FILE))
     nvidia = await sign(h, 102, "ankur-singh", real_body(real, "ankur-singh"))
@@ -84,8 +98,9 @@ async def test_an_owner_the_policy_names_as_sufficient_covers_every_group(real, 
     core = await sign(h, 102, "core-member", real_body(real, "core-member"))
     found = verdict(h.github, 102, core)
     assert found["record"]["outcome"] == "pass", found["body"]
-    assert ("; by the policy (`signoff.sufficient_owners`), a sign-off by `@InferenceX/core` covers every owner"
-            " group.") in check_line(found["body"], "CODEOWNER")
+    assert (
+        "; by the policy (`signoff.sufficient_owners`), a sign-off by `@InferenceX/core` covers every owner group."
+    ) in check_line(found["body"], "CODEOWNER")
     assert signoff_check(h.github, h.github.pull(REPO, 102)["head"]["sha"])["conclusion"] == "success"
 
 
@@ -100,7 +115,8 @@ async def test_the_authors_own_signoff_does_not_count(owned, make_harness):
     found = verdict(owned, 103, own)
     assert found["record"]["outcome"] == "fail", found["body"]
     assert check_line(found["body"], "CODEOWNER").startswith(
-        "- ❌ **CODEOWNER:** `AMD-Owner` opened this PR, and an author's own sign-off does not count")
+        "- ❌ **CODEOWNER:** `AMD-Owner` opened this PR, and an author's own sign-off does not count"
+    )
     assert check_line(found["body"], "Owner groups").startswith("- ⏳"), "it covers no group"
     assert signoff_check(owned, head)["conclusion"] == "failure"
 

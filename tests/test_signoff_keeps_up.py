@@ -9,10 +9,24 @@ import re
 
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
-from test_signoff import (AMD_FILE, check_line, owned, real, sign, signoff_check,  # noqa: F401
-                          verdict, verdicts)
-from test_sweep_gate import (CHANGELOG, FAIL_FAST, label, make_harness, no_merge_wait,  # noqa: F401
-                             open_pull, push, repo, runs, send)
+from test_signoff import (
+    AMD_FILE,
+    check_line,
+    sign,
+    signoff_check,  # noqa: F401
+    verdict,
+    verdicts,
+)
+from test_sweep_gate import (
+    CHANGELOG,
+    FAIL_FAST,
+    label,
+    no_merge_wait,  # noqa: F401
+    open_pull,
+    push,
+    runs,
+    send,
+)
 
 NO_REUSE = "signoff:\n  require_reuse: false\n"  # the sweep alone decides: the pin is not asked for
 
@@ -42,8 +56,13 @@ async def signed_while_the_sweep_runs(h, number: int) -> tuple[dict, dict]:
 def rerequested(github, check: dict, sender: str = "maintainer") -> dict:
     """GitHub's `check_run` `rerequested` delivery for a check run of the fake ("Re-run" pressed on it)."""
     repo_json = github._repo(REPO).json
-    return {"action": "rerequested", "check_run": check, "repository": repo_json,
-            "sender": {"login": sender, "type": "User"}, "installation": {"id": github._repo(REPO).installation_id}}
+    return {
+        "action": "rerequested",
+        "check_run": check,
+        "repository": repo_json,
+        "sender": {"login": sender, "type": "User"},
+        "installation": {"id": github._repo(REPO).installation_id},
+    }
 
 
 async def test_a_wait_while_the_sweep_runs_flips_to_pass_in_place_when_it_finishes(owned, make_harness):
@@ -67,8 +86,9 @@ async def test_a_wait_while_the_sweep_runs_flips_to_pass_in_place_when_it_finish
     new = [c["body"].split(" -->", 1)[0] for c in bot_comments(owned, 130)[posted:]]
     assert new == [f"<!-- sweepbot:sweep-run-{run['id']}"], "nothing new is posted but the sweep's run comment"
     assert signoff_check(owned, head)["conclusion"] == "success"
-    assert "Edit the sign-off" not in after["body"] and "edit the sign-off" not in after["body"], \
+    assert "Edit the sign-off" not in after["body"] and "edit the sign-off" not in after["body"], (
         "a PASS never asks to be edited again"
+    )
 
 
 async def test_a_redelivered_completion_writes_nothing_again(owned, make_harness):
@@ -103,7 +123,7 @@ async def test_a_finished_run_the_bot_did_not_dispatch_changes_no_verdict(owned,
     await h.deliver("workflow_run", owned.workflow_run_payload(REPO, other["id"], "completed"))
     assert verdict(owned, 132, comment)["record"]["outcome"] == "wait"
     assert len(writes_to(owned, verdict_id)) == edits
-    assert not [r for r in owned.requests if r.path.endswith(f"/pulls/132")], "not even verified again"
+    assert not [r for r in owned.requests if r.path.endswith("/pulls/132")], "not even verified again"
 
 
 async def test_a_pin_set_and_withdrawn_reverifies_the_same_verdict(owned, make_harness):
@@ -140,8 +160,9 @@ async def test_a_stale_verdict_stays_stale_when_a_sweep_finishes(owned, make_har
     assert verdict(owned, 134, comment)["record"]["state"] == "stale"
     newer = [r for r in runs(owned) if r["id"] != run["id"]]
     for finished in [run, *newer]:
-        await h.deliver("workflow_run", owned.workflow_run_payload(REPO, finished["id"], "completed",
-                                                                   conclusion="success"))
+        await h.deliver(
+            "workflow_run", owned.workflow_run_payload(REPO, finished["id"], "completed", conclusion="success")
+        )
     found = verdict(owned, 134, comment)
     assert found["record"]["state"] == "stale" and found["record"]["outcome"] == "wait"
     assert found["body"].startswith("### ➖ STALE: sign-off by `amd-owner`")
@@ -170,8 +191,10 @@ async def test_re_run_on_another_apps_check_of_that_name_does_nothing(owned, mak
     run, comment = await signed_while_the_sweep_runs(h, 136)
     owned.complete_run(REPO, run["id"], "success")
     check = signoff_check(owned, owned.pull(REPO, 136)["head"]["sha"])
-    for other in ({**check, "app": {"id": 999, "slug": "someone-elses-app", "name": "x"}},
-                  {**check, "name": "sweep-gate-of-sorts"}):
+    for other in (
+        {**check, "app": {"id": 999, "slug": "someone-elses-app", "name": "x"}},
+        {**check, "name": "sweep-gate-of-sorts"},
+    ):
         await h.deliver("check_run", rerequested(owned, other), delivery=f"rerun-{other['name']}-{other['app']['id']}")
     assert verdict(owned, 136, comment)["record"]["outcome"] == "wait"
 
@@ -190,8 +213,9 @@ async def test_the_real_checklist_lists_its_judgement_items_whole_and_collapsed(
     items = found["record"]["not_verified"]
     assert len(items) == 13 and not any(item.endswith("…") for item in items)
     assert max(len(item) for item in items) > 160, "an item longer than the old cut is whole"
-    (collapsed,) = re.findall(r"<details>\n<summary><b>Not verified by the bot: 13 items</b></summary>\n(.*?)</details>",
-                              found["body"], re.S)
+    (collapsed,) = re.findall(
+        r"<details>\n<summary><b>Not verified by the bot: 13 items</b></summary>\n(.*?)</details>", found["body"], re.S
+    )
     assert all(f"`{item}`" in collapsed for item in items)
     assert "…" not in found["body"].split("<details>", 1)[1]
 
@@ -210,8 +234,12 @@ async def test_a_retarget_verifies_the_current_verdict_and_leaves_a_stale_one_st
     assert verdict(owned, 138, early)["record"]["state"] == "stale"
     assert verdict(owned, 138, late)["record"]["state"] == "fresh"
     owned.set_file(REPO, ".github/CODEOWNERS", "* @someone-else\n", ref="release")
-    owned.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md",
-                   owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"], ref="release")
+    owned.set_file(
+        REPO,
+        "docs/PR_REVIEW_CHECKLIST.md",
+        owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"],
+        ref="release",
+    )
     owned.pull(REPO, 138)["base"]["ref"] = "release"
     await send(h, 138, "edited", changes={"base": {"ref": {"from": "main"}, "sha": {"from": "0" * 40}}})
     stale, current = verdict(owned, 138, early), verdict(owned, 138, late)
@@ -238,7 +266,7 @@ async def test_re_run_of_an_unchanged_check_completes_it_again(owned, make_harne
 
 
 async def test_re_run_when_the_verdict_now_waits_brings_the_same_check_back_in_progress(owned, make_harness):
-    """"Re-run" on a check that had passed, when the verdict now waits (the pinned run's artifact has expired, so
+    """ "Re-run" on a check that had passed, when the verdict now waits (the pinned run's artifact has expired, so
     the pin is no longer eligible): GitHub queued that check again, so the bot writes it back in progress rather
     than leaving it queued beside a new one."""
     h = await make_harness()

@@ -8,8 +8,14 @@ from __future__ import annotations
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
 from test_signoff import AMD_FILE, owned, sign, signoff_body, verdict, verdicts  # noqa: F401
-from test_sweep_gate import (CHANGELOG, FAIL_FAST, label, make_harness, no_merge_wait,  # noqa: F401
-                             open_pull, repo, runs)
+from test_sweep_gate import (
+    CHANGELOG,
+    FAIL_FAST,
+    label,
+    no_merge_wait,  # noqa: F401
+    open_pull,
+    runs,
+)
 
 
 def shown(body: str) -> str:
@@ -43,12 +49,16 @@ async def test_a_signoff_given_while_the_sweep_runs_waits_and_passes_in_place_on
     head = owned.pull(REPO, 150)["head"]["sha"]
     first = verdict(owned, 150, comment)
     assert first["record"]["outcome"] == "wait", first["body"]
-    assert first["body"].startswith("### ⏳ WAITING: sign-off by `amd-owner` waits for a maintainer to pin a green"
-                                    " sweep; nothing for `amd-owner` to change\n"), first["body"]
+    assert first["body"].startswith(
+        "### ⏳ WAITING: sign-off by `amd-owner` waits for a maintainer to pin a green"
+        " sweep; nothing for `amd-owner` to change\n"
+    ), first["body"]
     visible = shown(first["body"])
     assert "❌" not in visible and "FAIL" not in visible and "edit" not in visible.lower(), visible
     assert [line[:12] for line in visible.splitlines() if line.startswith("- ")] == [
-        "- ⏳ **Sweep:", "- ⏳ **Reuse "], "only the open checks show, each ⏳"
+        "- ⏳ **Sweep:",
+        "- ⏳ **Reuse ",
+    ], "only the open checks show, each ⏳"
     assert f"[run {run['id']}]" in visible and "is still `in_progress`" in visible
     (check,) = signoff_checks(owned, head)
     assert (check["status"], check["conclusion"]) == ("in_progress", None)
@@ -57,8 +67,10 @@ async def test_a_signoff_given_while_the_sweep_runs_waits_and_passes_in_place_on
     await h.deliver("workflow_run", owned.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
     green = verdict(owned, 150, comment)
     assert green["record"]["outcome"] == "wait" and green["id"] == first["id"]
-    assert green["body"].startswith("### ⏳ WAITING: sign-off by `amd-owner` waits for a maintainer to pin the"
-                                    " green run; nothing for `amd-owner` to change\n"), green["body"]
+    assert green["body"].startswith(
+        "### ⏳ WAITING: sign-off by `amd-owner` waits for a maintainer to pin the"
+        " green run; nothing for `amd-owner` to change\n"
+    ), green["body"]
     (check,) = signoff_checks(owned, head)
     assert (check["status"], check["conclusion"]) == ("in_progress", None)
 
@@ -85,7 +97,9 @@ async def test_a_failed_sweep_is_said_and_is_not_the_signers_to_fix(owned, make_
     assert "ended with `failure`: the PR's author fixes it, or a maintainer runs it again" in headline
     assert headline.endswith("nothing for `amd-owner` to change")
     assert [line[:12] for line in shown(found["body"]).splitlines() if line.startswith("- ")] == [
-        "- ❌ **Sweep:", "- ⏳ **Reuse "]
+        "- ❌ **Sweep:",
+        "- ⏳ **Reuse ",
+    ]
     (check,) = signoff_checks(owned, owned.pull(REPO, 151)["head"]["sha"])
     assert check["status"] == "in_progress"
 
@@ -95,18 +109,26 @@ async def test_a_real_problem_is_still_a_fail_that_says_what_the_signer_must_cha
     an owner who left an item unticked. The first line says what is to change and whose it is; the unticked item
     is named above the details; the `signoff` check fails."""
     h = await make_harness()
-    run, unticked = await signed_while_the_sweep_runs(h, 152, signoff_body("amd-owner").replace(
-        "- [x] Verified that this PR passes evals.", "- [ ] Verified that this PR passes evals."))
+    run, unticked = await signed_while_the_sweep_runs(
+        h,
+        152,
+        signoff_body("amd-owner").replace(
+            "- [x] Verified that this PR passes evals.", "- [ ] Verified that this PR passes evals."
+        ),
+    )
     stranger = await sign(h, 152, "drive-by")
     found = verdict(owned, 152, unticked)
     assert found["record"]["outcome"] == "fail", found["body"]
-    assert found["body"].startswith("### ❌ FAIL: sign-off by `amd-owner`: `amd-owner` edits the sign-off to match"
-                                    " the checklist, as listed below\n"), found["body"]
+    assert found["body"].startswith(
+        "### ❌ FAIL: sign-off by `amd-owner`: `amd-owner` edits the sign-off to match the checklist, as listed below\n"
+    ), found["body"]
     assert "  - Not ticked: `Verified that this PR passes evals.`" in shown(found["body"])
     other = verdict(owned, 152, stranger)
     assert other["record"]["outcome"] == "fail"
-    assert other["body"].startswith("### ❌ FAIL: sign-off by `drive-by`: `drive-by` owns none of the changed files,"
-                                    " so this sign-off cannot count; an owner of them signs off instead\n")
+    assert other["body"].startswith(
+        "### ❌ FAIL: sign-off by `drive-by`: `drive-by` owns none of the changed files,"
+        " so this sign-off cannot count; an owner of them signs off instead\n"
+    )
     (check,) = signoff_checks(owned, owned.pull(REPO, 152)["head"]["sha"])
     assert (check["status"], check["conclusion"]) == ("completed", "failure")
 
@@ -125,4 +147,6 @@ async def test_a_check_that_passed_and_waits_again_is_a_new_check_run(owned, mak
     found = verdict(owned, 153, comment)
     assert found["record"]["outcome"] == "wait", found["body"]
     assert [(c["status"], c["conclusion"]) for c in signoff_checks(owned, head)] == [
-        ("completed", "success"), ("in_progress", None)]
+        ("completed", "success"),
+        ("in_progress", None),
+    ]

@@ -9,12 +9,13 @@ import copy
 import re
 from urllib.parse import urlsplit
 
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from bot.rules.markers import hidden_record, marker, read_hidden_record
 from harness import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_reuse_command import RESULTS, command, fake_clock, pin, reactions, reply_comment_of  # noqa: F401
 from test_sweep_gate import FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull, repo, runs  # noqa: F401
+
+from bot.rules.markers import hidden_record, marker, read_hidden_record
 
 VIEWER = "https://inferencex.semianalysis.com"
 SENDER = "results-bot"  # the results service's workflows, once policy results.senders names them
@@ -22,8 +23,10 @@ PHISHING = "https://inferencex.semianalysis.com/r)**[Sign in again](https://evil
 PHISHING_PLAIN = "https://inferencex.semianalysis.com/r)**[Sign-in-again](https://evil.example/login)**"  # no spaces
 ALLOWED_HOSTS = {"github.com", "inferencex.semianalysis.com"}
 LINK = re.compile(r"https?://[^\s()<>\[\]`\"']+")
-COUNTS = {row: {col: 0 for col in ("new", "duplicate", "skipped", "unmapped", "failed")}
-          for row in ("benchmark", "eval", "trace", "power")}
+COUNTS = {
+    row: {col: 0 for col in ("new", "duplicate", "skipped", "unmapped", "failed")}
+    for row in ("benchmark", "eval", "trace", "power")
+}
 
 
 def trust_sender(github, login: str = SENDER) -> None:
@@ -62,16 +65,27 @@ def echoed(request: dict, event_type: str, app_run: int = 777, **extra) -> dict:
 def old_shape(request: dict, event_type: str, app_run: int = 777, **extra) -> dict:
     """A callback as the bot first accepted them (no run-attempt; run-date, requested-by and, when staged,
     a results-url on the viewer): regression tests use it so that only the hole they pin makes them fail."""
-    payload = {**{k: v for k, v in request.items() if k != "run-attempt"}, "source-repository": RESULTS,
-               "app-run-id": str(app_run)}
+    payload = {
+        **{k: v for k, v in request.items() if k != "run-attempt"},
+        "source-repository": RESULTS,
+        "app-run-id": str(app_run),
+    }
     if event_type == "stage-results-completed":
         payload.update({"stage-succeeded": "true", "results-url": f"{VIEWER}/staged/{request['run-id']}"})
     return {**payload, **extra}
 
 
 def old_ingest(number: int, run_id: int, app_run: int = 777, **extra) -> dict:
-    return {"source-repository": RESULTS, "pr-number": str(number), "run-id": str(run_id), "app-run-id": str(app_run),
-            "run-date": "2026-01-01", "requested-by": "maintainer", "counts": COUNTS, **extra}
+    return {
+        "source-repository": RESULTS,
+        "pr-number": str(number),
+        "run-id": str(run_id),
+        "app-run-id": str(app_run),
+        "run-date": "2026-01-01",
+        "requested-by": "maintainer",
+        "counts": COUNTS,
+        **extra,
+    }
 
 
 def dispatch(github, event_type: str, payload: dict, sender: str | None = None) -> dict:
@@ -79,8 +93,15 @@ def dispatch(github, event_type: str, payload: dict, sender: str | None = None) 
 
 
 def callback_payload(github, number: int, run_id: int, event_type: str, reply_id: int | None, **extra):
-    payload = {"source-repository": RESULTS, "pr-number": str(number), "run-id": str(run_id),
-               "app-run-id": "777", "run-date": "2026-01-01", "requested-by": "maintainer", **extra}
+    payload = {
+        "source-repository": RESULTS,
+        "pr-number": str(number),
+        "run-id": str(run_id),
+        "app-run-id": "777",
+        "run-date": "2026-01-01",
+        "requested-by": "maintainer",
+        **extra,
+    }
     if reply_id is not None:
         payload["comment-id"] = str(reply_id)
     return dispatch(github, event_type, payload)
@@ -114,8 +135,14 @@ async def test_started_then_completed_callbacks_update_one_reply_twice(repo, mak
     after_start = reply_comment_of(repo, 53, c)
     assert after_start["id"] == reply["id"] and after_start["body"] != reply["body"]
     assert f"https://github.com/{RESULTS}/actions/runs/777" in after_start["body"]
-    done = callback_payload(repo, 53, run["id"], "stage-results-completed", None, **{
-        "stage-succeeded": "true", "results-url": "https://inferencex.semianalysis.com/staged/53"})
+    done = callback_payload(
+        repo,
+        53,
+        run["id"],
+        "stage-results-completed",
+        None,
+        **{"stage-succeeded": "true", "results-url": "https://inferencex.semianalysis.com/staged/53"},
+    )
     await h.deliver("repository_dispatch", done)  # no comment id: found by the run id
     final = reply_comment_of(repo, 53, c)
     assert final["id"] == reply["id"] and "(https://inferencex.semianalysis.com/staged/53)" in final["body"]
@@ -128,8 +155,9 @@ async def test_a_callback_with_a_non_numeric_run_id_or_from_elsewhere_is_rejecte
     before = reply_comment_of(repo, 54, c)["body"]
     bad = callback_payload(repo, 54, run["id"], "stage-results-started", None)
     bad["client_payload"]["run-id"] = "12a"
-    elsewhere = callback_payload(repo, 54, run["id"], "stage-results-started", None,
-                                 **{"source-repository": "someone/else"})
+    elsewhere = callback_payload(
+        repo, 54, run["id"], "stage-results-started", None, **{"source-repository": "someone/else"}
+    )
     for payload in (bad, elsewhere):
         resp = await h.deliver("repository_dispatch", payload)
         assert resp.status == 202
@@ -139,8 +167,11 @@ async def test_a_callback_with_a_non_numeric_run_id_or_from_elsewhere_is_rejecte
 async def test_a_callback_for_an_unknown_reply_is_recorded_and_ignored(repo, make_harness):
     h = await make_harness()
     open_pull(repo, 55)
-    await h.deliver("repository_dispatch", callback_payload(repo, 55, 424242, "stage-results-started", 999999),
-                    delivery="unknown-reply")
+    await h.deliver(
+        "repository_dispatch",
+        callback_payload(repo, 55, 424242, "stage-results-started", 999999),
+        delivery="unknown-reply",
+    )
     assert (await h.journal_row("unknown-reply")).status == "done"
     assert bots_comments(repo, 55) == []
 
@@ -150,11 +181,13 @@ async def test_an_ingest_report_is_a_table_and_a_rerun_updates_the_same_comment(
     run, _, _ = await staged_pin(h, repo, 56)
     counts = copy.deepcopy(COUNTS)
     counts["benchmark"]["new"] = 12
-    await h.deliver("repository_dispatch", callback_payload(repo, 56, run["id"], "ingest-completed", None,
-                                                            counts=counts))
+    await h.deliver(
+        "repository_dispatch", callback_payload(repo, 56, run["id"], "ingest-completed", None, counts=counts)
+    )
     counts["benchmark"]["duplicate"], counts["eval"]["failed"] = 12, 2
-    await h.deliver("repository_dispatch", callback_payload(repo, 56, run["id"], "ingest-completed", None,
-                                                            counts=counts))
+    await h.deliver(
+        "repository_dispatch", callback_payload(repo, 56, run["id"], "ingest-completed", None, counts=counts)
+    )
     (report,) = ingest_reports(repo, 56, run["id"])
     text = english(report["body"])
     assert "| `benchmark` | 12 | 12 | 0 | 0 | 0 |" in text and "| `eval` | 0 | 0 | 0 | 0 | 2 |" in text
@@ -172,8 +205,9 @@ async def test_stage_results_restages_the_pinned_run_and_its_callbacks_update_it
     assert second["client_payload"]["run-id"] == str(run["id"])
     assert second["client_payload"]["comment-id"] == str(stage_reply["id"]) != first["client_payload"]["comment-id"]
     use_reply = reply_comment_of(repo, 60, c)["body"]
-    done = callback_payload(repo, 60, run["id"], "stage-results-completed", stage_reply["id"], **{
-        "stage-succeeded": "false"})
+    done = callback_payload(
+        repo, 60, run["id"], "stage-results-completed", stage_reply["id"], **{"stage-succeeded": "false"}
+    )
     await h.deliver("repository_dispatch", done)
     assert f"https://github.com/{RESULTS}/actions/runs/777" in reply_comment_of(repo, 60, again)["body"]
     assert "failed in the results service" in staging_text(repo, 60, again)
@@ -191,22 +225,34 @@ async def test_real_shaped_callbacks_are_accepted_end_to_end(repo, make_harness)
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 70)
     assert set(request) == {"pr-number", "run-id", "run-attempt", "run-date", "requested-by", "comment-id"}
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
-                                                    echoed(request, "stage-results-started", 9001), SENDER))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(repo, "stage-results-started", echoed(request, "stage-results-started", 9001), SENDER),
+    )
     assert " started" in staging_text(repo, 70, c)
     assert f"(https://github.com/{RESULTS}/actions/runs/9001)" in staging_text(repo, 70, c)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
-                                                    echoed(request, "stage-results-completed", 9001), SENDER))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(repo, "stage-results-completed", echoed(request, "stage-results-completed", 9001), SENDER),
+    )
     text = staging_text(repo, 70, c)
     assert "staged this run" in text and f"(https://github.com/{RESULTS}/actions/runs/9001)" in text
     assert "see its results" not in text, "no results-url was sent: no results link"
-    ingest = {"source-repository": RESULTS, "pr-number": "70", "run-id": str(run["id"]), "app-run-id": "9002",
-              "counts": {**COUNTS, "eval": {**COUNTS["eval"], "new": 36}}, "service-version": "2.1"}
+    ingest = {
+        "source-repository": RESULTS,
+        "pr-number": "70",
+        "run-id": str(run["id"]),
+        "app-run-id": "9002",
+        "counts": {**COUNTS, "eval": {**COUNTS["eval"], "new": 36}},
+        "service-version": "2.1",
+    }
     await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", ingest, SENDER))
     (report,) = ingest_reports(repo, 70, run["id"])
     heading = english(report["body"]).split("\n")[2]
-    assert heading == (f"### ✅ Results of [run `{run['id']}`](https://github.com/{REPO}/actions/runs/{run['id']}) "
-                       "ingested into the production database")
+    assert heading == (
+        f"### ✅ Results of [run `{run['id']}`](https://github.com/{REPO}/actions/runs/{run['id']}) "
+        "ingested into the production database"
+    )
     assert "| `eval` | 36 | 0 | 0 | 0 | 0 |" in report["body"]
 
 
@@ -220,14 +266,18 @@ async def test_a_callback_from_a_sender_not_configured_changes_nothing(repo, mak
     run, c, request = await staged_pin(h, repo, 71)
     before = reply_comment_of(repo, 71, c)["body"]
     for event_type in ("stage-results-started", "stage-results-completed"):
-        await h.deliver("repository_dispatch", dispatch(repo, event_type, old_shape(request, event_type), "mallory"),
-                        delivery=f"mallory-{event_type}")
+        await h.deliver(
+            "repository_dispatch",
+            dispatch(repo, event_type, old_shape(request, event_type), "mallory"),
+            delivery=f"mallory-{event_type}",
+        )
         assert (await h.journal_row(f"mallory-{event_type}")).status == "done"
     await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", old_ingest(71, run["id"]), SENDER))
     assert reply_comment_of(repo, 71, c)["body"] == before
     assert ingest_reports(repo, 71, run["id"]) == [], f"{SENDER} is not in results.senders here"
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
-                                                    old_shape(request, "stage-results-started")))  # the App itself
+    await h.deliver(
+        "repository_dispatch", dispatch(repo, "stage-results-started", old_shape(request, "stage-results-started"))
+    )  # the App itself
     assert " started" in staging_text(repo, 71, c)
 
 
@@ -243,8 +293,9 @@ async def test_a_pr_number_that_is_not_the_replys_writes_nothing_anywhere(repo, 
     before_81 = reply_comment_of(repo, 81, c)["body"]
     before_82 = copy.deepcopy(repo.comments(REPO, 82))
     for event_type in ("stage-results-started", "stage-results-completed"):
-        await h.deliver("repository_dispatch", dispatch(repo, event_type, old_shape(
-            {**request, "pr-number": "82"}, event_type)))
+        await h.deliver(
+            "repository_dispatch", dispatch(repo, event_type, old_shape({**request, "pr-number": "82"}, event_type))
+        )
     assert repo.comments(REPO, 82) == before_82
     assert reply_comment_of(repo, 81, c)["body"] == before_81
 
@@ -254,17 +305,24 @@ async def test_a_callback_naming_a_refused_use_reply_leaves_it_and_the_delivery_
     section, which the template refuses (UndefinedError): the delivery failed, again on every retry."""
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 72)
-    other = repo.add_run(REPO, "run-sweep.yml", head_sha=repo.pull(REPO, 72)["head"]["sha"],
-                         event="workflow_dispatch")  # nobody's dispatch for this PR: refused
+    other = repo.add_run(
+        REPO, "run-sweep.yml", head_sha=repo.pull(REPO, 72)["head"]["sha"], event="workflow_dispatch"
+    )  # nobody's dispatch for this PR: refused
     refused = await command(h, 72, f"/use {other['id']}")
     assert reactions(repo, refused) == ["-1"]
     reply = reply_comment_of(repo, 72, refused)
     before = reply["body"]
-    request = {"pr-number": "72", "run-id": str(other["id"]), "comment-id": str(reply["id"]),
-               "run-date": "2026-01-01", "requested-by": "maintainer"}
+    request = {
+        "pr-number": "72",
+        "run-id": str(other["id"]),
+        "comment-id": str(reply["id"]),
+        "run-date": "2026-01-01",
+        "requested-by": "maintainer",
+    }
     for i, event_type in enumerate(("stage-results-started", "stage-results-completed")):
-        await h.deliver("repository_dispatch", dispatch(repo, event_type, old_shape(request, event_type)),
-                        delivery=f"refused-{i}")
+        await h.deliver(
+            "repository_dispatch", dispatch(repo, event_type, old_shape(request, event_type)), delivery=f"refused-{i}"
+        )
         assert (await h.journal_row(f"refused-{i}")).status == "done"
     assert reply_comment_of(repo, 72, refused)["body"] == before
 
@@ -279,8 +337,14 @@ async def test_a_callback_naming_a_comment_that_is_no_staging_reply_changes_noth
     targets = [reply_comment_of(repo, 73, help_command), forged, status]
     before = copy.deepcopy(repo.comments(REPO, 73))
     for target in targets:
-        await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started", old_shape(
-            {**request, "comment-id": str(target["id"])}, "stage-results-started")))
+        await h.deliver(
+            "repository_dispatch",
+            dispatch(
+                repo,
+                "stage-results-started",
+                old_shape({**request, "comment-id": str(target["id"])}, "stage-results-started"),
+            ),
+        )
     assert repo.comments(REPO, 73) == before
 
 
@@ -290,10 +354,16 @@ async def test_a_callback_naming_a_reply_that_sent_no_request_changes_nothing(re
     run, c, request = await staged_pin(h, repo, 88, primary=False)
     reply = reply_comment_of(repo, 88, c)
     before = reply["body"]
-    echo = {"pr-number": "88", "run-id": str(run["id"]), "comment-id": str(reply["id"]), "run-date": "2026-01-01",
-            "requested-by": "maintainer"}
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
-                                                    old_shape(echo, "stage-results-started")))
+    echo = {
+        "pr-number": "88",
+        "run-id": str(run["id"]),
+        "comment-id": str(reply["id"]),
+        "run-date": "2026-01-01",
+        "requested-by": "maintainer",
+    }
+    await h.deliver(
+        "repository_dispatch", dispatch(repo, "stage-results-started", old_shape(echo, "stage-results-started"))
+    )
     assert reply_comment_of(repo, 88, c)["body"] == before
 
 
@@ -307,8 +377,14 @@ async def test_a_refused_commands_reply_never_counts_whatever_its_record_says(re
     body = reply["body"].split("\n", 1)[0] + "\n" + hidden_record("reply", record) + "\nrefused\n"
     crafted = repo.add_comment(REPO, 89, body, user=repo.bot_login, user_type="Bot")
     with caplog.at_level("WARNING", logger="sweepbot"):
-        await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started", old_shape(
-            {**request, "comment-id": str(crafted["id"])}, "stage-results-started")))
+        await h.deliver(
+            "repository_dispatch",
+            dispatch(
+                repo,
+                "stage-results-started",
+                old_shape({**request, "comment-id": str(crafted["id"])}, "stage-results-started"),
+            ),
+        )
     assert repo.comments(REPO, 89)[-1]["body"] == body
     (ignored,) = [r for r in caplog.records if r.getMessage().startswith("results callback ignored")]
     assert "outcome 'refused'" in ignored.fields["reason"]
@@ -318,8 +394,14 @@ async def test_a_results_link_on_another_host_is_not_shown(repo, make_harness):
     """Regression: any host was accepted for `results-url`."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 74)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", old_shape(
-        request, "stage-results-completed", **{"results-url": "https://evil.example/results/74"})))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "stage-results-completed",
+            old_shape(request, "stage-results-completed", **{"results-url": "https://evil.example/results/74"}),
+        ),
+    )
     text = staging_text(repo, 74, c)
     assert "staged this run" in text and "see its results" not in text
     assert not any("evil.example" in body for body in every_body(repo))
@@ -332,8 +414,14 @@ async def test_the_phishing_results_url_is_not_rendered_as_a_link(repo, make_har
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 75)
     for i, url in enumerate((PHISHING_PLAIN, PHISHING)):
-        await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", old_shape(
-            request, "stage-results-completed", 700 + i, **{"results-url": url})))
+        await h.deliver(
+            "repository_dispatch",
+            dispatch(
+                repo,
+                "stage-results-completed",
+                old_shape(request, "stage-results-completed", 700 + i, **{"results-url": url}),
+            ),
+        )
         text = staging_text(repo, 75, c)
         assert "staged this run" in text and "Sign" not in text and "see its results" not in text
         assert f"actions/runs/{700 + i})" in text, "the callback itself counted: only its link was dropped"
@@ -343,8 +431,16 @@ async def test_the_phishing_results_url_is_not_rendered_as_a_link(repo, make_har
 async def test_a_results_link_on_the_viewer_is_shown_percent_encoded(repo, make_harness):
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 76)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", echoed(
-        request, "stage-results-completed", **{"results-url": f"{VIEWER}/inference?unofficialRun=7&q=a%20b#top"})))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "stage-results-completed",
+            echoed(
+                request, "stage-results-completed", **{"results-url": f"{VIEWER}/inference?unofficialRun=7&q=a%20b#top"}
+            ),
+        ),
+    )
     assert f"[see its results]({VIEWER}/inference?unofficialRun=7&q=a%20b)" in staging_text(repo, 76, c)
 
 
@@ -369,8 +465,14 @@ async def test_an_ingest_report_for_a_run_staged_but_no_longer_pinned_is_written
     run, c, _ = await staged_pin(h, repo, 79)
     await h.deliver("issue_comment", repo.issue_comment_payload(REPO, 79, c, "deleted"))  # withdraws the pin
     assert pin(repo, 79) is None
-    await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", {
-        "source-repository": RESULTS, "pr-number": "79", "run-id": str(run["id"]), "counts": COUNTS}))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "ingest-completed",
+            {"source-repository": RESULTS, "pr-number": "79", "run-id": str(run["id"]), "counts": COUNTS},
+        ),
+    )
     assert len(ingest_reports(repo, 79, run["id"])) == 1
 
 
@@ -381,8 +483,14 @@ async def test_an_ingest_report_for_a_run_pinned_but_never_staged_is_written(rep
     run, c, request = await staged_pin(h, repo, 85, primary=False)
     assert request is None and pin(repo, 85).run_id == run["id"]
     assert "needs a primary sweep label" in staging_text(repo, 85, c)
-    await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", {
-        "source-repository": RESULTS, "pr-number": "85", "run-id": str(run["id"]), "counts": COUNTS}))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "ingest-completed",
+            {"source-repository": RESULTS, "pr-number": "85", "run-id": str(run["id"]), "counts": COUNTS},
+        ),
+    )
     assert len(ingest_reports(repo, 85, run["id"])) == 1
 
 
@@ -396,8 +504,15 @@ async def test_a_reply_record_that_cannot_be_rendered_is_left_and_the_delivery_i
     del record["verdict"]
     body = reply["body"].split("\n", 1)[0] + "\n" + hidden_record("reply", record) + "\nbroken\n"
     broken = repo.add_comment(REPO, 87, body, user=repo.bot_login, user_type="Bot")
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started", old_shape(
-        {**request, "comment-id": str(broken["id"])}, "stage-results-started")), delivery="broken-record")
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "stage-results-started",
+            old_shape({**request, "comment-id": str(broken["id"])}, "stage-results-started"),
+        ),
+        delivery="broken-record",
+    )
     assert (await h.journal_row("broken-record")).status == "done"
     assert repo.comments(REPO, 87)[-1]["body"] == body
 
@@ -407,8 +522,9 @@ async def test_an_older_ingest_report_does_not_replace_a_newer_one(repo, make_ha
     run, _, _ = await staged_pin(h, repo, 80)
     for app_run, new in ((5002, 20), (5001, 10)):  # the rerun's report arrives first
         counts = {**COUNTS, "benchmark": {**COUNTS["benchmark"], "new": new, "failed": 1}}
-        await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", old_ingest(
-            80, run["id"], app_run, counts=counts)))
+        await h.deliver(
+            "repository_dispatch", dispatch(repo, "ingest-completed", old_ingest(80, run["id"], app_run, counts=counts))
+        )
     (report,) = ingest_reports(repo, 80, run["id"])
     assert "| `benchmark` | 20 | 0 | 0 | 0 | 1 |" in report["body"] and "actions/runs/5002" in report["body"]
 
@@ -421,45 +537,92 @@ async def test_a_started_after_completed_keeps_the_reply_staged(repo, make_harne
     back to "started"."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 83)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
-                                                    old_shape(request, "stage-results-completed", 600)))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(repo, "stage-results-completed", old_shape(request, "stage-results-completed", 600)),
+    )
     staged = reply_comment_of(repo, 83, c)["body"]
     assert "staged this run" in staging_text(repo, 83, c)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
-                                                    old_shape(request, "stage-results-started", 600)))
+    await h.deliver(
+        "repository_dispatch", dispatch(repo, "stage-results-started", old_shape(request, "stage-results-started", 600))
+    )
     assert reply_comment_of(repo, 83, c)["body"] == staged
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", old_shape(
-        request, "stage-results-completed", 599, **{"stage-succeeded": "false"})))  # an older app run
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "stage-results-completed",
+            old_shape(request, "stage-results-completed", 599, **{"stage-succeeded": "false"}),
+        ),
+    )  # an older app run
     assert reply_comment_of(repo, 83, c)["body"] == staged
 
 
 async def test_a_rerun_of_the_staging_workflow_moves_the_reply_on(repo, make_harness):
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 84)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed", echoed(
-        request, "stage-results-completed", 600, **{"stage-succeeded": "false"})))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "stage-results-completed",
+            echoed(request, "stage-results-completed", 600, **{"stage-succeeded": "false"}),
+        ),
+    )
     assert "failed in the results service" in staging_text(repo, 84, c)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-started",
-                                                    echoed(request, "stage-results-started", 601)))
+    await h.deliver(
+        "repository_dispatch", dispatch(repo, "stage-results-started", echoed(request, "stage-results-started", 601))
+    )
     assert " started" in staging_text(repo, 84, c) and "runs/601" in staging_text(repo, 84, c)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
-                                                    echoed(request, "stage-results-completed", 601)))
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(repo, "stage-results-completed", echoed(request, "stage-results-completed", 601)),
+    )
     assert "staged this run" in staging_text(repo, 84, c)
 
 
 # -- property: no callback field reaches a comment as written --------------------------------------
 
-MARKUP = ("](https://evil.example/x)", "<img src=https://evil.example/i.png>", "**[Sign in](https://evil.example)**",
-          "<a href='https://evil.example'>", "\n/use 1 evil.example\n", "`evil.example`", "| evil.example |",
-          "<!-- evil.example -->", "[x](javascript:alert('evil.example'))")
+MARKUP = (
+    "](https://evil.example/x)",
+    "<img src=https://evil.example/i.png>",
+    "**[Sign in](https://evil.example)**",
+    "<a href='https://evil.example'>",
+    "\n/use 1 evil.example\n",
+    "`evil.example`",
+    "| evil.example |",
+    "<!-- evil.example -->",
+    "[x](javascript:alert('evil.example'))",
+)
 HOSTILE = st.tuples(st.text(max_size=12), st.sampled_from(MARKUP), st.text(max_size=12)).map("".join)
 CELLS = [f"counts.{row}.{col}" for row in COUNTS for col in COUNTS[row]]
-KEYS = {"stage-results-started": ["source-repository", "pr-number", "run-id", "run-attempt", "run-date",
-                                  "requested-by", "comment-id", "app-run-id", "<extra key>", "<extra value>"]}
-KEYS["stage-results-completed"] = KEYS["stage-results-started"] + ["stage-succeeded", "results-url",
-                                                                   "results-url on the viewer"]
-KEYS["ingest-completed"] = KEYS["stage-results-started"] + ["counts", *CELLS, "ingest-run-url", "ingest-run-url on GitHub",
-                                                            "extra-counts.benchmarkFiles", "<extra counter>"]
+KEYS = {
+    "stage-results-started": [
+        "source-repository",
+        "pr-number",
+        "run-id",
+        "run-attempt",
+        "run-date",
+        "requested-by",
+        "comment-id",
+        "app-run-id",
+        "<extra key>",
+        "<extra value>",
+    ]
+}
+KEYS["stage-results-completed"] = KEYS["stage-results-started"] + [
+    "stage-succeeded",
+    "results-url",
+    "results-url on the viewer",
+]
+KEYS["ingest-completed"] = KEYS["stage-results-started"] + [
+    "counts",
+    *CELLS,
+    "ingest-run-url",
+    "ingest-run-url on GitHub",
+    "extra-counts.benchmarkFiles",
+    "<extra counter>",
+]
 _setup: dict[int, dict] = {}
 
 
@@ -500,15 +663,30 @@ async def test_no_callback_field_reaches_a_comment_unescaped(repo, make_harness,
     event_type = data.draw(st.sampled_from(sorted(KEYS)))
     key, value = data.draw(st.sampled_from(KEYS[event_type])), data.draw(HOSTILE)
     if event_type == "ingest-completed":
-        base = {"source-repository": RESULTS, "pr-number": "90", "run-id": str(state["run"]["id"]),
-                "app-run-id": str(state["app_run"]), "counts": copy.deepcopy(COUNTS)}
+        base = {
+            "source-repository": RESULTS,
+            "pr-number": "90",
+            "run-id": str(state["run"]["id"]),
+            "app-run-id": str(state["app_run"]),
+            "counts": copy.deepcopy(COUNTS),
+        }
     else:
         base = echoed(state["request"], event_type, state["app_run"])
     await state["h"].deliver("repository_dispatch", dispatch(repo, event_type, with_hostile(base, key, value)))
-    if key in ("<extra key>", "<extra value>", "results-url", "results-url on the viewer", "ingest-run-url",
-               "ingest-run-url on GitHub", "<extra counter>"):  # ignored, dropped
-        shown = [body for body in every_body(repo) if f"runs/{state['app_run']})" in body
-                 or f'"app_run_id":{state["app_run"]}' in body]
+    if key in (
+        "<extra key>",
+        "<extra value>",
+        "results-url",
+        "results-url on the viewer",
+        "ingest-run-url",
+        "ingest-run-url on GitHub",
+        "<extra counter>",
+    ):  # ignored, dropped
+        shown = [
+            body
+            for body in every_body(repo)
+            if f"runs/{state['app_run']})" in body or f'"app_run_id":{state["app_run"]}' in body
+        ]
         assert shown, "a callback valid but for the fields the bot ignores or drops is rendered"
     for body in every_body(repo):
         assert value not in body and "evil.example" not in body, (key, value)
@@ -521,8 +699,9 @@ async def test_staged_without_a_results_link_links_the_results_viewers_page_of_t
     viewer's page of the run (as the status comment links it) and the service's run."""
     h = await make_harness()
     run, c, request = await staged_pin(h, repo, 90)
-    await h.deliver("repository_dispatch", dispatch(repo, "stage-results-completed",
-                                                    echoed(request, "stage-results-completed")))
+    await h.deliver(
+        "repository_dispatch", dispatch(repo, "stage-results-completed", echoed(request, "stage-results-completed"))
+    )
     text = staging_text(repo, 90, c)
     assert "staged this run" in text
     assert f"({VIEWER}/inference?unofficialRun={run['id']})" in text
@@ -530,16 +709,27 @@ async def test_staged_without_a_results_link_links_the_results_viewers_page_of_t
 
 
 async def test_the_ingest_report_has_the_headline_the_ingest_runs_link_the_extra_counters_and_the_rerun_note(
-        repo, make_harness):
+    repo, make_harness
+):
     """The report says the results went into the production database, links the ingest run
     (the `ingest-run-url` sent, rebuilt) and the sweep run, shows the documented counters beyond the table in
     their order and no unknown one, and says that a rerun updates it; in both languages."""
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 91)
     ingest_run = f"https://github.com/{RESULTS}/actions/runs/4242/attempts/2"
-    await h.deliver("repository_dispatch", callback_payload(
-        repo, 91, run["id"], "ingest-completed", None, counts=COUNTS, **{"ingest-run-url": ingest_run},
-        **{"extra-counts": {"gpuMetricSamplesNew": 386092, "secretCounter": 5, "benchmarkFiles": 11}}))
+    await h.deliver(
+        "repository_dispatch",
+        callback_payload(
+            repo,
+            91,
+            run["id"],
+            "ingest-completed",
+            None,
+            counts=COUNTS,
+            **{"ingest-run-url": ingest_run},
+            **{"extra-counts": {"gpuMetricSamplesNew": 386092, "secretCounter": 5, "benchmarkFiles": 11}},
+        ),
+    )
     (report,) = ingest_reports(repo, 91, run["id"])
     english_half, chinese_half = report["body"].split("\n## 中文\n")
     assert "ingested into the production database" in english_half and "已导入 production 数据库" in chinese_half
@@ -556,9 +746,18 @@ async def test_an_ingest_run_link_outside_the_results_repository_is_not_shown(re
     dropped; the report links the run that sent the callback instead."""
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 92)
-    await h.deliver("repository_dispatch", callback_payload(
-        repo, 92, run["id"], "ingest-completed", None, counts=COUNTS,
-        **{"ingest-run-url": "https://github.com/evil/phish/actions/runs/1"}))
+    await h.deliver(
+        "repository_dispatch",
+        callback_payload(
+            repo,
+            92,
+            run["id"],
+            "ingest-completed",
+            None,
+            counts=COUNTS,
+            **{"ingest-run-url": "https://github.com/evil/phish/actions/runs/1"},
+        ),
+    )
     (report,) = ingest_reports(repo, 92, run["id"])
     assert "evil" not in report["body"]
     assert f"[The ingest run](https://github.com/{RESULTS}/actions/runs/777)" in english(report["body"])
@@ -569,16 +768,27 @@ async def test_merge_then_ingest_completed_writes_the_report_on_the_merged_pr(re
     echoing the request's fields (the merge notice's id as comment-id), adds the counts to the merge notice (one
     comment, one notification, for the merge and its ingest)."""
     from test_reuse_command import ingest_requests, merge
+
     h = await make_harness()
     run, _, _ = await staged_pin(h, repo, 93)
     await merge(h, 93)
     (sent,) = ingest_requests(repo)
-    echoed_back = {k: v for k, v in sent["client_payload"].items() if k in ("pr-number", "run-id", "run-attempt",
-                                                                            "run-date", "comment-id")}
-    await h.deliver("repository_dispatch", dispatch(repo, "ingest-completed", {
-        **echoed_back, "source-repository": RESULTS, "app-run-id": "888", "counts": COUNTS}))
+    echoed_back = {
+        k: v
+        for k, v in sent["client_payload"].items()
+        if k in ("pr-number", "run-id", "run-attempt", "run-date", "comment-id")
+    }
+    await h.deliver(
+        "repository_dispatch",
+        dispatch(
+            repo,
+            "ingest-completed",
+            {**echoed_back, "source-repository": RESULTS, "app-run-id": "888", "counts": COUNTS},
+        ),
+    )
     assert ingest_reports(repo, 93, run["id"]) == [], "the counts join the merge notice: no comment of their own"
     from test_reuse_command import merge_comment
+
     text = merge_comment(repo, 93)
     assert text.startswith("### ✅ Merged: [run") and "✅ **Ingested" in text
     assert "| `benchmark` |" in text, "the counts by row, in the notice's collapsed section"

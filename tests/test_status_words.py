@@ -4,11 +4,18 @@ fix, ⏳ for waiting, ✅ done, ➖ not applicable, and the checks follow the sa
 
 from __future__ import annotations
 
-from test_sweep_gate import (FAIL_FAST, english, label, make_harness, no_merge_wait, open_pull,  # noqa: F401
-                             push, repo, runs, send, status)
-
 from harness import REPO
 from test_reuse_command import fake_clock, finished_run  # noqa: F401  (fake_clock: autouse, artifacts unexpired)
+from test_sweep_gate import (
+    FAIL_FAST,
+    english,
+    label,
+    open_pull,  # noqa: F401
+    push,
+    runs,
+    send,
+    status,
+)
 
 
 def headline(github, number: int) -> str:

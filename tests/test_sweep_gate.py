@@ -4,23 +4,23 @@ label set), superseded runs cancelled, fork approvals bound to a head SHA, one s
 
 from __future__ import annotations
 
-
 import pytest
-
-from bot.rules.markers import marker
-from bot.app.sandbox import add_sweep_workflows
-from bot.rules.sweep_record import SweepRecord
-from handlers import registry
-from handlers import sweep_gate
 from conftest import both_layouts
 from harness import REPO
+
+from bot.app.sandbox import add_sweep_workflows
+from bot.rules.markers import marker
+from bot.rules.sweep_record import SweepRecord
+from handlers import registry, sweep_gate
 
 CHANGELOG = "inferencex-e2e/perf-changelog.yaml"
 FORK = "partner/InferenceX"
 PREFIX = "https://github.com/SemiAnalysisAI/InferenceX/pull/"
-HISTORY = (b"- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - \"Older recipe\"\n"
-           b"  pr-link: " + PREFIX.encode() + b"1\n")
-ENTRY = b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - \"New MI355X recipe\"\n  pr-link: XXX\n"
+HISTORY = (
+    b'- config-keys:\n    - dsr1-fp8-h200-sglang\n  description:\n    - "Older recipe"\n'
+    b"  pr-link: " + PREFIX.encode() + b"1\n"
+)
+ENTRY = b'\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "New MI355X recipe"\n  pr-link: XXX\n'
 TBD_ENTRY = ENTRY.replace(b"XXX", b"TBD")
 FAIL_FAST, ENABLED = "full-sweep-fail-fast", "full-sweep-enabled"
 STATUS = marker("sweep-status")
@@ -53,11 +53,26 @@ def repo(github):
     return github
 
 
-def open_pull(github, number: int, *, entry: bytes | None = ENTRY, fork: bool = False, draft: bool = False,
-              title: str = "MI355X recipe", files: tuple[str, ...] | None = None) -> dict:
-    pr = github.add_pull(REPO, number=number, user="partner", title=title, head_ref=f"recipe-{number}",
-                         head_repo=FORK if fork else None, draft=draft,
-                         files=list(files) if files is not None else [CHANGELOG])
+def open_pull(
+    github,
+    number: int,
+    *,
+    entry: bytes | None = ENTRY,
+    fork: bool = False,
+    draft: bool = False,
+    title: str = "MI355X recipe",
+    files: tuple[str, ...] | None = None,
+) -> dict:
+    pr = github.add_pull(
+        REPO,
+        number=number,
+        user="partner",
+        title=title,
+        head_ref=f"recipe-{number}",
+        head_repo=FORK if fork else None,
+        draft=draft,
+        files=list(files) if files is not None else [CHANGELOG],
+    )
     github.set_file(REPO, CHANGELOG, HISTORY, ref=pr["base"]["sha"])
     if entry is not None:
         github.set_file(REPO, CHANGELOG, HISTORY + entry, ref=pr["head"]["sha"])
@@ -71,10 +86,19 @@ def push(github, number: int, sha: str, *, entry: bytes = ENTRY, message: str = 
     github.set_file(REPO, CHANGELOG, HISTORY + entry, ref=sha)
 
 
-async def send(h, number: int, action: str, *, sender: str = "maintainer", label: str | None = None,
-               delivery: str | None = None, **extra):
-    payload = h.github.pull_request_payload(REPO, number, action, sender=sender, **extra,
-                                            **({"label": label} if label else {}))
+async def send(
+    h,
+    number: int,
+    action: str,
+    *,
+    sender: str = "maintainer",
+    label: str | None = None,
+    delivery: str | None = None,
+    **extra,
+):
+    payload = h.github.pull_request_payload(
+        REPO, number, action, sender=sender, **extra, **({"label": label} if label else {})
+    )
     return await h.deliver("pull_request", payload, delivery=delivery)
 
 
@@ -97,8 +121,11 @@ def inputs(github, run: dict) -> dict:
 
 
 def status_comments(github, number: int) -> list[dict]:
-    return [c for c in github.comments(REPO, number)
-            if c["user"]["login"] == github.bot_login and c["body"].startswith(STATUS + "\n")]
+    return [
+        c
+        for c in github.comments(REPO, number)
+        if c["user"]["login"] == github.bot_login and c["body"].startswith(STATUS + "\n")
+    ]
 
 
 def status(github, number: int) -> str:
@@ -134,10 +161,19 @@ async def test_synchronize_with_one_primary_and_a_valid_append_dispatches_once(r
     pr = repo.pull(REPO, 5)
     assert run["head_branch"] == "recipe-5"
     got = inputs(repo, run)
-    assert got == {"pr-number": "5", "head-sha": pr["head"]["sha"], "base-sha": pr["base"]["sha"],
-                   "sweep-label": FAIL_FAST, "canary": "true", "fail-fast": "true", "all-evals": "false",
-                   "evals-only": "false", "agentx-fast": "false", "dispatch-id": got["dispatch-id"],
-                   "summary": "model=dsr1 scenario=fixed-seq-len precision=fp8 hardware_framework=mi355x_sglang"}
+    assert got == {
+        "pr-number": "5",
+        "head-sha": pr["head"]["sha"],
+        "base-sha": pr["base"]["sha"],
+        "sweep-label": FAIL_FAST,
+        "canary": "true",
+        "fail-fast": "true",
+        "all-evals": "false",
+        "evals-only": "false",
+        "agentx-fast": "false",
+        "dispatch-id": got["dispatch-id"],
+        "summary": "model=dsr1 scenario=fixed-seq-len precision=fp8 hardware_framework=mi355x_sglang",
+    }
     assert got["dispatch-id"] in run["name"]
     body = status(repo, 5)
     assert f"actions/runs/{run['id']}" in body
@@ -187,8 +223,13 @@ async def test_a_storm_of_five_label_events_ends_in_one_dispatch_for_the_final_s
     a 0.3 s settle raced the five POSTs, and a slow POST let the first delivery run alone and dispatch."""
     open_pull(repo, 8)
     intake = await make_harness(workers=0, settle_seconds=0.3)
-    storm = [("labeled", FAIL_FAST), ("labeled", "all-evals"), ("labeled", "agentx-fast"),
-             ("labeled", "evals-only"), ("unlabeled", "evals-only")]
+    storm = [
+        ("labeled", FAIL_FAST),
+        ("labeled", "all-evals"),
+        ("labeled", "agentx-fast"),
+        ("labeled", "evals-only"),
+        ("unlabeled", "evals-only"),
+    ]
     ids = [f"storm-{i}" for i in range(len(storm))]
     for delivery, (action, name) in zip(ids, storm):
         if action == "labeled":
@@ -208,7 +249,11 @@ async def test_a_storm_of_five_label_events_ends_in_one_dispatch_for_the_final_s
     (run,) = runs(repo)
     got = inputs(repo, run)
     assert (got["sweep-label"], got["all-evals"], got["agentx-fast"], got["evals-only"]) == (
-        FAIL_FAST, "true", "true", "false")
+        FAIL_FAST,
+        "true",
+        "true",
+        "false",
+    )
     assert repo.count("POST", r"/dispatches$") == 1
     assert repo.count("GET", r"/pulls/8$") == 1, "four superseded deliveries did not even read the PR"
     assert f"actions/runs/{run['id']}" in status(repo, 8)
@@ -216,16 +261,20 @@ async def test_a_storm_of_five_label_events_ends_in_one_dispatch_for_the_final_s
 
 
 @both_layouts
-async def test_a_burst_of_label_changes_to_a_running_bot_dispatches_once_for_the_final_set(repo, make_harness,
-                                                                                          layout):
+async def test_a_burst_of_label_changes_to_a_running_bot_dispatches_once_for_the_final_set(repo, make_harness, layout):
     """Regression: in the production layout (the workers in their own process) a burst of label changes never
     dispatched. Every held delivery failed as a bug (`TypeError: unhashable type: 'list'` in
     `Context.superseded`): the lane's waiting kinds crossed the process boundary as JSON lists. The burst is
     posted to a running bot well inside the settle (the production default, 3 s), as a maintainer clicks."""
     open_pull(repo, 18)
     h = await make_harness(settle_seconds=3.0)
-    burst = [("labeled", ENABLED), ("labeled", "all-evals"), ("unlabeled", ENABLED), ("labeled", FAIL_FAST),
-             ("labeled", "documentation")]
+    burst = [
+        ("labeled", ENABLED),
+        ("labeled", "all-evals"),
+        ("unlabeled", ENABLED),
+        ("labeled", FAIL_FAST),
+        ("labeled", "documentation"),
+    ]
     ids = [f"burst-{layout}-{i}" for i in range(len(burst))]
     for delivery, (action, name) in zip(ids, burst):
         (repo.label_issue if action == "labeled" else repo.unlabel_issue)(REPO, 18, name, actor="maintainer")
@@ -356,7 +405,7 @@ async def test_a_journal_lost_after_dispatch_never_dispatches_again(repo, make_h
 
 async def test_a_refused_dispatch_is_reported_on_the_pr_not_shown_as_started(repo, make_harness):
     open_pull(repo, 17)
-    repo.fail_next("POST", r"/dispatches$", 422, json={"message": "Unexpected inputs provided: [\"canary\"]"})
+    repo.fail_next("POST", r"/dispatches$", 422, json={"message": 'Unexpected inputs provided: ["canary"]'})
     h = await make_harness()
     await label(h, 17, FAIL_FAST, delivery="refused")
     assert runs(repo) == []
@@ -404,8 +453,11 @@ async def test_a_dispatch_failing_for_a_while_tells_the_pr_it_tries_again(repo, 
     repo.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})
     h = await make_harness()
     await label(h, 19, FAIL_FAST, delivery="told")
-    said = [r.json["body"] for r in repo.writes
-            if "/issues/" in r.path and "/comments" in r.path and isinstance(r.json, dict) and "body" in r.json]
+    said = [
+        r.json["body"]
+        for r in repo.writes
+        if "/issues/" in r.path and "/comments" in r.path and isinstance(r.json, dict) and "body" in r.json
+    ]
     assert any("tries again soon" in english(body) for body in said), said
     assert any("稍后重试" in body for body in said), said
     assert (await h.journal_row("told")).status == "done"
@@ -501,8 +553,7 @@ async def test_taking_a_modifier_off_again_restarts_the_sweep(repo, make_harness
 
 
 @both_layouts
-async def test_removing_and_re_adding_the_primary_reruns_a_finished_sweep_and_a_redelivery_does_not(
-        repo, make_harness):
+async def test_removing_and_re_adding_the_primary_reruns_a_finished_sweep_and_a_redelivery_does_not(repo, make_harness):
     open_pull(repo, 31)
     h = await make_harness()
     await label(h, 31, FAIL_FAST)
@@ -545,6 +596,7 @@ async def test_a_dispatch_still_failing_when_the_retry_window_ends_says_it_did_n
 def seed_pin(github, number: int, run_id: int, *, created_at: str = "2099-01-01T00:00:00Z") -> None:
     """A pin in the record of the bot's status comment, written as the bot writes it (the reuse feature's job)."""
     from bot.rules.sweep_record import Pin
+
     found = status_comments(github, number)
     record = SweepRecord.parse(found[0]["body"]).pinned(Pin(run_id, 1, "maintainer", created_at))
     head, _, rest = found[0]["body"].partition("\n")
@@ -584,8 +636,10 @@ async def test_an_active_pin_reads_as_paused_not_as_an_error(repo, make_harness)
     assert len(runs(repo)) == 1
     body = english(status(repo, 51))
     line = next(l for l in body.splitlines() if "**Reuse pin:**" in l)
-    assert line == ("- ✅ **Reuse pin:** Run `4242` is pinned, so pushes start no sweep; removing the primary "
-                    "label and adding it again sweeps anyway.")
+    assert line == (
+        "- ✅ **Reuse pin:** Run `4242` is pinned, so pushes start no sweep; removing the primary "
+        "label and adding it again sweeps anyway."
+    )
     assert "### ✅ Run `4242` is pinned for reuse, so pushes start no sweep. Next: a maintainer merges." in body
     assert "❌" not in body
     assert check(repo, "5" * 40)["conclusion"] == "success"

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from bot.rules.changelog import check_append
 from bot.core.config import default_policy
+from bot.rules.changelog import check_append
 from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched, GateInput, decide, dispatch_id
-from bot.rules.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord, shows_status
-from bot.rules.pull_request import last_applied
 from bot.rules.links import viewer_links
-from bot.rules.pull_request import label_generation, trusted_labels
+from bot.rules.pull_request import label_generation, last_applied, trusted_labels
+from bot.rules.sweep_record import KEPT_FINISHED, Approval, Pin, RunRecord, SweepRecord, shows_status
 from handlers.sweep_gate import approval_change, changelog_outcome, check_conclusion, headline, runs_to_cancel
 
 POLICY = default_policy()
@@ -21,8 +20,16 @@ HISTORY = b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: " + PRE
 
 
 def pr(**changes) -> GateInput:
-    base = dict(number=5, head_sha=SHA, base_sha="b" * 40, head_ref="recipe", base_ref="main", default_branch="main",
-                changelog=ChangelogOutcome(Changelog.VALID), labels=(AppliedLabel(FAIL_FAST, "m", True),))
+    base = dict(
+        number=5,
+        head_sha=SHA,
+        base_sha="b" * 40,
+        head_ref="recipe",
+        base_ref="main",
+        default_branch="main",
+        changelog=ChangelogOutcome(Changelog.VALID),
+        labels=(AppliedLabel(FAIL_FAST, "m", True),),
+    )
     return GateInput(**{**base, **changes})
 
 
@@ -32,29 +39,39 @@ def pr(**changes) -> GateInput:
 AT = "2026-01-01T00:00:05Z"
 
 
-@pytest.mark.parametrize("action, label, is_fork, writer, expected", [
-    ("labeled", FAIL_FAST, True, True, ("approve", Approval(FAIL_FAST, "m", SHA, AT))),
-    ("labeled", "Full-Sweep-Fail-Fast", True, True, ("approve", Approval("Full-Sweep-Fail-Fast", "m", SHA, AT))),
-    ("labeled", FAIL_FAST, True, False, None),  # a non-writer approves nothing
-    ("labeled", FAIL_FAST, True, None, None),  # nor does someone whose permission GitHub would not confirm
-    ("labeled", FAIL_FAST, False, True, None),  # same-repo PRs need no approval
-    ("labeled", "evals-only", True, True, None),  # modifiers approve nothing
-    ("labeled", "amd", True, True, None),
-    ("unlabeled", FAIL_FAST, True, True, ("withdraw", Approval(FAIL_FAST, "m", SHA, AT))),
-    # regression: a triager taking the primary off a fork withdrew the writer's approval
-    ("unlabeled", FAIL_FAST, True, False, None),
-    ("unlabeled", FAIL_FAST, False, True, None),
-    ("edited", FAIL_FAST, True, True, None),
-])
+@pytest.mark.parametrize(
+    "action, label, is_fork, writer, expected",
+    [
+        ("labeled", FAIL_FAST, True, True, ("approve", Approval(FAIL_FAST, "m", SHA, AT))),
+        ("labeled", "Full-Sweep-Fail-Fast", True, True, ("approve", Approval("Full-Sweep-Fail-Fast", "m", SHA, AT))),
+        ("labeled", FAIL_FAST, True, False, None),  # a non-writer approves nothing
+        ("labeled", FAIL_FAST, True, None, None),  # nor does someone whose permission GitHub would not confirm
+        ("labeled", FAIL_FAST, False, True, None),  # same-repo PRs need no approval
+        ("labeled", "evals-only", True, True, None),  # modifiers approve nothing
+        ("labeled", "amd", True, True, None),
+        ("unlabeled", FAIL_FAST, True, True, ("withdraw", Approval(FAIL_FAST, "m", SHA, AT))),
+        # regression: a triager taking the primary off a fork withdrew the writer's approval
+        ("unlabeled", FAIL_FAST, True, False, None),
+        ("unlabeled", FAIL_FAST, False, True, None),
+        ("edited", FAIL_FAST, True, True, None),
+    ],
+)
 def test_approval_change(action, label, is_fork, writer, expected):
-    assert approval_change(action, label, "m", is_fork=is_fork, writer=writer, head_sha=SHA, at=AT,
-                           policy=POLICY) == expected
+    assert (
+        approval_change(action, label, "m", is_fork=is_fork, writer=writer, head_sha=SHA, at=AT, policy=POLICY)
+        == expected
+    )
 
 
 def test_a_forks_labels_are_what_confirmed_writers_left():
-    events = [event(1, "labeled", FAIL_FAST, "m"), event(2, "labeled", "all-evals", "m"),
-              event(3, "unlabeled", "all-evals", "triager"), event(4, "labeled", "evals-only", "triager"),
-              event(5, "unlabeled", FAIL_FAST, "m"), event(6, "labeled", FAIL_FAST, "m")]
+    events = [
+        event(1, "labeled", FAIL_FAST, "m"),
+        event(2, "labeled", "all-evals", "m"),
+        event(3, "unlabeled", "all-evals", "triager"),
+        event(4, "labeled", "evals-only", "triager"),
+        event(5, "unlabeled", FAIL_FAST, "m"),
+        event(6, "labeled", FAIL_FAST, "m"),
+    ]
     held = trusted_labels(events, {FAIL_FAST, "all-evals", "evals-only"}, {"m"})
     assert {name: e["id"] for name, e in held.items()} == {"all-evals": 2, FAIL_FAST: 6}
 
@@ -66,15 +83,18 @@ def event(id_, kind, name, actor):
     return {"id": id_, "event": kind, "label": {"name": name}, "actor": {"login": actor}}
 
 
-@pytest.mark.parametrize("events, trusted, expected", [
-    ([], {"m"}, None),
-    ([event(1, "labeled", FAIL_FAST, "m")], {"m"}, 1),
-    ([event(1, "labeled", FAIL_FAST, "m"), event(2, "labeled", "amd", "m")], {"m"}, 1),  # not a sweep label
-    ([event(1, "labeled", FAIL_FAST, "m"), event(3, "labeled", "all-evals", "x")], {"m"}, 1),  # untrusted
-    ([event(1, "labeled", FAIL_FAST, "m"), event(4, "unlabeled", "all-evals", "m")], {"m"}, 4),  # removal counts
-    ([event(1, "labeled", FAIL_FAST, "m"), event(5, "renamed", FAIL_FAST, "m")], {"m"}, 1),
-    ([event("7", "labeled", FAIL_FAST, "m")], {"m"}, None),  # not an id GitHub gives
-])
+@pytest.mark.parametrize(
+    "events, trusted, expected",
+    [
+        ([], {"m"}, None),
+        ([event(1, "labeled", FAIL_FAST, "m")], {"m"}, 1),
+        ([event(1, "labeled", FAIL_FAST, "m"), event(2, "labeled", "amd", "m")], {"m"}, 1),  # not a sweep label
+        ([event(1, "labeled", FAIL_FAST, "m"), event(3, "labeled", "all-evals", "x")], {"m"}, 1),  # untrusted
+        ([event(1, "labeled", FAIL_FAST, "m"), event(4, "unlabeled", "all-evals", "m")], {"m"}, 4),  # removal counts
+        ([event(1, "labeled", FAIL_FAST, "m"), event(5, "renamed", FAIL_FAST, "m")], {"m"}, 1),
+        ([event("7", "labeled", FAIL_FAST, "m")], {"m"}, None),  # not an id GitHub gives
+    ],
+)
 def test_label_generation(events, trusted, expected):
     sweep = {FAIL_FAST, "all-evals", "evals-only", "agentx-fast"}
     assert label_generation(events, sweep, trusted) == expected
@@ -95,43 +115,59 @@ def test_the_generation_changes_the_dispatch_id_and_only_it():
 # -- outcomes -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("head, expected", [
-    (None, ChangelogOutcome(Changelog.ABSENT)),
-    (HISTORY, ChangelogOutcome(Changelog.ABSENT)),  # touched, nothing appended
-    (HISTORY + b"\n- config-keys:\n    - c\n  description:\n    - d\n  pr-link: XXX\n",
-     ChangelogOutcome(Changelog.VALID)),
-    (HISTORY + b"\n- config-keys:\n    - c\n  description:\n    - d\n  pr-link: XXX\n  append-only: true\n",
-     ChangelogOutcome(Changelog.VALID, append_only=True)),
-    (HISTORY + b"\n- config-keys:\n    - c\n  description:\n    - d\n  pr-link: TBD\n",
-     ChangelogOutcome(Changelog.INVALID)),
-    (b"", ChangelogOutcome(Changelog.INVALID)),  # the file deleted: history removed
-])
+@pytest.mark.parametrize(
+    "head, expected",
+    [
+        (None, ChangelogOutcome(Changelog.ABSENT)),
+        (HISTORY, ChangelogOutcome(Changelog.ABSENT)),  # touched, nothing appended
+        (
+            HISTORY + b"\n- config-keys:\n    - c\n  description:\n    - d\n  pr-link: XXX\n",
+            ChangelogOutcome(Changelog.VALID),
+        ),
+        (
+            HISTORY + b"\n- config-keys:\n    - c\n  description:\n    - d\n  pr-link: XXX\n  append-only: true\n",
+            ChangelogOutcome(Changelog.VALID, append_only=True),
+        ),
+        (
+            HISTORY + b"\n- config-keys:\n    - c\n  description:\n    - d\n  pr-link: TBD\n",
+            ChangelogOutcome(Changelog.INVALID),
+        ),
+        (b"", ChangelogOutcome(Changelog.INVALID)),  # the file deleted: history removed
+    ],
+)
 def test_changelog_outcome(head, expected):
     result = None if head is None else check_append(HISTORY, head, pr_number=5, canonical_prefix=PREFIX)
     assert changelog_outcome(result) == expected
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({}, "success"),
-    ({"changelog": ChangelogOutcome(Changelog.INVALID)}, "failure"),
-    ({"changelog": ChangelogOutcome(Changelog.ABSENT)}, "failure"),  # a sweep is asked for: it needs an entry
-    ({"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()}, "neutral"),
-    ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, "failure"),  # a bad entry fails anyway
-    ({"labels": (AppliedLabel(FAIL_FAST, "m", True), AppliedLabel("full-sweep-enabled", "m", True))}, "failure"),
-    ({"labels": (AppliedLabel("evals-only", "m", True),)}, "failure"),
-    ({"draft": True}, "success"),  # not the contributor's error
-    ({"base_ref": "release"}, "failure"),  # the author retargets it: marked ❌, so the check fails too
-    ({"head_commit_message": "x [skip-sweep]"}, "success"),
-    ({"is_fork": True, "labels": (AppliedLabel(FAIL_FAST, "m", True, "c" * 40),)}, "success"),  # approval pending
-])
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        ({}, "success"),
+        ({"changelog": ChangelogOutcome(Changelog.INVALID)}, "failure"),
+        ({"changelog": ChangelogOutcome(Changelog.ABSENT)}, "failure"),  # a sweep is asked for: it needs an entry
+        ({"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()}, "neutral"),
+        ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, "failure"),  # a bad entry fails anyway
+        ({"labels": (AppliedLabel(FAIL_FAST, "m", True), AppliedLabel("full-sweep-enabled", "m", True))}, "failure"),
+        ({"labels": (AppliedLabel("evals-only", "m", True),)}, "failure"),
+        ({"draft": True}, "success"),  # not the contributor's error
+        ({"base_ref": "release"}, "failure"),  # the author retargets it: marked ❌, so the check fails too
+        ({"head_commit_message": "x [skip-sweep]"}, "success"),
+        ({"is_fork": True, "labels": (AppliedLabel(FAIL_FAST, "m", True, "c" * 40),)}, "success"),  # approval pending
+    ],
+)
 def test_check_conclusion(changes, expected):
     assert check_conclusion(decide(pr(**changes), POLICY)) == expected
 
 
 def test_runs_to_cancel_on_close_takes_every_run_still_going():
-    record = SweepRecord(runs=(RunRecord("sw-5-aaaaaaaaaaaa", 1, SHA, "w", "in_progress"),
-                               RunRecord("sw-5-bbbbbbbbbbbb", 2, SHA, "w", "completed", "success"),
-                               RunRecord("sw-5-cccccccccccc", 3, SHA, "w", "queued")))
+    record = SweepRecord(
+        runs=(
+            RunRecord("sw-5-aaaaaaaaaaaa", 1, SHA, "w", "in_progress"),
+            RunRecord("sw-5-bbbbbbbbbbbb", 2, SHA, "w", "completed", "success"),
+            RunRecord("sw-5-cccccccccccc", 3, SHA, "w", "queued"),
+        )
+    )
     current = decide(pr(dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status) for r in record.runs)), POLICY)
     assert runs_to_cancel(current, record, closed_unmerged=True) == (1, 3)
     assert runs_to_cancel(current, record, closed_unmerged=False) == current.cancel == (1, 3)  # none is current
@@ -141,14 +177,17 @@ def test_runs_to_cancel_on_close_takes_every_run_still_going():
     assert 4 in runs_to_cancel(running, record, closed_unmerged=True)
 
 
-@pytest.mark.parametrize("touches, labels, exists, expected", [
-    (False, [], False, False),
-    (True, [], False, True),
-    (False, ["amd"], False, False),
-    (False, ["evals-only"], False, True),
-    (False, [FAIL_FAST.upper()], False, True),
-    (False, [], True, True),  # once shown it stays, updated
-])
+@pytest.mark.parametrize(
+    "touches, labels, exists, expected",
+    [
+        (False, [], False, False),
+        (True, [], False, True),
+        (False, ["amd"], False, False),
+        (False, ["evals-only"], False, True),
+        (False, [FAIL_FAST.upper()], False, True),
+        (False, [], True, True),  # once shown it stays, updated
+    ],
+)
 def test_shows_status(touches, labels, exists, expected):
     assert shows_status(touches, labels, POLICY, exists) is expected
 
@@ -158,28 +197,35 @@ def dispatched(status: str, conclusion: str | None = None) -> dict:
     return {"dispatched": (Dispatched(decide(pr(), POLICY).dispatch_id, 1, status, conclusion),)}
 
 
-@pytest.mark.parametrize("changes, expected", [
-    ({}, ("starting", ("dispatch",))),  # starting, but no run recorded: the dispatch has not answered
-    ({"pin": 5}, ("paused", ("reuse_pin",))),
-    ({"draft": True}, ("draft", ("pull_request",))),
-    ({"open": False, "merged": True, "labels": ()}, ("merged", ("pull_request",))),
-    ({"open": False}, ("closed", ("pull_request",))),
-    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED)}, ("links_corrected", ("changelog",))),
-    ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED), "labels": ()}, ("links_corrected", ("changelog",))),
-    ({"head_commit_message": "x [skip-sweep]"}, ("skipped", ("skip_marker",))),
-    ({"base_ref": "release"}, ("blocked", ())),
-    (dispatched("in_progress"), ("running", ("dispatch",))),
-    (dispatched("completed", "success"), ("passed", ("dispatch",))),
-    (dispatched("completed", "failure"), ("run_failed", ("dispatch",))),
-    ({"open": False, "merged": True, **dispatched("completed", "success")}, ("merged", ("pull_request",))),
-    ({"labels": ()}, ("idle", ("labels", "fork_approval", "merge_commit"))),
-    ({"changelog": ChangelogOutcome(Changelog.INVALID)}, ("blocked", ())),
-    ({"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()}, ("idle", ("labels", "fork_approval",
-                                                                                "merge_commit"))),
-    ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, ("blocked", ())),  # a wrong entry is news
-    ({"is_fork": True, "labels": (AppliedLabel(FAIL_FAST, "m", True, SHA),), "merge_commit_sha": None},
-     ("waiting", ("merge_commit",))),
-])
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        ({}, ("starting", ("dispatch",))),  # starting, but no run recorded: the dispatch has not answered
+        ({"pin": 5}, ("paused", ("reuse_pin",))),
+        ({"draft": True}, ("draft", ("pull_request",))),
+        ({"open": False, "merged": True, "labels": ()}, ("merged", ("pull_request",))),
+        ({"open": False}, ("closed", ("pull_request",))),
+        ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED)}, ("links_corrected", ("changelog",))),
+        ({"changelog": ChangelogOutcome(Changelog.LINKS_CORRECTED), "labels": ()}, ("links_corrected", ("changelog",))),
+        ({"head_commit_message": "x [skip-sweep]"}, ("skipped", ("skip_marker",))),
+        ({"base_ref": "release"}, ("blocked", ())),
+        (dispatched("in_progress"), ("running", ("dispatch",))),
+        (dispatched("completed", "success"), ("passed", ("dispatch",))),
+        (dispatched("completed", "failure"), ("run_failed", ("dispatch",))),
+        ({"open": False, "merged": True, **dispatched("completed", "success")}, ("merged", ("pull_request",))),
+        ({"labels": ()}, ("idle", ("labels", "fork_approval", "merge_commit"))),
+        ({"changelog": ChangelogOutcome(Changelog.INVALID)}, ("blocked", ())),
+        (
+            {"changelog": ChangelogOutcome(Changelog.ABSENT), "labels": ()},
+            ("idle", ("labels", "fork_approval", "merge_commit")),
+        ),
+        ({"changelog": ChangelogOutcome(Changelog.INVALID), "labels": ()}, ("blocked", ())),  # a wrong entry is news
+        (
+            {"is_fork": True, "labels": (AppliedLabel(FAIL_FAST, "m", True, SHA),), "merge_commit_sha": None},
+            ("waiting", ("merge_commit",)),
+        ),
+    ],
+)
 def test_headline(changes, expected):
     assert headline(decide(pr(**changes), POLICY)) == expected
 
@@ -187,24 +233,36 @@ def test_headline(changes, expected):
 def test_viewer_links_follow_the_policy():
     assert viewer_links("https://viewer.example/", 77) == {
         "perf_url": "https://viewer.example/inference?unofficialRun=77",
-        "eval_url": "https://viewer.example/evaluation?unofficialRun=77"}
+        "eval_url": "https://viewer.example/evaluation?unofficialRun=77",
+    }
 
 
 # -- the record -----------------------------------------------------------------------------------
 
 
 def test_the_record_round_trips_and_cannot_close_its_comment_early():
-    record = (SweepRecord().approve(Approval("we-->ird", "m", SHA))
-              .add_run(RunRecord("sw-5-aaaaaaaaaaaa", 1, SHA, "run-sweep.yml", html_url="https://x/-->")))
+    record = (
+        SweepRecord()
+        .approve(Approval("we-->ird", "m", SHA))
+        .add_run(RunRecord("sw-5-aaaaaaaaaaaa", 1, SHA, "run-sweep.yml", html_url="https://x/-->"))
+    )
     line = record.line()
     assert line.count("-->") == 1 and line.endswith(" -->") and "\n" not in line
     assert SweepRecord.parse(f"<!-- sweepbot:sweep-status -->\n{line}\n### text") == record
 
 
-@pytest.mark.parametrize("body", [
-    None, "", "no record here", "<!-- sweepbot-record {not json} -->", '<!-- sweepbot-record {"runs": [{}]} -->',
-    '<!-- sweepbot-record {"approvals": "x"} -->', '<!-- sweepbot-record {"runs": [{"run_id": "x"}]} -->',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        None,
+        "",
+        "no record here",
+        "<!-- sweepbot-record {not json} -->",
+        '<!-- sweepbot-record {"runs": [{}]} -->',
+        '<!-- sweepbot-record {"approvals": "x"} -->',
+        '<!-- sweepbot-record {"runs": [{"run_id": "x"}]} -->',
+    ],
+)
 def test_an_unreadable_record_approves_nothing_and_names_no_run(body):
     assert SweepRecord.parse(body) == SweepRecord()
 

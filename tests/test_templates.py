@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import jinja2
 import pytest
 
-from bot.rules.commands import USAGE_PROBLEMS, find_commands
 from bot.core.templates import DEFAULT_DIRECTORY, KindNotFound, Templates, code_span
+from bot.rules.commands import USAGE_PROBLEMS, find_commands
 from handlers.help_command import help_entries
 
 TEMPLATES = Templates()
@@ -99,8 +99,12 @@ def _variables(*samples: dict[str, Any]) -> tuple[dict[str, Any], ...]:
 
 SAMPLES: dict[str, list[dict]] = {
     # same repository or fork, the changelog in the PR or not, and renamed names
-    "welcome": [{**WELCOME, "is_fork": fork, "changelog_in_pr": changelog} for fork in (False, True)
-                for changelog in (False, True)] + [RENAMED_WELCOME],
+    "welcome": [
+        {**WELCOME, "is_fork": fork, "changelog_in_pr": changelog}
+        for fork in (False, True)
+        for changelog in (False, True)
+    ]
+    + [RENAMED_WELCOME],
     "help": [
         HELP,
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
@@ -118,59 +122,145 @@ SAMPLES: dict[str, list[dict]] = {
         {**CONFIG_INVALID, "errors": []},
     ],
     "truncated": [{"limit": 65536}],
-    "dispatch_unknown": [{
-        "workflow": "run-sweep.yml", "ref": "recipe/mi355x", "dispatch_id": "sw-12-0a1b2c3d4e5f",
-        "reason": "POST /repos/acme/InferenceX/actions/workflows/run-sweep.yml/dispatches: 502 Bad Gateway",
-        "runs_url": "https://github.com/acme/InferenceX/actions/workflows/run-sweep.yml",
-    }],
+    "dispatch_unknown": [
+        {
+            "workflow": "run-sweep.yml",
+            "ref": "recipe/mi355x",
+            "dispatch_id": "sw-12-0a1b2c3d4e5f",
+            "reason": "POST /repos/acme/InferenceX/actions/workflows/run-sweep.yml/dispatches: 502 Bad Gateway",
+            "runs_url": "https://github.com/acme/InferenceX/actions/workflows/run-sweep.yml",
+        }
+    ],
     "stage_reply": [
-        {"outcome": outcome, "command": "/stage-results 333", "requester": "maintainer",
-         "stage_command": "/stage-results", "use_command": "/use",
-         "run": None if outcome == "nothing_to_stage" else {"id": 333, "url": "https://github.com/acme/InferenceX/actions/runs/333"},
-         "verdict": {"code": "no-result-artifact"} if outcome == "refused" else None,
-         "staging": None if outcome != "requested" else {
-             "state": state, "repository": "SemiAnalysisAI/InferenceX-app", "error": "422 No ref found",
-             "results_url": "https://inferencex.semianalysis.com/staged/1", "primary_labels": ["full-sweep-fail-fast"],
-             "app_run_url": "https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/7"}}
-        for outcome, state in (("requested", "requested"), ("requested", "dispatch_failed"),
-                               ("requested", "needs_primary"), ("requested", "staged"), ("unauthorized", None),
-                               ("permission_unknown", None), ("nothing_to_stage", None), ("refused", None))
-    ] + [  # staged without a results link the bot accepts (none sent, or dropped): the service's run, or nothing
-        {"outcome": "requested", "command": "/stage-results 333", "requester": "maintainer",
-         "stage_command": "/stage-results", "use_command": "/use",
-         "run": {"id": 333, "url": "https://github.com/acme/InferenceX/actions/runs/333"}, "verdict": None,
-         "staging": {"state": "staged", "repository": "SemiAnalysisAI/InferenceX-app", "error": None,
-                     "results_url": None, "primary_labels": ["full-sweep-fail-fast"], "app_run_url": app_run_url,
-                     "app_run_id": 7 if app_run_url else None}}
+        {
+            "outcome": outcome,
+            "command": "/stage-results 333",
+            "requester": "maintainer",
+            "stage_command": "/stage-results",
+            "use_command": "/use",
+            "run": None
+            if outcome == "nothing_to_stage"
+            else {"id": 333, "url": "https://github.com/acme/InferenceX/actions/runs/333"},
+            "verdict": {"code": "no-result-artifact"} if outcome == "refused" else None,
+            "staging": None
+            if outcome != "requested"
+            else {
+                "state": state,
+                "repository": "SemiAnalysisAI/InferenceX-app",
+                "error": "422 No ref found",
+                "results_url": "https://inferencex.semianalysis.com/staged/1",
+                "primary_labels": ["full-sweep-fail-fast"],
+                "app_run_url": "https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/7",
+            },
+        }
+        for outcome, state in (
+            ("requested", "requested"),
+            ("requested", "dispatch_failed"),
+            ("requested", "needs_primary"),
+            ("requested", "staged"),
+            ("unauthorized", None),
+            ("permission_unknown", None),
+            ("nothing_to_stage", None),
+            ("refused", None),
+        )
+    ]
+    + [  # staged without a results link the bot accepts (none sent, or dropped): the service's run, or nothing
+        {
+            "outcome": "requested",
+            "command": "/stage-results 333",
+            "requester": "maintainer",
+            "stage_command": "/stage-results",
+            "use_command": "/use",
+            "run": {"id": 333, "url": "https://github.com/acme/InferenceX/actions/runs/333"},
+            "verdict": None,
+            "staging": {
+                "state": "staged",
+                "repository": "SemiAnalysisAI/InferenceX-app",
+                "error": None,
+                "results_url": None,
+                "primary_labels": ["full-sweep-fail-fast"],
+                "app_run_url": app_run_url,
+                "app_run_id": 7 if app_run_url else None,
+            },
+        }
         for app_run_url in ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/7", None)
     ],
     "merge_reuse": [
-        {"outcome": "reused", "use_command": "/use", "verdict": {"code": "eligible", "params": {}}, "pin": {
-            "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
-            "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "summary": "DeepSeek-R1 · 1k1k · fp8"},
-         "after_merge": after_merge, "ingest": ingest, "report": None}
+        {
+            "outcome": "reused",
+            "use_command": "/use",
+            "verdict": {"code": "eligible", "params": {}},
+            "pin": {
+                "run_id": 333,
+                "by": "maintainer",
+                "url": "https://github.com/acme/InferenceX/actions/runs/333",
+                "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+                "summary": "DeepSeek-R1 · 1k1k · fp8",
+            },
+            "after_merge": after_merge,
+            "ingest": ingest,
+            "report": None,
+        }
         for after_merge in (False, True)
-        for ingest in ({"state": "requested", "repository": "SemiAnalysisAI/InferenceX-app", "error": None},
-                       {"state": "dispatch_failed", "repository": "SemiAnalysisAI/InferenceX-app",
-                        "error": "422 No ref found\n/use 1"},
-                       {"state": "dispatch_failed", "repository": "SemiAnalysisAI/InferenceX-app", "error": None})
-    ] + [
-        {"outcome": "invalid", "use_command": "/pin", "verdict": {"code": "no-result-artifact", "params": {}}, "pin": {
-            "run_id": 333, "by": "maintainer", "url": "https://github.com/acme/InferenceX/actions/runs/333",
-            "head_sha": "", "summary": None}, "after_merge": after_merge, "ingest": None, "report": None}
+        for ingest in (
+            {"state": "requested", "repository": "SemiAnalysisAI/InferenceX-app", "error": None},
+            {
+                "state": "dispatch_failed",
+                "repository": "SemiAnalysisAI/InferenceX-app",
+                "error": "422 No ref found\n/use 1",
+            },
+            {"state": "dispatch_failed", "repository": "SemiAnalysisAI/InferenceX-app", "error": None},
+        )
+    ]
+    + [
+        {
+            "outcome": "invalid",
+            "use_command": "/pin",
+            "verdict": {"code": "no-result-artifact", "params": {}},
+            "pin": {
+                "run_id": 333,
+                "by": "maintainer",
+                "url": "https://github.com/acme/InferenceX/actions/runs/333",
+                "head_sha": "",
+                "summary": None,
+            },
+            "after_merge": after_merge,
+            "ingest": None,
+            "report": None,
+        }
         for after_merge in (False, True)
-    ] + [
-        {"outcome": "none", "use_command": "/use", "verdict": None, "pin": None, "after_merge": False, "ingest": None,
-         "report": None},
+    ]
+    + [
+        {
+            "outcome": "none",
+            "use_command": "/use",
+            "verdict": None,
+            "pin": None,
+            "after_merge": False,
+            "ingest": None,
+            "report": None,
+        },
     ],
     "run_comment": [],  # filled below from real jobs summaries
     # the `sweep` check on the commit a sweep tested: queued, running, and each conclusion
     "sweep_run_check": [
-        {"run_id": 1006, "url": "https://github.com/acme/InferenceX/actions/runs/1006", "head_sha": "d" * 40,
-         "status": status, "conclusion": conclusion}
-        for status, conclusion in (("queued", ""), ("in_progress", ""), ("completed", "success"),
-                                   ("completed", "failure"), ("completed", "cancelled"), ("completed", "timed_out"),
-                                   ("completed", "neutral"))],
+        {
+            "run_id": 1006,
+            "url": "https://github.com/acme/InferenceX/actions/runs/1006",
+            "head_sha": "d" * 40,
+            "status": status,
+            "conclusion": conclusion,
+        }
+        for status, conclusion in (
+            ("queued", ""),
+            ("in_progress", ""),
+            ("completed", "success"),
+            ("completed", "failure"),
+            ("completed", "cancelled"),
+            ("completed", "timed_out"),
+            ("completed", "neutral"),
+        )
+    ],
     "sweep_status": [],  # filled below from real gate decisions
     "changelog_annotation": [],  # filled below from real changelog errors
     "fork_label_removed": [
@@ -179,117 +269,339 @@ SAMPLES: dict[str, list[dict]] = {
     ],
     # The reply to a pin command: every outcome and every verdict code, params as bot.rules.pins.check_run builds them.
     "reuse_reply": [
-        {"command": f"/use {run['id']}", "requester": "maintainer-one", "run": run, "verdict": None, "others": [],
-         "workflow": "run-sweep.yml", "use_command": "/use", "reuse_command": "/reuse-sweep-run",
-         "stage_command": "/stage-results", "staging": None, "ingest": None, **case}
-        for run in ({"id": 15551234567, "url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
-                     "head_sha": "9f3c2a17d4e8b6051c2a9e7f3d1b8c6a4e2f0d9b", "conclusion": "success",
-                     "summary": "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30"},)
+        {
+            "command": f"/use {run['id']}",
+            "requester": "maintainer-one",
+            "run": run,
+            "verdict": None,
+            "others": [],
+            "workflow": "run-sweep.yml",
+            "use_command": "/use",
+            "reuse_command": "/reuse-sweep-run",
+            "stage_command": "/stage-results",
+            "staging": None,
+            "ingest": None,
+            **case,
+        }
+        for run in (
+            {
+                "id": 15551234567,
+                "url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
+                "head_sha": "9f3c2a17d4e8b6051c2a9e7f3d1b8c6a4e2f0d9b",
+                "conclusion": "success",
+                "summary": "DeepSeek-R1 · 1k1k · fp8 · mi355x_sglang · 2025-06-30",
+            },
+        )
         for base in ({"run_id": run["id"], "head_sha": run["head_sha"], "run_attempt": 1},)
         for patterns in (("results_bmk*", "eval_results_all", "bmk_agentic_*"),)
-        for accepted in ({"outcome": "accepted", "verdict": {"code": "eligible", "params": {
-            **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},)
-        for staging in ({"repository": "SemiAnalysisAI/InferenceX-app", "results_url": None, "app_run_url": None,
-                         "error": None, "primary_labels": [label["name"] for label in DEFAULT_LABELS]},)
+        for accepted in (
+            {
+                "outcome": "accepted",
+                "verdict": {
+                    "code": "eligible",
+                    "params": {
+                        **base,
+                        "conclusion": "success",
+                        "artifacts": ("results_bmk_mi355x", "eval_results_all"),
+                    },
+                },
+            },
+        )
+        for staging in (
+            {
+                "repository": "SemiAnalysisAI/InferenceX-app",
+                "results_url": None,
+                "app_run_url": None,
+                "error": None,
+                "primary_labels": [label["name"] for label in DEFAULT_LABELS],
+            },
+        )
         for app_run in ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210",)
         for case in _variables(
-            {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
-                **base, "conclusion": "success", "artifacts": ("results_bmk_mi355x", "eval_results_all")}}},
+            {
+                "outcome": "accepted",
+                "verdict": {
+                    "code": "eligible",
+                    "params": {
+                        **base,
+                        "conclusion": "success",
+                        "artifacts": ("results_bmk_mi355x", "eval_results_all"),
+                    },
+                },
+            },
             # the result artifacts with the day each expires (bot.rules.pins.expiry), more than are listed
-            {"outcome": "accepted", "verdict": {"code": "eligible", "params": {
-                **base, "conclusion": "success", "artifacts": tuple(f"results_bmk_{i}" for i in range(12)),
-                "expiry": tuple({"name": f"results_bmk_{i}", "date": None if i == 3 else "2027-01-30"}
-                                for i in range(12))}}},
+            {
+                "outcome": "accepted",
+                "verdict": {
+                    "code": "eligible",
+                    "params": {
+                        **base,
+                        "conclusion": "success",
+                        "artifacts": tuple(f"results_bmk_{i}" for i in range(12)),
+                        "expiry": tuple(
+                            {"name": f"results_bmk_{i}", "date": None if i == 3 else "2027-01-30"} for i in range(12)
+                        ),
+                    },
+                },
+            },
             # a `/use` after the merge: the ingest is asked for now
-            *({"outcome": "accepted", "ingest": {"state": state, "repository": "SemiAnalysisAI/InferenceX-app",
-                                                 "error": error},
-               "verdict": {"code": "eligible", "params": {
-                   **base, "conclusion": "success", "artifacts": ("eval_results_all",),
-                   "expiry": ({"name": "eval_results_all", "date": "2027-01-30"},)}}}
-              for state, error in (("requested", None), ("dispatch_failed", "502 Bad Gateway"),
-                                   ("dispatch_failed", None))),
-            {"outcome": "accepted", "command": "/reuse-sweep-run", "run": {**run, "summary": None},
-             "verdict": {"code": "eligible", "params": {**base, "conclusion": "success",
-                                                        "artifacts": ("results_bmk_mi355x",)}},
-             "others": [{"id": 15559999999, "code": "not-completed"}, {"id": 15550000001, "code": "eligible"}]},
-            {"outcome": "accepted", "command": f"/reuse-sweep-run {run['id']}", "run": {**run, "conclusion": "failure"},
-             "verdict": {"code": "eligible", "params": {**base, "conclusion": "failure",
-                                                        "artifacts": ("results_bmk_mi355x",)}}},
-            {"outcome": "refused", "command": "/use 999", "run": None,
-             "verdict": {"code": "not-found", "params": {"run_id": 999}}},
-            {"outcome": "refused", "verdict": {"code": "wrong-workflow", "params": {
-                **base, "path": ".github/workflows/pr-lint.yml", "workflow": ".github/workflows/run-sweep.yml"}}},
-            {"outcome": "refused", "run": {**run, "summary": None}, "verdict": {"code": "wrong-workflow", "params": {
-                **base, "path": None, "workflow": ".github/workflows/run-sweep.yml"}}},
-            {"outcome": "refused", "run": {**run, "conclusion": None},
-             "verdict": {"code": "not-completed", "params": {**base, "status": "in_progress"}}},
-            {"outcome": "refused", "run": {**run, "conclusion": "timed_out"}, "verdict": {
-                "code": "conclusion-not-allowed",
-                "params": {**base, "conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")}}},
+            *(
+                {
+                    "outcome": "accepted",
+                    "ingest": {"state": state, "repository": "SemiAnalysisAI/InferenceX-app", "error": error},
+                    "verdict": {
+                        "code": "eligible",
+                        "params": {
+                            **base,
+                            "conclusion": "success",
+                            "artifacts": ("eval_results_all",),
+                            "expiry": ({"name": "eval_results_all", "date": "2027-01-30"},),
+                        },
+                    },
+                }
+                for state, error in (
+                    ("requested", None),
+                    ("dispatch_failed", "502 Bad Gateway"),
+                    ("dispatch_failed", None),
+                )
+            ),
+            {
+                "outcome": "accepted",
+                "command": "/reuse-sweep-run",
+                "run": {**run, "summary": None},
+                "verdict": {
+                    "code": "eligible",
+                    "params": {**base, "conclusion": "success", "artifacts": ("results_bmk_mi355x",)},
+                },
+                "others": [{"id": 15559999999, "code": "not-completed"}, {"id": 15550000001, "code": "eligible"}],
+            },
+            {
+                "outcome": "accepted",
+                "command": f"/reuse-sweep-run {run['id']}",
+                "run": {**run, "conclusion": "failure"},
+                "verdict": {
+                    "code": "eligible",
+                    "params": {**base, "conclusion": "failure", "artifacts": ("results_bmk_mi355x",)},
+                },
+            },
+            {
+                "outcome": "refused",
+                "command": "/use 999",
+                "run": None,
+                "verdict": {"code": "not-found", "params": {"run_id": 999}},
+            },
+            {
+                "outcome": "refused",
+                "verdict": {
+                    "code": "wrong-workflow",
+                    "params": {
+                        **base,
+                        "path": ".github/workflows/pr-lint.yml",
+                        "workflow": ".github/workflows/run-sweep.yml",
+                    },
+                },
+            },
+            {
+                "outcome": "refused",
+                "run": {**run, "summary": None},
+                "verdict": {
+                    "code": "wrong-workflow",
+                    "params": {**base, "path": None, "workflow": ".github/workflows/run-sweep.yml"},
+                },
+            },
+            {
+                "outcome": "refused",
+                "run": {**run, "conclusion": None},
+                "verdict": {"code": "not-completed", "params": {**base, "status": "in_progress"}},
+            },
+            {
+                "outcome": "refused",
+                "run": {**run, "conclusion": "timed_out"},
+                "verdict": {
+                    "code": "conclusion-not-allowed",
+                    "params": {**base, "conclusion": "timed_out", "allowed": ("success", "failure", "cancelled")},
+                },
+            },
             {"outcome": "refused", "verdict": {"code": "not-dispatched", "params": base}},
-            {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
-                **base, "patterns": patterns,
-                "artifacts": (*(f"results_bmk_{i}" for i in range(7)), "server_logs"),
-                "expired": tuple(f"results_bmk_{i}" for i in range(7))}}},
-            {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
-                **base, "patterns": patterns, "artifacts": ("results_bmk_a", "eval_results_all"),
-                "expired": ("results_bmk_a", "eval_results_all"),
-                "expiry": ({"name": "results_bmk_a", "date": "2026-10-01"}, {"name": "eval_results_all", "date": None})}}},
-            {"outcome": "refused", "verdict": {"code": "no-result-artifact", "params": {
-                **base, "patterns": patterns, "artifacts": ("results_bmk_a",), "expired": ("results_bmk_a",),
-                "expiry": ({"name": "results_bmk_a", "date": "2026-10-01"},)}}},
-            {"outcome": "refused", "run": {**run, "conclusion": "failure"}, "verdict": {
-                "code": "no-result-artifact",
-                "params": {**base, "patterns": patterns, "artifacts": ("server_logs", "logs`raw"), "expired": ()}}},
-            {"outcome": "refused", "run": {**run, "conclusion": "cancelled"}, "verdict": {
-                "code": "no-result-artifact", "params": {**base, "patterns": patterns, "artifacts": (), "expired": ()}}},
-            {"outcome": "refused", "verdict": {"code": "blocked-by-label", "params": {**base, "labels": ("Evals-Only",)}}},
-            {"outcome": "refused", "command": f"/reuse-sweep-run {run['id']}", "verdict": {
-                "code": "blocked-by-label", "params": {**base, "labels": ("evals-only", "agentx-fast")}}},
+            {
+                "outcome": "refused",
+                "verdict": {
+                    "code": "no-result-artifact",
+                    "params": {
+                        **base,
+                        "patterns": patterns,
+                        "artifacts": (*(f"results_bmk_{i}" for i in range(7)), "server_logs"),
+                        "expired": tuple(f"results_bmk_{i}" for i in range(7)),
+                    },
+                },
+            },
+            {
+                "outcome": "refused",
+                "verdict": {
+                    "code": "no-result-artifact",
+                    "params": {
+                        **base,
+                        "patterns": patterns,
+                        "artifacts": ("results_bmk_a", "eval_results_all"),
+                        "expired": ("results_bmk_a", "eval_results_all"),
+                        "expiry": (
+                            {"name": "results_bmk_a", "date": "2026-10-01"},
+                            {"name": "eval_results_all", "date": None},
+                        ),
+                    },
+                },
+            },
+            {
+                "outcome": "refused",
+                "verdict": {
+                    "code": "no-result-artifact",
+                    "params": {
+                        **base,
+                        "patterns": patterns,
+                        "artifacts": ("results_bmk_a",),
+                        "expired": ("results_bmk_a",),
+                        "expiry": ({"name": "results_bmk_a", "date": "2026-10-01"},),
+                    },
+                },
+            },
+            {
+                "outcome": "refused",
+                "run": {**run, "conclusion": "failure"},
+                "verdict": {
+                    "code": "no-result-artifact",
+                    "params": {**base, "patterns": patterns, "artifacts": ("server_logs", "logs`raw"), "expired": ()},
+                },
+            },
+            {
+                "outcome": "refused",
+                "run": {**run, "conclusion": "cancelled"},
+                "verdict": {
+                    "code": "no-result-artifact",
+                    "params": {**base, "patterns": patterns, "artifacts": (), "expired": ()},
+                },
+            },
+            {
+                "outcome": "refused",
+                "verdict": {"code": "blocked-by-label", "params": {**base, "labels": ("Evals-Only",)}},
+            },
+            {
+                "outcome": "refused",
+                "command": f"/reuse-sweep-run {run['id']}",
+                "verdict": {"code": "blocked-by-label", "params": {**base, "labels": ("evals-only", "agentx-fast")}},
+            },
             {"outcome": "unauthorized", "requester": "drive-by", "run": None},
             {"outcome": "permission_unknown", "requester": "private-member", "run": None},
-            {"outcome": "unauthorized", "requester": "drive-by", "run": None, "command": "/pin 42",
-             "workflow": "sweep.yml", "use_command": "/pin", "reuse_command": "/reuse"},
+            {
+                "outcome": "unauthorized",
+                "requester": "drive-by",
+                "run": None,
+                "command": "/pin 42",
+                "workflow": "sweep.yml",
+                "use_command": "/pin",
+                "reuse_command": "/reuse",
+            },
             {"outcome": "no_eligible_run", "command": "/reuse-sweep-run", "run": None},
-            {"outcome": "no_eligible_run", "command": "/reuse", "run": None, "use_command": "/pin",
-             "reuse_command": "/reuse", "others": [
-                {"id": 15551234600 - i, "code": code} for i, code in enumerate(
-                    ("not-completed", "conclusion-not-allowed", "not-dispatched", "no-result-artifact",
-                     "blocked-by-label", "wrong-workflow") * 2)]},
+            {
+                "outcome": "no_eligible_run",
+                "command": "/reuse",
+                "run": None,
+                "use_command": "/pin",
+                "reuse_command": "/reuse",
+                "others": [
+                    {"id": 15551234600 - i, "code": code}
+                    for i, code in enumerate(
+                        (
+                            "not-completed",
+                            "conclusion-not-allowed",
+                            "not-dispatched",
+                            "no-result-artifact",
+                            "blocked-by-label",
+                            "wrong-workflow",
+                        )
+                        * 2
+                    )
+                ],
+            },
             # `/use` also asks the results service to stage the run: each state of the reply's staging section.
             {**accepted, "staging": {**staging, "state": "requested"}},
             {**accepted, "staging": {**staging, "state": "needs_primary"}},
-            {**accepted, "command": "/pin 15551234567", "use_command": "/pin", "reuse_command": "/reuse",
-             "stage_command": "/restage", "staging": {**staging, "state": "needs_primary", "primary_labels": []}},
-            {**accepted, "staging": {**staging, "state": "dispatch_failed",
-                                     "error": "422: Unprocessable Entity\n/use 1 `event_type` is invalid"}},
+            {
+                **accepted,
+                "command": "/pin 15551234567",
+                "use_command": "/pin",
+                "reuse_command": "/reuse",
+                "stage_command": "/restage",
+                "staging": {**staging, "state": "needs_primary", "primary_labels": []},
+            },
+            {
+                **accepted,
+                "staging": {
+                    **staging,
+                    "state": "dispatch_failed",
+                    "error": "422: Unprocessable Entity\n/use 1 `event_type` is invalid",
+                },
+            },
             {**accepted, "staging": {**staging, "state": "dispatch_failed", "error": ""}},
             {**accepted, "staging": {**staging, "state": "started", "app_run_url": app_run}},
             {**accepted, "staging": {**staging, "state": "started"}},
             {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run}},  # no results link
-            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,  # the viewer's page instead
-                                     "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
-            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": None,
-                                     "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
-            {**accepted, "staging": {**staging, "state": "staged", "app_run_url": app_run,
-                                     "results_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567"}},
-            {**accepted, "run": {**run, "conclusion": "failure"},
-             "staging": {**staging, "state": "stage_failed", "app_run_url": app_run}},
+            {
+                **accepted,
+                "staging": {
+                    **staging,
+                    "state": "staged",
+                    "app_run_url": app_run,  # the viewer's page instead
+                    "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567",
+                },
+            },
+            {
+                **accepted,
+                "staging": {
+                    **staging,
+                    "state": "staged",
+                    "app_run_url": None,
+                    "viewer_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567",
+                },
+            },
+            {
+                **accepted,
+                "staging": {
+                    **staging,
+                    "state": "staged",
+                    "app_run_url": app_run,
+                    "results_url": "https://inferencex.semianalysis.com/inference?unofficialRun=15551234567",
+                },
+            },
+            {
+                **accepted,
+                "run": {**run, "conclusion": "failure"},
+                "staging": {**staging, "state": "stage_failed", "app_run_url": app_run},
+            },
             {**accepted, "staging": {**staging, "state": "stage_failed"}},
         )
     ],
     # The results service's ingest report: the table in bot.rules.results_callbacks ROWS x COLUMNS order.
     "ingest_report": [
-        {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
-         "app_run_url": app_run_url, "run_date": "2025-06-30", "rows": ["benchmark", "eval", "trace", "power"],
-         "ingest_run_url": ingest_run_url or app_run_url, "extra_counts": extra,
-         "columns": ["new", "duplicate", "skipped", "unmapped", "failed"], "counts": {
-             row: {"new": new, "duplicate": 3, "skipped": 0, "unmapped": 1, "failed": failed.get(row, 0)}
-             for row, new in (("benchmark", 1024), ("eval", 36), ("trace", 0), ("power", 12))}}
+        {
+            "run_id": 15551234567,
+            "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
+            "app_run_url": app_run_url,
+            "run_date": "2025-06-30",
+            "rows": ["benchmark", "eval", "trace", "power"],
+            "ingest_run_url": ingest_run_url or app_run_url,
+            "extra_counts": extra,
+            "columns": ["new", "duplicate", "skipped", "unmapped", "failed"],
+            "counts": {
+                row: {"new": new, "duplicate": 3, "skipped": 0, "unmapped": 1, "failed": failed.get(row, 0)}
+                for row, new in (("benchmark", 1024), ("eval", 36), ("trace", 0), ("power", 12))
+            },
+        }
         for ingest_run_url, extra in (
             (None, []),
-            ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543211/attempts/2",
-             [["benchmarkFiles", 11], ["evalSamplesNew", 6595], ["gpuMetricSamplesNew", 386092]]),
+            (
+                "https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543211/attempts/2",
+                [["benchmarkFiles", 11], ["evalSamplesNew", 6595], ["gpuMetricSamplesNew", 386092]],
+            ),
         )
         for app_run_url, failed in (
             ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {"eval": 2, "power": 1}),
@@ -297,13 +609,22 @@ SAMPLES: dict[str, list[dict]] = {
             ("https://github.com/SemiAnalysisAI/InferenceX-app/actions/runs/9876543210", {}),
             (None, {}),
         )
-    ] + [  # an ingest callback need not carry the run's date
-        {"run_id": 15551234567, "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
-         "app_run_url": None, "ingest_run_url": None, "extra_counts": [["changelogEntriesWritten", 1]],
-         "run_date": None, "rows": ["benchmark", "eval", "trace", "power"],
-         "columns": ["new", "duplicate", "skipped", "unmapped", "failed"],
-         "counts": {row: {"new": 1, "duplicate": 0, "skipped": 0, "unmapped": 0, "failed": 0}
-                    for row in ("benchmark", "eval", "trace", "power")}},
+    ]
+    + [  # an ingest callback need not carry the run's date
+        {
+            "run_id": 15551234567,
+            "run_url": "https://github.com/acme/InferenceX/actions/runs/15551234567",
+            "app_run_url": None,
+            "ingest_run_url": None,
+            "extra_counts": [["changelogEntriesWritten", 1]],
+            "run_date": None,
+            "rows": ["benchmark", "eval", "trace", "power"],
+            "columns": ["new", "duplicate", "skipped", "unmapped", "failed"],
+            "counts": {
+                row: {"new": 1, "duplicate": 0, "skipped": 0, "unmapped": 0, "failed": 0}
+                for row in ("benchmark", "eval", "trace", "power")
+            },
+        },
     ],
 }
 
@@ -312,8 +633,8 @@ def _status_samples() -> list[dict]:
     """Status comment variables as the sweep gate builds them (handlers.sweep_gate.status_view over real gate
     decisions): every headline, a blocked fork with changelog problems, each failed dispatch, each pin
     withdrawal, and the check run's shorter form."""
-    from bot.rules.changelog import check_append
     from bot.core.config import default_policy
+    from bot.rules.changelog import check_append
     from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Condition, Dispatched, GateInput, decide
     from bot.rules.links import viewer_links
     from bot.rules.pins import WITHDRAWALS
@@ -321,39 +642,72 @@ def _status_samples() -> list[dict]:
 
     policy = default_policy()
     sha = "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"
-    g = {"primary_labels": [p.name for p in policy.labels.primary], "recommended": "full-sweep-fail-fast",
-         "modifiers": policy.labels.modifiers.names(), "changelog_path": "inferencex-e2e/perf-changelog.yaml",
-         "changelog_url": f"https://github.com/acme/InferenceX/blob/{sha}/inferencex-e2e/perf-changelog.yaml",
-         "skip_marker": "[skip-sweep]", "use_command": "/use", "runs_url": "https://github.com/acme/InferenceX/actions",
-         "is_open": True}
+    g = {
+        "primary_labels": [p.name for p in policy.labels.primary],
+        "recommended": "full-sweep-fail-fast",
+        "modifiers": policy.labels.modifiers.names(),
+        "changelog_path": "inferencex-e2e/perf-changelog.yaml",
+        "changelog_url": f"https://github.com/acme/InferenceX/blob/{sha}/inferencex-e2e/perf-changelog.yaml",
+        "skip_marker": "[skip-sweep]",
+        "use_command": "/use",
+        "runs_url": "https://github.com/acme/InferenceX/actions",
+        "is_open": True,
+    }
     # GateInput's keyword arguments
-    base: dict[str, Any] = dict(number=12, head_sha=sha, base_sha="b" * 40, head_ref="recipe", base_ref="main",
-                                default_branch="main")
+    base: dict[str, Any] = dict(
+        number=12, head_sha=sha, base_sha="b" * 40, head_ref="recipe", base_ref="main", default_branch="main"
+    )
     labelled: dict[str, Any] = dict(base, labels=(AppliedLabel("full-sweep-fail-fast", "maintainer", True, sha),))
     valid = ChangelogOutcome(Changelog.VALID)
     key = decide(GateInput(**labelled, changelog=valid), policy).dispatch_id
-    run = {"run_id": 1006, "dispatch_id": key, "status": "in_progress", "conclusion": None,
-           "url": "https://github.com/acme/InferenceX/actions/runs/1006", "head_sha": sha, "perf_url": None,
-           "eval_url": None}
+    run = {
+        "run_id": 1006,
+        "dispatch_id": key,
+        "status": "in_progress",
+        "conclusion": None,
+        "url": "https://github.com/acme/InferenceX/actions/runs/1006",
+        "head_sha": sha,
+        "perf_url": None,
+        "eval_url": None,
+    }
     done = {**run, "status": "completed", "conclusion": "success", **viewer_links("https://x.example", 1006)}
 
     def view(pr: dict, shown_run: dict | None = None, *, fork: bool = False, **extra) -> dict:
-        return status_view(decide(GateInput(**pr), policy), shown_run, head_sha=sha, author="partner",
-                           is_fork=fork, g=extra.pop("g", g), **extra)
+        return status_view(
+            decide(GateInput(**pr), policy),
+            shown_run,
+            head_sha=sha,
+            author="partner",
+            is_fork=fork,
+            g=extra.pop("g", g),
+            **extra,
+        )
 
     def ran(status: str, conclusion: str | None) -> dict:
         return dict(labelled, changelog=valid, dispatched=(Dispatched(key, 1006, status, conclusion),))
 
-    bad = check_append(b"", b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: TBD\n", pr_number=12,
-                       canonical_prefix=policy.pr_link_prefix)
-    blocked_fork = dict(base, changelog=ChangelogOutcome(Changelog.INVALID), is_fork=True,
-                        labels=(AppliedLabel("full-sweep-fail-fast", "drive-by", False),
-                                AppliedLabel("evals-only", "maintainer", True, sha)))
+    bad = check_append(
+        b"",
+        b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: TBD\n",
+        pr_number=12,
+        canonical_prefix=policy.pr_link_prefix,
+    )
+    blocked_fork = dict(
+        base,
+        changelog=ChangelogOutcome(Changelog.INVALID),
+        is_fork=True,
+        labels=(
+            AppliedLabel("full-sweep-fail-fast", "drive-by", False),
+            AppliedLabel("evals-only", "maintainer", True, sha),
+        ),
+    )
     out = [
         view(blocked_fork, fork=True, errors=list(bad.errors)),
         # more found than the result keeps (policy limits.changelog_errors): counted, exactly or as "at least"
-        *(view(blocked_fork, fork=True, errors=list(bad.errors) * 12, unlisted=unlisted, unlisted_at_least=at_least)
-          for unlisted, at_least in ((1, False), (1_234, False), (1, True))),
+        *(
+            view(blocked_fork, fork=True, errors=list(bad.errors) * 12, unlisted=unlisted, unlisted_at_least=at_least)
+            for unlisted, at_least in ((1, False), (1_234, False), (1, True))
+        ),
         view(ran("in_progress", None), run),
         view(ran("completed", "success"), done),
         view(ran("completed", "failure"), {**run, "status": "completed", "conclusion": "failure"}),
@@ -375,14 +729,23 @@ def _status_samples() -> list[dict]:
     ]
     starting = decide(GateInput(**labelled, changelog=valid), policy)
     for code in ("failed", "retrying", "unknown"):  # set by the handler when GitHub refuses or keeps failing
-        failed = Condition("dispatch", False if code != "retrying" else None, code, {
-            "dispatch_id": key, "error": "422: Unexpected inputs provided", "retry_in": 4})
+        failed = Condition(
+            "dispatch",
+            False if code != "retrying" else None,
+            code,
+            {"dispatch_id": key, "error": "422: Unexpected inputs provided", "retry_in": 4},
+        )
         decision = replace(starting, conditions=starting.conditions[:-1] + (failed,))
         out.append(status_view(decision, None, head_sha=sha, author="partner", is_fork=False, g=g))
     # a pin withdrawn, for each reason (bot.rules.pins.WITHDRAWALS), with and without who did it
-    out.extend(view(dict(labelled, changelog=valid),
-                    pin_withdrawn={"run_id": 10260, "comment_id": 5, "reason": reason, "by": by})
-               for reason in WITHDRAWALS for by in ("maintainer", ""))
+    out.extend(
+        view(
+            dict(labelled, changelog=valid),
+            pin_withdrawn={"run_id": 10260, "comment_id": 5, "reason": reason, "by": by},
+        )
+        for reason in WITHDRAWALS
+        for by in ("maintainer", "")
+    )
     return out
 
 
@@ -391,9 +754,16 @@ def _annotation_samples() -> list[dict]:
     from handlers.sweep_gate import _error
 
     base = b"- config-keys:\n    - a\n  description:\n    - b\n  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n"
-    errors = [e for text in (b"    - \td\n  pr-link: XXX\n", b"    - d\n  pr-link: TBD\n")
-              for e in check_append(base, base + b"\n- config-keys:\n    - c\n  description:\n" + text, pr_number=12,
-                                    canonical_prefix="https://github.com/SemiAnalysisAI/InferenceX/pull/").errors]
+    errors = [
+        e
+        for text in (b"    - \td\n  pr-link: XXX\n", b"    - d\n  pr-link: TBD\n")
+        for e in check_append(
+            base,
+            base + b"\n- config-keys:\n    - c\n  description:\n" + text,
+            pr_number=12,
+            canonical_prefix="https://github.com/SemiAnalysisAI/InferenceX/pull/",
+        ).errors
+    ]
     assert [e.code for e in errors] == ["tab", "pr-link-not-accepted"]
     return [{"e": _error(e)} for e in errors]
 
@@ -415,8 +785,10 @@ def _signoff_samples() -> list[dict]:
     wrong = ChecklistResult(False, [item], [item], [(item, "Verified the evals")], "someone-else", False)
     unsigned = ChecklistResult(False, [], [], [], None, False)
     groups = rules.group_rows(rules.owner_groups(owners, files + [f"configs/b{i}.yaml" for i in range(4)]))
-    many = [{"key": f"@o{i}", "owners": [f"@o{i}"], "lines": [i + 3, i + 9], "files": [f"f{i}.yaml"], "more": 0}
-            for i in range(rules.SHOWN_GROUPS + 2)]
+    many = [
+        {"key": f"@o{i}", "owners": [f"@o{i}"], "lines": [i + 3, i + 9], "files": [f"f{i}.yaml"], "more": 0}
+        for i in range(rules.SHOWN_GROUPS + 2)
+    ]
     checks = [
         rules.codeowner_check(owners, files, "amd-owner", ()),
         rules.codeowner_check(owners, files, "amd-owner", (), authored=True),
@@ -433,8 +805,12 @@ def _signoff_samples() -> list[dict]:
         rules.sweep_check([], [sha], pinned=run, asked=True),
         rules.sweep_check([run], [sha], pinned=None, asked=True),
         rules.sweep_check([failed], [sha], pinned=None, asked=True),
-        rules.sweep_check([rules.SweepRun(335, sha, "queued", None, "https://github.com/acme/InferenceX/actions/runs/335")],
-                          [sha], pinned=None, asked=True),
+        rules.sweep_check(
+            [rules.SweepRun(335, sha, "queued", None, "https://github.com/acme/InferenceX/actions/runs/335")],
+            [sha],
+            pinned=None,
+            asked=True,
+        ),
         rules.sweep_check([], [sha], pinned=None, asked=True),
         rules.sweep_check([], [sha], pinned=None, asked=False),
         rules.reuse_check(333, "maintainer", "eligible", required=True, asked=True),
@@ -442,36 +818,69 @@ def _signoff_samples() -> list[dict]:
         rules.reuse_check(None, None, None, required=True, asked=True),
         rules.reuse_check(None, None, None, required=False, asked=True),
         rules.reuse_check(None, None, None, required=True, asked=False),
-        rules.checklist_check(template, ChecklistResult(True, signed_by="amd-owner", signed_ok=True), "amd-owner",
-                              path="docs/PR_REVIEW_CHECKLIST.md"),
+        rules.checklist_check(
+            template,
+            ChecklistResult(True, signed_by="amd-owner", signed_ok=True),
+            "amd-owner",
+            path="docs/PR_REVIEW_CHECKLIST.md",
+        ),
         rules.checklist_check(template, wrong, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"),
         rules.checklist_check(template, unsigned, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"),
         rules.checklist_check(None, None, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"),
-        rules.checklist_check(TemplateProblem("heading '## Template' not found"), None, "amd-owner",
-                              path="docs/PR_REVIEW_CHECKLIST.md"),
+        rules.checklist_check(
+            TemplateProblem("heading '## Template' not found"), None, "amd-owner", path="docs/PR_REVIEW_CHECKLIST.md"
+        ),
     ]
     base: dict[str, Any] = {
-        "source": "comment", "signer": "amd-owner",
-        "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12", "head_sha": sha, "current_sha": sha,
-        "state": "fresh", "outcome": "fail", "covered": [{"item": "Verified the sweep", "check": "sweep"}],
+        "source": "comment",
+        "signer": "amd-owner",
+        "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12",
+        "head_sha": sha,
+        "current_sha": sha,
+        "state": "fresh",
+        "outcome": "fail",
+        "covered": [{"item": "Verified the sweep", "check": "sweep"}],
         "not_verified": ["Verified that the evals pass, see the doc", "Verified `no patches` <PR_NUMBER>.md"],
-        "judge": None, "codeowners_url": "https://github.com/acme/InferenceX/blob/main/.github/CODEOWNERS",
+        "judge": None,
+        "codeowners_url": "https://github.com/acme/InferenceX/blob/main/.github/CODEOWNERS",
         "checklist_url": "https://github.com/acme/InferenceX/blob/main/docs/PR_REVIEW_CHECKLIST.md",
-        "use_command": "/use"}
-    judge = {"workflow": "signoff-judge.yml", "dispatch_id": "so-12-0a1b2c3d4e5f", "url": "", "error": "",
-             "summary": ""}
+        "use_command": "/use",
+    }
+    judge = {
+        "workflow": "signoff-judge.yml",
+        "dispatch_id": "so-12-0a1b2c3d4e5f",
+        "url": "",
+        "error": "",
+        "summary": "",
+    }
     plain = lambda checks: rules.shown(rules.check_rows(checks))  # noqa: E731
-    out = [{**base, "checks": plain(checks)},
-           {**base, "checks": plain([checks[0], checks[4], checks[12], checks[18], checks[23]]), "outcome": "pass",
-            "source": "review", "covered": [], "not_verified": []},
-           {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
-           {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "head_sha": ""},  # unnamed
-           {**base, "checks": plain(checks[:1]), "state": "withdrawn"},
-           {**base, "checks": plain([checks[0], checks[13], checks[18], checks[23]]), "outcome": "pass",
-            "not_verified": ["Verified that this PR passes evals."]}]  # a PASS, one item collapsed
-    for state, extra in (("requested", {"url": "https://github.com/acme/InferenceX/actions/runs/9"}),
-                         ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
-                         ("pass", {}), ("fail", {"summary": "The recipe sets --hf-overrides."}), ("error", {})):
+    out = [
+        {**base, "checks": plain(checks)},
+        {
+            **base,
+            "checks": plain([checks[0], checks[4], checks[12], checks[18], checks[23]]),
+            "outcome": "pass",
+            "source": "review",
+            "covered": [],
+            "not_verified": [],
+        },
+        {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "source": "review-comment"},
+        {**base, "checks": plain(checks[:1]), "state": "stale", "current_sha": now, "head_sha": ""},  # unnamed
+        {**base, "checks": plain(checks[:1]), "state": "withdrawn"},
+        {
+            **base,
+            "checks": plain([checks[0], checks[13], checks[18], checks[23]]),
+            "outcome": "pass",
+            "not_verified": ["Verified that this PR passes evals."],
+        },
+    ]  # a PASS, one item collapsed
+    for state, extra in (
+        ("requested", {"url": "https://github.com/acme/InferenceX/actions/runs/9"}),
+        ("dispatch_failed", {"error": "422 Workflow does not have 'workflow_dispatch' trigger"}),
+        ("pass", {}),
+        ("fail", {"summary": "The recipe sets --hf-overrides."}),
+        ("error", {}),
+    ):
         out.append({**base, "checks": plain(checks[:1]), "judge": {**judge, "state": state, **extra}})
     # waiting, for each thing a verdict waits for: a sweep running and a pin, with another owner group;
     # a failed sweep and a pin; a pin no longer eligible and many groups; no sweep yet; a sweep running; a pin
@@ -479,40 +888,78 @@ def _signoff_samples() -> list[dict]:
     out += [{**base, "checks": plain([checks[0], checks[23]] + [checks[i] for i in more])} for more in waits]
     # failing, for each check of the sign-off's own that fails it, while its sweep still runs
     fails = ([1], [8], [9], [10], [11], [0, 24], [0, 25], [0, 26], [0, 27], [0, 7])
-    out += [{**base, "checks": plain([checks[i] for i in own] + [checks[4], checks[15], checks[20], checks[23]]
-                                     if len(own) == 1 else [checks[own[0]], checks[own[1]], checks[15], checks[20]])}
-            for own in fails]
+    out += [
+        {
+            **base,
+            "checks": plain(
+                [checks[i] for i in own] + [checks[4], checks[15], checks[20], checks[23]]
+                if len(own) == 1
+                else [checks[own[0]], checks[own[1]], checks[15], checks[20]]
+            ),
+        }
+        for own in fails
+    ]
     for sample in out:  # each verdict's outcome as the rules give it
-        sample["outcome"] = rules.outcome(rules.Check(c["name"], c["ok"], c["code"], c["params"])
-                                          for c in sample["checks"])
+        sample["outcome"] = rules.outcome(
+            rules.Check(c["name"], c["ok"], c["code"], c["params"]) for c in sample["checks"]
+        )
     return out
 
 
 def _run_comment_samples() -> list[dict]:
     """Run comments as the sweep gate builds them: a success with its viewer links, a failure naming more
     failed jobs than are shown, a rerun attempt with one hostile job name, and a run cancelled by hand."""
-    from bot.rules.run_report import next_step, summarize_jobs
     from bot.rules.links import viewer_links
+    from bot.rules.run_report import next_step, summarize_jobs
 
     def jobs(listed):
         s = summarize_jobs({"id": 500 + i, "name": name, "conclusion": c} for i, (name, c) in enumerate(listed))
-        return {"succeeded": s.succeeded, "failed": s.failed, "cancelled": s.cancelled, "skipped": s.skipped,
-                "other": s.other, "more_failed": s.more_failed,
-                "failed_jobs": [{"name": j.name, "url": f"https://github.com/acme/InferenceX/actions/runs/1006/job/{j.job_id}"}
-                                for j in s.failed_jobs]}
+        return {
+            "succeeded": s.succeeded,
+            "failed": s.failed,
+            "cancelled": s.cancelled,
+            "skipped": s.skipped,
+            "other": s.other,
+            "more_failed": s.more_failed,
+            "failed_jobs": [
+                {"name": j.name, "url": f"https://github.com/acme/InferenceX/actions/runs/1006/job/{j.job_id}"}
+                for j in s.failed_jobs
+            ],
+        }
 
-    base = {"run_id": 1006, "attempt": 1, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
-            "dispatch_id": "sw-12-0a1b2c3d4e5f", "url": "https://github.com/acme/InferenceX/actions/runs/1006",
-            "results": None, "author": "partner", "use_command": "/use"}
+    base = {
+        "run_id": 1006,
+        "attempt": 1,
+        "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+        "dispatch_id": "sw-12-0a1b2c3d4e5f",
+        "url": "https://github.com/acme/InferenceX/actions/runs/1006",
+        "results": None,
+        "author": "partner",
+        "use_command": "/use",
+    }
     many = [(f"bmk (mi355x, {i})", "failure") for i in range(23)] + [("build", "success"), ("evals", "skipped")]
     return [
-        {**base, "conclusion": "success", "next": next_step("success"),
-         "jobs": jobs([("build", "success"), ("bmk", "success"), ("evals", "skipped")]),
-         "results": viewer_links("https://inferencex.semianalysis.com", 1006)},
+        {
+            **base,
+            "conclusion": "success",
+            "next": next_step("success"),
+            "jobs": jobs([("build", "success"), ("bmk", "success"), ("evals", "skipped")]),
+            "results": viewer_links("https://inferencex.semianalysis.com", 1006),
+        },
         {**base, "conclusion": "failure", "next": next_step("failure"), "jobs": jobs(many)},
-        {**base, "conclusion": "failure", "attempt": 2, "next": next_step("failure"),
-         "jobs": jobs([("bmk `x` [click](https://evil.example)\n/use 1", "failure"), ("build", "cancelled"),
-                       ("odd", "action_required")])},
+        {
+            **base,
+            "conclusion": "failure",
+            "attempt": 2,
+            "next": next_step("failure"),
+            "jobs": jobs(
+                [
+                    ("bmk `x` [click](https://evil.example)\n/use 1", "failure"),
+                    ("build", "cancelled"),
+                    ("odd", "action_required"),
+                ]
+            ),
+        },
         {**base, "conclusion": "cancelled", "next": next_step("cancelled"), "jobs": jobs([("bmk", "cancelled")])},
     ]
 
@@ -520,7 +967,8 @@ def _run_comment_samples() -> list[dict]:
 # the merge notice once the results service has ingested its run: the counts of each ingest report sample
 SAMPLES["merge_reuse"] += [
     {**SAMPLES["merge_reuse"][0], "report": {k: v for k, v in report.items() if k not in ("run_id", "run_url")}}
-    for report in SAMPLES["ingest_report"]]
+    for report in SAMPLES["ingest_report"]
+]
 SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
@@ -538,47 +986,109 @@ def _suggestion_samples() -> list[dict]:
     head = base + entry + b"  pr-link: TBD\n\n\n" + entry + b"  pr-link:   XXX\n\n\n"
     errors = check_append(base, head, pr_number=12, canonical_prefix=prefix).errors
     fixes = suggestions(errors, head, pr_number=12, canonical_prefix=prefix)
-    assert [f.code for f in fixes] == ["separator", "pr-link-not-accepted", "separator", "pr-link-format",
-                                       "trailing-newline"]
+    assert [f.code for f in fixes] == [
+        "separator",
+        "pr-link-not-accepted",
+        "separator",
+        "pr-link-format",
+        "trailing-newline",
+    ]
     by_line = {e.line: e for e in errors}
-    return [{"e": {"line": f.error_line, "code": f.code, "params": dict(by_line[f.error_line].params)},
-             "deleted": 0 if f.lines else f.line - f.start_line + 1} for f in fixes]
+    return [
+        {
+            "e": {"line": f.error_line, "code": f.code, "params": dict(by_line[f.error_line].params)},
+            "deleted": 0 if f.lines else f.line - f.start_line + 1,
+        }
+        for f in fixes
+    ]
 
 
 DEFAULT_BRANCH = {
-    "path": "inferencex-e2e/perf-changelog.yaml", "prefix": "https://github.com/SemiAnalysisAI/InferenceX/pull/",
+    "path": "inferencex-e2e/perf-changelog.yaml",
+    "prefix": "https://github.com/SemiAnalysisAI/InferenceX/pull/",
     "commit_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
     "commit_url": "https://github.com/acme/InferenceX/commit/d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
-    "links": [], "others": [], "unlisted": 0,
+    "links": [],
+    "others": [],
+    "unlisted": 0,
 }
 BLAME = "https://github.com/acme/InferenceX/blob/d55207c21fee12d6cceeeaeba9f9f91a90d71c86/inferencex-e2e/perf-changelog.yaml"
 SAMPLES["default_branch_changelog"] = [
     DEFAULT_BRANCH,
-    {**DEFAULT_BRANCH, "links": [
-        {"line": 11, "value": "XXX", "pr_number": 42, "pr_url": "https://github.com/acme/InferenceX/pull/42",
-         "expected": "https://github.com/SemiAnalysisAI/InferenceX/pull/42", "line_url": BLAME + "#L11"},
-        # a value with a table's `|`, a backtick and a command: one cell, one line
-        {"line": 17, "value": "T|B`D\n/use 1", "pr_number": None, "pr_url": None, "expected": None,
-         "line_url": BLAME + "#L17"}]},
-    {**DEFAULT_BRANCH, "others": [{"line": 1, "code": "too-complex", "params": {"cause": "unfinished"}}],
-     "unlisted": 3},
+    {
+        **DEFAULT_BRANCH,
+        "links": [
+            {
+                "line": 11,
+                "value": "XXX",
+                "pr_number": 42,
+                "pr_url": "https://github.com/acme/InferenceX/pull/42",
+                "expected": "https://github.com/SemiAnalysisAI/InferenceX/pull/42",
+                "line_url": BLAME + "#L11",
+            },
+            # a value with a table's `|`, a backtick and a command: one cell, one line
+            {
+                "line": 17,
+                "value": "T|B`D\n/use 1",
+                "pr_number": None,
+                "pr_url": None,
+                "expected": None,
+                "line_url": BLAME + "#L17",
+            },
+        ],
+    },
+    {
+        **DEFAULT_BRANCH,
+        "others": [{"line": 1, "code": "too-complex", "params": {"cause": "unfinished"}}],
+        "unlisted": 3,
+    },
 ]
 SAMPLES["changelog_suggestion"] = _suggestion_samples()
 SAMPLES["changelog_suggestions"] = [
-    {"count": 1, "more": 0, "path": "inferencex-e2e/perf-changelog.yaml",
-     "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"},
-    {"count": 20, "more": 3, "path": "inferencex-e2e/perf-changelog.yaml",
-     "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"},
+    {
+        "count": 1,
+        "more": 0,
+        "path": "inferencex-e2e/perf-changelog.yaml",
+        "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+    },
+    {
+        "count": 20,
+        "more": 3,
+        "path": "inferencex-e2e/perf-changelog.yaml",
+        "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+    },
 ]
 SAMPLES["changelog_suggestions_outdated"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86"}]
-SAMPLES["signoff_summary"] = [{"head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86", "verdicts": [
-    {"signer": signer, "outcome": outcome, "state": state, "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
-     "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12"}
-    for signer, outcome, state in (("amd-owner", "pass", "fresh"), ("nv-owner", "wait", "fresh"),
-                                   ("drive-by", "fail", "fresh"),
-                                   ("nv-owner", "pass", "stale"), ("old-owner", "pass", "withdrawn"))] + [
-    {"signer": "rebased-owner", "outcome": "pass", "state": "stale", "head_sha": "",  # a head a force push replaced
-     "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-13"}]}]
+SAMPLES["signoff_summary"] = [
+    {
+        "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+        "verdicts": [
+            {
+                "signer": signer,
+                "outcome": outcome,
+                "state": state,
+                "head_sha": "d55207c21fee12d6cceeeaeba9f9f91a90d71c86",
+                "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-12",
+            }
+            for signer, outcome, state in (
+                ("amd-owner", "pass", "fresh"),
+                ("nv-owner", "wait", "fresh"),
+                ("drive-by", "fail", "fresh"),
+                ("nv-owner", "pass", "stale"),
+                ("old-owner", "pass", "withdrawn"),
+            )
+        ]
+        + [
+            {
+                "signer": "rebased-owner",
+                "outcome": "pass",
+                "state": "stale",
+                "head_sha": "",  # a head a force push replaced
+                "url": "https://github.com/acme/InferenceX/pull/12#issuecomment-13",
+            }
+        ],
+    }
+]
 
 
 def samples(kind: str) -> list[dict]:
@@ -603,7 +1113,7 @@ def code_spans(text: str) -> list[str]:
         if closing is None:
             pos = opening.end()
             continue
-        content = text[opening.end():closing.start()].replace("\n", " ")
+        content = text[opening.end() : closing.start()].replace("\n", " ")
         if content[:1] == content[-1:] == " " and content.strip():
             content = content[1:-1]
         spans.append(content)
@@ -782,7 +1292,8 @@ def test_a_welcomes_numbered_steps_are_its_readers_own(sample):
     names = [label["name"] for label in sample["primary_labels"]] + list(sample["modifiers"].values())
     names += [sample["use_command"], sample["reuse_command"]]
     for (opening, steps, others), words, (label, pin, merge) in zip(
-            welcome_parts(sample), MAINTAINER_ONLY, (("label", "pin", "merge"), ("标签", "固定", "合并"))):
+        welcome_parts(sample), MAINTAINER_ONLY, (("label", "pin", "merge"), ("标签", "固定", "合并"))
+    ):
         assert steps, "no steps"
         for step in steps:
             assert not words.search(step), step
@@ -798,7 +1309,8 @@ def test_same_repository_and_fork_welcomes_have_the_same_shape():
     adds, for a fork, that a label must be added again after each push."""
     same, fork = (welcome_parts({**WELCOME, "is_fork": is_fork}) for is_fork in (False, True))
     for (opening, steps, others), (fork_opening, fork_steps, fork_others), clause in zip(
-            same, fork, (" (again after each push: it comes from a fork)", "（它来自 fork：每次推送后都要重新添加）")):
+        same, fork, (" (again after each push: it comes from a fork)", "（它来自 fork：每次推送后都要重新添加）")
+    ):
         assert (opening, steps) == (fork_opening, fork_steps)
         assert len(others) == len(fork_others)
         assert [line.replace(clause, "") for line in fork_others] == others
@@ -811,8 +1323,9 @@ def test_a_pr_that_changes_the_changelog_is_not_told_to_append_an_entry(is_fork)
     when their PR already held a valid one. A PR that changes the changelog is now told that the sweep status
     comment says whether the entry is valid; one that does not is told to append one."""
     for changelog_in_pr in (False, True):
-        english, chinese = halves(TEMPLATES.render("welcome", **{**WELCOME, "is_fork": is_fork,
-                                                                 "changelog_in_pr": changelog_in_pr}))
+        english, chinese = halves(
+            TEMPLATES.render("welcome", **{**WELCOME, "is_fork": is_fork, "changelog_in_pr": changelog_in_pr})
+        )
         english, chinese = english.split("<details>")[0], chinese.split("<details>")[0]
         assert ("append" in english.lower()) is (not changelog_in_pr)
         assert ("追加" in chinese) is (not changelog_in_pr)

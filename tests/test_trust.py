@@ -12,18 +12,31 @@ import copy
 
 import pytest
 import respx
-from hypothesis import HealthCheck, given, settings, strategies as st
-
-from handlers import registry
-from bot.rules.markers import marker
-from bot.app.sandbox import add_sweep_workflows
-from bot.rules.sweep_record import SweepRecord
-from bot.testing import InMemoryGitHub
 from harness import REPO, start_harness, stop_harness
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_reuse_command import command, fake_clock, finished_run, pin, reactions, reply  # noqa: F401
 from test_signoff import check_line, owned, sign, signoff_body, verdicts  # noqa: F401
-from test_sweep_gate import (CHANGELOG, ENABLED, FAIL_FAST, FORK, english, inputs, label, make_harness,  # noqa: F401
-                             no_merge_wait, open_pull, push, repo, runs, send, status, unlabel)
+from test_sweep_gate import (
+    CHANGELOG,
+    FAIL_FAST,
+    english,
+    inputs,
+    label,
+    make_harness,  # noqa: F401
+    open_pull,
+    push,
+    runs,
+    send,
+    status,
+    unlabel,
+)
+
+from bot.app.sandbox import add_sweep_workflows
+from bot.rules.markers import marker
+from bot.rules.sweep_record import SweepRecord
+from bot.testing import InMemoryGitHub
+from handlers import registry
 
 AMD_FILE = "configs/amd-master.yaml"
 BOT_LOGIN = InMemoryGitHub().bot_login
@@ -33,14 +46,28 @@ def record(github, number: int) -> SweepRecord:
     return SweepRecord.parse(status(github, number))
 
 
-def forks_own_run(github, number: int, *, title_id: str | None = None, conclusion: str = "success",
-                  workflow: str = "run-sweep.yml", artifact: bool = True) -> dict:
+def forks_own_run(
+    github,
+    number: int,
+    *,
+    title_id: str | None = None,
+    conclusion: str = "success",
+    workflow: str = "run-sweep.yml",
+    artifact: bool = True,
+) -> dict:
     """A run of the fork's own `pull_request` workflow (its copy of the file, so its `run-name:` is the fork's
     choice): on the PR's head commit, started by the fork's author, in the base repository as GitHub runs it."""
     pr = github.pull(REPO, number)
-    run = github.add_run(REPO, workflow, head_sha=pr["head"]["sha"], head_branch=pr["head"]["ref"],
-                         event="pull_request", conclusion=conclusion, actor="partner",
-                         inputs={"dispatch-id": title_id} if title_id else None)
+    run = github.add_run(
+        REPO,
+        workflow,
+        head_sha=pr["head"]["sha"],
+        head_branch=pr["head"]["ref"],
+        event="pull_request",
+        conclusion=conclusion,
+        actor="partner",
+        inputs={"dispatch-id": title_id} if title_id else None,
+    )
     live = github._repo(REPO).runs[run["id"]]
     live["head_repository"] = copy.deepcopy(pr["head"]["repo"])
     if artifact:
@@ -112,7 +139,8 @@ async def test_a_forks_own_green_run_is_no_sweep_for_its_sign_off(owned, make_ha
     comment = await sign(h, 84, "amd-owner")
     found = verdicts(owned, 84)[f"comment-{comment['id']}"]
     assert check_line(found["body"], "Sweep").startswith(  # ⏳: waiting for a sweep, not done
-        "- ⏳ **Sweep:** No sweep run has started on a commit of this PR yet"), found["body"]
+        "- ⏳ **Sweep:** No sweep run has started on a commit of this PR yet"
+    ), found["body"]
 
 
 async def test_a_forks_sweep_on_main_reports_to_the_fork_pr_not_to_a_pr_from_main(repo, make_harness):
@@ -228,7 +256,8 @@ async def test_a_permission_lookup_github_does_not_answer_gets_a_reply_and_holds
 
 
 async def test_a_fork_label_whose_labellers_permission_github_does_not_confirm_is_neither_counted_nor_removed(
-        repo, make_harness):
+    repo, make_harness
+):
     open_pull(repo, 92, fork=True)
     h = await make_harness()
     repo.fail_next("GET", r"/collaborators/[^/]+/permission$", 502, times=50)
@@ -262,8 +291,11 @@ def nested_entry(depth: int) -> bytes:
     item = "x"
     for _ in range(depth):
         item = f"[{item}]"
-    return (b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - " + item.encode()
-            + b"\n  pr-link: XXX\n")
+    return (
+        b"\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - "
+        + item.encode()
+        + b"\n  pr-link: XXX\n"
+    )
 
 
 async def test_a_changelog_nested_300_deep_is_an_error_on_the_pr_and_a_pin_still_records(repo, make_harness):
@@ -282,7 +314,7 @@ async def test_a_changelog_nested_300_deep_is_an_error_on_the_pr_and_a_pin_still
 
 
 async def test_a_changelog_over_the_size_limit_is_one_error_naming_the_limit(repo, make_harness):
-    huge = b"\n- config-keys:\n    - a\n  description:\n    - \"" + b"x" * (3 * 1024 * 1024) + b"\"\n  pr-link: XXX\n"
+    huge = b'\n- config-keys:\n    - a\n  description:\n    - "' + b"x" * (3 * 1024 * 1024) + b'"\n  pr-link: XXX\n'
     open_pull(repo, 61, entry=huge)
     h = await make_harness()
     await label(h, 61, FAIL_FAST, delivery="huge")
@@ -328,8 +360,12 @@ async def test_a_sign_off_is_verified_again_when_the_pr_is_retargeted(owned, mak
     """Regression: a sign-off judged against a release branch's CODEOWNERS stayed PASS after the PR was
     retargeted to main, whose CODEOWNERS does not make the signer an owner."""
     owned.set_file(REPO, ".github/CODEOWNERS", "configs/ @amd-owner\ninferencex-e2e/ @amd-owner\n", ref="release")
-    owned.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md", owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"],
-                   ref="release")
+    owned.set_file(
+        REPO,
+        "docs/PR_REVIEW_CHECKLIST.md",
+        owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"],
+        ref="release",
+    )
     owned.set_file(REPO, ".github/CODEOWNERS", "* @someone-else\n", ref="main")
     open_pull(owned, 94, files=(CHANGELOG, AMD_FILE))
     owned.pull(REPO, 94)["base"]["ref"] = "release"
@@ -351,8 +387,9 @@ async def test_a_base_branch_name_is_one_query_value(owned, make_harness):
     owned.set_file(REPO, ".github/CODEOWNERS", "* @amd-owner\n", ref="v1#old")
     owned.set_file(REPO, ".github/CODEOWNERS", "* @someone-else\n", ref="v1")
     for ref in ("v1#old", "v1"):
-        owned.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md",
-                       owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"], ref=ref)
+        owned.set_file(
+            REPO, "docs/PR_REVIEW_CHECKLIST.md", owned._repo(REPO).files["main"]["docs/PR_REVIEW_CHECKLIST.md"], ref=ref
+        )
     open_pull(owned, 95, files=(CHANGELOG, AMD_FILE))
     owned.pull(REPO, 95)["base"]["ref"] = "v1#old"
     h = await make_harness()
@@ -361,12 +398,15 @@ async def test_a_base_branch_name_is_one_query_value(owned, make_harness):
     assert check_line(found["body"], "CODEOWNER").startswith("- ✅"), found["body"]
 
 
-@pytest.mark.parametrize("wrap", [
-    pytest.param(lambda body: f"<!--\n{body}\n-->", id="html-comment"),
-    pytest.param(lambda body: f"```\n{body}\n```", id="fenced-code"),
-    pytest.param(lambda body: "\n".join("> " + line for line in body.split("\n")), id="quote"),
-    pytest.param(lambda body: "<pre>\n" + body + "\n</pre>", id="pre"),
-])
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        pytest.param(lambda body: f"<!--\n{body}\n-->", id="html-comment"),
+        pytest.param(lambda body: f"```\n{body}\n```", id="fenced-code"),
+        pytest.param(lambda body: "\n".join("> " + line for line in body.split("\n")), id="quote"),
+        pytest.param(lambda body: "<pre>\n" + body + "\n</pre>", id="pre"),
+    ],
+)
 async def test_a_phrase_in_a_comment_code_or_a_quote_is_no_sign_off(owned, make_harness, wrap):
     """Regression: a sign-off inside an HTML comment counted."""
     open_pull(owned, 96, files=(CHANGELOG, AMD_FILE))
@@ -385,41 +425,80 @@ async def test_a_judge_answer_counts_only_from_an_accepted_sender_once_and_never
     comment = await sign(h, 97, "amd-owner")
     (judge_run,) = owned.runs(REPO, "signoff-judge.yml")
     head = owned.pull(REPO, 97)["head"]["sha"]
-    answer = {"pr-number": "97", "signoff-id": f"comment-{comment['id']}", "head-sha": head, "verdict": "pass",
-              "summary": "all good", "run-url": "https://evil.example/acme/InferenceX/actions/runs/1"}
+    answer = {
+        "pr-number": "97",
+        "signoff-id": f"comment-{comment['id']}",
+        "head-sha": head,
+        "verdict": "pass",
+        "summary": "all good",
+        "run-url": "https://evil.example/acme/InferenceX/actions/runs/1",
+    }
     key = f"comment-{comment['id']}"
-    await h.deliver("repository_dispatch", owned.repository_dispatch_payload(REPO, "signoff-judged", answer,
-                                                                             sender="someone-else"))
+    await h.deliver(
+        "repository_dispatch", owned.repository_dispatch_payload(REPO, "signoff-judged", answer, sender="someone-else")
+    )
     assert verdicts(owned, 97)[key]["record"]["judge"]["state"] == "requested"
-    await h.deliver("repository_dispatch", owned.repository_dispatch_payload(
-        REPO, "signoff-judged", {**answer, "extra-field": "x"}, sender="github-actions[bot]"))
+    await h.deliver(
+        "repository_dispatch",
+        owned.repository_dispatch_payload(
+            REPO, "signoff-judged", {**answer, "extra-field": "x"}, sender="github-actions[bot]"
+        ),
+    )
     found = verdicts(owned, 97)[key]
     assert found["record"]["judge"]["state"] == "pass" and "evil.example" not in found["body"]
     assert f"actions/runs/{judge_run['id']}" in found["body"], "the run the bot dispatched is the one linked"
-    await h.deliver("repository_dispatch", owned.repository_dispatch_payload(
-        REPO, "signoff-judged", {**answer, "verdict": "fail"}, sender="github-actions[bot]"))
+    await h.deliver(
+        "repository_dispatch",
+        owned.repository_dispatch_payload(
+            REPO, "signoff-judged", {**answer, "verdict": "fail"}, sender="github-actions[bot]"
+        ),
+    )
     assert verdicts(owned, 97)[key]["record"]["judge"]["state"] == "pass", "answered once: a later answer is ignored"
 
 
 # -- properties -------------------------------------------------------------------------------------------
 
-EVENTS = st.sampled_from(["workflow_dispatch", "pull_request", "pull_request_target", "push", "workflow_run",
-                          "schedule", "repository_dispatch"])
+EVENTS = st.sampled_from(
+    [
+        "workflow_dispatch",
+        "pull_request",
+        "pull_request_target",
+        "push",
+        "workflow_run",
+        "schedule",
+        "repository_dispatch",
+    ]
+)
 ACTORS = st.sampled_from(["partner", "maintainer", "github-actions[bot]", "dependabot[bot]", BOT_LOGIN])
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-@given(event=EVENTS, actor=ACTORS, fork=st.booleans(), workflow=st.sampled_from(["run-sweep.yml", "e2e-tests.yml"]),
-       named=st.booleans())
-def test_no_run_but_the_bots_dispatch_reaches_a_record_a_pin_or_a_sign_off(tmp_path_factory, app_key, event, actor,
-                                                                         fork, workflow, named):
+@given(
+    event=EVENTS,
+    actor=ACTORS,
+    fork=st.booleans(),
+    workflow=st.sampled_from(["run-sweep.yml", "e2e-tests.yml"]),
+    named=st.booleans(),
+)
+def test_no_run_but_the_bots_dispatch_reaches_a_record_a_pin_or_a_sign_off(
+    tmp_path_factory, app_key, event, actor, fork, workflow, named
+):
     """Property: a run whose event is not `workflow_dispatch` or whose actor is not the bot, whatever its name
     (the PR's real dispatch id included), its workflow and its conclusion, never enters the PR's record, is
     never pinned by a bare `/reuse-sweep-run` nor accepted by `/use`, and is never the sign-off's sweep."""
     if event == "workflow_dispatch" and actor == BOT_LOGIN:
         return  # the one kind of run that may count
-    asyncio.run(_inject_and_look(tmp_path_factory.mktemp("trust"), app_key, event=event, actor=actor, fork=fork,
-                                 workflow=workflow, named=named))
+    asyncio.run(
+        _inject_and_look(
+            tmp_path_factory.mktemp("trust"),
+            app_key,
+            event=event,
+            actor=actor,
+            fork=fork,
+            workflow=workflow,
+            named=named,
+        )
+    )
 
 
 async def _inject_and_look(tmp_path, app_key, *, event, actor, fork, workflow, named) -> None:
@@ -430,8 +509,9 @@ async def _inject_and_look(tmp_path, app_key, *, event, actor, fork, workflow, n
         github.set_permission(REPO, "maintainer", "write")
         add_sweep_workflows(github, REPO)
         github.set_file(REPO, ".github/CODEOWNERS", "* @amd-owner\n", ref="main")
-        github.set_file(REPO, "docs/PR_REVIEW_CHECKLIST.md", "## Template\n```\n- [ ] ok\n\nSigned: `X`\n```\n",
-                        ref="main")
+        github.set_file(
+            REPO, "docs/PR_REVIEW_CHECKLIST.md", "## Template\n```\n- [ ] ok\n\nSigned: `X`\n```\n", ref="main"
+        )
         h = await start_harness(tmp_path, github, app_key, router=registry.router)
         try:
             open_pull(github, 70, fork=fork)
@@ -440,17 +520,28 @@ async def _inject_and_look(tmp_path, app_key, *, event, actor, fork, workflow, n
             assert latest is not None, "the label dispatched no run"
             dispatch_id = latest.dispatch_id
             pr = github.pull(REPO, 70)
-            run = github.add_run(REPO, workflow, head_sha=pr["head"]["sha"], head_branch=pr["head"]["ref"],
-                                 event=event, conclusion="success", actor=actor,
-                                 inputs={"dispatch-id": dispatch_id} if named else None)
+            run = github.add_run(
+                REPO,
+                workflow,
+                head_sha=pr["head"]["sha"],
+                head_branch=pr["head"]["ref"],
+                event=event,
+                conclusion="success",
+                actor=actor,
+                inputs={"dispatch-id": dispatch_id} if named else None,
+            )
             github.add_artifact(REPO, run["id"], "results_bmk_injected")
             await h.deliver("workflow_run", github.workflow_run_payload(REPO, run["id"]))
             assert run["id"] not in [r.run_id for r in record(github, 70).runs]
             for body in ("/reuse-sweep-run", f"/use {run['id']}"):
                 await command(h, 70, body)
                 assert pin(github, 70) is None
-            comment = await sign(h, 70, "amd-owner", "As a PR reviewer and CODEOWNER, I have reviewed this and have:\n"
-                                                     "- [x] ok\n\nSigned: @amd-owner")
+            comment = await sign(
+                h,
+                70,
+                "amd-owner",
+                "As a PR reviewer and CODEOWNER, I have reviewed this and have:\n- [x] ok\n\nSigned: @amd-owner",
+            )
             found = verdicts(github, 70)[f"comment-{comment['id']}"]
             assert not check_line(found["body"], "Sweep").startswith("- ✅"), found["body"]
             assert str(run["id"]) not in check_line(found["body"], "Sweep")

@@ -12,12 +12,12 @@ import asyncio
 import re
 
 import pytest
-
-from bot.rules.markers import marker
-from bot.rules.commands import find_commands
-from bot.core.config import default_policy
 from harness import REPO, load_bench
 from rendered import visible_text
+
+from bot.core.config import default_policy
+from bot.rules.commands import find_commands
+from bot.rules.markers import marker
 
 WELCOME = marker("welcome")
 OTHER_REPO = "acme/Bench"
@@ -53,8 +53,9 @@ def seed_welcome(github, number: int, text: str = "an older welcome", repo: str 
 async def push_config(h, content: str, sha: str) -> None:
     """Change .github/sweepbot.yml on the default branch and send the push that makes the bot reload it."""
     h.github.set_file(REPO, ".github/sweepbot.yml", content)
-    payload = h.github.push_payload(REPO, ref="refs/heads/main", after=sha,
-                                    commits=[{"modified": [".github/sweepbot.yml"]}], sender="maintainer")
+    payload = h.github.push_payload(
+        REPO, ref="refs/heads/main", after=sha, commits=[{"modified": [".github/sweepbot.yml"]}], sender="maintainer"
+    )
     await h.deliver("push", payload)
 
 
@@ -76,8 +77,9 @@ async def test_fork_pr_opened_gets_one_welcome_with_the_policy_and_repo_links(ha
     assert f"({blob}/docs/PR_REVIEW_CHECKLIST.md)" in body
     assert f"({blob}/inferencex-e2e/perf-changelog.yaml)" in body
     assert f"`{policy.signoff_phrase}`" in body
-    assert "- `full-sweep-fail-fast` (recommended): runs a canary first; each matrix stops at its first failure." \
-        in body
+    assert (
+        "- `full-sweep-fail-fast` (recommended): runs a canary first; each matrix stops at its first failure." in body
+    )
     for primary in policy.labels.primary:
         assert f"`{primary.name}`" in body
     for modifier in policy.labels.modifiers.names().values():
@@ -150,15 +152,19 @@ async def test_labels_modifiers_commands_and_paths_come_from_the_repository_poli
     assert welcomes(github, 2) == []  # the policy replaced the default benchmark paths
 
 
-@pytest.mark.parametrize("files, welcomed", [
-    (["inferencex-e2e/perf-changelog.yaml"], True),
-    (["inferencex-e2e/deep/nested/recipe.py"], True),
-    (["README.md", "inferencex-e2e/launch.sh"], True),
-    (["README.md"], False),
-    (["docs/inferencex-e2e/notes.md"], False),  # the default pattern is anchored at the root
-    (["inferencex-e2e-old/recipe.yaml"], False),
-    ([], False),
-], ids=["changelog", "nested", "mixed", "readme", "nested-name", "prefix-name", "no-files"])
+@pytest.mark.parametrize(
+    "files, welcomed",
+    [
+        (["inferencex-e2e/perf-changelog.yaml"], True),
+        (["inferencex-e2e/deep/nested/recipe.py"], True),
+        (["README.md", "inferencex-e2e/launch.sh"], True),
+        (["README.md"], False),
+        (["docs/inferencex-e2e/notes.md"], False),  # the default pattern is anchored at the root
+        (["inferencex-e2e-old/recipe.yaml"], False),
+        ([], False),
+    ],
+    ids=["changelog", "nested", "mixed", "readme", "nested-name", "prefix-name", "no-files"],
+)
 async def test_welcome_only_for_prs_touching_benchmark_paths(make_harness, files, welcomed):
     h = await make_harness()
     add_bench_pull(h.github, 2, files)
@@ -211,8 +217,9 @@ async def test_a_pr_that_changes_the_changelog_is_not_told_to_append_an_entry(ma
     h = await make_harness()
     head = "partner/InferenceX" if fork else None
     add_bench_pull(h.github, 2, ["inferencex-e2e/recipes/b200.yaml"], head_repo=head)
-    add_bench_pull(h.github, 3, ["inferencex-e2e/recipes/b200.yaml", "inferencex-e2e/perf-changelog.yaml"],
-                   head_repo=head)
+    add_bench_pull(
+        h.github, 3, ["inferencex-e2e/recipes/b200.yaml", "inferencex-e2e/perf-changelog.yaml"], head_repo=head
+    )
     for number in (2, 3):
         h.github.reset_requests()
         await open_pr(h, number)
@@ -235,14 +242,22 @@ async def test_a_fork_authors_welcome_gives_maintainers_steps_to_maintainers(har
     await open_pr(harness, 1)
     [comment] = welcomes(harness.github, 1)
     english, chinese = languages(comment["body"])
-    for half, words in ((english, ("label", "pin", "/use", "full-sweep")), (chinese, ("标签", "固定", "/use", "full-sweep"))):
+    for half, words in (
+        (english, ("label", "pin", "/use", "full-sweep")),
+        (chinese, ("标签", "固定", "/use", "full-sweep")),
+    ):
         steps = [line for line in half.split("<details>")[0].splitlines() if re.match(r"\d+\. ", line)]
         for step in steps:
             assert not any(word in step.lower() for word in words), step
         assert len(steps) == 3
-    assert ("Then maintainers label the PR for a sweep (again after each push: it comes from a fork), pin a green "
-            "run and merge.") in english
-    assert "之后由维护者给 PR 加上 sweep 标签（它来自 fork：每次推送后都要重新添加）、固定一次全部通过的 run，然后合并。" in chinese
+    assert (
+        "Then maintainers label the PR for a sweep (again after each push: it comes from a fork), pin a green "
+        "run and merge."
+    ) in english
+    assert (
+        "之后由维护者给 PR 加上 sweep 标签（它来自 fork：每次推送后都要重新添加）、固定一次全部通过的 run，然后合并。"
+        in chinese
+    )
 
 
 async def test_the_welcome_keeps_the_seed_welcomes_points(harness):
@@ -362,16 +377,20 @@ async def test_opened_redelivery_edits_the_welcome_in_place_when_the_policy_chan
     assert after["body"] != created_body
     assert "(https://docs.example.test/new-docs)" in after["body"]
     assert [(r.method, r.path) for r in repo_writes(github)] == [
-        ("PATCH", f"/repos/{REPO}/issues/comments/{before['id']}")]
+        ("PATCH", f"/repos/{REPO}/issues/comments/{before['id']}")
+    ]
 
 
 async def test_concurrent_deliveries_of_one_event_make_exactly_one_welcome(harness):
     github = harness.github
-    payloads = [github.pull_request_payload(REPO, 1, action, sender="partner")
-                for action in ("opened", "opened", "reopened", "ready_for_review", "opened", "reopened")]
+    payloads = [
+        github.pull_request_payload(REPO, 1, action, sender="partner")
+        for action in ("opened", "opened", "reopened", "ready_for_review", "opened", "reopened")
+    ]
 
-    responses = await asyncio.gather(*(harness.post("pull_request", p, delivery=f"burst-{i}")
-                                       for i, p in enumerate(payloads)))
+    responses = await asyncio.gather(
+        *(harness.post("pull_request", p, delivery=f"burst-{i}") for i, p in enumerate(payloads))
+    )
     await harness.idle()
 
     assert [r.status for r in responses] == [202] * len(payloads)
@@ -423,8 +442,13 @@ async def test_pr_with_150_comments_finds_the_welcome_on_page_2_and_updates_it(h
 async def test_pr_with_150_comments_and_a_current_welcome_makes_no_write(harness, action):
     github = harness.github
     for number in (3, 2):  # learn the current welcome text on PR #3: same author, fork and files as PR #2
-        github.add_pull(REPO, number=number, user="partner", head_repo="partner/InferenceX",
-                        files=["inferencex-e2e/recipes/mi355x.yaml"])
+        github.add_pull(
+            REPO,
+            number=number,
+            user="partner",
+            head_repo="partner/InferenceX",
+            files=["inferencex-e2e/recipes/mi355x.yaml"],
+        )
     await open_pr(harness, 3)
     [current] = welcomes(github, 3)
     add_chatter(github, 2, 120)
@@ -467,8 +491,11 @@ BENCH = load_bench("github_requests")
 FIGURES = {
     "welcome_zero_comments": (3, 1, "list files → list comments → create comment"),
     "welcome_zero_comments_cold": (4, 1, "read sweepbot.yml → list files → list comments → create comment"),
-    "opened_with_new_label": (7, 3, "list files → list comments → create comment → list PR labels → look up label "
-                              "→ create label → add labels"),
+    "opened_with_new_label": (
+        7,
+        3,
+        "list files → list comments → create comment → list PR labels → look up label → create label → add labels",
+    ),
     "redelivery_same_id": (0, 0, "none"),
     "redelivery_new_id": (3, 0, "list files (304) → list comments → list PR labels"),
     "welcome_150_comments": (4, 1, "list files → list comments → list comments p2 → create comment"),

@@ -13,9 +13,9 @@ import urllib.error
 import urllib.request
 
 import pytest
+from harness import free_port, post_webhook, process_health, start_server_process, wait_until_blocking
 
 from bot.testing.server import FakeGitHubProcess
-from harness import free_port, post_webhook, process_health, start_server_process, wait_until_blocking
 
 SECRET = "apart-secret"
 RECIPE = "inferencex-e2e/recipes/mi355x.yaml"  # a benchmark path: a welcome, no gate comment
@@ -31,11 +31,25 @@ def fake():
 
 
 def start_bot(tmp_path, fake, app_key: str, port: int, run: int = 1, **extra: str):
-    env = {"APP_ID": "1", "PRIVATE_KEY": app_key, "WEBHOOK_SECRET": SECRET, "GITHUB_API_URL": fake.url,
-           "SWEEPBOT_DB": str(tmp_path / "journal.db"), "SWEEPBOT_WORKERS": "4", "SWEEPBOT_WRITES_PER_MINUTE": "0",
-           "SWEEPBOT_SETTLE_SECONDS": "0", "LOG_LEVEL": "INFO", **extra}
-    return start_server_process(port, env, cwd=tmp_path, stdout=open(tmp_path / f"out-{run}.txt", "w"),
-                                stderr=open(tmp_path / f"log-{run}.jsonl", "w"))
+    env = {
+        "APP_ID": "1",
+        "PRIVATE_KEY": app_key,
+        "WEBHOOK_SECRET": SECRET,
+        "GITHUB_API_URL": fake.url,
+        "SWEEPBOT_DB": str(tmp_path / "journal.db"),
+        "SWEEPBOT_WORKERS": "4",
+        "SWEEPBOT_WRITES_PER_MINUTE": "0",
+        "SWEEPBOT_SETTLE_SECONDS": "0",
+        "LOG_LEVEL": "INFO",
+        **extra,
+    }
+    return start_server_process(
+        port,
+        env,
+        cwd=tmp_path,
+        stdout=open(tmp_path / f"out-{run}.txt", "w"),
+        stderr=open(tmp_path / f"log-{run}.jsonl", "w"),
+    )
 
 
 def seed(fake, repo: str, first: int, count: int) -> None:
@@ -45,8 +59,16 @@ def seed(fake, repo: str, first: int, count: int) -> None:
 
 
 def open_prs(fake, port: int, repo: str, first: int, count: int) -> list[int]:
-    return [post_webhook(port, "pull_request", f"{repo}-{n}", fake.pull_request_payload(
-        repo, n, "opened", sender=f"partner{n}"), SECRET) for n in range(first, first + count)]
+    return [
+        post_webhook(
+            port,
+            "pull_request",
+            f"{repo}-{n}",
+            fake.pull_request_payload(repo, n, "opened", sender=f"partner{n}"),
+            SECRET,
+        )
+        for n in range(first, first + count)
+    ]
 
 
 def welcomes(fake, repo: str, numbers: range) -> dict[int, int]:
@@ -77,11 +99,14 @@ def test_the_workers_run_apart_and_welcome_each_pr_once(tmp_path, fake, app_key)
     try:
         pid = workers_pid(port)
         assert pid != bot.pid and alive(pid)
-        assert os.getpriority(os.PRIO_PROCESS, pid) > os.getpriority(os.PRIO_PROCESS, bot.pid), \
+        assert os.getpriority(os.PRIO_PROCESS, pid) > os.getpriority(os.PRIO_PROCESS, bot.pid), (
             "the workers yield the CPU to the intake"
+        )
         assert open_prs(fake, port, repo, 1, 10) == [202] * 10
-        wait_until_blocking(lambda: process_health(port)["backlog"] == 0 and all(
-            welcomes(fake, repo, range(1, 11)).values()), "10 welcomes")
+        wait_until_blocking(
+            lambda: process_health(port)["backlog"] == 0 and all(welcomes(fake, repo, range(1, 11)).values()),
+            "10 welcomes",
+        )
         assert welcomes(fake, repo, range(1, 11)) == {n: 1 for n in range(1, 11)}
         health = process_health(port)
         assert health["ok"] and health["workers_state"] == "running" and health["workers"] == 4
@@ -111,8 +136,13 @@ def test_a_killed_workers_process_is_started_again_and_loses_nothing_acknowledge
         os.kill(first, signal.SIGKILL)
         # the intake keeps acknowledging while the workers are away: each ack is a committed journal row
         assert open_prs(fake, port, repo, 6, 15) == [202] * 15
-        wait_until_blocking(lambda: process_health(port).get("workers_process", {}).get("pid") not in (None, first)
-                            and process_health(port)["workers_state"] == "running", "a new workers' process")
+        wait_until_blocking(
+            lambda: (
+                process_health(port).get("workers_process", {}).get("pid") not in (None, first)
+                and process_health(port)["workers_state"] == "running"
+            ),
+            "a new workers' process",
+        )
         wait_until_blocking(lambda: process_health(port)["backlog"] == 0, "the backlog drained")
         assert welcomes(fake, repo, range(1, 21)) == {n: 1 for n in range(1, 21)}
         health = process_health(port)
@@ -120,8 +150,7 @@ def test_a_killed_workers_process_is_started_again_and_loses_nothing_acknowledge
     finally:
         bot.send_signal(signal.SIGTERM)
         assert bot.wait(60) == 0
-    lines = [json.loads(line) for line in (tmp_path / "log-1.jsonl").read_text().splitlines()
-             if line.startswith("{")]
+    lines = [json.loads(line) for line in (tmp_path / "log-1.jsonl").read_text().splitlines() if line.startswith("{")]
     ended = [line for line in lines if line["msg"] == "workers process ended unasked; starting it again"]
     assert len(ended) == 1 and ended[0]["exit"] == -signal.SIGKILL
 
@@ -137,8 +166,9 @@ def test_a_killed_server_takes_its_workers_with_it(tmp_path, fake, app_key):
     try:
         pid = workers_pid(port)
         assert open_prs(fake, port, repo, 1, 1) == [202]
-        wait_until_blocking(lambda: fake.count("GET", r"/repos/acme/apart-killed/issues/1/comments$"),
-                            "the welcome under way")  # its create is next, and waits 30 s for its answer
+        wait_until_blocking(
+            lambda: fake.count("GET", r"/repos/acme/apart-killed/issues/1/comments$"), "the welcome under way"
+        )  # its create is next, and waits 30 s for its answer
         bot.send_signal(signal.SIGKILL)
         bot.wait(30)
         deadline = time.monotonic() + 3  # a workers' process left alone would drain for 20 s

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 from gidgethub import routing
+from harness import REPO
 
 from handlers.registry import router_of
-from harness import REPO
 
 
 async def test_deliveries_are_processed_on_the_worker_thread_and_acked_on_the_servers(make_harness):

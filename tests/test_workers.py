@@ -9,21 +9,21 @@ import time
 
 import gidgethub
 import pytest
-
 from gidgethub import routing
+from harness import REPO
 
 from bot.delivery.journal import NewDelivery
 from bot.delivery.journal_sqlite import SqliteJournal
-from bot.telemetry.metrics import Metrics
 from bot.delivery.workers import Workers
-from harness import REPO
+from bot.telemetry.metrics import Metrics
 
 pytestmark = pytest.mark.timeout(60)  # every wait here is bounded: a hang fails the test instead
 
 
 def new(i: int, repo: str = "o/r", number: int | None = 1) -> NewDelivery:
-    return NewDelivery(id=f"d{i}", event="pull_request", action="opened", repo=repo, number=number, installation=1,
-                       body=b"{}")
+    return NewDelivery(
+        id=f"d{i}", event="pull_request", action="opened", repo=repo, number=number, installation=1, body=b"{}"
+    )
 
 
 async def record(journal: SqliteJournal, *items: NewDelivery):
@@ -256,7 +256,9 @@ async def test_a_scheduled_retry_survives_a_restart(tmp_path):
         await asyncio.sleep(0.01)
     await first.drain(1)
     row = await journal.get("d0")
-    assert row.status == "retrying" and row.not_before > time.time() and row.error == "GitHubBroken: Service Unavailable"
+    assert (
+        row.status == "retrying" and row.not_before > time.time() and row.error == "GitHubBroken: Service Unavailable"
+    )
     seen = []
 
     async def up(d, *_):
@@ -274,8 +276,17 @@ async def test_the_backlog_holds_no_payloads(tmp_path):
     """Regression: 10,000 queued deliveries held every payload in memory (297 MB); a restart loaded them all."""
     journal = SqliteJournal(str(tmp_path / "j.db"))
     for i in range(50):
-        await journal.record(NewDelivery(id=f"big{i}", event="pull_request", action="opened", repo="o/r", number=i,
-                                         installation=1, body=b"x" * 20000))
+        await journal.record(
+            NewDelivery(
+                id=f"big{i}",
+                event="pull_request",
+                action="opened",
+                repo="o/r",
+                number=i,
+                installation=1,
+                body=b"x" * 20000,
+            )
+        )
     workers = Workers(journal, lambda d, *_: asyncio.sleep(0), Metrics(), concurrency=1)
     for queued in await journal.unfinished():
         workers.submit(queued)
@@ -309,8 +320,9 @@ async def test_metrics_backlog_counts_what_waits_and_runs(make_harness, github):
     h = await make_harness(router=holding_router(started, release))
     github.add_pull(REPO, number=2, user="partner2")
     for i, number in enumerate((1, 1, 1, 2)):
-        assert (await h.post("pull_request", github.pull_request_payload(REPO, number, "opened"),
-                             delivery=f"b{i}")).status == 202
+        assert (
+            await h.post("pull_request", github.pull_request_payload(REPO, number, "opened"), delivery=f"b{i}")
+        ).status == 202
     await started.wait()
     assert backlog_of(await (await h.client.get("/metrics")).text()) == 4  # two running (PRs 1, 2), two behind
     release.set()

@@ -5,33 +5,48 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from harness import Sleeps
 
 from bot.app import cli
 from bot.core.config import ConfigError, Settings
 from bot.github.client import TRUSTED, UNTRUSTED, SharedWritePacer, Turns, WritePacer
 from bot.telemetry.metrics import Metrics
-from harness import Sleeps
 
 
 def from_env(**env: str) -> Settings:
     return Settings.from_env(env, dotenv=False)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (None, 80), ("", 80), ("  ", 80), ("0", 0), ("80", 80), ("120", 120), (" 40\n", 40), ("007", 7),
-], ids=["unset", "blank", "spaces", "zero", "eighty", "more", "padded", "leading-zeros"])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (None, 80),
+        ("", 80),
+        ("  ", 80),
+        ("0", 0),
+        ("80", 80),
+        ("120", 120),
+        (" 40\n", 40),
+        ("007", 7),
+    ],
+    ids=["unset", "blank", "spaces", "zero", "eighty", "more", "padded", "leading-zeros"],
+)
 def test_writes_per_minute_from_env(raw, expected):
     env = {} if raw is None else {"SWEEPBOT_WRITES_PER_MINUTE": raw}
     assert from_env(**env).writes_per_minute == expected
 
 
-@pytest.mark.parametrize("raw", ["-1", "1.5", "eighty", "80/min", "1e3", "٣", "+5"],
-                         ids=["negative", "fraction", "word", "unit", "exponent", "arabic-digit", "plus-sign"])
+@pytest.mark.parametrize(
+    "raw",
+    ["-1", "1.5", "eighty", "80/min", "1e3", "٣", "+5"],
+    ids=["negative", "fraction", "word", "unit", "exponent", "arabic-digit", "plus-sign"],
+)
 def test_bad_writes_per_minute_is_a_clear_error(raw):
     with pytest.raises(ConfigError) as caught:
         from_env(SWEEPBOT_WRITES_PER_MINUTE=raw)
     assert caught.value.errors == [
-        f"SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more (0: unpaced), got {raw!r}"]
+        f"SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more (0: unpaced), got {raw!r}"
+    ]
 
 
 def test_cli_reports_a_bad_setting_and_exits_2(monkeypatch, tmp_path, capsys):
@@ -40,8 +55,9 @@ def test_cli_reports_a_bad_setting_and_exits_2(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("SWEEPBOT_DB", str(tmp_path / "j.db"))
     assert cli.main(["deliveries"]) == 2
     err = capsys.readouterr().err
-    assert err == ("sweepbot: SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more (0: unpaced),"
-                   " got 'lots'\n")
+    assert err == (
+        "sweepbot: SWEEPBOT_WRITES_PER_MINUTE must be a whole number of writes, 0 or more (0: unpaced), got 'lots'\n"
+    )
 
 
 async def test_pacer_with_limit_zero_never_sleeps():

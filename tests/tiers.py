@@ -81,8 +81,7 @@ TESTS = {
     "test_bench_connections.py": "process",  # bench/connections.py: GitHub stand-in in a process of its own
     "test_bench_parsers.py::test_quick_run_prints_one_row_per_case_and_the_loop_figure": "process",
     "test_bench_gate_latency.py": "live",  # bench/gate_latency.py starts the bot on this loop
-    "test_bench_gate_latency.py::test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_figures":
-        "process",
+    "test_bench_gate_latency.py::test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_figures": "process",
     "test_bench_gate_latency.py::test_live_with_the_prs_opened_first_the_label_reads_no_changelog_again": "process",
 }
 

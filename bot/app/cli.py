@@ -20,25 +20,24 @@ import gidgethub
 from aiohttp import ClientSession, web
 from gidgethub import sansio
 
-from bot.telemetry import logs
+from bot.app import setup_page
+from bot.app.header_deadline import DeadlineSite
+from bot.app.runtime import Bot, default_router, live_github, log_secrets
+from bot.app.server import make_app
+from bot.app.webhook_signature import sign
+from bot.app.worker_process import WorkerProcess, WorkersUnavailable
 from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, parse_repo_config
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
-from bot.github.client import GitHubApp
 from bot.delivery.journal import DONE, FAILED, IGNORED, UNFINISHED, JournalBackend, JournalUnavailable
 from bot.delivery.journal_open import open_journal
+from bot.github.client import GitHubApp
+from bot.telemetry import logs
 from bot.telemetry.metrics import COUNTED_EVENTS, Metrics
-from bot.app.runtime import Bot, default_router, live_github, log_secrets
-from bot.app.worker_process import WorkerProcess, WorkersUnavailable
-from bot.app.header_deadline import DeadlineSite
-from bot.app.server import make_app
-from bot.app import setup_page
-from bot.app.webhook_signature import sign
 
 
-def build_github(settings: Settings, metrics: Metrics, out: TextIO,
-                 on_write: Any = None) -> tuple[GitHubApp, Any]:
+def build_github(settings: Settings, metrics: Metrics, out: TextIO, on_write: Any = None) -> tuple[GitHubApp, Any]:
     """The live App when credentials are set, else the sandbox's in-memory GitHub (returned second)."""
     if settings.live:
         return live_github(settings, metrics), None
@@ -58,8 +57,9 @@ SANDBOX_SETTLE_TIMEOUT = 60.0  # seconds one sandbox step may take to settle (a 
 SANDBOX_JOURNAL_PREFIX = "sweepbot-sandbox-journal-"  # the sandbox's journal folder, in the temp directory
 
 
-async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Path | None = None,
-                until_walked: bool = False) -> int:
+async def serve(
+    settings: Settings, out: TextIO | None = None, *, transcript: Path | None = None, until_walked: bool = False
+) -> int:
     """The webhook server until SIGTERM or SIGINT. In the sandbox it first walks a PR's whole lifecycle through
     its own webhook and writes every text in full to `transcript` (default: a new file in the temp directory);
     `until_walked` returns once the walk is over (tests). A port in use is one line and exit 2.
@@ -74,8 +74,14 @@ async def serve(settings: Settings, out: TextIO | None = None, *, transcript: Pa
         return await _serve(own, out, transcript=transcript, until_walked=until_walked, journal_removed=True)
 
 
-async def _serve(settings: Settings, out: TextIO | None, *, transcript: Path | None, until_walked: bool,
-                 journal_removed: bool = False) -> int:
+async def _serve(
+    settings: Settings,
+    out: TextIO | None,
+    *,
+    transcript: Path | None,
+    until_walked: bool,
+    journal_removed: bool = False,
+) -> int:
     out = out or sys.stdout
     sandbox = not wants_live(settings)
     if not sandbox:
@@ -178,8 +184,10 @@ def _open_transcript(recorder: Any, path: Path | None) -> Path:
         recorder.transcript, path = os.fdopen(fd, "w", encoding="utf-8"), Path(name)
     else:
         recorder.transcript = open(path, "w", encoding="utf-8")
-    recorder.transcript.write("# sweepbot sandbox transcript\n\nEvery write the bot made to the in-memory GitHub,"
-                              " step by step, each text in full.\n")
+    recorder.transcript.write(
+        "# sweepbot sandbox transcript\n\nEvery write the bot made to the in-memory GitHub,"
+        " step by step, each text in full.\n"
+    )
     return path
 
 
@@ -210,8 +218,9 @@ def _sandbox_secret() -> str:
     return DEMO_SECRET
 
 
-def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path | None, journal: str,
-                    journal_removed: bool) -> None:
+def _sandbox_banner(
+    out: TextIO, url: str, settings: Settings, transcript: Path | None, journal: str, journal_removed: bool
+) -> None:
     from bot.app.sandbox import DEMO_REPO, DEMO_SECRET
 
     print("sweepbot sandbox: no GitHub App credentials (APP_ID, PRIVATE_KEY), so GitHub is in memory here.", file=out)
@@ -223,9 +232,11 @@ def _sandbox_banner(out: TextIO, url: str, settings: Settings, transcript: Path 
     print(f"  journal          {journal}  ({kept})", file=out)
     if settings.workers > 0:
         print(f"  transcript       {transcript}  (every comment and check run the bot writes, in full)", file=out)
-        print(f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
-              f" bot left to settle ({settings.settle_seconds:g} s label settle); one line per GitHub write.",
-              file=out)
+        print(
+            f"  below: the PR's whole lifecycle, one step at a time, each a signed delivery to the webhook and the"
+            f" bot left to settle ({settings.settle_seconds:g} s label settle); one line per GitHub write.",
+            file=out,
+        )
     print("", file=out)
 
 
@@ -238,19 +249,26 @@ async def _walk_lifecycle(out: TextIO, url: str, settings: Settings, fake: Any, 
 
         async def deliver(event: str, payload: dict) -> str:
             body = json.dumps(payload).encode()
-            async with session.post(f"{url}/webhook", data=body, headers={
-                "Content-Type": "application/json", "X-GitHub-Event": event,
-                "X-GitHub-Delivery": f"sandbox-{uuid.uuid4()}",
-                "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
-            }) as resp:
+            async with session.post(
+                f"{url}/webhook",
+                data=body,
+                headers={
+                    "Content-Type": "application/json",
+                    "X-GitHub-Event": event,
+                    "X-GitHub-Delivery": f"sandbox-{uuid.uuid4()}",
+                    "X-Hub-Signature-256": sign(body, settings.webhook_secrets[0]),
+                },
+            ) as resp:
                 return "" if resp.status == 202 else f"{resp.status} {await resp.text()}"
 
         async def settle() -> None:
             await bot.wait_idle(SANDBOX_SETTLE_TIMEOUT + settings.settle_seconds)
 
         if settings.workers == 0:  # intake only: nothing would answer the first step
-            print("sweepbot sandbox: SWEEPBOT_WORKERS=0, so no worker handles the lifecycle's deliveries: not walked",
-                  file=out)
+            print(
+                "sweepbot sandbox: SWEEPBOT_WORKERS=0, so no worker handles the lifecycle's deliveries: not walked",
+                file=out,
+            )
             return
         await walk(lifecycle(), fake, deliver, settle, recorder, out)
 
@@ -261,14 +279,17 @@ async def _walk_lifecycle(out: TextIO, url: str, settings: Settings, fake: Any, 
 RECEIVED_EVENTS = COUNTED_EVENTS  # the manifest's events and those GitHub sends every App (bot/telemetry/metrics.py)
 
 
-async def receive(settings: Settings, event_name: str, payload_path: str, dry_run: bool,
-                  out: TextIO | None = None) -> int:
+async def receive(
+    settings: Settings, event_name: str, payload_path: str, dry_run: bool, out: TextIO | None = None
+) -> int:
     """One delivery through the handlers, outside the journal. An event name GitHub never sends the App, or a
     payload that cannot be read, is one line on stderr and exit 2."""
     out = out or sys.stdout
     if event_name not in RECEIVED_EVENTS:
-        print(f"sweepbot: -e {event_name!r} is not an event GitHub sends this App; {_closest_event(event_name)}",
-              file=sys.stderr)
+        print(
+            f"sweepbot: -e {event_name!r} is not an event GitHub sends this App; {_closest_event(event_name)}",
+            file=sys.stderr,
+        )
         return 2
     try:
         payload = json.loads(Path(payload_path).read_text())
@@ -286,8 +307,9 @@ def _closest_event(name: str) -> str:
     return f"did you mean {close[0]}?" if close else f"the events are {', '.join(sorted(RECEIVED_EVENTS))}"
 
 
-async def _run_once(settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool,
-                    out: TextIO) -> int:
+async def _run_once(
+    settings: Settings, event_name: str, payload: dict, delivery_id: str, dry_run: bool, out: TextIO
+) -> int:
     metrics = Metrics()
     app, fake = build_github(settings, metrics, out)
     if fake is not None:
@@ -306,8 +328,11 @@ async def _run_once(settings: Settings, event_name: str, payload: dict, delivery
             print(f"no handler wants {event_name}.{payload.get('action')}", file=out)
             return 0
         outcome = await processor.process(event, dry_run=dry_run, report=lambda line: print(line, file=out))
-        print(f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
-              f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}", file=out)
+        print(
+            f"handled by {', '.join(outcome.handlers) or 'nothing'}: "
+            f"{len(outcome.actions)} action(s){' planned, none made' if dry_run else ''}",
+            file=out,
+        )
         if not dry_run:
             for action, result in zip(outcome.actions, outcome.results):
                 print(f"  {result}: {action.describe()}", file=out)
@@ -336,8 +361,14 @@ def _journal_or_say_why(settings: Settings) -> JournalBackend | None:
 REDELIVER_POLL = 0.5  # how often `redeliver --wait` reads the row
 
 
-async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = None, *, wait: float | None = None,
-                    poll: float = REDELIVER_POLL) -> int:
+async def redeliver(
+    settings: Settings,
+    delivery_id: str,
+    out: TextIO | None = None,
+    *,
+    wait: float | None = None,
+    poll: float = REDELIVER_POLL,
+) -> int:
     """Hand a journal entry back to the running workers: queued again (seq, attempts and ledger kept), it runs in
     its PR's lane order on whichever worker or replica takes the lane, never here beside them. With `wait`
     (seconds), read the row until it finishes: 0 done or ignored, 1 failed again or still unfinished; 2 when
@@ -349,17 +380,22 @@ async def redeliver(settings: Settings, delivery_id: str, out: TextIO | None = N
     try:
         found = await journal.get(delivery_id)
         if found is not None and found.status in UNFINISHED:
-            print(f"delivery {delivery_id} is {found.status} already: the workers take it in its lane's turn",
-                  file=out)
+            print(f"delivery {delivery_id} is {found.status} already: the workers take it in its lane's turn", file=out)
         elif found is None or await journal.requeue(delivery_id) is None:  # None from requeue: pruned meanwhile
             print(f"sweepbot: no delivery {delivery_id!r} in {journal.where}", file=sys.stderr)
             return 2
         else:
-            print(f"delivery {delivery_id} queued again (it was {found.status}, {found.attempts} attempt(s)):"
-                  f" the running workers take it in its lane's turn", file=out)
+            print(
+                f"delivery {delivery_id} queued again (it was {found.status}, {found.attempts} attempt(s)):"
+                f" the running workers take it in its lane's turn",
+                file=out,
+            )
         if wait is None:
-            print(f"  see its outcome with `sweepbot deliveries`, or wait for it with"
-                  f" `sweepbot redeliver --wait SECONDS {delivery_id}`", file=out)
+            print(
+                f"  see its outcome with `sweepbot deliveries`, or wait for it with"
+                f" `sweepbot redeliver --wait SECONDS {delivery_id}`",
+                file=out,
+            )
             return 0
         return await _wait_for(journal, delivery_id, wait, poll, out)
     finally:
@@ -381,8 +417,11 @@ async def _wait_for(journal: JournalBackend, delivery_id: str, wait: float, poll
             print(f"delivery {delivery_id} failed again (attempt {row.attempts}): {row.error}", file=out)
             return 1
         if time.monotonic() >= deadline:
-            print(f"delivery {delivery_id} still {row.status} after {wait:g} s (is a server running on"
-                  f" {journal.where}?); see `sweepbot deliveries`", file=out)
+            print(
+                f"delivery {delivery_id} still {row.status} after {wait:g} s (is a server running on"
+                f" {journal.where}?); see `sweepbot deliveries`",
+                file=out,
+            )
             return 1
         await asyncio.sleep(min(poll, max(deadline - time.monotonic(), 0.0)))
 
@@ -415,8 +454,13 @@ async def deliveries(settings: Settings, failed_only: bool, limit: int, out: Tex
 # -- manifest / check-config -------------------------------------------------------------------
 
 
-def manifest(webhook_url: str | None = None, out: TextIO | None = None, *, redirect_url: str | None = None,
-             url: str | None = None) -> int:
+def manifest(
+    webhook_url: str | None = None,
+    out: TextIO | None = None,
+    *,
+    redirect_url: str | None = None,
+    url: str | None = None,
+) -> int:
     """The manifest JSON, and nothing else, on `out`; a webhook URL that is not https is one line, exit 2."""
     out = out or sys.stdout
     if webhook_url and (problem := setup_page.webhook_url_problem(webhook_url)):
@@ -441,8 +485,12 @@ async def setup(options: setup_page.SetupOptions, host: str, port: int, out: Tex
 
     def saved(app: dict, where: setup_page.Saved) -> None:
         place = str(where.path) if where.path else "no file: copy them from the page now"
-        print(f"sweepbot setup: App {app.get('name')} (id {app.get('id')}) registered; credentials in {place}."
-              f" Install it: {app['html_url'].rstrip('/')}/installations/new", file=out, flush=True)
+        print(
+            f"sweepbot setup: App {app.get('name')} (id {app.get('id')}) registered; credentials in {place}."
+            f" Install it: {app['html_url'].rstrip('/')}/installations/new",
+            file=out,
+            flush=True,
+        )
 
     page = setup_page.SetupPage(dataclasses.replace(options, on_saved=saved))
     runner = web.AppRunner(page.app, access_log=None, shutdown_timeout=2)
@@ -454,8 +502,12 @@ async def setup(options: setup_page.SetupOptions, host: str, port: int, out: Tex
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     shown = f"[{host}]" if ":" in host else host
-    print(f"sweepbot setup: open http://{shown}:{port}/ in a browser to register the GitHub App"
-          f" (credentials go to {options.env_file}). Ctrl-C stops.", file=out, flush=True)
+    print(
+        f"sweepbot setup: open http://{shown}:{port}/ in a browser to register the GitHub App"
+        f" (credentials go to {options.env_file}). Ctrl-C stops.",
+        file=out,
+        flush=True,
+    )
     await stop.wait()
     await runner.cleanup()
     return 0
@@ -470,15 +522,23 @@ def setup_command(args: argparse.Namespace) -> int:
         print(f"sweepbot: cannot read {env_file}: {exc}", file=sys.stderr)
         return 2
     if app_id is not None:
-        print(f"sweepbot: {env_file} already holds APP_ID {app_id}: nothing overwritten; move it away or choose"
-              f" another file with --env-file", file=sys.stderr)
+        print(
+            f"sweepbot: {env_file} already holds APP_ID {app_id}: nothing overwritten; move it away or choose"
+            f" another file with --env-file",
+            file=sys.stderr,
+        )
         return 2
     if args.host not in setup_page.LOOPBACK_HOSTS:
-        print(f"sweepbot: --host {args.host!r}: the page answers only on this machine: 127.0.0.1 (the default),"
-              f" localhost or ::1", file=sys.stderr)
+        print(
+            f"sweepbot: --host {args.host!r}: the page answers only on this machine: 127.0.0.1 (the default),"
+            f" localhost or ::1",
+            file=sys.stderr,
+        )
         return 2
-    for flag, value, check in (("--webhook-url", args.webhook_url, setup_page.webhook_url_problem),
-                               ("--github-url", args.github_url, setup_page.github_url_problem)):
+    for flag, value, check in (
+        ("--webhook-url", args.webhook_url, setup_page.webhook_url_problem),
+        ("--github-url", args.github_url, setup_page.github_url_problem),
+    ):
         if value and (problem := check(value)):
             print(f"sweepbot: {flag} {value!r}: {SETUP_PROBLEMS[problem]}", file=sys.stderr)
             return 2
@@ -489,10 +549,13 @@ def setup_command(args: argparse.Namespace) -> int:
             print(f"sweepbot: {error}", file=sys.stderr)
         return 2
     api_url = os.environ.get("GITHUB_API_URL", "").strip() and settings.api_url
-    options = setup_page.SetupOptions(env_file=env_file, webhook_url=args.webhook_url or "",
-                                      github_url=args.github_url.rstrip("/"),
-                                      results_repository=setup_page.results_repository_default(),
-                                      api_url=api_url or None)
+    options = setup_page.SetupOptions(
+        env_file=env_file,
+        webhook_url=args.webhook_url or "",
+        github_url=args.github_url.rstrip("/"),
+        results_repository=setup_page.results_repository_default(),
+        api_url=api_url or None,
+    )
     return asyncio.run(setup(options, args.host, args.port))
 
 
@@ -572,9 +635,13 @@ def _as_set(value: Any) -> str:
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser("serve", help="run the webhook server (sandbox without credentials)",
-                   description="Run the webhook server: live with APP_ID and the App's key, else the sandbox.",
-                   epilog=environment_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub.add_parser(
+        "serve",
+        help="run the webhook server (sandbox without credentials)",
+        description="Run the webhook server: live with APP_ID and the App's key, else the sandbox.",
+        epilog=environment_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     r = sub.add_parser("receive", help="run one delivery through the handlers")
     r.add_argument("-e", "--event", required=True, help="the X-GitHub-Event name, e.g. pull_request")
     r.add_argument("-p", "--payload", required=True, help="a JSON payload file")
@@ -584,33 +651,66 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("-n", "--limit", type=int, default=50)
     rd = sub.add_parser("redeliver", help="queue a journal entry again for the running workers")
     rd.add_argument("id", help="the delivery id (X-GitHub-Delivery)")
-    rd.add_argument("--wait", type=float, metavar="SECONDS",
-                    help="then wait up to SECONDS for its outcome (exit 0 done, 1 failed or not finished)")
-    m = sub.add_parser("manifest", help="print the GitHub App manifest JSON (only the JSON)",
-                       description="Print app.yaml's App manifest as JSON, for GitHub's manifest flow.")
-    m.add_argument("--webhook-url", metavar="URL",
-                   help="hook_attributes.url: where GitHub sends webhooks (https), e.g. https://bot.example.com/webhook;"
-                        " redirect_url becomes that URL's origin + / (e.g. https://bot.example.com/)")
-    m.add_argument("--redirect-url", metavar="URL",
-                   help="redirect_url: where GitHub sends the browser with the code after creating the App"
-                        " (default: from --webhook-url, else app.yaml's placeholder)")
-    m.add_argument("--url", metavar="URL", help="url: the App's homepage (default: app.yaml's, the benchmark repository)")
-    st = sub.add_parser("setup", help="register the App on GitHub from a local page and write its .env",
-                        description="Serve a local page (this machine only) that registers the App through GitHub's"
-                                    " manifest flow (personal account or organisation, GitHub.com or Enterprise),"
-                                    " then writes APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and WEBHOOK_URL to the env file"
-                                    " (mode 0600). The manifest's redirect_url is this page's /callback,"
-                                    " hook_attributes.url the webhook URL given on the page, url app.yaml's homepage.")
+    rd.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="then wait up to SECONDS for its outcome (exit 0 done, 1 failed or not finished)",
+    )
+    m = sub.add_parser(
+        "manifest",
+        help="print the GitHub App manifest JSON (only the JSON)",
+        description="Print app.yaml's App manifest as JSON, for GitHub's manifest flow.",
+    )
+    m.add_argument(
+        "--webhook-url",
+        metavar="URL",
+        help="hook_attributes.url: where GitHub sends webhooks (https), e.g. https://bot.example.com/webhook;"
+        " redirect_url becomes that URL's origin + / (e.g. https://bot.example.com/)",
+    )
+    m.add_argument(
+        "--redirect-url",
+        metavar="URL",
+        help="redirect_url: where GitHub sends the browser with the code after creating the App"
+        " (default: from --webhook-url, else app.yaml's placeholder)",
+    )
+    m.add_argument(
+        "--url", metavar="URL", help="url: the App's homepage (default: app.yaml's, the benchmark repository)"
+    )
+    st = sub.add_parser(
+        "setup",
+        help="register the App on GitHub from a local page and write its .env",
+        description="Serve a local page (this machine only) that registers the App through GitHub's"
+        " manifest flow (personal account or organisation, GitHub.com or Enterprise),"
+        " then writes APP_ID, PRIVATE_KEY, WEBHOOK_SECRET and WEBHOOK_URL to the env file"
+        " (mode 0600). The manifest's redirect_url is this page's /callback,"
+        " hook_attributes.url the webhook URL given on the page, url app.yaml's homepage.",
+    )
     st.add_argument("--webhook-url", metavar="URL", help="prefills the page's webhook URL (https)")
-    st.add_argument("--github-url", metavar="URL", default=setup_page.DEFAULT_GITHUB_URL,
-                    help="prefills the page's GitHub: https://github.com (default) or a GitHub Enterprise Server"
-                         " address (its API: HOST/api/v3, or GITHUB_API_URL when set)")
-    st.add_argument("--host", default=setup_page.DEFAULT_HOST,
-                    help="address of the page: 127.0.0.1 (default), localhost or ::1, never one off this machine")
-    st.add_argument("--port", type=int, default=setup_page.DEFAULT_PORT,
-                    help="port of the page (default: %(default)s, beside serve's 3000)")
-    st.add_argument("--env-file", metavar="PATH", default=setup_page.DEFAULT_ENV_FILE,
-                    help="where the credentials go (default: .env here; refused if it holds an APP_ID)")
+    st.add_argument(
+        "--github-url",
+        metavar="URL",
+        default=setup_page.DEFAULT_GITHUB_URL,
+        help="prefills the page's GitHub: https://github.com (default) or a GitHub Enterprise Server"
+        " address (its API: HOST/api/v3, or GITHUB_API_URL when set)",
+    )
+    st.add_argument(
+        "--host",
+        default=setup_page.DEFAULT_HOST,
+        help="address of the page: 127.0.0.1 (default), localhost or ::1, never one off this machine",
+    )
+    st.add_argument(
+        "--port",
+        type=int,
+        default=setup_page.DEFAULT_PORT,
+        help="port of the page (default: %(default)s, beside serve's 3000)",
+    )
+    st.add_argument(
+        "--env-file",
+        metavar="PATH",
+        default=setup_page.DEFAULT_ENV_FILE,
+        help="where the credentials go (default: .env here; refused if it holds an APP_ID)",
+    )
     c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
     c.add_argument("file")
     return p

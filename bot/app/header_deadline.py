@@ -92,7 +92,7 @@ class HeaderDeadline(asyncio.Protocol):
                 return
             length = CONTENT_LENGTH.search(head)
             self.body_left = int(length.group(1)) if length else 0
-            view = view[len(view) - rest:] if rest else view[:0]
+            view = view[len(view) - rest :] if rest else view[:0]
 
     def _start(self) -> None:
         self._stop()
@@ -111,8 +111,9 @@ class HeaderDeadline(asyncio.Protocol):
     def _late(self) -> None:
         self._timer = None
         if self.transport is not None and not self.transport.is_closing():
-            logs.event("connection closed: its request's headers did not arrive in time", logging.WARNING,
-                       seconds=self.timeout)
+            logs.event(
+                "connection closed: its request's headers did not arrive in time", logging.WARNING, seconds=self.timeout
+            )
             self.transport.close()
 
 
@@ -133,5 +134,9 @@ class DeadlineSite(web.BaseSite):
         server = self._runner.server
         assert server is not None
         self._server = await asyncio.get_running_loop().create_server(
-            lambda: HeaderDeadline(server(), self.timeout), self._host, self._port, backlog=self._backlog,
-            reuse_address=True)
+            lambda: HeaderDeadline(server(), self.timeout),
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=True,
+        )

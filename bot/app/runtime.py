@@ -6,23 +6,22 @@ import asyncio
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Mapping, Sequence, TypedDict, TypeGuard
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
 from gidgethub import routing
 
-
-from bot.telemetry import logs
-
 from bot.core import offload
 from bot.core.config import Settings
-from bot.github.client import GitHubApp, SharedWritePacer, WritePacer, http_timeout
-from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, Queued
-from bot.delivery.journal_open import open_journal
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
+from bot.delivery.journal import Delivery, JournalBackend, NewDelivery, Queued
+from bot.delivery.journal_open import open_journal
 from bot.delivery.runner import Resolve, Scheduler
 from bot.delivery.workers import Workers
+from bot.github.client import GitHubApp, SharedWritePacer, WritePacer, http_timeout
+from bot.telemetry import logs
 from bot.telemetry.metrics import Metrics, merged_exposition
 
 if TYPE_CHECKING:  # imported where used: psycopg only with a PostgreSQL journal
@@ -37,9 +36,15 @@ SWITCH_INTERVAL = 0.001
 
 def live_github(settings: Settings, metrics: Metrics) -> GitHubApp:
     """The App against the GitHub that settings name (no request is made until one is needed)."""
-    return GitHubApp(app_id=settings.app_id or "", private_key=settings.private_key or "", api_url=settings.api_url,
-                     metrics=metrics, timeout=http_timeout(settings.http_timeout), in_flight=settings.github_in_flight,
-                     pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute))
+    return GitHubApp(
+        app_id=settings.app_id or "",
+        private_key=settings.private_key or "",
+        api_url=settings.api_url,
+        metrics=metrics,
+        timeout=http_timeout(settings.http_timeout),
+        in_flight=settings.github_in_flight,
+        pacer_factory=lambda: WritePacer(limit=settings.writes_per_minute),
+    )
 
 
 class SchedulerOptions(TypedDict):
@@ -69,9 +74,17 @@ def default_router() -> routing.Router:
 
 
 class Bot:
-    def __init__(self, settings: Settings, app: GitHubApp, *, router: routing.Router | None = None,
-                 templates: Templates | None = None, configs: RepoConfigs | None = None,
-                 journal: JournalBackend | None = None, apart: Any = None):
+    def __init__(
+        self,
+        settings: Settings,
+        app: GitHubApp,
+        *,
+        router: routing.Router | None = None,
+        templates: Templates | None = None,
+        configs: RepoConfigs | None = None,
+        journal: JournalBackend | None = None,
+        apart: Any = None,
+    ):
         """`apart`: a WorkerProcess (bot/app/worker_process.py) running the workers in a process of their own;
         this one is then the intake. Only a live App can be handed over, the sandbox's in-memory GitHub cannot."""
         self.settings = settings
@@ -98,18 +111,29 @@ class Bot:
         if self.settings.workers > 0:
             if self.settings.worker_thread:
                 self._loop = WorkerLoop()
-            options = SchedulerOptions(concurrency=self.settings.workers, max_attempts=self.settings.max_attempts,
-                                       retry_delay=self.settings.retry_delay, retry_for=self.settings.retry_for,
-                                       resolve=self.processor.pr_of_sha)
+            options = SchedulerOptions(
+                concurrency=self.settings.workers,
+                max_attempts=self.settings.max_attempts,
+                retry_delay=self.settings.retry_delay,
+                retry_for=self.settings.retry_for,
+                resolve=self.processor.pr_of_sha,
+            )
             journal = self.journal
             if shared(journal):  # replicas share the work, the timers and the write budget through the database
                 from bot.delivery.replica_workers import ReplicaWorkers
 
-                self.workers = ReplicaWorkers(journal, self._process, self.metrics,
-                                              lease=self.settings.lease_seconds, on_replicas=self._share, **options)
+                self.workers = ReplicaWorkers(
+                    journal,
+                    self._process,
+                    self.metrics,
+                    lease=self.settings.lease_seconds,
+                    on_replicas=self._share,
+                    **options,
+                )
                 limit = self.settings.writes_per_minute
                 self.app.shared_pacer = lambda installation: SharedWritePacer(
-                    journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep)
+                    journal.pace, f"installation:{installation}", limit, sleep=self.app.retry.sleep
+                )
             else:
                 self.workers = Workers(self.journal, self._process, self.metrics, **options)
             resumed = await self._on_workers(self.workers.start())
@@ -170,8 +194,13 @@ class Bot:
         except Exception as exc:
             return {**found, "reachable": False, "error": f"{type(exc).__name__}: {exc}"}
         mine = sum(1 for holder in leases.values() if holder == found["replica"])
-        return {**found, "reachable": True, "oldest_pending_seconds": None if oldest is None
-                else round(max(0.0, time.time() - oldest), 3), "leases_held": mine, "leases_total": len(leases)}
+        return {
+            **found,
+            "reachable": True,
+            "oldest_pending_seconds": None if oldest is None else round(max(0.0, time.time() - oldest), 3),
+            "leases_held": mine,
+            "leases_total": len(leases),
+        }
 
     async def stop(self) -> None:
         if self._stopped:
@@ -282,42 +311,70 @@ class Bot:
         found["authentication"] = {str(i): reason for i, reason in problems.items()} or "ok"
         found["installations"] = {str(i): state for i, state in self.app.installations().items()}
         found["unreconciled_effects"] = list(self.metrics.unreconciled)
-        found["config_errors"] = {
-            repo: list(problem.errors) for repo, problem in self.configs.problems.items()
-        }
-        found["warnings"] = self._warnings(problems, found["unreconciled_effects"], found["config_errors"],
-                                           self.metrics.lost_leases)
+        found["config_errors"] = {repo: list(problem.errors) for repo, problem in self.configs.problems.items()}
+        found["warnings"] = self._warnings(
+            problems, found["unreconciled_effects"], found["config_errors"], self.metrics.lost_leases
+        )
         return found
 
     async def _details_apart(self) -> dict[str, Any]:
         """The workers' process's details, and that process itself; a warning when it cannot say."""
         assert self.apart is not None
-        process = {"pid": self.apart.proc.pid if self.apart.proc else None, "state": self.apart.state,
-                   "restarts": self.apart.restarts}
+        process = {
+            "pid": self.apart.proc.pid if self.apart.proc else None,
+            "state": self.apart.state,
+            "restarts": self.apart.restarts,
+        }
         try:
             theirs = await self.apart.ask("health", HEALTH_PROBE_TIMEOUT)
         except Exception as exc:
-            return {"workers": self.settings.workers, "workers_process": process, "last_github_error": None,
-                    "authentication": "unknown", "installations": {}, "unreconciled_effects": [],
-                    "config_errors": {},
-                    "warnings": [{"name": "workers_process_not_answering", "state": self.apart.state,
-                                  "error": f"{type(exc).__name__}: {exc}"}]}
-        keys = ("workers", "database", "last_github_error", "authentication", "installations",
-                "unreconciled_effects", "config_errors", "warnings")
+            return {
+                "workers": self.settings.workers,
+                "workers_process": process,
+                "last_github_error": None,
+                "authentication": "unknown",
+                "installations": {},
+                "unreconciled_effects": [],
+                "config_errors": {},
+                "warnings": [
+                    {
+                        "name": "workers_process_not_answering",
+                        "state": self.apart.state,
+                        "error": f"{type(exc).__name__}: {exc}",
+                    }
+                ],
+            }
+        keys = (
+            "workers",
+            "database",
+            "last_github_error",
+            "authentication",
+            "installations",
+            "unreconciled_effects",
+            "config_errors",
+            "warnings",
+        )
         return {"workers_process": process, **{key: theirs[key] for key in keys if key in theirs}}
 
     @staticmethod
-    def _warnings(auth: dict[int, str], unreconciled: Sequence[Mapping[str, Any]], config_errors: dict[str, list[str]],
-                  lost_leases: Sequence[Mapping[str, Any]] = ()) -> list[dict[str, Any]]:
+    def _warnings(
+        auth: dict[int, str],
+        unreconciled: Sequence[Mapping[str, Any]],
+        config_errors: dict[str, list[str]],
+        lost_leases: Sequence[Mapping[str, Any]] = (),
+    ) -> list[dict[str, Any]]:
         """What someone should look at, each named; none of them fails readiness. A lease lost (PostgreSQL): taken
         back (it ran out before its renewal: the replica or its database was too slow) or stopped (another replica
         took the lane over)."""
         warnings: list[dict[str, Any]] = [
             {"name": "installation_cannot_authenticate", "installation": i, "reason": reason}
-            for i, reason in sorted(auth.items())]
+            for i, reason in sorted(auth.items())
+        ]
         warnings += [{"name": "unreconciled_effect", **effect} for effect in unreconciled]
-        warnings += [{"name": "repository_config_invalid", "repo": repo, "errors": errors}
-                     for repo, errors in sorted(config_errors.items())]
+        warnings += [
+            {"name": "repository_config_invalid", "repo": repo, "errors": errors}
+            for repo, errors in sorted(config_errors.items())
+        ]
         warnings += [{"name": "lease_lost", **lost} for lost in lost_leases]
         return warnings
 

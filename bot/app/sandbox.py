@@ -7,23 +7,22 @@ the bot makes is one line on stdout and written in full to a transcript file.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import datetime as dt
 import json
 import sys
-from collections.abc import Iterable
-from typing import Any, Awaitable, Callable, Protocol, TextIO
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol, TextIO
 
 import httpx
 
 from bot.core.config import default_policy
+from bot.github.client import GitHubApp, RetryPolicy, WritePacer
 from bot.rules.gate import DISPATCH_INPUTS, FORK_INPUTS
 from bot.rules.markers import purpose_of
-from bot.github.client import GitHubApp, RetryPolicy, WritePacer
+from bot.telemetry.metrics import Metrics
 from bot.testing import InMemoryGitHub
 from bot.testing.model import CLOCK_START, RecordedRequest
-from bot.telemetry.metrics import Metrics
 
 DEMO_REPO = "demo-org/InferenceX"
 DEMO_FORK = "partner-dev/InferenceX"
@@ -37,8 +36,8 @@ TRANSCRIPT_PREFIX = "sweepbot-sandbox-transcript-"  # and a unique part, .md, in
 
 DEMO_FILES = {
     # the changelog is nobody's: the AMD config's owner alone covers every owned file the demo PR changes
-    ".github/CODEOWNERS": f"inferencex-e2e/configs/ @demo-org/maintainers\ninferencex-e2e/configs/amd-* @amd-partner\n",
-    ".github/sweepbot.yml": f"results:\n  senders: [\"{RESULTS_SENDER}\"]\n",
+    ".github/CODEOWNERS": "inferencex-e2e/configs/ @demo-org/maintainers\ninferencex-e2e/configs/amd-* @amd-partner\n",
+    ".github/sweepbot.yml": f'results:\n  senders: ["{RESULTS_SENDER}"]\n',
     "docs/PR_REVIEW_CHECKLIST.md": (
         "# Review checklist\n\n## Template\n\n```\nAs a PR reviewer and CODEOWNER, I have reviewed this and have:\n"
         "- [ ] Verified that this PR has passed PR validation.\n- [ ] Verified that this PR passes evals.\n\n"
@@ -51,8 +50,9 @@ DEMO_FILES = {
 }
 
 
-DEMO_ENTRY = ("\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - Tuned SGLang recipe\n"
-              "  pr-link: XXX\n")
+DEMO_ENTRY = (
+    "\n- config-keys:\n    - dsr1-fp8-mi355x-sglang\n  description:\n    - Tuned SGLang recipe\n  pr-link: XXX\n"
+)
 DEMO_LABEL = "full-sweep-fail-fast"
 DEMO_SIGNER = "amd-partner"  # owns inferencex-e2e/configs/amd-* by the demo CODEOWNERS
 SWEEP_RUN_NAME = "Sweep ${{ inputs.dispatch-id }}"
@@ -71,8 +71,9 @@ def _generate_key() -> str:
     from cryptography.hazmat.primitives.asymmetric import rsa
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
 
 
 # -- what is shown of each write ---------------------------------------------------------------------------
@@ -158,8 +159,13 @@ def demo_github(out: TextIO | None = None, *, on_write: Callable[[Any], None] | 
         fake.set_file(DEMO_REPO, path, content)
     fake.set_permission(DEMO_REPO, DEMO_MAINTAINER, "admin")
     pr = fake.add_pull(
-        DEMO_REPO, number=1, title="Add MI355X SGLang recipe", user=DEMO_AUTHOR, head_repo=DEMO_FORK,
-        head_ref="mi355x-sglang", files=["inferencex-e2e/perf-changelog.yaml", DEMO_CONFIG],
+        DEMO_REPO,
+        number=1,
+        title="Add MI355X SGLang recipe",
+        user=DEMO_AUTHOR,
+        head_repo=DEMO_FORK,
+        head_ref="mi355x-sglang",
+        files=["inferencex-e2e/perf-changelog.yaml", DEMO_CONFIG],
     )
     # the PR appends one valid entry; GitHub has its merge commit, so a maintainer's label can start a sweep
     changelog = DEMO_FILES["inferencex-e2e/perf-changelog.yaml"]
@@ -174,7 +180,7 @@ def clock_from_today(fake: InMemoryGitHub) -> None:
     """The fake's clock (one second per stamp) starts at midnight UTC today instead of 2026-01-01, so the
     artifacts of the demo's run are not expired by the bot's real clock (they expire after 90 days). The fake has
     no public setter for it: its tick counter is set."""
-    today = dt.datetime.now(dt.timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    today = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     fake._ticks = max(0, int((today - CLOCK_START).total_seconds()))
 
 
@@ -189,8 +195,9 @@ def demo_signoff(fake: InMemoryGitHub) -> dict[str, Any]:
 class WorkflowHolder(Protocol):
     """A fake GitHub that takes workflows: the in-memory one, or its copy in another process."""
 
-    def add_workflow(self, full_name: str, file: str, *, inputs: Iterable[str] = (),
-                     run_name: str | None = None) -> Any: ...
+    def add_workflow(
+        self, full_name: str, file: str, *, inputs: Iterable[str] = (), run_name: str | None = None
+    ) -> Any: ...
 
 
 def add_sweep_workflows(fake: WorkflowHolder, repo: str) -> None:
@@ -206,12 +213,19 @@ def seed_from_payload(fake: InMemoryGitHub, payload: dict[str, Any]) -> None:
     repo = (payload.get("repository") or {}).get("full_name")
     if not repo or fake.has_repo(repo):
         return
-    fake.add_repo(repo, default_branch=payload["repository"].get("default_branch") or "main",
-                  installation_id=(payload.get("installation") or {}).get("id") or 1)
+    fake.add_repo(
+        repo,
+        default_branch=payload["repository"].get("default_branch") or "main",
+        installation_id=(payload.get("installation") or {}).get("id") or 1,
+    )
     pr = payload.get("pull_request")
     if isinstance(pr, dict) and isinstance(pr.get("number"), int):
-        fake.add_pull(repo, number=pr["number"], title=pr.get("title") or "", user=(pr.get("user") or {}).get("login")
-                      or "contributor")
+        fake.add_pull(
+            repo,
+            number=pr["number"],
+            title=pr.get("title") or "",
+            user=(pr.get("user") or {}).get("login") or "contributor",
+        )
 
 
 def pull_named(payload: dict[str, Any]) -> int | None:
@@ -224,8 +238,9 @@ def pull_named(payload: dict[str, Any]) -> int | None:
 
 def held_pulls(fake: InMemoryGitHub) -> list[str]:
     """Every PR the sandbox's GitHub holds, as owner/name#number."""
-    return [f"{repo}#{issue['number']}" for repo in fake.repos for issue in fake.issues(repo)
-            if "pull_request" in issue]
+    return [
+        f"{repo}#{issue['number']}" for repo in fake.repos for issue in fake.issues(repo) if "pull_request" in issue
+    ]
 
 
 def not_held(fake: InMemoryGitHub, payload: dict[str, Any]) -> str | None:
@@ -242,15 +257,23 @@ def not_held(fake: InMemoryGitHub, payload: dict[str, Any]) -> str | None:
 
 def sandbox_holds(fake: InMemoryGitHub) -> str:
     """The PRs the sandbox holds, and how another repository's come to be."""
-    return (f"it holds {', '.join(held_pulls(fake)) or 'no PR'}, and makes the repository and PR of a"
-            f" pull_request payload for a repository it lacks")
+    return (
+        f"it holds {', '.join(held_pulls(fake)) or 'no PR'}, and makes the repository and PR of a"
+        f" pull_request payload for a repository it lacks"
+    )
 
 
 def sandbox_app(fake: InMemoryGitHub, metrics: Metrics) -> GitHubApp:
     http = httpx.AsyncClient(transport=httpx.MockTransport(fake.handle))
-    return GitHubApp(app_id="1", private_key=_generate_key(), api_url=fake.base_url, metrics=metrics, http=http,
-                     retry=RetryPolicy(attempts=2, base_delay=0.05),
-                     pacer_factory=lambda: WritePacer(limit=0))  # unpaced: GitHub's write limits don't apply here
+    return GitHubApp(
+        app_id="1",
+        private_key=_generate_key(),
+        api_url=fake.base_url,
+        metrics=metrics,
+        http=http,
+        retry=RetryPolicy(attempts=2, base_delay=0.05),
+        pacer_factory=lambda: WritePacer(limit=0),
+    )  # unpaced: GitHub's write limits don't apply here
 
 
 # -- the lifecycle -----------------------------------------------------------------------------------------
@@ -279,8 +302,11 @@ def seed_jobs(fake: InMemoryGitHub, run_id: int, *, failing: bool) -> None:
     """The jobs of the run's current attempt: a canary and two matrix jobs, the MI355X one failing on the first."""
     jobs = [
         {"name": "canary / dsr1-fp8-mi355x-sglang", "status": "completed", "conclusion": "success"},
-        {"name": "matrix / dsr1-fp8-mi355x-sglang tp8 conc64", "status": "completed",
-         "conclusion": "failure" if failing else "success"},
+        {
+            "name": "matrix / dsr1-fp8-mi355x-sglang tp8 conc64",
+            "status": "completed",
+            "conclusion": "failure" if failing else "success",
+        },
         {"name": "matrix / dsr1-fp8-mi355x-sglang tp4 conc16", "status": "completed", "conclusion": "success"},
     ]
     fake.set_jobs(DEMO_REPO, run_id, jobs)
@@ -345,6 +371,7 @@ def lifecycle() -> list[Step]:
                 viewer = default_policy().results.viewer
                 payload.update({"stage-succeeded": "true", "results-url": f"{viewer}/runs/{APP_RUN_STAGE}"})
             return callback(fake, f"stage-results-{kind}", payload)
+
         return act
 
     def merged(fake: InMemoryGitHub) -> dict[str, Any]:
@@ -353,19 +380,31 @@ def lifecycle() -> list[Step]:
 
     def ingested(fake: InMemoryGitHub) -> dict[str, Any]:
         asked = results_request(fake, "ingest-results")  # what the bot asked at merge, echoed (if it asked)
-        payload = {**asked, "source-repository": RESULTS_REPO, "pr-number": "1",
-                   "run-id": str(sweep_run(fake)["id"]), "app-run-id": str(APP_RUN_INGEST), "counts": INGEST_COUNTS}
+        payload = {
+            **asked,
+            "source-repository": RESULTS_REPO,
+            "pr-number": "1",
+            "run-id": str(sweep_run(fake)["id"]),
+            "app-run-id": str(APP_RUN_INGEST),
+            "counts": INGEST_COUNTS,
+        }
         return callback(fake, "ingest-completed", payload)
 
     return [
         Step(f"{DEMO_AUTHOR} opens PR #1 from a fork (the changelog and an AMD config)", "pull_request", opened),
-        Step(f"{DEMO_MAINTAINER} adds {DEMO_LABEL}: after the label settle, the bot dispatches the sweep",
-             "pull_request", labeled),
+        Step(
+            f"{DEMO_MAINTAINER} adds {DEMO_LABEL}: after the label settle, the bot dispatches the sweep",
+            "pull_request",
+            labeled,
+        ),
         Step("the sweep run starts", "workflow_run", started),
         Step("the sweep run fails: one matrix job failed", "workflow_run", failed),
         Step(f"{DEMO_MAINTAINER} reruns the failed jobs", "workflow_run", rerun),
-        Step(f"{DEMO_SIGNER}, the AMD CODEOWNER, signs off while the rerun is going: the verdict waits",
-             "issue_comment", signed),
+        Step(
+            f"{DEMO_SIGNER}, the AMD CODEOWNER, signs off while the rerun is going: the verdict waits",
+            "issue_comment",
+            signed,
+        ),
         Step("the rerun finishes green: the sign-off is verified again", "workflow_run", green),
         Step(f"{DEMO_MAINTAINER} pins the green run with /use: staging is asked for", "issue_comment", pinned),
         Step("the results service starts staging the run", "repository_dispatch", stage("started")),
@@ -378,8 +417,14 @@ def lifecycle() -> list[Step]:
 Deliver = Callable[[str, dict[str, Any]], Awaitable[str]]
 
 
-async def walk(steps: list[Step], fake: InMemoryGitHub, deliver: Deliver, settle: Callable[[], Awaitable[None]],
-               recorder: Recorder, out: TextIO) -> None:
+async def walk(
+    steps: list[Step],
+    fake: InMemoryGitHub,
+    deliver: Deliver,
+    settle: Callable[[], Awaitable[None]],
+    recorder: Recorder,
+    out: TextIO,
+) -> None:
     """Each step in turn: its change to GitHub, its delivery (`deliver` posts it signed, answers the webhook's
     reply), then `settle` until the bot has done everything it does about it."""
     for number, step in enumerate(steps, 1):
@@ -396,7 +441,10 @@ async def walk(steps: list[Step], fake: InMemoryGitHub, deliver: Deliver, settle
             print(f"  webhook answered {answer}", file=out, flush=True)
         try:
             await settle()
-        except asyncio.TimeoutError:
-            print(f"[{number}/{len(steps)}] not walked further: the bot did not settle on this step in time",
-                  file=out, flush=True)
+        except TimeoutError:
+            print(
+                f"[{number}/{len(steps)}] not walked further: the bot did not settle on this step in time",
+                file=out,
+                flush=True,
+            )
             return

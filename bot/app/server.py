@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from gidgethub import sansio
 
-from bot.delivery import lanes
-
-from bot.telemetry import logs
-from bot.delivery.journal import IGNORED, QUEUED, NewDelivery
-from bot.telemetry.metrics import CONTENT_TYPE, counted_event
 from bot.app.webhook_signature import signature_ok
+from bot.delivery import lanes
+from bot.delivery.journal import IGNORED, QUEUED, NewDelivery
+from bot.telemetry import logs
+from bot.telemetry.metrics import CONTENT_TYPE, counted_event
 
 if TYPE_CHECKING:
     from bot.app.runtime import Bot
@@ -31,6 +30,8 @@ BOT_KEY: web.AppKey[Bot] = web.AppKey("bot")
 
 
 SIGNATURE_FORM = re.compile(r"sha256=[0-9a-fA-F]{64}")
+
+
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
@@ -60,8 +61,20 @@ async def _read_body(request: web.Request, timeout: float) -> bytes | web.Respon
 
 
 # Top-level payload fields the bot reads as objects; GitHub's schema marks only client_payload nullable.
-OBJECT_FIELDS = ("repository", "installation", "sender", "pull_request", "issue", "comment", "review",
-                 "workflow_run", "check_suite", "check_run", "requested_action", "client_payload")
+OBJECT_FIELDS = (
+    "repository",
+    "installation",
+    "sender",
+    "pull_request",
+    "issue",
+    "comment",
+    "review",
+    "workflow_run",
+    "check_suite",
+    "check_run",
+    "requested_action",
+    "client_payload",
+)
 NULLABLE_FIELDS = frozenset({"client_payload"})
 # GitHub owners are letters, digits and dashes; repository names add dots and underscores (never "." or
 # ".."). The name goes into API paths, so nothing else (no second slash, no '..', no query) may pass.
@@ -152,25 +165,35 @@ def parse_payload(body: bytes) -> dict[str, Any]:
     return data
 
 
-def describe(event: str, data: dict[str, Any], delivery_id: str, body: bytes, wanted: bool,
-             settle: float = 0.0) -> NewDelivery:
+def describe(
+    event: str, data: dict[str, Any], delivery_id: str, body: bytes, wanted: bool, settle: float = 0.0
+) -> NewDelivery:
     repo = (data.get("repository") or {}).get("full_name")
     number = lanes.pr_number(event, data)
     installation = (data.get("installation") or {}).get("id")
     action = data.get("action") if isinstance(data.get("action"), str) else None
     held = settle > 0 and number is not None and (event, action) in lanes.SETTLING
     return NewDelivery(
-        id=delivery_id, event=event, action=action, not_before=time.time() + settle if held else None,
-        repo=repo, number=number, installation=installation if isinstance(installation, int) else None,
-        body=body, status=QUEUED if wanted else IGNORED,
+        id=delivery_id,
+        event=event,
+        action=action,
+        not_before=time.time() + settle if held else None,
+        repo=repo,
+        number=number,
+        installation=installation if isinstance(installation, int) else None,
+        body=body,
+        status=QUEUED if wanted else IGNORED,
         sha=lanes.head_sha(event, data) if number is None else None,
     )
 
 
-def _unauthorized(request: web.Request, bot: "Bot", *, read: bool) -> web.Response:
+def _unauthorized(request: web.Request, bot: Bot, *, read: bool) -> web.Response:
     bot.metrics.deliveries.labels(counted_event(request.headers.get("X-GitHub-Event")), "unauthorized").inc()
-    logs.event("webhook refused: bad or missing X-Hub-Signature-256", logging.WARNING,
-               delivery=request.headers.get("X-GitHub-Delivery", "")[:64])
+    logs.event(
+        "webhook refused: bad or missing X-Hub-Signature-256",
+        logging.WARNING,
+        delivery=request.headers.get("X-GitHub-Delivery", "")[:64],
+    )
     message = "missing or invalid X-Hub-Signature-256"
     return _error(401, message) if read else _refused_unread(401, message)
 
@@ -202,8 +225,9 @@ async def webhook(request: web.Request) -> web.Response:
         data = parse_payload(body)
     except BadPayload as exc:
         bot.metrics.deliveries.labels(counted_event(event), "malformed").inc()
-        logs.event("webhook refused: malformed payload", logging.WARNING, delivery=delivery_id, event=event,
-                   error=str(exc))
+        logs.event(
+            "webhook refused: malformed payload", logging.WARNING, delivery=delivery_id, event=event, error=str(exc)
+        )
         return _error(400, str(exc))
     if event == "ping":
         bot.metrics.deliveries.labels("ping", "pong").inc()
@@ -239,7 +263,7 @@ def _state_only(report: dict[str, Any]) -> web.Response:
     return _health_response({"ok": bool(report["ok"])})
 
 
-def may_see_details(request: web.Request, bot: "Bot") -> bool:
+def may_see_details(request: web.Request, bot: Bot) -> bool:
     """Whether the request may read /healthz's details: it bears the health token, or the bot runs the sandbox
     (its GitHub is in memory: nothing to hide)."""
     if not bot.settings.live:
@@ -268,8 +292,9 @@ async def healthz(request: web.Request) -> web.Response:
     report = await bot.health()
     if may_see_details(request, bot):
         return _health_response(report)
-    return _health_response({"ok": bool(report["ok"]),
-                             "details": "send Authorization: Bearer <SWEEPBOT_HEALTH_TOKEN> to read them"})
+    return _health_response(
+        {"ok": bool(report["ok"]), "details": "send Authorization: Bearer <SWEEPBOT_HEALTH_TOKEN> to read them"}
+    )
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -277,7 +302,7 @@ async def metrics(request: web.Request) -> web.Response:
     return web.Response(body=await bot.metrics_text(), headers={"Content-Type": CONTENT_TYPE})
 
 
-def make_app(bot: "Bot") -> web.Application:
+def make_app(bot: Bot) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY)
     app[BOT_KEY] = bot
     app.router.add_post("/webhook", webhook)

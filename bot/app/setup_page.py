@@ -10,8 +10,9 @@ import re
 import secrets
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 import httpx
@@ -38,8 +39,17 @@ CREDENTIAL_KEYS = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET"
 _ORG_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,37}[A-Za-z0-9])?")
 _REPOSITORY = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}")
 # What the page has a sentence for: the form's problems and the callback's errors
-PROBLEMS = ("account_bad", "org_missing", "org_bad", "github_missing", "github_bad", "webhook_missing",
-            "webhook_not_https", "webhook_bad", "results_bad")
+PROBLEMS = (
+    "account_bad",
+    "org_missing",
+    "org_bad",
+    "github_missing",
+    "github_bad",
+    "webhook_missing",
+    "webhook_not_https",
+    "webhook_bad",
+    "results_bad",
+)
 ERRORS = ("state", "code", "expired", "network", "answer", "address", "origin", "token")
 HOLDS_APP_ID = "holds-app-id"  # Saved.problem when the env file got an APP_ID meanwhile (the page says so)
 _ENV_KEY = re.compile(r"\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=")
@@ -48,8 +58,7 @@ _LOOPBACK_HOST = re.compile(r"(127\.0\.0\.1|localhost|\[::1\])(?::([0-9]{1,5}))?
 HEADERS = {  # every answer: never cached, no address in a Referer to another site, never in another site's frame
     "Cache-Control": "no-store",
     "Referrer-Policy": "same-origin",  # not no-referrer: with it, a browser sends `Origin: null` on the page's POSTs
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none';"
-                               " frame-ancestors 'none'",
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; frame-ancestors 'none'",
     "X-Frame-Options": "DENY",
 }
 
@@ -57,8 +66,9 @@ HEADERS = {  # every answer: never cached, no address in a Referer to another si
 # ---- the manifest (also `sweepbot manifest`) -------------------------------------------------
 
 
-def build_manifest(webhook_url: str | None = None, *, redirect_url: str | None = None,
-                   url: str | None = None) -> dict[str, Any]:
+def build_manifest(
+    webhook_url: str | None = None, *, redirect_url: str | None = None, url: str | None = None
+) -> dict[str, Any]:
     """app.yaml's manifest. `webhook_url` sets hook_attributes.url, and every URL of app.yaml's on the placeholder
     host (redirect_url; url is the homepage, a real one) moves to the webhook URL's origin; `redirect_url` and
     `url`, when given, are used as they are."""
@@ -174,8 +184,11 @@ def _kept_lines(path: Path) -> str:
     settings stay."""
     if not path.is_file():
         return ""
-    kept = [line for line in path.read_text(encoding="utf-8").splitlines()
-            if not ((m := _ENV_KEY.match(line)) and m[1] in CREDENTIAL_KEYS)]
+    kept = [
+        line
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if not ((m := _ENV_KEY.match(line)) and m[1] in CREDENTIAL_KEYS)
+    ]
     text = "\n".join(kept).strip("\n")
     return text + "\n\n" if text else ""
 
@@ -245,8 +258,13 @@ class Attempt:
 
 
 def _environment() -> jinja2.Environment:
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(DEFAULT_DIRECTORY), autoescape=True,
-                                     undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(DEFAULT_DIRECTORY),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     environment.globals["fail"] = _fail
     return environment
 
@@ -282,8 +300,9 @@ def _loopback_peer(address: str | None) -> bool:
         ip = ipaddress.ip_address(address or "")
     except ValueError:
         return False
-    return ip.is_loopback or bool(isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped
-                                  and ip.ipv4_mapped.is_loopback)
+    return ip.is_loopback or bool(
+        isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped and ip.ipv4_mapped.is_loopback
+    )
 
 
 def language_of(request: web.Request) -> str:
@@ -336,8 +355,13 @@ class SetupPage:
         if host is None:
             address, port = _listening(request) or (DEFAULT_HOST, DEFAULT_PORT)
             shown = f"[{address}]" if ":" in address else address
-            return self._render(language_of(request), "error", status=421 if _loopback_peer(request.remote) else 403,
-                                error="address", home=f"http://{shown}:{port}/")
+            return self._render(
+                language_of(request),
+                "error",
+                status=421 if _loopback_peer(request.remote) else 403,
+                error="address",
+                home=f"http://{shown}:{port}/",
+            )
         home = f"http://{host}/"
         if request.method == "POST":
             if (request.headers.get("Origin") or "").lower() != f"http://{host}":
@@ -350,16 +374,27 @@ class SetupPage:
     async def _form(self, request: web.Request) -> web.Response:
         github_url = self.options.github_url.rstrip("/")
         enterprise = urlsplit(github_url).hostname != "github.com"
-        return self._render(language_of(request), "form", problems=[], token=self.token, values={
-            "account": "personal", "org": "", "github": "enterprise" if enterprise else "com",
-            "enterprise_url": github_url if enterprise else "", "webhook_url": self.options.webhook_url,
-            "results_repository": self.options.results_repository,
-        })
+        return self._render(
+            language_of(request),
+            "form",
+            problems=[],
+            token=self.token,
+            values={
+                "account": "personal",
+                "org": "",
+                "github": "enterprise" if enterprise else "com",
+                "enterprise_url": github_url if enterprise else "",
+                "webhook_url": self.options.webhook_url,
+                "results_repository": self.options.results_repository,
+            },
+        )
 
     async def _register(self, request: web.Request) -> web.Response:
         form = await request.post()
-        values = {key: str(form.get(key, "")).strip() for key in
-                  ("account", "org", "github", "enterprise_url", "webhook_url", "results_repository", "lang")}
+        values = {
+            key: str(form.get(key, "")).strip()
+            for key in ("account", "org", "github", "enterprise_url", "webhook_url", "results_repository", "lang")
+        }
         language = values["lang"] if values["lang"] in LANGUAGES else language_of(request)
         problems = []
         org = values["org"] if values["account"] == "org" else None
@@ -380,17 +415,30 @@ class SetupPage:
         github_url = f"{parts.scheme}://{parts.netloc.lower()}"
         self._prune()
         state = secrets.token_urlsafe(24)
-        attempt = Attempt(github_url, api_url_for(github_url, self.options.api_url), org, values["webhook_url"],
-                          values["results_repository"], language)
+        attempt = Attempt(
+            github_url,
+            api_url_for(github_url, self.options.api_url),
+            org,
+            values["webhook_url"],
+            values["results_repository"],
+            language,
+        )
         self.attempts[state] = attempt
         where = f"/organizations/{org}/settings/apps/new" if org else "/settings/apps/new"
         # the Host the guard let through (a loopback name and this port), never one a request merely says
         manifest = build_manifest(values["webhook_url"], redirect_url=f"http://{served_host(request)}/callback")
-        return self._render(language, "confirm", github_url=github_url, org=org, api_url=attempt.api_url,
-                            enterprise=urlsplit(github_url).hostname != "github.com",
-                            webhook_url=attempt.webhook_url, results_repository=attempt.results_repository,
-                            action=github_url + where + "?" + urlencode({"state": state}),
-                            manifest=json.dumps(manifest))
+        return self._render(
+            language,
+            "confirm",
+            github_url=github_url,
+            org=org,
+            api_url=attempt.api_url,
+            enterprise=urlsplit(github_url).hostname != "github.com",
+            webhook_url=attempt.webhook_url,
+            results_repository=attempt.results_repository,
+            action=github_url + where + "?" + urlencode({"state": state}),
+            manifest=json.dumps(manifest),
+        )
 
     async def _callback(self, request: web.Request) -> web.Response:
         state = request.query.get("state", "")
@@ -407,12 +455,21 @@ class SetupPage:
         del self.attempts[state]  # taken before the code is sent: a second callback with it meanwhile is refused
         try:
             async with httpx.AsyncClient(timeout=http_timeout(CONVERSION_TIMEOUT), trust_env=False) as client:
-                resp = await client.post(f"{attempt.api_url}/app-manifests/{code}/conversions",
-                                         headers={"Accept": "application/vnd.github+json"})
+                resp = await client.post(
+                    f"{attempt.api_url}/app-manifests/{code}/conversions",
+                    headers={"Accept": "application/vnd.github+json"},
+                )
         except httpx.HTTPError as exc:  # the code may still be good: the attempt is given back, the page offers a retry
             self.attempts[state] = attempt
-            return self._render(language, "error", status=502, error="network", api_url=attempt.api_url,
-                                detail=type(exc).__name__, retry=str(request.rel_url))
+            return self._render(
+                language,
+                "error",
+                status=502,
+                error="network",
+                api_url=attempt.api_url,
+                detail=type(exc).__name__,
+                retry=str(request.rel_url),
+            )
         if resp.status_code in (404, 422):
             return self._render(language, "error", status=400, error="expired")
         try:
@@ -421,21 +478,31 @@ class SetupPage:
                 raise TypeError("the conversion did not answer 201 with an object")
             values = _credentials(app, attempt)
         except (ValueError, KeyError, TypeError):
-            return self._render(language, "error", status=502, error="answer", api_url=attempt.api_url,
-                                detail=str(resp.status_code))
-        saved = save_credentials(self.options.env_file, values,
-                                 comment=f"sweepbot setup, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: "
-                                         f"the GitHub App {app.get('name')} ({app['html_url']})")
+            return self._render(
+                language, "error", status=502, error="answer", api_url=attempt.api_url, detail=str(resp.status_code)
+            )
+        saved = save_credentials(
+            self.options.env_file,
+            values,
+            comment=f"sweepbot setup, {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: "
+            f"the GitHub App {app.get('name')} ({app['html_url']})",
+        )
         if self.options.on_saved is not None:
             self.options.on_saved(app, saved)
         env_file = self.options.env_file
         self.finished[state] = dict(
-            app_name=str(app.get("name") or app.get("slug") or ""), html_url=app["html_url"],
+            app_name=str(app.get("name") or app.get("slug") or ""),
+            html_url=app["html_url"],
             install_url=app["html_url"].rstrip("/") + "/installations/new",
-            owner=str((app.get("owner") or {}).get("login") or ""), results_repository=attempt.results_repository,
-            results_default=self.options.results_repository, env_file=str(env_file),
+            owner=str((app.get("owner") or {}).get("login") or ""),
+            results_repository=attempt.results_repository,
+            results_default=self.options.results_repository,
+            env_file=str(env_file),
             env_is_served=env_file.resolve() == (Path.cwd() / DEFAULT_ENV_FILE).resolve(),
-            saved_path=str(saved.path) if saved.path else None, save_problem=saved.problem, saved_text=saved.text)
+            saved_path=str(saved.path) if saved.path else None,
+            save_problem=saved.problem,
+            saved_text=saved.text,
+        )
         return self._render(language, "done", **self.finished[state])
 
     def _prune(self) -> None:
@@ -446,8 +513,12 @@ class SetupPage:
 
 def _credentials(app: Mapping[str, Any], attempt: Attempt) -> dict[str, str]:
     """The env file's values from the conversion's answer (KeyError/TypeError when it lacks one)."""
-    values = {"APP_ID": str(int(app["id"])), "PRIVATE_KEY": _str(app["pem"]),
-              "WEBHOOK_SECRET": _str(app["webhook_secret"]), "WEBHOOK_URL": attempt.webhook_url}
+    values = {
+        "APP_ID": str(int(app["id"])),
+        "PRIVATE_KEY": _str(app["pem"]),
+        "WEBHOOK_SECRET": _str(app["webhook_secret"]),
+        "WEBHOOK_URL": attempt.webhook_url,
+    }
     _str(app["html_url"])
     if attempt.api_url != DEFAULT_API_URL:
         values["GITHUB_API_URL"] = attempt.api_url

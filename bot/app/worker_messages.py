@@ -89,8 +89,11 @@ def decode_fields(cls: type, values: Any, where: str, *, known_only: bool = Fals
     unknown = set(values) - set(fields)
     if unknown and not known_only:
         raise BadMessage(f"{where}: unknown fields {sorted(unknown)}")
-    missing = [name for name, f in fields.items() if name not in values
-               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [
+        name
+        for name, f in fields.items()
+        if name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
     if missing:
         raise BadMessage(f"{where}: missing fields {missing}")
     return cls(**{name: _shaped(values[name], hints[name], f"{where}.{name}") for name in fields if name in values})
@@ -112,7 +115,7 @@ class Message:
         return {"op": self.op, **encode_fields(self)}
 
     @classmethod
-    def decode(cls, values: dict[str, Any]) -> "Message":
+    def decode(cls, values: dict[str, Any]) -> Message:
         body = {k: v for k, v in values.items() if k != "op"}
         return decode_fields(cls, body, cls.op)
 
@@ -128,7 +131,7 @@ class Start(Message):
         return {"op": self.op, "settings": encode_fields(self.settings)}
 
     @classmethod
-    def decode(cls, values: dict[str, Any]) -> "Start":
+    def decode(cls, values: dict[str, Any]) -> Start:
         return cls(decode_fields(Settings, values.get("settings"), "settings.settings", known_only=True))
 
 
@@ -151,7 +154,7 @@ class Submit(Message):
         return {"op": self.op, "queued": encode_fields(self.queued)}
 
     @classmethod
-    def decode(cls, values: dict[str, Any]) -> "Submit":
+    def decode(cls, values: dict[str, Any]) -> Submit:
         queued = decode_fields(Queued, values.get("queued"), "submit.queued")
         if queued.kind is not None:  # the one shared tuple per (event, action), as the intake's own side holds
             queued = dataclasses.replace(queued, kind=lanes.kind(*queued.kind))

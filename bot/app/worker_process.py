@@ -49,7 +49,7 @@ class Channel:
         self.reader, self.writer = reader, writer
 
     @classmethod
-    async def over(cls, sock: socket.socket) -> "Channel":
+    async def over(cls, sock: socket.socket) -> Channel:
         return cls(*await asyncio.open_connection(sock=sock, limit=LINE_LIMIT))
 
     def send(self, message: Message) -> None:
@@ -69,8 +69,11 @@ class Channel:
             try:
                 return decode_message(json.loads(line))
             except (ValueError, BadMessage) as exc:
-                logs.event("message between the intake and the workers refused", logging.ERROR,
-                           error=f"{type(exc).__name__}: {exc}"[:500])
+                logs.event(
+                    "message between the intake and the workers refused",
+                    logging.ERROR,
+                    error=f"{type(exc).__name__}: {exc}"[:500],
+                )
 
     def close(self) -> None:
         self.writer.close()
@@ -107,7 +110,9 @@ class WorkerProcess:
         with theirs:
             self.proc = subprocess.Popen(
                 [*self.command, str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL)
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+            )
         self._channel = await Channel.over(ours)
         self._channel.send(Start(self.settings))
         self._started_at = time.monotonic()
@@ -140,10 +145,18 @@ class WorkerProcess:
                 return
             self.last_exit = code
             ran = time.monotonic() - self._started_at
-            delay = RESTART_DELAYS[0] if ran >= HEALTHY_AFTER else RESTART_DELAYS[
-                min(self.restarts, len(RESTART_DELAYS) - 1)]
-            logs.event("workers process ended unasked; starting it again", logging.ERROR, exit=code,
-                       ran_seconds=round(ran, 1), restart_in=delay)
+            delay = (
+                RESTART_DELAYS[0]
+                if ran >= HEALTHY_AFTER
+                else RESTART_DELAYS[min(self.restarts, len(RESTART_DELAYS) - 1)]
+            )
+            logs.event(
+                "workers process ended unasked; starting it again",
+                logging.ERROR,
+                exit=code,
+                ran_seconds=round(ran, 1),
+                restart_in=delay,
+            )
             await asyncio.sleep(delay)
             self.restarts += 1
             try:

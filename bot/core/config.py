@@ -6,9 +6,10 @@ import copy
 import difflib
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 import yaml
@@ -79,7 +80,7 @@ class Settings:
         return bool(self.app_id and self.private_key)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None, *, dotenv: bool = True) -> "Settings":
+    def from_env(cls, env: dict[str, str] | None = None, *, dotenv: bool = True) -> Settings:
         """Every setting read once; each bad variable is one line of the ConfigError (name, value, what is accepted)."""
         if env is None:
             if dotenv:
@@ -104,15 +105,21 @@ class Settings:
                 key = Path(env["PRIVATE_KEY_PATH"]).read_text()
             except (OSError, UnicodeDecodeError) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-                errors.append(f"PRIVATE_KEY_PATH must be a readable PEM file, got {env['PRIVATE_KEY_PATH']!r}"
-                              f" ({reason})")
+                errors.append(
+                    f"PRIVATE_KEY_PATH must be a readable PEM file, got {env['PRIVATE_KEY_PATH']!r} ({reason})"
+                )
         if errors:
             raise ConfigError(errors)
         if key is not None and "\\n" in key and "\n" not in key:
             key = key.replace("\\n", "\n")  # keys pasted into one-line env files
         secrets = tuple(s.strip() for s in env.get("WEBHOOK_SECRET", "").split(",") if s.strip())
-        return cls(app_id=env.get("APP_ID") or None, private_key=key, webhook_secrets=secrets,
-                   host=env.get("HOST") or cls.host, **values)
+        return cls(
+            app_id=env.get("APP_ID") or None,
+            private_key=key,
+            webhook_secrets=secrets,
+            host=env.get("HOST") or cls.host,
+            **values,
+        )
 
     def logging_level(self) -> str:
         """LOG_LEVEL when it is set; else INFO live and WARNING in the sandbox."""
@@ -147,6 +154,7 @@ def _whole(low: int, high: int | None, accepted: str) -> Callable[[str], int]:
         if not text.isascii() or not text.isdigit() or int(text) < low or (high is not None and int(text) > high):
             raise _NotAccepted(accepted)
         return int(text)
+
     return read
 
 
@@ -161,11 +169,11 @@ def _seconds(*, zero: bool) -> Callable[[str], float]:
         if not (0 <= value if zero else 0 < value) or not value < 3600:  # NaN fails both
             raise _NotAccepted(accepted)
         return value
+
     return read
 
 
-SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False,
-                "off": False}
+SWITCH_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
 
 
 HEALTH_TOKEN_LENGTH = 16
@@ -174,8 +182,9 @@ HEALTH_TOKEN_LENGTH = 16
 def _token(raw: str) -> str:
     text = raw.strip()
     if len(text) < HEALTH_TOKEN_LENGTH or not text.isascii() or not text.isprintable() or " " in text:
-        raise _NotAccepted(f"at least {HEALTH_TOKEN_LENGTH} printable ASCII characters without spaces",
-                           shown=f"{len(text)} characters")
+        raise _NotAccepted(
+            f"at least {HEALTH_TOKEN_LENGTH} printable ASCII characters without spaces", shown=f"{len(text)} characters"
+        )
     return text
 
 
@@ -198,8 +207,10 @@ def _log_level(raw: str) -> str:
 def _api_url(raw: str) -> str:
     parts = urlsplit(raw.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise _NotAccepted("an http:// or https:// URL of GitHub's REST API, e.g. https://api.github.com or"
-                           " https://HOST/api/v3 for GitHub Enterprise Server")
+        raise _NotAccepted(
+            "an http:// or https:// URL of GitHub's REST API, e.g. https://api.github.com or"
+            " https://HOST/api/v3 for GitHub Enterprise Server"
+        )
     return raw.strip().rstrip("/")
 
 
@@ -210,8 +221,9 @@ def _journal_target(raw: str) -> str:
     """SWEEPBOT_DB: a file path, or a PostgreSQL URL; any other URL would be taken for an odd SQLite file name."""
     scheme = _URL_SCHEME.match(raw.strip())
     if scheme and not is_postgres(raw.strip()):
-        raise _NotAccepted("a file path (SQLite) or a postgresql:// or postgres:// URL",
-                           shown=f"a {scheme.group(1)}:// URL")  # not the URL: it may hold a password
+        raise _NotAccepted(
+            "a file path (SQLite) or a postgresql:// or postgres:// URL", shown=f"a {scheme.group(1)}:// URL"
+        )  # not the URL: it may hold a password
     return raw.strip()
 
 
@@ -223,11 +235,17 @@ ENV_SETTINGS: tuple[tuple[str, str, Callable[[str], Any]], ...] = (
     ("GITHUB_API_URL", "api_url", _api_url),
     ("SWEEPBOT_DB", "db_path", _journal_target),
     ("SWEEPBOT_WORKERS", "workers", _whole(0, None, "a whole number of workers, 0 or more (0: journal only)")),
-    ("SWEEPBOT_WRITES_PER_MINUTE", "writes_per_minute",
-     _whole(0, None, "a whole number of writes, 0 or more (0: unpaced)")),
+    (
+        "SWEEPBOT_WRITES_PER_MINUTE",
+        "writes_per_minute",
+        _whole(0, None, "a whole number of writes, 0 or more (0: unpaced)"),
+    ),
     ("SWEEPBOT_HTTP_TIMEOUT", "http_timeout", _seconds(zero=False)),
-    ("SWEEPBOT_GITHUB_IN_FLIGHT", "github_in_flight",
-     _whole(1, 100, "a whole number of requests from 1 to 100 (GitHub allows 100 at once)")),
+    (
+        "SWEEPBOT_GITHUB_IN_FLIGHT",
+        "github_in_flight",
+        _whole(1, 100, "a whole number of requests from 1 to 100 (GitHub allows 100 at once)"),
+    ),
     ("SWEEPBOT_SETTLE_SECONDS", "settle_seconds", _seconds(zero=True)),
     ("SWEEPBOT_LEASE_SECONDS", "lease_seconds", _seconds(zero=False)),
     ("SWEEPBOT_WORKER_PROCESS", "worker_process", _switch),
@@ -269,8 +287,15 @@ class ConfigIssue(str):
     hint: str | None
     hint_params: dict[str, Any]
 
-    def __new__(cls, text: str, line: int | None = None, hint: str | None = None,
-                hint_params: dict[str, Any] | None = None, *, names_its_line: bool = False) -> "ConfigIssue":
+    def __new__(
+        cls,
+        text: str,
+        line: int | None = None,
+        hint: str | None = None,
+        hint_params: dict[str, Any] | None = None,
+        *,
+        names_its_line: bool = False,
+    ) -> ConfigIssue:
         issue = super().__new__(cls, f"{text} (line {line})" if line is not None and not names_its_line else text)
         issue.line, issue.hint, issue.hint_params = line, hint, dict(hint_params or {})
         return issue
@@ -291,8 +316,9 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ConfigError([ConfigIssue(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}",
-                                       hint=None)]) from None
+        raise ConfigError(
+            [ConfigIssue(f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}", hint=None)]
+        ) from None
     finally:
         loader.dispose()
     if data is None:
@@ -314,8 +340,9 @@ def parse_repo_config(text: str | bytes, defaults: dict[str, Any] | None = None)
     return policy
 
 
-def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[ConfigIssue],
-               walked: set[int] | None = None) -> None:
+def _walk_keys(
+    node: yaml.Node, where: str, lines: dict[str, int], errors: list[ConfigIssue], walked: set[int] | None = None
+) -> None:
     """Record the line of every key path in the file; a key given twice in one mapping is an error. Each node is
     walked once: an alias is the node it names, so nested aliases would otherwise be walked exponentially often."""
     walked = set() if walked is None else walked
@@ -330,8 +357,14 @@ def _walk_keys(node: yaml.Node, where: str, lines: dict[str, int], errors: list[
             path = f"{where}.{key_node.value}" if where else key_node.value
             line = key_node.start_mark.line + 1
             if key_node.value in first:
-                errors.append(ConfigIssue(f"{path}: duplicate key at line {line} (first at line {first[key_node.value]})",
-                                          line, "duplicate-key", names_its_line=True))
+                errors.append(
+                    ConfigIssue(
+                        f"{path}: duplicate key at line {line} (first at line {first[key_node.value]})",
+                        line,
+                        "duplicate-key",
+                        names_its_line=True,
+                    )
+                )
             else:
                 first[key_node.value] = line
                 lines[path] = line
@@ -361,7 +394,7 @@ def _with_line_and_hint(error: str, lines: dict[str, int], defaults: dict[str, A
             hint = f"app-yaml-{path}"
         else:
             last = _LAST_STEP.search(path)
-            parent, key = (path[:last.start()], last.group()[1:]) if last else ("", path)
+            parent, key = (path[: last.start()], last.group()[1:]) if last else ("", path)
             allowed = _keys_at(defaults, parent)
             close = difflib.get_close_matches(key, allowed, n=1)
             hint, params = "unknown-key", {"allowed": allowed, "suggestion": close[0] if close else None}
@@ -397,8 +430,11 @@ def _rules_across_keys(policy: Policy) -> list[str]:
 def _verified_item_errors(items: tuple[VerifiedItem, ...]) -> list[str]:
     from bot.rules.signoff import CHECKS
 
-    return [f"signoff.verified_items[{i}].check: {item.check!r} is not one of the bot's checks"
-            f" ({', '.join(CHECKS)})" for i, item in enumerate(items) if item.check not in CHECKS]
+    return [
+        f"signoff.verified_items[{i}].check: {item.check!r} is not one of the bot's checks ({', '.join(CHECKS)})"
+        for i, item in enumerate(items)
+        if item.check not in CHECKS
+    ]
 
 
 # A GitHub login, and `name[bot]` for an App's bot account.
@@ -406,15 +442,21 @@ LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?")
 
 
 def _login_list_errors(path: str, logins: tuple[str, ...]) -> list[str]:
-    return [f"{path}[{i}]: {login!r} is not a GitHub login (letters, digits and dashes; `name[bot]` for an App)"
-            for i, login in enumerate(logins) if not LOGIN.fullmatch(login)]
+    return [
+        f"{path}[{i}]: {login!r} is not a GitHub login (letters, digits and dashes; `name[bot]` for an App)"
+        for i, login in enumerate(logins)
+        if not LOGIN.fullmatch(login)
+    ]
 
 
 def _owner_list_errors(path: str, owners: tuple[str, ...]) -> list[str]:
     from bot.rules.codeowners import is_handle
 
-    return [f"{path}[{i}]: {owner!r} is not an owner as CODEOWNERS names one (`@user` or `@org/team`)"
-            for i, owner in enumerate(owners) if not is_handle(owner)]
+    return [
+        f"{path}[{i}]: {owner!r} is not an owner as CODEOWNERS names one (`@user` or `@org/team`)"
+        for i, owner in enumerate(owners)
+        if not is_handle(owner)
+    ]
 
 
 # GitHub's limits for a label; a longer name or description is refused with a 422.
@@ -460,13 +502,17 @@ def _autolabel_errors(rules: tuple[AutoLabel, ...], sweep_labels: dict[str, str]
         errors += _length_errors(f"{where}.label", label, LABEL_NAME_LIMIT)
         if label_key(label) in sweep_labels:
             # a path rule would approve every matching PR's sweep, forks included, with the bot's own permission
-            errors.append(f"{where}.label: {label!r} is a sweep label ({sweep_labels[label_key(label)]}); "
-                          "sweeps are approved by maintainers, not by path rules")
+            errors.append(
+                f"{where}.label: {label!r} is a sweep label ({sweep_labels[label_key(label)]}); "
+                "sweeps are approved by maintainers, not by path rules"
+            )
         if label_key(label) in given:
             other, spelled = given[label_key(label)]
             # two rules for one label would add it and remove it on alternate pushes
-            errors.append(f"{where}.label: {label!r} is also given by {other}{_ignoring_case(label, spelled)}; "
-                          "one rule per label: put all its paths in one rule")
+            errors.append(
+                f"{where}.label: {label!r} is also given by {other}{_ignoring_case(label, spelled)}; "
+                "one rule per label: put all its paths in one rule"
+            )
         else:
             given[label_key(label)] = (where, label)
         errors += _length_errors(f"{where}.description", rule.description, LABEL_DESCRIPTION_LIMIT)

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Awaitable, Callable, Hashable, MutableMapping
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any, Awaitable, Callable, Hashable, MutableMapping
+from typing import AbstractSet, Any
 
 from gidgethub import sansio
 
-from bot.effects import actions as act
-from bot.delivery import lanes
-from bot.github.client import GitHubClient
 from bot.core.permissions import Permissions
-from bot.rules.policy import Policy
 from bot.core.reader import PRReader, open_pr_of_head
 from bot.core.repo_config import ConfigProblem, RepoConfigs
-from bot.github.shared_reads import SharedReads
 from bot.core.templates import Templates
+from bot.delivery import lanes
+from bot.effects import actions as act
+from bot.github.client import GitHubClient
+from bot.github.shared_reads import SharedReads
+from bot.rules.policy import Policy
 
 
 @dataclass
@@ -62,7 +63,7 @@ class Context:
             raise RuntimeError("this context cannot write")
         return await self._apply(action)
 
-    def writing_after(self, first: Awaitable[object]) -> "Context":
+    def writing_after(self, first: Awaitable[object]) -> Context:
         """This context (the same reads, the same writer) whose writes wait until `first` is done: a write begun
         before the handler's reads (the command's 👀) stays before every write the handler makes."""
         view = copy.copy(self)

@@ -8,7 +8,8 @@ import concurrent.futures
 import functools
 import multiprocessing
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bot.telemetry import logs
 
@@ -41,7 +42,8 @@ def _executor() -> concurrent.futures.ProcessPoolExecutor:
         if _pool is None:
             # spawn, not fork: the bot has threads (the workers' loop, the journal's writer)
             _pool = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_limit_memory)
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_limit_memory
+            )
         return _pool
 
 
@@ -66,9 +68,13 @@ async def run(fn: Callable[..., T], *args: Any, size: int, **kwargs: Any) -> T:
     future = asyncio.get_running_loop().run_in_executor(pool, functools.partial(fn, *args, **kwargs))
     try:
         return await asyncio.wait_for(future, WORKER_SECONDS)
-    except (concurrent.futures.process.BrokenProcessPool, asyncio.TimeoutError) as exc:
-        logs.event("offloaded check failed; its worker is replaced", check=getattr(fn, "__name__", "?"),
-                   error=type(exc).__name__, bytes=size)
+    except (TimeoutError, concurrent.futures.process.BrokenProcessPool) as exc:
+        logs.event(
+            "offloaded check failed; its worker is replaced",
+            check=getattr(fn, "__name__", "?"),
+            error=type(exc).__name__,
+            bytes=size,
+        )
         _discard(pool)
         raise OffloadFailed(f"{getattr(fn, '__name__', 'the check')} did not finish on {size} bytes") from exc
 

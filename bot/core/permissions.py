@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any, MutableMapping
+from collections.abc import MutableMapping
+from typing import Any
 
 import gidgethub
 import httpx
 from gidgethub.abc import GitHubAPI
 
-from bot.github.shared_reads import SharedReads
 from bot.github.client import get_or_none
+from bot.github.shared_reads import SharedReads
 from bot.rules.links import api, repo_api
 from bot.telemetry import logs
 
@@ -29,10 +29,12 @@ class Permissions:
 
     async def role(self, login: str) -> str:
         """The person's role on the repository: admin, maintain, write, triage, read or none."""
+
         async def read() -> str:
             answer = await get_or_none(self.gh, repo_api(self.repo, "collaborators", login, "permission")) or {}
             # `permission` is the legacy field (maintain reads as write); `role_name` is the real role.
             return answer.get("role_name") or answer.get("permission") or "none"
+
         return await self._reads.get((self.repo, login.casefold()), read)
 
     def known_writer(self, login: str) -> bool | None:
@@ -46,7 +48,7 @@ class Permissions:
         retries): the caller then refuses with "could not confirm", and nothing is cached."""
         try:
             return await self.role(login) in WRITER_ROLES
-        except (gidgethub.GitHubException, httpx.HTTPError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, gidgethub.GitHubException, httpx.HTTPError) as exc:
             logs.event("permission lookup failed", login=login, error=f"{type(exc).__name__}: {exc}"[:300])
             return None
 

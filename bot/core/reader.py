@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Awaitable, Callable, Hashable, TypeVar
+from collections.abc import Awaitable, Callable, Hashable
+from typing import TypeVar
 
 from gidgethub.abc import GitHubAPI
 
-from bot.github.shared_reads import SharedReads
 from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
+from bot.github.shared_reads import SharedReads
 from bot.rules.links import Slashed, repo_api
 
 T = TypeVar("T")
@@ -43,12 +44,15 @@ class PRReader:
         async with self._bound:
             return await read()
 
-    async def _listing(self, key: tuple, *path: str | int, keep: Callable[[dict], bool] = lambda item: True
-                       ) -> list[dict]:
+    async def _listing(
+        self, key: tuple, *path: str | int, keep: Callable[[dict], bool] = lambda item: True
+    ) -> list[dict]:
         """Every page of this repository's list endpoint `path`, read once per delivery."""
+
         async def read() -> list[dict]:
             url = repo_api(self.repo, *path, per_page=PER_PAGE)
             return [item async for item in self.gh.getiter(url) if keep(item)]
+
         return await self._once(key, read)
 
     async def pr_file_entries(self, number: int) -> list[dict]:
@@ -61,15 +65,16 @@ class PRReader:
 
     async def labels(self, number: int) -> list[str]:
         """The labels on an issue or PR as GitHub has them now (a payload's list can be stale)."""
-        return [label["name"] for label in
-                await self._listing(("labels", number), "issues", number, "labels")]
+        return [label["name"] for label in await self._listing(("labels", number), "issues", number, "labels")]
 
     async def label_events(self, number: int) -> list[dict]:
-        return await self._listing(("events", number), "issues", number, "events",
-                                   keep=lambda e: e.get("event") in ("labeled", "unlabeled"))
+        return await self._listing(
+            ("events", number), "issues", number, "events", keep=lambda e: e.get("event") in ("labeled", "unlabeled")
+        )
 
     async def file_at(self, path: str, ref: str) -> bytes | None:
         """The exact bytes of a file at a commit, or None where it does not exist (above 1 MB via the blob API)."""
+
         async def read() -> bytes | None:
             item = await get_or_none(self.gh, repo_api(self.repo, "contents", Slashed(path), ref=ref))
             if not isinstance(item, dict) or item.get("type", "file") != "file":
@@ -79,14 +84,17 @@ class PRReader:
             # GitHub sends no content for files over 1 MB
             blob = await self.gh.getitem(repo_api(self.repo, "git", "blobs", item["sha"]))
             return base64.b64decode(blob.get("content") or "")
+
         return await self._once(("file", path, ref), read)
 
     async def merge_base(self, base_sha: str, head_sha: str) -> str:
         """The commit a PR's changes are counted from (its base branch may have moved on since), read once per
         delivery."""
+
         async def read() -> str:
             compared = await self.gh.getitem(repo_api(self.repo, "compare", f"{base_sha}...{head_sha}", per_page=1))
             return (compared.get("merge_base_commit") or {}).get("sha") or base_sha
+
         return await self._once(("merge_base", base_sha, head_sha), read)
 
     async def pull(self, number: int) -> dict:

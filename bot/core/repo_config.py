@@ -10,12 +10,12 @@ from typing import Any
 import cachetools
 from gidgethub.abc import GitHubAPI
 
-from bot.telemetry import logs
 from bot.core.config import REPO_CONFIG_PATH, ConfigError, parse_repo_config, policy_defaults
+from bot.github.client import get_or_none
+from bot.github.shared_reads import SharedReads
 from bot.rules.links import Slashed, repo_api
 from bot.rules.policy import Policy
-from bot.github.shared_reads import SharedReads
-from bot.github.client import get_or_none
+from bot.telemetry import logs
 
 CACHE_TTL = 3600.0  # a missed push event heals within the hour
 
@@ -65,8 +65,12 @@ class RepoConfigs:
         except ConfigError as exc:
             previous = self._last_good.get(repo) or _Loaded(self._frozen_defaults, None)
             self.problems[repo] = ConfigProblem(repo, tuple(exc.errors), time.time(), previous.sha)
-            logs.event("repository config invalid, keeping the last good one", repo=repo, errors=exc.errors,
-                       in_force=previous.sha or "defaults")
+            logs.event(
+                "repository config invalid, keeping the last good one",
+                repo=repo,
+                errors=exc.errors,
+                in_force=previous.sha or "defaults",
+            )
             return previous
         self.problems.pop(repo, None)
         loaded = _Loaded(policy, item.get("sha"))

@@ -3,7 +3,8 @@ is the registry's, never the handlers' names."""
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable, ParamSpec, Sequence, TypeVar, overload
+from collections.abc import Awaitable, Callable, Sequence
+from typing import ParamSpec, TypeVar, overload
 
 from gidgethub import routing, sansio
 

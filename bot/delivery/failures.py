@@ -35,8 +35,9 @@ def classify(exc: BaseException) -> str:
         return TRANSIENT  # GitHub's lists trail its writes by seconds: the next attempt looks again
     if isinstance(exc, jinja2.TemplateError):
         return BUG  # a missing template is an OSError to Jinja, but no wait brings it back
-    if isinstance(exc, (AmbiguousWrite, AuthenticationFailed, httpx.HTTPError, sqlite3.Error, OSError,
-                        asyncio.TimeoutError)):
+    if isinstance(
+        exc, (AmbiguousWrite, AuthenticationFailed, httpx.HTTPError, sqlite3.Error, OSError, asyncio.TimeoutError)
+    ):
         return TRANSIENT
     if isinstance(exc, (gidgethub.GitHubBroken, gidgethub.RateLimitExceeded)):
         return TRANSIENT

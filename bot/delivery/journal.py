@@ -20,23 +20,28 @@ import json
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from bot.telemetry import logs
 from bot.delivery.lanes import kind, lane
+from bot.telemetry import logs
 
 QUEUED, RUNNING, RETRYING, DONE, FAILED, IGNORED = "queued", "running", "retrying", "done", "failed", "ignored"
 UNFINISHED = (QUEUED, RUNNING, RETRYING)
 INTENDED, EFFECT_DONE = "intended", "done"
-COLUMNS = ("seq, id, event, action, repo, number, installation, lane, received_at, status, attempts, error,"
-           " finished_at, not_before, interrupted")
+COLUMNS = (
+    "seq, id, event, action, repo, number, installation, lane, received_at, status, attempts, error,"
+    " finished_at, not_before, interrupted"
+)
 BATCH_MAX = 256
 
 # The shared SQL, in both engines' dialect. Times are seconds since the epoch in both (REAL, DOUBLE PRECISION).
-INSERT_DELIVERY = ("INSERT INTO deliveries (id, event, action, repo, number, installation, lane, received_at, body,"
-                   " status, not_before) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING")
+INSERT_DELIVERY = (
+    "INSERT INTO deliveries (id, event, action, repo, number, installation, lane, received_at, body,"
+    " status, not_before) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING"
+)
 GIVE_UP_ERROR = "interrupted by a crash more than {} times"
 
 
@@ -113,7 +118,8 @@ def refuse_newer_schema(found: int, known: int, where: str) -> None:
         raise JournalUnavailable(
             f"the journal at {where} is at schema version {found}, newer than this sweepbot's {known}: a newer"
             " sweepbot migrated it. Run that version, or start this one on a new journal (docs/operating.md, 'Upgrade"
-            " and roll back')")
+            " and roll back')"
+        )
 
 
 class JournalBackend(Protocol):
@@ -169,8 +175,11 @@ def safe_target(target: str) -> str:
     query = parts.query
     if any(k == "password" for k, _ in parse_qsl(query, True)):
         query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(query, True)], safe="/*")
-    return (f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
-            + (f"#{parts.fragment}" if parts.fragment else ""))
+    return (
+        f"{parts.scheme}://{netloc}{parts.path}"
+        + (f"?{query}" if query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
 
 
 class Statements(Protocol):
@@ -198,13 +207,14 @@ class Journal:
         self.where = where
         self.last_error: str | None = None
         self._closed = False
-        self._ops: "queue.Queue[tuple[Op, asyncio.Future | None] | None]" = queue.Queue()
+        self._ops: queue.Queue[tuple[Op, asyncio.Future | None] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._write, name=thread_name, daemon=True)
 
     # -- what a backend fills in ---------------------------------------------------------------
 
-    def _commit(self, batch: list[tuple[Op, asyncio.Future | None]]) -> list[tuple[asyncio.Future | None, Any,
-                                                                                BaseException | None]]:
+    def _commit(
+        self, batch: list[tuple[Op, asyncio.Future | None]]
+    ) -> list[tuple[asyncio.Future | None, Any, BaseException | None]]:
         """Run a batch in one transaction; each operation's (future, value, error). Only the failing ones fail."""
         raise NotImplementedError
 
@@ -288,17 +298,35 @@ class Journal:
     async def record(self, d: NewDelivery) -> int | None:
         """Commit a delivery and return its sequence number; None when its id was seen before (GitHub reuses ids),
         by any replica."""
-        return await self._submit(lambda db: self._insert(db, (
-            d.id, d.event, d.action, d.repo, d.number, d.installation, d.lane, time.time(), d.body, d.status,
-            d.not_before)))
+        return await self._submit(
+            lambda db: self._insert(
+                db,
+                (
+                    d.id,
+                    d.event,
+                    d.action,
+                    d.repo,
+                    d.number,
+                    d.installation,
+                    d.lane,
+                    time.time(),
+                    d.body,
+                    d.status,
+                    d.not_before,
+                ),
+            )
+        )
 
     async def begin(self, seq: int) -> tuple[Delivery, int, dict[str, Effect]] | None:
         """One transaction when a worker takes a delivery: count the attempt, mark it running, read its row
         (payload included) and its ledger. None when it is no longer unfinished."""
 
         def op(db: Statements) -> tuple[Delivery, int, dict[str, Effect]] | None:
-            cur = db.execute("UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL"
-                             " WHERE seq=? AND status IN (?, ?, ?)", (RUNNING, seq, *UNFINISHED))
+            cur = db.execute(
+                "UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL"
+                " WHERE seq=? AND status IN (?, ?, ?)",
+                (RUNNING, seq, *UNFINISHED),
+            )
             if cur.rowcount != 1:
                 return None
             row = fetch_one(db, "WHERE seq=?", (seq,), with_body=True)
@@ -311,13 +339,20 @@ class Journal:
         return await self._submit(lambda db: fetch_one(db, "WHERE seq=?", (seq,), with_body=True))
 
     async def finish(self, seq: int, status: str, error: str | None = None) -> None:
-        await self._submit(statement("UPDATE deliveries SET status=?, error=?, finished_at=?, not_before=NULL"
-                                     " WHERE seq=?", (status, error, time.time(), seq)))
+        await self._submit(
+            statement(
+                "UPDATE deliveries SET status=?, error=?, finished_at=?, not_before=NULL WHERE seq=?",
+                (status, error, time.time(), seq),
+            )
+        )
 
     async def retry_later(self, seq: int, not_before: float, error: str) -> None:
         """A transient failure: the delivery waits in the journal until `not_before`, across restarts too."""
-        await self._submit(statement("UPDATE deliveries SET status=?, error=?, not_before=? WHERE seq=?",
-                                     (RETRYING, error, not_before, seq)))
+        await self._submit(
+            statement(
+                "UPDATE deliveries SET status=?, error=?, not_before=? WHERE seq=?", (RETRYING, error, not_before, seq)
+            )
+        )
 
     async def requeue(self, delivery_id: str) -> Delivery | None:
         """A finished delivery queued again, keeping its seq, attempts and ledger: the workers take it in its
@@ -325,8 +360,11 @@ class Journal:
         as it is now; None when there is no such delivery."""
 
         def op(db: Statements) -> Delivery | None:
-            db.execute("UPDATE deliveries SET status=?, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
-                       " WHERE id=? AND status NOT IN (?, ?, ?)", (QUEUED, delivery_id, *UNFINISHED))
+            db.execute(
+                "UPDATE deliveries SET status=?, error=NULL, finished_at=NULL, not_before=NULL, interrupted=0"
+                " WHERE id=? AND status NOT IN (?, ?, ?)",
+                (QUEUED, delivery_id, *UNFINISHED),
+            )
             return fetch_one(db, "WHERE id=?", (delivery_id,), with_body=True)
 
         return await self._submit(op)
@@ -336,8 +374,11 @@ class Journal:
         process, for the in-memory workers to take in (a delivery just recorded has no attempt yet)."""
 
         def op(db: Statements) -> list[Queued]:
-            rows = db.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
-                              " WHERE status=? AND attempts>0 ORDER BY seq", (QUEUED,)).fetchall()
+            rows = db.execute(
+                "SELECT seq, lane, not_before, event, action FROM deliveries"
+                " WHERE status=? AND attempts>0 ORDER BY seq",
+                (QUEUED,),
+            ).fetchall()
             return [Queued(seq, name, not_before, kind(event, action)) for seq, name, not_before, event, action in rows]
 
         return await self._query(op)  # a read every second: never inside the writer's transaction
@@ -359,8 +400,10 @@ class Journal:
         """At start: deliveries left running were interrupted; fail those interrupted too often (ids returned)."""
 
         def op(db: Statements) -> list[str]:
-            db.execute(f"UPDATE deliveries SET interrupted=interrupted+1, status=? WHERE {self.interrupted_where}",
-                       (QUEUED, RUNNING))
+            db.execute(
+                f"UPDATE deliveries SET interrupted=interrupted+1, status=? WHERE {self.interrupted_where}",
+                (QUEUED, RUNNING),
+            )
             return self._give_up(db, max_interrupted, GIVE_UP_ERROR.format(max_interrupted))
 
         return await self._submit(op)
@@ -369,8 +412,10 @@ class Journal:
         """Queued, retrying and interrupted deliveries, oldest first, without payloads: resumed at start."""
 
         def op(db: Statements) -> list[Queued]:
-            rows = db.execute("SELECT seq, lane, not_before, event, action FROM deliveries"
-                              " WHERE status IN (?, ?, ?) ORDER BY seq", UNFINISHED).fetchall()
+            rows = db.execute(
+                "SELECT seq, lane, not_before, event, action FROM deliveries WHERE status IN (?, ?, ?) ORDER BY seq",
+                UNFINISHED,
+            ).fetchall()
             return [Queued(seq, name, not_before, kind(event, action)) for seq, name, not_before, event, action in rows]
 
         return await self._submit(op)
@@ -382,9 +427,13 @@ class Journal:
 
     async def intend(self, seq: int, key: str) -> None:
         """Written (and synced) just before a create is sent: a resumed delivery knows it may have happened."""
-        await self._submit(statement("INSERT INTO effects (seq, key, state, intended_at) VALUES (?,?,?,?)"
-                                     " ON CONFLICT (seq, key) DO UPDATE SET intended_at=excluded.intended_at",
-                                     (seq, key, INTENDED, time.time())))
+        await self._submit(
+            statement(
+                "INSERT INTO effects (seq, key, state, intended_at) VALUES (?,?,?,?)"
+                " ON CONFLICT (seq, key) DO UPDATE SET intended_at=excluded.intended_at",
+                (seq, key, INTENDED, time.time()),
+            )
+        )
 
     async def withdraw(self, seq: int, key: str) -> None:
         """An intent whose send GitHub answered with a refusal: it surely did not happen."""
@@ -393,11 +442,15 @@ class Journal:
     def complete(self, seq: int, key: str, result: Any) -> asyncio.Future:
         """Queued, not waited for: the intent already guards the effect, so losing this row in a crash costs
         only a reconciliation, and it is committed before anything the same worker writes after it."""
+
         # JSON text in both: SQLite keeps it as TEXT, PostgreSQL casts it into its JSONB column.
         def op(db: Statements) -> None:
-            db.execute("INSERT INTO effects (seq, key, state, result, done_at) VALUES (?,?,?,?,?)"
-                       " ON CONFLICT (seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
-                       " done_at=excluded.done_at", (seq, key, EFFECT_DONE, json.dumps(result), time.time()))
+            db.execute(
+                "INSERT INTO effects (seq, key, state, result, done_at) VALUES (?,?,?,?,?)"
+                " ON CONFLICT (seq, key) DO UPDATE SET state=excluded.state, result=excluded.result,"
+                " done_at=excluded.done_at",
+                (seq, key, EFFECT_DONE, json.dumps(result), time.time()),
+            )
 
         return self._post(op)
 
@@ -406,8 +459,7 @@ class Journal:
 
     async def listing(self, *, status: str | None = None, limit: int = 50) -> list[Delivery]:
         if status:
-            return await self._submit(lambda db: fetch(db, "WHERE status=? ORDER BY seq DESC LIMIT ?",
-                                                       (status, limit)))
+            return await self._submit(lambda db: fetch(db, "WHERE status=? ORDER BY seq DESC LIMIT ?", (status, limit)))
         return await self._submit(lambda db: fetch(db, "ORDER BY seq DESC LIMIT ?", (limit,)))
 
     async def _query(self, fn: Op) -> Any:
@@ -417,13 +469,19 @@ class Journal:
 
     async def oldest_pending(self) -> float | None:
         """When the oldest unfinished delivery arrived (its age is the backlog's lag)."""
-        return await self._query(lambda db: db.execute(
-            "SELECT MIN(received_at) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0])
+        return await self._query(
+            lambda db: db.execute(
+                "SELECT MIN(received_at) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED
+            ).fetchone()[0]
+        )
 
     async def unfinished_count(self) -> int:
         """How many deliveries wait or run (queued, running, retrying): the backlog, on every replica."""
-        return await self._query(lambda db: int(db.execute(
-            "SELECT COUNT(*) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0]))
+        return await self._query(
+            lambda db: int(
+                db.execute("SELECT COUNT(*) FROM deliveries WHERE status IN (?, ?, ?)", UNFINISHED).fetchone()[0]
+            )
+        )
 
     async def counts(self) -> dict[str, int]:
         def op(db: Statements) -> dict[str, int]:
@@ -437,10 +495,14 @@ class Journal:
         cutoff = time.time() - older_than_days * 86400
 
         def op(db: Statements) -> int:
-            db.execute("DELETE FROM effects WHERE seq IN (SELECT seq FROM deliveries WHERE status IN (?, ?)"
-                       " AND received_at < ?)", (DONE, IGNORED, cutoff))
-            return db.execute("DELETE FROM deliveries WHERE status IN (?, ?) AND received_at < ?",
-                              (DONE, IGNORED, cutoff)).rowcount
+            db.execute(
+                "DELETE FROM effects WHERE seq IN (SELECT seq FROM deliveries WHERE status IN (?, ?)"
+                " AND received_at < ?)",
+                (DONE, IGNORED, cutoff),
+            )
+            return db.execute(
+                "DELETE FROM deliveries WHERE status IN (?, ?) AND received_at < ?", (DONE, IGNORED, cutoff)
+            ).rowcount
 
         return await self._submit(op)
 
@@ -456,8 +518,9 @@ def statement(sql: str, params: tuple) -> Op:
 
 def read_effects(db: Statements, seq: int) -> dict[str, Effect]:
     """A delivery's ledger rows by key; results are JSON in both engines (text here, whatever the column)."""
-    rows = db.execute("SELECT key, state, CAST(result AS TEXT), intended_at FROM effects WHERE seq=?",
-                      (seq,)).fetchall()
+    rows = db.execute(
+        "SELECT key, state, CAST(result AS TEXT), intended_at FROM effects WHERE seq=?", (seq,)
+    ).fetchall()
     return {k: Effect(k, state, json.loads(result) if result else None, at) for k, state, result, at in rows}
 
 
@@ -473,8 +536,10 @@ def fetch_one(db: Statements, where: str, params: tuple, *, with_body: bool = Fa
 
 def _log_failure(fut: asyncio.Future) -> None:
     if not fut.cancelled() and fut.exception() is not None:
-        logs.event("journal write failed (ledger row); a resumed delivery reconciles instead",
-                   error=f"{type(fut.exception()).__name__}: {fut.exception()}")
+        logs.event(
+            "journal write failed (ledger row); a resumed delivery reconciles instead",
+            error=f"{type(fut.exception()).__name__}: {fut.exception()}",
+        )
 
 
 def _settle(fut: asyncio.Future, value: Any, exc: BaseException | None) -> None:

@@ -20,16 +20,32 @@ import functools
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import psycopg
 
-from bot.telemetry import logs
-from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, RUNNING, UNFINISHED, COLUMNS, Delivery, Effect,
-                                  Journal, JournalUnavailable, Op, Statements, read_effects, refuse_newer_schema,
-                                  safe_target, statement)
+from bot.delivery.journal import (
+    COLUMNS,
+    FAILED,
+    INSERT_DELIVERY,
+    QUEUED,
+    RUNNING,
+    UNFINISHED,
+    Delivery,
+    Effect,
+    Journal,
+    JournalUnavailable,
+    Op,
+    Statements,
+    read_effects,
+    refuse_newer_schema,
+    safe_target,
+    statement,
+)
 from bot.delivery.lanes import kind
+from bot.telemetry import logs
 
 CONNECT_TIMEOUT = 10  # seconds, unless the URL says (connect_timeout=)
 # Two replicas starting together must not both migrate: the migration holds this advisory lock.
@@ -191,8 +207,10 @@ class PgJournal(Journal):
 
     CLOSE_TIMEOUT = 30.0
     # A running row is interrupted only where no replica holds its lane: another replica's delivery is not.
-    interrupted_where = ("status=? AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = deliveries.lane"
-                         " AND l.expires_at > clock_timestamp())")
+    interrupted_where = (
+        "status=? AND NOT EXISTS (SELECT 1 FROM lanes l WHERE l.lane = deliveries.lane"
+        " AND l.expires_at > clock_timestamp())"
+    )
 
     def __init__(self, url: str, *, connect_timeout: float = CONNECT_TIMEOUT, lease_seconds: float = LEASE_SECONDS):
         super().__init__(safe_target(url), "journal-pg")
@@ -229,7 +247,7 @@ class PgJournal(Journal):
             params["connect_timeout"] = max(1, round(self._connect_timeout))
         return params
 
-    def listen(self, on_work: Callable[[], object]) -> "WorkListener":
+    def listen(self, on_work: Callable[[], object]) -> WorkListener:
         """Call `on_work` (from a thread of its own) whenever a replica commits work that may be claimable: a
         delivery recorded, a lane handed back. Stop it with `stop()`."""
         listener = WorkListener(self._url, self._params(), on_work, self._describe)
@@ -247,8 +265,9 @@ class PgJournal(Journal):
             text = text.replace(self._password, "***")
         return text
 
-    def _commit(self, batch: list[tuple[Op, asyncio.Future | None]]) -> list[tuple[asyncio.Future | None, Any,
-                                                                                BaseException | None]]:
+    def _commit(
+        self, batch: list[tuple[Op, asyncio.Future | None]]
+    ) -> list[tuple[asyncio.Future | None, Any, BaseException | None]]:
         outcomes: list[tuple[asyncio.Future | None, Any, BaseException | None]] = []
         try:
             conn = self._connection()
@@ -288,19 +307,31 @@ class PgJournal(Journal):
 
     def _give_up(self, db: Statements, max_interrupted: int, error: str) -> list[str]:
         # One statement: a row another replica changes meanwhile is either failed here and named, or not at all.
-        rows = db.execute("UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>?"
-                          " RETURNING seq, id", (FAILED, time.time(), error, QUEUED, max_interrupted)).fetchall()
+        rows = db.execute(
+            "UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>? RETURNING seq, id",
+            (FAILED, time.time(), error, QUEUED, max_interrupted),
+        ).fetchall()
         return [delivery_id for _, delivery_id in sorted(rows)]
 
     async def probe(self) -> None:
         """A write that reaches the database: raises if the journal cannot be written."""
-        await self._submit(statement("INSERT INTO probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE"
-                                     " SET at=excluded.at", (time.time(),)))
+        await self._submit(
+            statement(
+                "INSERT INTO probe (id, at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET at=excluded.at", (time.time(),)
+            )
+        )
 
     # -- what several replicas share: lanes under lease, one write budget --------------------------------
 
-    async def claim(self, holder: str, *, lease: float | None = None, now: float | None = None,
-                    release: str | None = None, exclude: Iterable[str] = ()) -> Claim | None:
+    async def claim(
+        self,
+        holder: str,
+        *,
+        lease: float | None = None,
+        now: float | None = None,
+        release: str | None = None,
+        exclude: Iterable[str] = (),
+    ) -> Claim | None:
         """Take the next runnable delivery of a lane that no replica holds, with that lane's lease for `lease`
         seconds (default: the journal's, 15 s). Per PR: the lowest unfinished seq of the lane, and only one at a
         time (the lane is held until released or its lease runs out); a head waiting for its `not_before` holds
@@ -330,10 +361,17 @@ class PgJournal(Journal):
                 cur = db.execute(
                     "UPDATE deliveries SET status=?, attempts=attempts+1, not_before=NULL,"
                     " interrupted=interrupted + CASE WHEN status=? THEN 1 ELSE 0 END"
-                    f" WHERE seq=? RETURNING {COLUMNS}, body", (RUNNING, RUNNING, seq))
+                    f" WHERE seq=? RETURNING {COLUMNS}, body",
+                    (RUNNING, RUNNING, seq),
+                )
                 d = Delivery(*cur.fetchone())
-                return Claim(d, d.attempts, read_effects(db, seq), taken_over=status == RUNNING,
-                             waiting=tuple(_behind(db, seq, name)))
+                return Claim(
+                    d,
+                    d.attempts,
+                    read_effects(db, seq),
+                    taken_over=status == RUNNING,
+                    waiting=tuple(_behind(db, seq, name)),
+                )
             return None
 
         return await self._submit(op)
@@ -351,12 +389,27 @@ class PgJournal(Journal):
         seconds = self.lease_seconds if lease is None else lease
         return await self._submit(lambda db: _present(db, holder, seconds))
 
-    def keep_leases(self, holder: str, *, lease: float, every: float, held: Callable[[], dict[str, Any]],
-                    on_renewal: Callable[[Renewal], object]) -> "LeaseKeeper":
+    def keep_leases(
+        self,
+        holder: str,
+        *,
+        lease: float,
+        every: float,
+        held: Callable[[], dict[str, Any]],
+        on_renewal: Callable[[Renewal], object],
+    ) -> LeaseKeeper:
         """Renew `holder`'s leases every `every` seconds on a thread and a connection of their own, started here;
         stop it with `stop()`. See LeaseKeeper."""
-        keeper = LeaseKeeper(self._url, self._params(), holder, lease=lease, every=every, held=held,
-                             on_renewal=on_renewal, describe=self._describe)
+        keeper = LeaseKeeper(
+            self._url,
+            self._params(),
+            holder,
+            lease=lease,
+            every=every,
+            held=held,
+            on_renewal=on_renewal,
+            describe=self._describe,
+        )
         keeper.start()
         return keeper
 
@@ -378,8 +431,7 @@ class PgJournal(Journal):
         """The lanes held now, and by whom."""
 
         def op(db: Statements) -> dict[str, str]:
-            cur = db.execute("SELECT lane, holder FROM lanes WHERE expires_at > clock_timestamp()"
-                         " ORDER BY lane")
+            cur = db.execute("SELECT lane, holder FROM lanes WHERE expires_at > clock_timestamp() ORDER BY lane")
             return dict(cur.fetchall())
 
         return await self._submit(op)
@@ -394,8 +446,10 @@ class PgJournal(Journal):
 
         def op(db: Statements) -> float:
             db.execute("INSERT INTO write_pacing (key, sent) VALUES (?, '{}') ON CONFLICT DO NOTHING", (key,))
-            cur = db.execute("SELECT sent, extract(epoch FROM clock_timestamp())::float8 FROM write_pacing"
-                             " WHERE key=? FOR UPDATE", (key,))
+            cur = db.execute(
+                "SELECT sent, extract(epoch FROM clock_timestamp())::float8 FROM write_pacing WHERE key=? FOR UPDATE",
+                (key,),
+            )
             sent, clock = cur.fetchone()
             at = clock if now is None else now
             kept = sorted(t for t in sent if t > at - window)  # reservations still inside a window from now
@@ -411,8 +465,9 @@ class WorkListener:
     """Its own connection, LISTENing on WORK_CHANNEL: `on_work` is called for each notification, on this thread.
     A lost connection is opened again after LISTEN_RECONNECT; meanwhile the workers' poll finds the work."""
 
-    def __init__(self, url: str, params: dict[str, Any], on_work: Callable[[], object],
-                 describe: Callable[[BaseException], str]) -> None:
+    def __init__(
+        self, url: str, params: dict[str, Any], on_work: Callable[[], object], describe: Callable[[BaseException], str]
+    ) -> None:
         self._url = url
         self._params = params
         self._on_work = on_work
@@ -466,9 +521,18 @@ class LeaseKeeper:
     thread, a `Renewal`: what was kept, taken back and lost (no longer this holder's: another replica took it over).
     A renewal that fails (the database away) is tried again within RENEW_RETRY, on a new connection."""
 
-    def __init__(self, url: str, params: dict[str, Any], holder: str, *, lease: float, every: float,
-                 held: Callable[[], dict[str, Any]], on_renewal: Callable[[Renewal], object],
-                 describe: Callable[[BaseException], str]) -> None:
+    def __init__(
+        self,
+        url: str,
+        params: dict[str, Any],
+        holder: str,
+        *,
+        lease: float,
+        every: float,
+        held: Callable[[], dict[str, Any]],
+        on_renewal: Callable[[Renewal], object],
+        describe: Callable[[BaseException], str],
+    ) -> None:
         self._url = url
         self._params = params
         self.holder = holder
@@ -520,8 +584,9 @@ class LeaseKeeper:
             try:
                 self._on_renewal(renewal)
             except Exception as exc:  # the replica's loop is gone: nobody to tell
-                logs.event("a lease renewal could not be handed on", logging.WARNING,
-                           error=f"{type(exc).__name__}: {exc}")
+                logs.event(
+                    "a lease renewal could not be handed on", logging.WARNING, error=f"{type(exc).__name__}: {exc}"
+                )
         if conn is not None:
             conn.close()
 
@@ -538,8 +603,12 @@ class LeaseKeeper:
             rows = _renew(db, self.holder, self.lease, sorted(held))
             replicas = _present(db, self.holder, self.lease)
         kept = dict(rows)
-        return Renewal(kept=tuple(sorted(kept)), taken_back=tuple(lane for lane, ran_out in rows if ran_out),
-                       lost={lane: run for lane, run in held.items() if lane not in kept}, replicas=replicas)
+        return Renewal(
+            kept=tuple(sorted(kept)),
+            taken_back=tuple(lane for lane, ran_out in rows if ran_out),
+            lost={lane: run for lane, run in held.items() if lane not in kept},
+            replicas=replicas,
+        )
 
 
 def _renew(db: Statements, holder: str, seconds: float, lanes: list[str] | None = None) -> list[tuple[str, bool]]:
@@ -549,12 +618,15 @@ def _renew(db: Statements, holder: str, seconds: float, lanes: list[str] | None 
 
 
 def _present(db: Statements, holder: str, seconds: float) -> int:
-    db.execute("INSERT INTO replicas (holder, seen_at) VALUES (?, clock_timestamp())"
-               " ON CONFLICT (holder) DO UPDATE SET seen_at = EXCLUDED.seen_at", (holder,))
-    db.execute("DELETE FROM replicas WHERE seen_at < clock_timestamp() - make_interval(secs => ?)",
-               (2 * seconds,))
-    cur = db.execute("SELECT count(*) FROM replicas WHERE seen_at > clock_timestamp()"
-                     " - make_interval(secs => ?)", (seconds,))
+    db.execute(
+        "INSERT INTO replicas (holder, seen_at) VALUES (?, clock_timestamp())"
+        " ON CONFLICT (holder) DO UPDATE SET seen_at = EXCLUDED.seen_at",
+        (holder,),
+    )
+    db.execute("DELETE FROM replicas WHERE seen_at < clock_timestamp() - make_interval(secs => ?)", (2 * seconds,))
+    cur = db.execute(
+        "SELECT count(*) FROM replicas WHERE seen_at > clock_timestamp() - make_interval(secs => ?)", (seconds,)
+    )
     return int(cur.fetchone()[0])
 
 
@@ -573,8 +645,10 @@ def _release_op(holder: str, lane: str | None) -> Op:
 
 
 def _behind(db: Statements, seq: int, lane: str) -> list[tuple[str, str | None]]:
-    cur = db.execute("SELECT event, action FROM deliveries WHERE lane=? AND seq>?"
-                     " AND status IN (?, ?, ?) ORDER BY seq", (lane, seq, *UNFINISHED))
+    cur = db.execute(
+        "SELECT event, action FROM deliveries WHERE lane=? AND seq>? AND status IN (?, ?, ?) ORDER BY seq",
+        (lane, seq, *UNFINISHED),
+    )
     return [kind(event, action) for event, action in cur.fetchall()]
 
 
@@ -582,8 +656,10 @@ def migrate(conn: psycopg.Connection, where: str = "") -> int:
     """Apply the migrations this database has not had yet, in one transaction; returns the schema version."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (one BOOLEAN PRIMARY KEY DEFAULT TRUE"
-                     " CHECK (one), version INTEGER NOT NULL)")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (one BOOLEAN PRIMARY KEY DEFAULT TRUE"
+            " CHECK (one), version INTEGER NOT NULL)"
+        )
         conn.execute("INSERT INTO schema_version (version) VALUES (0) ON CONFLICT DO NOTHING")
         row = conn.execute("SELECT version FROM schema_version").fetchone()
         assert row is not None  # inserted above

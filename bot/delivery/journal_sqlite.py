@@ -12,8 +12,16 @@ import sqlite3
 import time
 from typing import Any
 
-from bot.delivery.journal import (FAILED, INSERT_DELIVERY, QUEUED, Journal, JournalUnavailable, Op, Statements,
-                                  refuse_newer_schema)
+from bot.delivery.journal import (
+    FAILED,
+    INSERT_DELIVERY,
+    QUEUED,
+    Journal,
+    JournalUnavailable,
+    Op,
+    Statements,
+    refuse_newer_schema,
+)
 
 # Versioned migrations, run at start: PRAGMA user_version says how many have been applied.
 BUSY_TIMEOUT_MS = 5000
@@ -100,8 +108,9 @@ class SqliteJournal(Journal):
     def _disconnect(self) -> None:
         self._conn.close()
 
-    def _commit(self, batch: list[tuple[Op, asyncio.Future | None]]) -> list[tuple[asyncio.Future | None, Any,
-                                                                                BaseException | None]]:
+    def _commit(
+        self, batch: list[tuple[Op, asyncio.Future | None]]
+    ) -> list[tuple[asyncio.Future | None, Any, BaseException | None]]:
         conn = self._conn
         results: list[tuple[asyncio.Future | None, Any, BaseException | None]] = []
         try:
@@ -170,10 +179,16 @@ class SqliteJournal(Journal):
 
     def _give_up(self, db: Statements, max_interrupted: int, error: str) -> list[str]:
         # One writer holds the file: the rows read are the rows failed.
-        ids = [r[0] for r in db.execute("SELECT id FROM deliveries WHERE status=? AND interrupted>? ORDER BY seq",
-                                        (QUEUED, max_interrupted)).fetchall()]
-        db.execute("UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>?",
-                   (FAILED, time.time(), error, QUEUED, max_interrupted))
+        ids = [
+            r[0]
+            for r in db.execute(
+                "SELECT id FROM deliveries WHERE status=? AND interrupted>? ORDER BY seq", (QUEUED, max_interrupted)
+            ).fetchall()
+        ]
+        db.execute(
+            "UPDATE deliveries SET status=?, finished_at=?, error=? WHERE status=? AND interrupted>?",
+            (FAILED, time.time(), error, QUEUED, max_interrupted),
+        )
         return ids
 
     async def probe(self) -> None:

@@ -23,12 +23,13 @@ import socket
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from bot.telemetry import logs
 from bot.delivery.journal import Delivery
 from bot.delivery.journal_pg import Claim, LeaseKeeper, PgJournal, Renewal, WorkListener
 from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
+from bot.telemetry import logs
 from bot.telemetry.metrics import Metrics
 
 POLL = 0.25  # how often an idle worker looks anyway: a head's not_before passing, a notification lost
@@ -84,7 +85,7 @@ class Doorbell:
         self._watch = waiter
         try:
             await asyncio.wait_for(waiter, self.poll)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             # the watch is free again. If it found work, its ring wakes a sleeper, which finds none and waits as
@@ -98,10 +99,23 @@ def replica_name() -> str:
 
 
 class ReplicaWorkers:
-    def __init__(self, journal: PgJournal, process: Process, metrics: Metrics, *, holder: str | None = None,
-                 lease: float | None = None, poll: float = POLL, concurrency: int = 8, max_attempts: int = 3,
-                 retry_delay: float = 2.0, retry_for: float = RETRY_FOR, max_retry_delay: float = MAX_RETRY_DELAY,
-                 resolve: Resolve | None = None, on_replicas: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        journal: PgJournal,
+        process: Process,
+        metrics: Metrics,
+        *,
+        holder: str | None = None,
+        lease: float | None = None,
+        poll: float = POLL,
+        concurrency: int = 8,
+        max_attempts: int = 3,
+        retry_delay: float = 2.0,
+        retry_for: float = RETRY_FOR,
+        max_retry_delay: float = MAX_RETRY_DELAY,
+        resolve: Resolve | None = None,
+        on_replicas: Callable[[int], None] | None = None,
+    ) -> None:
         """`on_replicas(n)`: called with how many replicas are at work (this one counted) at start and at each
         heartbeat, to split what they share (GitHub's budget of requests under way at once)."""
         self.journal = journal
@@ -109,8 +123,16 @@ class ReplicaWorkers:
         self.replicas = 1
         self.metrics = metrics
         self.concurrency = concurrency
-        self.runner = Runner(journal, process, metrics, max_attempts=max_attempts, retry_delay=retry_delay,
-                             retry_for=retry_for, max_retry_delay=max_retry_delay, resolve=resolve)
+        self.runner = Runner(
+            journal,
+            process,
+            metrics,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            retry_for=retry_for,
+            max_retry_delay=max_retry_delay,
+            resolve=resolve,
+        )
         self.holder = holder or replica_name()
         self.lease = journal.lease_seconds if lease is None else lease
         self.poll = poll
@@ -132,8 +154,12 @@ class ReplicaWorkers:
         loop = asyncio.get_running_loop()
         self._listener = self.journal.listen(lambda: loop.call_soon_threadsafe(self._doorbell.ring))
         self._keeper = self.journal.keep_leases(
-            self.holder, lease=self.lease, every=self.lease / HEARTBEATS_PER_LEASE, held=self._running,
-            on_renewal=lambda renewal: loop.call_soon_threadsafe(self._renewed, renewal))
+            self.holder,
+            lease=self.lease,
+            every=self.lease / HEARTBEATS_PER_LEASE,
+            held=self._running,
+            on_renewal=lambda renewal: loop.call_soon_threadsafe(self._renewed, renewal),
+        )
         self._tasks = [asyncio.create_task(self._work(), name=f"replica-worker-{i}") for i in range(self.concurrency)]
         logs.event("replica started", holder=self.holder, lease=self.lease, workers=self.concurrency)
         return 0
@@ -177,8 +203,9 @@ class ReplicaWorkers:
         done: str | None = None  # the lane this worker ran last: handed back in the same round trip as the claim
         while not self._stopping:
             # never a lane this replica runs, even one whose lease ran out before its renewal (which takes it back)
-            claim = await self.runner.write(lambda: self.journal.claim(self.holder, lease=self.lease, release=done,
-                                                                       exclude=tuple(self._lanes)))
+            claim = await self.runner.write(
+                lambda: self.journal.claim(self.holder, lease=self.lease, release=done, exclude=tuple(self._lanes))
+            )
             done = None
             if claim is None:
                 # a ring while the claim looked was kept: work committed meanwhile is looked for at once
@@ -210,8 +237,12 @@ class ReplicaWorkers:
     async def _run(self, claim: Claim) -> None:
         d = claim.delivery
         if claim.taken_over:
-            logs.event("delivery taken over from a replica whose lease ran out", delivery=d.id, lane=d.lane,
-                       interrupted=d.interrupted)
+            logs.event(
+                "delivery taken over from a replica whose lease ran out",
+                delivery=d.id,
+                lane=d.lane,
+                interrupted=d.interrupted,
+            )
             if d.interrupted >= self.runner.max_attempts:
                 await self.runner.give_up(d, "interrupted again and again")
                 return
@@ -231,8 +262,11 @@ class ReplicaWorkers:
         """A renewal's answer, on this loop: a lease taken back is said; a run whose lane another replica took
         is stopped, unless it ended meanwhile (the lane handed back, perhaps run again here since)."""
         for lane in renewal.taken_back:
-            logs.event("lease ran out before its renewal; taken back, no other replica had taken the lane",
-                       logging.WARNING, lane=lane)
+            logs.event(
+                "lease ran out before its renewal; taken back, no other replica had taken the lane",
+                logging.WARNING,
+                lane=lane,
+            )
             self.metrics.lease_lost(lane, TAKEN_BACK)
         for lane, lost in renewal.lost.items():
             run = self._lanes.get(lane)

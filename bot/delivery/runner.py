@@ -14,12 +14,13 @@ import asyncio
 import logging
 import time
 import traceback
-from typing import Awaitable, Callable, Protocol, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
-from bot.telemetry import logs
 from bot.delivery.failures import BUG, PERMANENT, TRANSIENT, classify, retry_delay
 from bot.delivery.journal import DONE, FAILED, Delivery, JournalBackend, Queued
 from bot.delivery.lanes import unresolved_sha
+from bot.telemetry import logs
 from bot.telemetry.metrics import Metrics, counted_event
 
 Process = Callable[[Delivery, dict], Awaitable[None]]  # the delivery and its ledger rows
@@ -34,7 +35,7 @@ JOURNAL_RETRY_MAX = 30.0  # longest pause between tries of a journal write that 
 class Scheduler(Protocol):
     """What the runtime and the server use of a scheduler (`Workers`, `ReplicaWorkers`)."""
 
-    runner: "Runner"
+    runner: Runner
     concurrency: int
 
     @property
@@ -49,8 +50,9 @@ class Scheduler(Protocol):
     async def drain(self, timeout: float) -> int: ...
 
 
-async def finish_in_flight(busy: list[asyncio.Task], tasks: list[asyncio.Task], timeout: float,
-                           *others: asyncio.Task) -> None:
+async def finish_in_flight(
+    busy: list[asyncio.Task], tasks: list[asyncio.Task], timeout: float, *others: asyncio.Task
+) -> None:
     """A scheduler's drain: let the `busy` tasks finish up to `timeout`, then cancel every task and wait for all."""
     if busy:
         logs.event("draining in-flight deliveries", count=len(busy), timeout=timeout)
@@ -61,9 +63,18 @@ async def finish_in_flight(busy: list[asyncio.Task], tasks: list[asyncio.Task], 
 
 
 class Runner:
-    def __init__(self, journal: JournalBackend, process: Process, metrics: Metrics, *, max_attempts: int = 3,
-                 retry_delay: float = 2.0, retry_for: float = RETRY_FOR, max_retry_delay: float = MAX_RETRY_DELAY,
-                 resolve: Resolve | None = None):
+    def __init__(
+        self,
+        journal: JournalBackend,
+        process: Process,
+        metrics: Metrics,
+        *,
+        max_attempts: int = 3,
+        retry_delay: float = 2.0,
+        retry_for: float = RETRY_FOR,
+        max_retry_delay: float = MAX_RETRY_DELAY,
+        resolve: Resolve | None = None,
+    ):
         self.journal = journal
         self.process = process
         self.metrics = metrics
@@ -114,8 +125,12 @@ class Runner:
         try:
             number = await self.resolve(d.installation, *found)
         except Exception as exc:  # GitHub cannot say now: run it where it is rather than hold it
-            logs.event("could not find the PR of a head SHA", logging.WARNING, delivery=d.id,
-                       error=f"{type(exc).__name__}: {exc}")
+            logs.event(
+                "could not find the PR of a head SHA",
+                logging.WARNING,
+                delivery=d.id,
+                error=f"{type(exc).__name__}: {exc}",
+            )
             return None
         if number is None:
             return None
@@ -157,6 +172,13 @@ class Runner:
         not_before = time.time() + delay
         await self.write(lambda: self.journal.retry_later(d.seq, not_before, error))
         self.metrics.deliveries.labels(counted_event(d.event), "retrying").inc()
-        logs.event("delivery failed, will retry", logging.WARNING, attempt=attempt, error=error, kind=kind,
-                   retry_in=round(delay, 2), trace=trace if kind == BUG else None)
+        logs.event(
+            "delivery failed, will retry",
+            logging.WARNING,
+            attempt=attempt,
+            error=error,
+            kind=kind,
+            retry_in=round(delay, 2),
+            trace=trace if kind == BUG else None,
+        )
         return not_before

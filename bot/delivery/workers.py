@@ -14,27 +14,45 @@ import dataclasses
 import logging
 import time
 
-from bot.telemetry import logs
 from bot.delivery.failures import BUG, PERMANENT, TRANSIENT
 from bot.delivery.journal import UNFINISHED, Delivery, JournalBackend, Queued
-from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
 from bot.delivery.lanes import kind
+from bot.delivery.runner import MAX_RETRY_DELAY, RETRY_FOR, Process, Resolve, Runner, finish_in_flight
+from bot.telemetry import logs
 from bot.telemetry.metrics import Metrics
 
 ADOPT_EVERY = 1.0  # how often the journal is read for deliveries `sweepbot redeliver` queued from another process
 
 
 class Workers:
-    def __init__(self, journal: JournalBackend, process: Process, metrics: Metrics, *, concurrency: int = 8,
-                 max_attempts: int = 3, retry_delay: float = 2.0, retry_for: float = RETRY_FOR,
-                 max_retry_delay: float = MAX_RETRY_DELAY, resolve: Resolve | None = None,
-                 adopt_every: float = ADOPT_EVERY):
+    def __init__(
+        self,
+        journal: JournalBackend,
+        process: Process,
+        metrics: Metrics,
+        *,
+        concurrency: int = 8,
+        max_attempts: int = 3,
+        retry_delay: float = 2.0,
+        retry_for: float = RETRY_FOR,
+        max_retry_delay: float = MAX_RETRY_DELAY,
+        resolve: Resolve | None = None,
+        adopt_every: float = ADOPT_EVERY,
+    ):
         self.journal = journal
         self.adopt_every = adopt_every
         self.metrics = metrics
         self.concurrency = concurrency
-        self.runner = Runner(journal, process, metrics, max_attempts=max_attempts, retry_delay=retry_delay,
-                             retry_for=retry_for, max_retry_delay=max_retry_delay, resolve=resolve)
+        self.runner = Runner(
+            journal,
+            process,
+            metrics,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            retry_for=retry_for,
+            max_retry_delay=max_retry_delay,
+            resolve=resolve,
+        )
         # A lane is its head; only a lane with more than one delivery has a deque (most PRs have one at a time).
         self._heads: dict[str, Queued] = {}
         self._behind: dict[str, collections.deque[Queued]] = {}

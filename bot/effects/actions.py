@@ -7,8 +7,9 @@ key is already done.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 from bot.rules.fingerprint import digest
 
@@ -25,7 +26,7 @@ class Result:
         return {"outcome": self.outcome, "id": self.id, "data": dict(self.data)}
 
     @classmethod
-    def from_json(cls, value: Mapping[str, Any]) -> "Result":
+    def from_json(cls, value: Mapping[str, Any]) -> Result:
         return cls(value["outcome"], value.get("id"), value.get("data") or {})
 
 
@@ -285,11 +286,28 @@ class SuggestionReview:
 
     def describe(self) -> str:
         if not self.comments:
-            return f"retire earlier review[{self.purpose}] on #{self.number}, if any (nothing to suggest at " \
-                   f"{self.commit_id[:7]})"
-        return (f"review[{self.purpose}] on #{self.number} at {self.commit_id[:7]}: {len(self.comments)} line "
-                "comments; earlier ones retired")
+            return (
+                f"retire earlier review[{self.purpose}] on #{self.number}, if any (nothing to suggest at "
+                f"{self.commit_id[:7]})"
+            )
+        return (
+            f"review[{self.purpose}] on #{self.number} at {self.commit_id[:7]}: {len(self.comments)} line "
+            "comments; earlier ones retired"
+        )
 
 
-Action = Union[Comment, AddLabels, RemoveLabel, EnsureLabel, Issue, CloseIssue, React, Unreact, DispatchWorkflow,
-               RepositoryDispatch, CancelRun, CheckRun, SuggestionReview]
+Action = Union[
+    Comment,
+    AddLabels,
+    RemoveLabel,
+    EnsureLabel,
+    Issue,
+    CloseIssue,
+    React,
+    Unreact,
+    DispatchWorkflow,
+    RepositoryDispatch,
+    CancelRun,
+    CheckRun,
+    SuggestionReview,
+]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import cachetools
 import gidgethub
@@ -31,8 +32,17 @@ class CommentStore:
             lock = self._locks[key] = asyncio.Lock()
         return lock
 
-    async def find(self, gh: GitHubAPI, repo: str, number: int, purpose: str, bot_login: str,
-                   listing: list[dict] | None = None, *, trust_memory: bool = True) -> dict | None:
+    async def find(
+        self,
+        gh: GitHubAPI,
+        repo: str,
+        number: int,
+        purpose: str,
+        bot_login: str,
+        listing: list[dict] | None = None,
+        *,
+        trust_memory: bool = True,
+    ) -> dict | None:
         """The bot's comment for `purpose`, reading every page; a human's copy of the marker never counts.
 
         `trust_memory=False` answers from GitHub's listing alone (reconciling a create whose answer was lost).
@@ -47,8 +57,18 @@ class CommentStore:
             return known
         return None
 
-    async def upsert(self, gh: GitHubAPI, repo: str, number: int, purpose: str, body: str, bot_login: str, *,
-                     only_if_missing: bool = False, listing: Callable[[], Any] | None = None) -> tuple[str, dict]:
+    async def upsert(
+        self,
+        gh: GitHubAPI,
+        repo: str,
+        number: int,
+        purpose: str,
+        body: str,
+        bot_login: str,
+        *,
+        only_if_missing: bool = False,
+        listing: Callable[[], Any] | None = None,
+    ) -> tuple[str, dict]:
         key = (repo, number, purpose)
         async with self._lock(key):
             comments = await listing() if listing else None

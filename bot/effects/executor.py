@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Awaitable, Callable, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import cachetools
 import gidgethub
 
-from bot.effects import actions as act
-from bot.telemetry import logs
-from bot.effects.actions import Result
-from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
-from bot.rules.markers import fit, is_bots, purpose_of
-from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
-from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, GitHubClient, get_or_none
-from bot.github.shared_reads import SharedReads
 from bot.delivery.failures import NeedsAPerson, NotListedYet
 from bot.delivery.journal import EFFECT_DONE, INTENDED, Effect, JournalBackend
+from bot.effects import actions as act
+from bot.effects.actions import Result
+from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
+from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, GitHubClient, get_or_none
+from bot.github.shared_reads import SharedReads
+from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
 from bot.rules.links import repo_api
+from bot.rules.markers import fit, is_bots, purpose_of
+from bot.telemetry import logs
 
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
 DISPATCH_LOOKS = 4  # a dispatched run takes a few seconds to be listed: look this many times before giving up
@@ -116,10 +117,18 @@ Reconcile = Callable[["Executor", Any], Awaitable[Result | None]]
 class Executor:
     """Applies actions for one delivery; every GitHub write of the bot goes through here."""
 
-    def __init__(self, ctx: Target, store: CommentStore, known_labels: SharedReads, ledger: Ledger, *,
-                 request_window: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 on_unreconciled: Callable[[str], None] | None = None,
-                 known_checks: cachetools.TTLCache | None = None):
+    def __init__(
+        self,
+        ctx: Target,
+        store: CommentStore,
+        known_labels: SharedReads,
+        ledger: Ledger,
+        *,
+        request_window: float,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        on_unreconciled: Callable[[str], None] | None = None,
+        known_checks: cachetools.TTLCache | None = None,
+    ):
         self.ctx = ctx
         self.gh = ctx.gh  # while an action is sent: the client that writes the ledger's intent first
         self.store = store
@@ -140,7 +149,7 @@ class Executor:
         self.applied.append((action, result))
         return result
 
-    async def _once(self, action: act.Action, kind: "Kind") -> Result:
+    async def _once(self, action: act.Action, kind: Kind) -> Result:
         key = action.key
         row = self.ledger.get(key)
         if row is not None and row.state == EFFECT_DONE:
@@ -182,7 +191,7 @@ class Executor:
         await self.ledger.complete(key, result)
         return result
 
-    async def _send(self, action: act.Action, kind: "Kind") -> Result:
+    async def _send(self, action: act.Action, kind: Kind) -> Result:
         key = action.key
         intended = []
 
@@ -204,7 +213,7 @@ class Executor:
         finally:
             self.gh = self.ctx.gh
 
-    async def _look_again(self, action: act.Action, kind: "Kind") -> Result | None:
+    async def _look_again(self, action: act.Action, kind: Kind) -> Result | None:
         for look in range(kind.looks):
             await self.sleep(RECONCILE_DELAY * (look + 1))
             found = await kind.reconcile(self, action)
@@ -219,9 +228,14 @@ class Executor:
         logs.event("effect could not be reconciled; not sending it again", error=str(exc))
         number = self.ctx.pr_number
         if isinstance(action, act.DispatchWorkflow) and number is not None:
-            body = self.ctx.render("dispatch_unknown", workflow=action.workflow, ref=action.ref,
-                                   dispatch_id=action.dispatch_id, reason=reason[:200],
-                                   runs_url=f"{self.ctx.html_url}/actions/workflows/{action.workflow}")
+            body = self.ctx.render(
+                "dispatch_unknown",
+                workflow=action.workflow,
+                ref=action.ref,
+                dispatch_id=action.dispatch_id,
+                reason=reason[:200],
+                runs_url=f"{self.ctx.html_url}/actions/workflows/{action.workflow}",
+            )
             try:
                 await self.apply(act.Comment(number, f"dispatch-unknown-{action.dispatch_id}", body))
             except Exception as report_exc:  # the failure itself is still recorded and shown in /healthz
@@ -236,8 +250,14 @@ class Executor:
     async def comment(self, action: act.Comment) -> Result:
         body = fit(action.purpose, action.body, self._truncated_note)
         outcome, comment = await self.store.upsert(
-            self.gh, self.ctx.repo, action.number, action.purpose, body, self.ctx.bot_login,
-            only_if_missing=action.only_if_missing, listing=lambda: self.ctx.comments(action.number),
+            self.gh,
+            self.ctx.repo,
+            action.number,
+            action.purpose,
+            body,
+            self.ctx.bot_login,
+            only_if_missing=action.only_if_missing,
+            listing=lambda: self.ctx.comments(action.number),
         )
         if outcome == CREATED:
             (await self.ctx.comments(action.number)).append(comment)
@@ -246,8 +266,9 @@ class Executor:
     async def find_comment(self, action: act.Comment) -> Result | None:
         self.ctx.forget(("comments", action.number))
         listing = await self.ctx.comments(action.number)
-        found = await self.store.find(self.gh, self.ctx.repo, action.number, action.purpose, self.ctx.bot_login,
-                                      listing, trust_memory=False)
+        found = await self.store.find(
+            self.gh, self.ctx.repo, action.number, action.purpose, self.ctx.bot_login, listing, trust_memory=False
+        )
         if found is None:
             return None
         return await self.comment(action)  # now it is found: edited if its body differs, else left alone
@@ -255,8 +276,9 @@ class Executor:
     # -- labels --------------------------------------------------------------------------------
 
     async def add_labels(self, action: act.AddLabels) -> Result:
-        await self.gh.post(repo_api(self.ctx.repo, "issues", action.number, "labels"),
-                               data={"labels": list(action.labels)})
+        await self.gh.post(
+            repo_api(self.ctx.repo, "issues", action.number, "labels"), data={"labels": list(action.labels)}
+        )
         self.ctx.forget(("labels", action.number))
         return Result("added")
 
@@ -286,8 +308,10 @@ class Executor:
         if await get_or_none(self.gh, repo_api(self.ctx.repo, "labels", action.name)) is not None:
             return "exists"
         try:
-            await self.gh.post(repo_api(self.ctx.repo, "labels"), data={
-                "name": action.name, "color": action.color, "description": action.description})
+            await self.gh.post(
+                repo_api(self.ctx.repo, "labels"),
+                data={"name": action.name, "color": action.color, "description": action.description},
+            )
         except gidgethub.InvalidField:
             pass  # created meanwhile by someone else
         return "created"
@@ -369,8 +393,10 @@ class Executor:
         if found is not None:
             logs.event("run already started for this dispatch id", dispatch_id=action.dispatch_id, run=found.id)
             return found
-        answer = await self.gh.post(repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"), data={
-            "ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True})
+        answer = await self.gh.post(
+            repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "dispatches"),
+            data={"ref": action.ref, "inputs": dict(action.inputs), "return_run_details": True},
+        )
         if isinstance(self.gh, GitHubClient):  # (a test's own GitHubAPI has no budget to wait in)
             self.gh.waited_for()  # the sweep is started: this delivery's other requests may wait behind others'
         run_id = (answer or {}).get("workflow_run_id") if isinstance(answer, dict) else None
@@ -381,14 +407,23 @@ class Executor:
     async def find_run(self, action: act.DispatchWorkflow) -> Result | None:
         """The run this dispatch started, by its dispatch id, among the bot's own dispatches of the workflow (a
         fork's `pull_request` run can carry the same id in its name: bot.rules.dispatched_runs)."""
-        query: dict[str, str | int | None] = {"branch": action.ref, "event": DISPATCH_EVENT, "per_page": PER_PAGE,
-                                              "head_sha": action.head_sha}
+        query: dict[str, str | int | None] = {
+            "branch": action.ref,
+            "event": DISPATCH_EVENT,
+            "per_page": PER_PAGE,
+            "head_sha": action.head_sha,
+        }
         url = repo_api(self.ctx.repo, "actions", "workflows", action.workflow, "runs", **query)
         seen = 0
         async for run in self.gh.getiter(url, iterable_key="workflow_runs"):
             names = f"{run.get('name') or ''} {run.get('display_title') or ''}"
-            if action.dispatch_id in names and not_the_bots(run, bot_login=self.ctx.bot_login, repository=self.ctx.repo,
-                                                            workflows=(action.workflow,)) is None:
+            if (
+                action.dispatch_id in names
+                and not_the_bots(
+                    run, bot_login=self.ctx.bot_login, repository=self.ctx.repo, workflows=(action.workflow,)
+                )
+                is None
+            ):
                 return Result("dispatched", run["id"], {"html_url": run.get("html_url")})
             seen += 1
             if seen >= RUNS_LOOKED_AT:  # newest first: a run of ours is among the latest, not in years of history
@@ -396,8 +431,10 @@ class Executor:
         return None
 
     async def repository_dispatch(self, action: act.RepositoryDispatch) -> Result:
-        await self.gh.post(repo_api(action.repository, "dispatches"), data={
-            "event_type": action.event_type, "client_payload": dict(action.payload)})
+        await self.gh.post(
+            repo_api(action.repository, "dispatches"),
+            data={"event_type": action.event_type, "client_payload": dict(action.payload)},
+        )
         return Result("dispatched")
 
     async def cancel_run(self, action: act.CancelRun) -> Result:
@@ -425,8 +462,15 @@ class Executor:
         cache_key = (self.ctx.repo, action.head_sha, action.name)
         if cache_key in self.known_checks:
             return self.known_checks[cache_key]
-        url = repo_api(self.ctx.repo, "commits", action.head_sha, "check-runs", check_name=action.name, filter="latest",
-                       per_page=PER_PAGE)
+        url = repo_api(
+            self.ctx.repo,
+            "commits",
+            action.head_sha,
+            "check-runs",
+            check_name=action.name,
+            filter="latest",
+            per_page=PER_PAGE,
+        )
         async for run in self.gh.getiter(url, iterable_key="check_runs"):
             slug = (run.get("app") or {}).get("slug")
             if run.get("name") == action.name and (slug is None or f"{slug}[bot]" == self.ctx.bot_login):
@@ -444,19 +488,31 @@ class Executor:
             return Result("unchanged", existing[0])
         if existing is not None and existing[2] and action.status != "completed":
             existing = None  # GitHub never moves a completed check run back: a new one of that name takes its place
-        batches = [action.annotations[i:i + ANNOTATIONS_PER_REQUEST]
-                   for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)] or [()]
-        state = {"status": "completed", "conclusion": action.conclusion} if action.status == "completed" else {
-            "status": action.status}  # not finished: GitHub shows it running, with no conclusion
+        batches = [
+            action.annotations[i : i + ANNOTATIONS_PER_REQUEST]
+            for i in range(0, len(action.annotations), ANNOTATIONS_PER_REQUEST)
+        ] or [()]
+        state = (
+            {"status": "completed", "conclusion": action.conclusion}
+            if action.status == "completed"
+            else {"status": action.status}
+        )  # not finished: GitHub shows it running, with no conclusion
         body: dict[str, Any] = {
-            "name": action.name, **state, "external_id": action.fingerprint,
-            "output": {"title": action.title[:CHECK_TITLE_MAX], "summary": action.summary[:CHECK_TEXT_MAX],
-                       "text": action.text[:CHECK_TEXT_MAX], "annotations": _annotations(batches[0])},
+            "name": action.name,
+            **state,
+            "external_id": action.fingerprint,
+            "output": {
+                "title": action.title[:CHECK_TITLE_MAX],
+                "summary": action.summary[:CHECK_TEXT_MAX],
+                "text": action.text[:CHECK_TEXT_MAX],
+                "annotations": _annotations(batches[0]),
+            },
         }
         if action.details_url:
             body["details_url"] = action.details_url
-        body["actions"] = [{"label": b.label, "description": b.description, "identifier": b.identifier}
-                           for b in action.buttons]  # always sent: an update without buttons takes them off
+        body["actions"] = [
+            {"label": b.label, "description": b.description, "identifier": b.identifier} for b in action.buttons
+        ]  # always sent: an update without buttons takes them off
         if existing is None:
             made = await self.gh.post(repo_api(self.ctx.repo, "check-runs"), data={**body, "head_sha": action.head_sha})
             check_id, outcome = int(made["id"]), "created"
@@ -464,8 +520,10 @@ class Executor:
             check_id, outcome = existing[0], "updated"
             await self.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data=body)
         for batch in batches[1:]:  # GitHub takes 50 annotations per request and appends the next ones
-            await self.gh.patch(repo_api(self.ctx.repo, "check-runs", check_id), data={
-                "output": {**body["output"], "annotations": _annotations(batch)}})
+            await self.gh.patch(
+                repo_api(self.ctx.repo, "check-runs", check_id),
+                data={"output": {**body["output"], "annotations": _annotations(batch)}},
+            )
         self.known_checks[cache_key] = (check_id, action.fingerprint, action.status == "completed")
         return Result(outcome, check_id)
 
@@ -475,24 +533,38 @@ class Executor:
             return None
         return await self.check_run(action)  # found: brought up to date in place
 
-
     # -- reviews -------------------------------------------------------------------------------
 
     async def _bot_reviews(self, action: act.SuggestionReview) -> list[dict]:
         url = repo_api(self.ctx.repo, "pulls", action.number, "reviews", per_page=PER_PAGE)
-        return [r async for r in self.gh.getiter(url)
-                if is_bots(r, self.ctx.bot_login) and purpose_of(r.get("body")) == action.purpose]
+        return [
+            r
+            async for r in self.gh.getiter(url)
+            if is_bots(r, self.ctx.bot_login) and purpose_of(r.get("body")) == action.purpose
+        ]
 
     async def review(self, action: act.SuggestionReview) -> Result:
         body = fit(action.purpose, action.body, self._truncated_note)
         reviews = await self._bot_reviews(action)
-        current = next((r for r in reviews if action.comments and r.get("commit_id") == action.commit_id
-                        and r.get("body") == body), None)
+        current = next(
+            (
+                r
+                for r in reviews
+                if action.comments and r.get("commit_id") == action.commit_id and r.get("body") == body
+            ),
+            None,
+        )
         outcome, review_id = ("unchanged", current["id"]) if current is not None else ("retired", None)
         if current is None and action.comments:
-            made = await self.gh.post(repo_api(self.ctx.repo, "pulls", action.number, "reviews"), data={
-                "commit_id": action.commit_id, "event": "COMMENT", "body": body,
-                "comments": [_review_comment(c) for c in action.comments]})
+            made = await self.gh.post(
+                repo_api(self.ctx.repo, "pulls", action.number, "reviews"),
+                data={
+                    "commit_id": action.commit_id,
+                    "event": "COMMENT",
+                    "body": body,
+                    "comments": [_review_comment(c) for c in action.comments],
+                },
+            )
             outcome, review_id = "created", int(made["id"])
         outdated = fit(f"{action.purpose}-outdated", action.outdated_body, self._truncated_note)
         for old in reviews:
@@ -530,16 +602,31 @@ def refused(exc: BaseException) -> bool:
 
 
 def _annotations(batch: tuple[act.Annotation, ...]) -> list[dict[str, Any]]:
-    return [{"path": a.path, "start_line": a.line, "end_line": a.line, "annotation_level": a.level,
-             "message": a.message[:ANNOTATION_MESSAGE_MAX], **({"title": a.title[:255]} if a.title else {})}
-            for a in batch]
+    return [
+        {
+            "path": a.path,
+            "start_line": a.line,
+            "end_line": a.line,
+            "annotation_level": a.level,
+            "message": a.message[:ANNOTATION_MESSAGE_MAX],
+            **({"title": a.title[:255]} if a.title else {}),
+        }
+        for a in batch
+    ]
 
 
 class Kind:
     """How one action type is performed, found again after a lost answer, and whether it may be sent again."""
 
-    def __init__(self, perform: Perform, reconcile: Reconcile | None = None, *, resendable: bool = True,
-                 looks: int = 1, partial: bool = False):
+    def __init__(
+        self,
+        perform: Perform,
+        reconcile: Reconcile | None = None,
+        *,
+        resendable: bool = True,
+        looks: int = 1,
+        partial: bool = False,
+    ):
         self.perform = perform
         self.partial = partial  # several writes: a refused later one does not undo an earlier one
         self.reconcile = reconcile or _nothing_to_find

@@ -11,9 +11,10 @@ import logging
 import random
 import time
 import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 import cachetools
 import gidgethub
@@ -79,8 +80,6 @@ class AuthenticationFailed(Exception):
 def _describe(exc: BaseException) -> str:
     status = getattr(exc, "status_code", None)
     return f"{int(status)} {exc}" if status is not None else type(exc).__name__
-
-
 
 
 @dataclass
@@ -238,8 +237,14 @@ class SharedWritePacer:
     """The write budget of one installation shared by every replica: a row in the PostgreSQL journal
     (`PgJournal.pace`) reserves each write's slot, so N replicas together stay under `limit` per `window`."""
 
-    def __init__(self, budget: Callable[..., Awaitable[float]], key: str, limit: int = 80, window: float = 60.0,
-                 sleep: Callable[[float], Awaitable[None]] | None = None):
+    def __init__(
+        self,
+        budget: Callable[..., Awaitable[float]],
+        key: str,
+        limit: int = 80,
+        window: float = 60.0,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ):
         self._budget, self.key, self.limit, self.window = budget, key, limit, window
         self._sleep = sleep or asyncio.sleep
         self.waited = 0.0
@@ -315,8 +320,12 @@ class InstallationState:
 
     def authentication(self) -> dict[str, Any]:
         """This installation's authentication state as /healthz shows it."""
-        return {"authenticated": not self.failing, "last_success": self.last_success,
-                "last_failure": self.last_failure, "last_failure_reason": self.last_failure_reason}
+        return {
+            "authenticated": not self.failing,
+            "last_success": self.last_success,
+            "last_failure": self.last_failure,
+            "last_failure_reason": self.last_failure_reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -330,9 +339,19 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
 
     _before_write: Callable[[], Awaitable[None]] | None = None
 
-    def __init__(self, http: ConnectionShards, *, state: InstallationState | None, retry: RetryPolicy,
-                 metrics: Metrics, tokens: "TokenSource | None" = None, idempotent_posts: bool = False,
-                 budget: InFlightBudget | None = None, age: float | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        http: ConnectionShards,
+        *,
+        state: InstallationState | None,
+        retry: RetryPolicy,
+        metrics: Metrics,
+        tokens: TokenSource | None = None,
+        idempotent_posts: bool = False,
+        budget: InFlightBudget | None = None,
+        age: float | None = None,
+        **kwargs: Any,
+    ):
         self._state = state
         self._budget = budget
         # a client serves one delivery: its requests wait for a place in the budget by the delivery's age. A list,
@@ -362,7 +381,7 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         else:
             self.__dict__["_own_rate_limit"] = value
 
-    def announcing_writes(self, before_write: Callable[[], Awaitable[None]]) -> "GitHubClient":
+    def announcing_writes(self, before_write: Callable[[], Awaitable[None]]) -> GitHubClient:
         """This client (the same connection, token, pacing and metrics) awaiting `before_write()` just before
         each request that is not safe to repeat is sent. The executor passes its ledger's intent here, so the
         intent is written as late as possible and this module knows nothing of the ledger."""
@@ -412,8 +431,14 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
                     self._metrics.github_error(method, _path(url), type(exc).__name__)
                     raise
                 delay = self._retry.backoff(attempt)
-                logs.event("github transport error, retrying", logging.WARNING, method=method,
-                           path=_path(url), error=type(exc).__name__, retry_in=round(delay, 2))
+                logs.event(
+                    "github transport error, retrying",
+                    logging.WARNING,
+                    method=method,
+                    path=_path(url),
+                    error=type(exc).__name__,
+                    retry_in=round(delay, 2),
+                )
                 await self.sleep(delay)
                 continue
             self._metrics.github_requests.labels(method, str(status)).inc()
@@ -421,15 +446,24 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
                 if not renewed:  # revoked or expired early: one fresh token, then the same request again
                     renewed = True
                     self._tokens.invalidate()
-                    logs.event("github answered 401, renewing the installation token", logging.WARNING,
-                               method=method, path=_path(url))
+                    logs.event(
+                        "github answered 401, renewing the installation token",
+                        logging.WARNING,
+                        method=method,
+                        path=_path(url),
+                    )
                     continue
                 self._tokens.failed(f"{method} {_path(url)}: 401 with a fresh token")
             elif self._tokens is not None and status < 400:
                 self._tokens.succeeded()
             if method in WRITE_METHODS:
-                logs.event("github write", method=method, path=_path(url), status=status,
-                           ms=round((time.monotonic() - started) * 1000, 1))
+                logs.event(
+                    "github write",
+                    method=method,
+                    path=_path(url),
+                    status=status,
+                    ms=round((time.monotonic() - started) * 1000, 1),
+                )
             return status, resp_headers, content
 
     async def _send(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> tuple:
@@ -452,8 +486,9 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
         token = await self._tokens.get()
         return {**headers, "authorization": f"token {token}"}
 
-    async def handle_rate_limit_error(self, *, method: str, url: str, exception: gidgethub.HTTPException,
-                                      attempt: int) -> bool:
+    async def handle_rate_limit_error(
+        self, *, method: str, url: str, exception: gidgethub.HTTPException, attempt: int
+    ) -> bool:
         delay = retry_delay(exception, attempt, self._retry) if attempt < self._retry.attempts else None
         status = int(exception.status_code)
         if delay is not None and status >= 500 and method not in self._safe:
@@ -466,8 +501,15 @@ class GitHubClient(gidgethub.httpx.GitHubAPI):
             if status == 401 and self._tokens is not None:
                 raise AuthenticationFailed(f"{method} {_path(url)}: {exception}") from exception
             return False
-        logs.event("github request failed, retrying", logging.WARNING, method=method, path=_path(url),
-                   status=status, retry_in=round(delay, 2), attempt=attempt)
+        logs.event(
+            "github request failed, retrying",
+            logging.WARNING,
+            method=method,
+            path=_path(url),
+            status=status,
+            retry_in=round(delay, 2),
+            attempt=attempt,
+        )
         await self.sleep(delay)
         return True
 
@@ -514,7 +556,7 @@ def _path(url: str) -> str:
 class TokenSource:
     """The installation token of one client, renewed through the App when it is near expiry or refused."""
 
-    def __init__(self, app: "GitHubApp", installation_id: int):
+    def __init__(self, app: GitHubApp, installation_id: int):
         self._app, self._id = app, installation_id
 
     async def get(self) -> str:
@@ -533,10 +575,19 @@ class TokenSource:
 class GitHubApp:
     """The App's view of GitHub: shared connections, tokens per installation, state per installation."""
 
-    def __init__(self, *, app_id: str, private_key: str, api_url: str, metrics: Metrics,
-                 http: httpx.AsyncClient | None = None, retry: RetryPolicy | None = None,
-                 pacer_factory: Callable[[], WritePacer] | None = None, timeout: httpx.Timeout | None = None,
-                 in_flight: int = IN_FLIGHT):
+    def __init__(
+        self,
+        *,
+        app_id: str,
+        private_key: str,
+        api_url: str,
+        metrics: Metrics,
+        http: httpx.AsyncClient | None = None,
+        retry: RetryPolicy | None = None,
+        pacer_factory: Callable[[], WritePacer] | None = None,
+        timeout: httpx.Timeout | None = None,
+        in_flight: int = IN_FLIGHT,
+    ):
         self.app_id = str(app_id)
         self._private_key = private_key
         logs.register_secret(private_key)
@@ -545,8 +596,9 @@ class GitHubApp:
         self.metrics = metrics
         self.timeout = timeout or HTTP_TIMEOUT
         # one pool of connections for a client given (a test's, the sandbox's), else pools for the whole budget
-        self.http = (ConnectionShards([http]) if http is not None
-                     else ConnectionShards.for_budget(in_flight, self.timeout))
+        self.http = (
+            ConnectionShards([http]) if http is not None else ConnectionShards.for_budget(in_flight, self.timeout)
+        )
         self.retry = retry or RetryPolicy()
         self._pacer_factory = pacer_factory or WritePacer
         self.budget = InFlightBudget(in_flight, metrics)  # every client of this App, every installation
@@ -591,9 +643,18 @@ class GitHubApp:
 
     def app_client(self) -> GitHubClient:
         """Authenticates as the App itself (JWT), for /app endpoints."""
-        return GitHubClient(self.http, state=None, retry=self.retry, metrics=self.metrics, base_url=self.api_url,
-                            app_id=self.app_id, private_key=self._private_key, idempotent_posts=True,
-                            budget=self.budget, age=0.0)  # a token renewal: every delivery waits on it
+        return GitHubClient(
+            self.http,
+            state=None,
+            retry=self.retry,
+            metrics=self.metrics,
+            base_url=self.api_url,
+            app_id=self.app_id,
+            private_key=self._private_key,
+            idempotent_posts=True,
+            budget=self.budget,
+            age=0.0,
+        )  # a token renewal: every delivery waits on it
 
     def invalidate_token(self, installation_id: int) -> None:
         self._tokens.pop(installation_id, None)
@@ -613,7 +674,9 @@ class GitHubApp:
     async def _renew(self, installation_id: int) -> str:
         try:
             data = await gidgethub.apps.get_installation_access_token(
-                self.app_client(), installation_id=str(installation_id), app_id=self.app_id,
+                self.app_client(),
+                installation_id=str(installation_id),
+                app_id=self.app_id,
                 private_key=self._private_key,
             )
         except (gidgethub.GitHubException, httpx.HTTPError) as exc:
@@ -626,17 +689,26 @@ class GitHubApp:
         if not logs.is_github_token(token.token):  # the scrubber cuts tokens by shape; say so once if it cannot
             if not self._warned_token_shape:
                 self._warned_token_shape = True
-                logs.event("installation token has an unexpected shape: log lines cannot cut it by pattern",
-                           logging.WARNING, installation=installation_id)
+                logs.event(
+                    "installation token has an unexpected shape: log lines cannot cut it by pattern",
+                    logging.WARNING,
+                    installation=installation_id,
+                )
         self._tokens[installation_id] = token
-        logs.event("installation token renewed", installation=installation_id,
-                   expires_in=round(expires - time.time()))
+        logs.event("installation token renewed", installation=installation_id, expires_in=round(expires - time.time()))
         return token.token
 
     async def client(self, installation_id: int) -> GitHubClient:
         await self.token(installation_id)  # fail here, before any handler runs, when the App cannot authenticate
-        return GitHubClient(self.http, state=self._state(installation_id), retry=self.retry, metrics=self.metrics,
-                            base_url=self.api_url, tokens=TokenSource(self, installation_id), budget=self.budget)
+        return GitHubClient(
+            self.http,
+            state=self._state(installation_id),
+            retry=self.retry,
+            metrics=self.metrics,
+            base_url=self.api_url,
+            tokens=TokenSource(self, installation_id),
+            budget=self.budget,
+        )
 
     async def bot_login(self) -> str:
         """The login of the App's bot user, e.g. `sweepbot[bot]`: looked up once, however many ask at start."""

@@ -25,7 +25,7 @@ class ConnectionShards:
         self._busy = [0] * len(self.clients)
 
     @classmethod
-    def for_budget(cls, in_flight: int, timeout: httpx.Timeout, size: int = SHARD_CONNECTIONS) -> "ConnectionShards":
+    def for_budget(cls, in_flight: int, timeout: httpx.Timeout, size: int = SHARD_CONNECTIONS) -> ConnectionShards:
         """Enough pools of `size` connections for `in_flight` requests under way at once."""
         count = max(1, -(-in_flight // size))
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)

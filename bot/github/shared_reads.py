@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from typing import Any, Awaitable, Callable, Hashable, MutableMapping
+from collections.abc import Awaitable, Callable, Hashable, MutableMapping
+from typing import Any
 
 
 class SharedReads:

@@ -50,8 +50,9 @@ def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[st
     return tuple(shown)
 
 
-def press(identifier: Any, *, writer: bool | None, offered_now: Iterable[str], token: str,
-          recorded_token: str | None) -> str:
+def press(
+    identifier: Any, *, writer: bool | None, offered_now: Iterable[str], token: str, recorded_token: str | None
+) -> str:
     """What a press of `identifier` does: RESTART or APPROVE_HEAD, or why it does nothing (a log line)."""
     if identifier not in BUTTONS:
         return UNKNOWN

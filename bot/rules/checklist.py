@@ -10,7 +10,9 @@ from typing import NamedTuple
 from bot.rules.markdown import ITEM_STARTS, TAB_WIDTH  # Markdown's: a tab's width, a list item's first characters
 
 DEFAULT_HEADING = "## Template"
-SIMILAR_RATIO = 0.8  # an unmatched item of the sign-off this similar to a template item (word by word) is that item reworded
+SIMILAR_RATIO = (
+    0.8  # an unmatched item of the sign-off this similar to a template item (word by word) is that item reworded
+)
 MAX_CANDIDATES = 50  # distinct unmatched items of a sign-off looked at as rewordings, the first ones first
 MAX_RATIOS = 3  # of those, how many (the most alike by difflib's quick_ratio) are compared in full for one item
 
@@ -87,7 +89,7 @@ def _heading_matches(line: str, heading: str) -> bool:
     stripped = line.strip()
     if not stripped.startswith(heading):
         return False
-    rest = stripped[len(heading):]
+    rest = stripped[len(heading) :]
     return rest == "" or not (rest[0].isalnum() or rest[0] == "_")
 
 
@@ -106,7 +108,7 @@ def _fenced_block(lines: list[str], heading: str) -> tuple[int, list[str]] | Tem
     closer = re.compile(r"^ {0,3}" + re.escape(marks[0]) + "{" + str(len(marks)) + r",}\s*$")
     for j in range(i + 1, len(lines)):
         if closer.match(lines[j].expandtabs(TAB_WIDTH)):
-            return i + 1, lines[i + 1:j]
+            return i + 1, lines[i + 1 : j]
     return TemplateProblem(f"fenced code block under {heading!r} is not closed")
 
 

@@ -72,8 +72,11 @@ def find_commands(body: str | None, names: Iterable[str]) -> list[CommandLine]:
     wanted = {_normalise(name) for name in names}
     if not body or "/" not in body:
         return []
-    return [command for number, line in visible_lines(body)
-            if "/" in line and (command := _command_on(line, number, wanted)) is not None]
+    return [
+        command
+        for number, line in visible_lines(body)
+        if "/" in line and (command := _command_on(line, number, wanted)) is not None
+    ]
 
 
 def last_command(body: str | None, names: Iterable[str]) -> CommandLine | None:
@@ -133,8 +136,10 @@ def command_name_errors(names: Mapping[str, object]) -> list[str]:
         if kind not in SPECS:
             errors.append(f"commands.{kind}: unknown command; the commands are {', '.join(KINDS)}")
         elif not isinstance(name, str) or not COMMAND_WORD.fullmatch(name):
-            errors.append(f"commands.{kind}: {name!r} is not a command word: a lower-case ASCII letter, "
-                          "then lower-case ASCII letters, digits or dashes")
+            errors.append(
+                f"commands.{kind}: {name!r} is not a command word: a lower-case ASCII letter, "
+                "then lower-case ASCII letters, digits or dashes"
+            )
         elif name in owner:
             errors.append(f"commands.{kind}: {name!r} is also the name of commands.{owner[name]}")
         else:

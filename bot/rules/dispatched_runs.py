@@ -36,7 +36,7 @@ def workflow_file(run: Mapping[str, Any]) -> str | None:
     path = run.get("path")
     if not isinstance(path, str) or not path.startswith(WORKFLOWS_DIR):
         return None
-    name = path[len(WORKFLOWS_DIR):].split("@", 1)[0]
+    name = path[len(WORKFLOWS_DIR) :].split("@", 1)[0]
     return name if name and "/" not in name else None
 
 
@@ -79,8 +79,9 @@ def recorded(run: Mapping[str, Any], record: SweepRecord) -> RunRecord | None:
     return entry
 
 
-def bot_run(run: Mapping[str, Any], record: SweepRecord, *, bot_login: str, repository: str,
-            workflows: Collection[str]) -> RunRecord | None:
+def bot_run(
+    run: Mapping[str, Any], record: SweepRecord, *, bot_login: str, repository: str, workflows: Collection[str]
+) -> RunRecord | None:
     """The record's entry for `run` when it is a sweep the bot dispatched for this PR, else None."""
     if not_the_bots(run, bot_login=bot_login, repository=repository, workflows=workflows) is not None:
         return None

@@ -22,53 +22,103 @@ current one is superseded (a push, a label added or removed) and cancelled while
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from bot.rules.fingerprint import digest
 from bot.rules.policy import Policy, PrimaryLabel
 from bot.rules.pull_request import label_key
 
 # The order the status comment shows them in.
-CONDITIONS = ("changelog", "labels", "pull_request", "fork_approval", "merge_commit", "skip_marker", "reuse_pin",
-              "dispatch")
+CONDITIONS = (
+    "changelog",
+    "labels",
+    "pull_request",
+    "fork_approval",
+    "merge_commit",
+    "skip_marker",
+    "reuse_pin",
+    "dispatch",
+)
 
 # Every reason code each condition can give: the templates need one sentence per code, in both languages.
-REASONS: Mapping[str, frozenset[str]] = MappingProxyType({
-    "changelog": frozenset({"valid", "absent", "invalid", "links_corrected"}),
-    "labels": frozenset({"valid", "no_primary", "several_primaries", "modifier_without_primary",
-                         "append_only_conflict"}),
-    "pull_request": frozenset({"ready", "closed", "merged", "draft", "wrong_base"}),
-    "fork_approval": frozenset({"same_repo", "approved", "head_changed", "approval_unknown", "untrusted_labeller",
-                                "awaiting_label", "permission_unknown"}),
-    "merge_commit": frozenset({"same_repo", "not_yet", "present", "computing", "conflicts", "stale"}),
-    "skip_marker": frozenset({"absent", "present"}),
-    "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
-    # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
-    # dispatched is `running` until it completes, then `passed`, `run_failed` or `cancelled`.
-    "dispatch": frozenset({"running", "passed", "run_failed", "cancelled", "starting", "not_dispatched", "failed",
-                           "retrying", "unknown"}),
-})
+REASONS: Mapping[str, frozenset[str]] = MappingProxyType(
+    {
+        "changelog": frozenset({"valid", "absent", "invalid", "links_corrected"}),
+        "labels": frozenset(
+            {"valid", "no_primary", "several_primaries", "modifier_without_primary", "append_only_conflict"}
+        ),
+        "pull_request": frozenset({"ready", "closed", "merged", "draft", "wrong_base"}),
+        "fork_approval": frozenset(
+            {
+                "same_repo",
+                "approved",
+                "head_changed",
+                "approval_unknown",
+                "untrusted_labeller",
+                "awaiting_label",
+                "permission_unknown",
+            }
+        ),
+        "merge_commit": frozenset({"same_repo", "not_yet", "present", "computing", "conflicts", "stale"}),
+        "skip_marker": frozenset({"absent", "present"}),
+        "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
+        # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
+        # dispatched is `running` until it completes, then `passed`, `run_failed` or `cancelled`.
+        "dispatch": frozenset(
+            {
+                "running",
+                "passed",
+                "run_failed",
+                "cancelled",
+                "starting",
+                "not_dispatched",
+                "failed",
+                "retrying",
+                "unknown",
+            }
+        ),
+    }
+)
 
 # Fine states that hold the sweep back (ok None, ➖): nothing is wrong, yet no sweep starts.
-HOLDING: frozenset[tuple[str, str]] = frozenset({
-    ("changelog", "links_corrected"), ("pull_request", "closed"), ("pull_request", "merged"),
-    ("pull_request", "draft"), ("skip_marker", "present")})
+HOLDING: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("changelog", "links_corrected"),
+        ("pull_request", "closed"),
+        ("pull_request", "merged"),
+        ("pull_request", "draft"),
+        ("skip_marker", "present"),
+    }
+)
 # Fine and shown ✅, but no sweep starts: a pinned run stands for the PR until the primary label is re-added.
 PAUSING: frozenset[tuple[str, str]] = frozenset({("reuse_pin", "pinned")})
 
 # Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it, or its
 # answer was lost and no run shows: unknown).
-SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType({
-    "dispatch": frozenset({"failed", "retrying", "unknown"})})
+SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType(
+    {"dispatch": frozenset({"failed", "retrying", "unknown"})}
+)
 
 # The inputs of the sweep workflows (every value a string, booleans "true"/"false"); the fork's trusted workflow
 # also takes GitHub's merge commit. `_request` fills exactly these. `summary` (possibly "") is for the run-name
 # only: the reuse reply reads what the run ran from it (bot.rules.run_summary).
-DISPATCH_INPUTS = ("pr-number", "head-sha", "base-sha", "sweep-label", "canary", "fail-fast", "all-evals",
-                   "evals-only", "agentx-fast", "dispatch-id", "summary")
+DISPATCH_INPUTS = (
+    "pr-number",
+    "head-sha",
+    "base-sha",
+    "sweep-label",
+    "canary",
+    "fail-fast",
+    "all-evals",
+    "evals-only",
+    "agentx-fast",
+    "dispatch-id",
+    "summary",
+)
 FORK_INPUTS = DISPATCH_INPUTS + ("merge-sha",)
 
 # Workflow run statuses of a run that has not finished: a superseded one is cancelled.
@@ -200,8 +250,9 @@ class Decision:
         return next(c for c in self.conditions if c.name == name)
 
 
-def dispatch_id(number: int, head_sha: str, labels: Iterable[str], generation: int | None = None,
-                restart: str | None = None) -> str:
+def dispatch_id(
+    number: int, head_sha: str, labels: Iterable[str], generation: int | None = None, restart: str | None = None
+) -> str:
     """A short stable id of (PR, head SHA, label set): label order and case do not change it. Only `[a-z0-9-]`,
     so it fits in a comment marker and a run name.
 
@@ -233,10 +284,12 @@ class _Labels:
     unconfirmed: tuple[AppliedLabel, ...] = ()  # a fork's, by someone whose permission GitHub would not confirm
 
     @classmethod
-    def read(cls, pr: GateInput, policy: Policy) -> "_Labels":
+    def read(cls, pr: GateInput, policy: Policy) -> _Labels:
         primary_by_name = {label_key(p.name): (rank, p) for rank, p in enumerate(policy.labels.primary)}
-        modifier_by_name = {label_key(name): (rank, key, name)
-                            for rank, (key, name) in enumerate(policy.labels.modifiers.names().items())}
+        modifier_by_name = {
+            label_key(name): (rank, key, name)
+            for rank, (key, name) in enumerate(policy.labels.modifiers.names().items())
+        }
         primaries, modifiers, untrusted, untrusted_primaries, unconfirmed = [], [], [], [], []
         for label in pr.labels:
             folded = label_key(label.name)
@@ -254,10 +307,13 @@ class _Labels:
                 modifiers.append((modifier_by_name[folded], label))
         primaries.sort(key=lambda item: item[0][0])  # policy order, whatever order they were applied in
         modifiers.sort(key=lambda item: item[0][0])
-        return cls(primaries=tuple((label, entry) for (_, entry), label in primaries),
-                   modifiers=tuple((label, key, name) for (_, key, name), label in modifiers),
-                   untrusted=tuple(untrusted), untrusted_primaries=tuple(untrusted_primaries),
-                   unconfirmed=tuple(unconfirmed))
+        return cls(
+            primaries=tuple((label, entry) for (_, entry), label in primaries),
+            modifiers=tuple((label, key, name) for (_, key, name), label in modifiers),
+            untrusted=tuple(untrusted),
+            untrusted_primaries=tuple(untrusted_primaries),
+            unconfirmed=tuple(unconfirmed),
+        )
 
     @property
     def counted_names(self) -> list[str]:
@@ -290,8 +346,9 @@ def _changelog(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
 
 def _labels(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
     condition = _label_set(pr, labels, policy)
-    return Condition(condition.name, condition.ok, condition.reason_code,
-                     _params(**condition.params, **_counting(pr, labels)))
+    return Condition(
+        condition.name, condition.ok, condition.reason_code, _params(**condition.params, **_counting(pr, labels))
+    )
 
 
 def _counting(pr: GateInput, labels: _Labels) -> dict[str, tuple[str, ...]]:
@@ -302,33 +359,44 @@ def _counting(pr: GateInput, labels: _Labels) -> dict[str, tuple[str, ...]]:
     found: dict[str, tuple[str, ...]] = {
         "kept": tuple(label.name for label in kept),
         "kept_by": tuple(dict.fromkeys(label.removed_by for label in kept if label.removed_by)),
-        "not_counted": (), "not_counted_by": (), "unconfirmed": (), "unconfirmed_by": ()}
+        "not_counted": (),
+        "not_counted_by": (),
+        "unconfirmed": (),
+        "unconfirmed_by": (),
+    }
     if not pr.is_fork:
         found.update(
             not_counted=tuple(label.name for label in labels.untrusted),
             not_counted_by=tuple(dict.fromkeys(label.applied_by for label in labels.untrusted if label.applied_by)),
             unconfirmed=tuple(label.name for label in labels.unconfirmed),
-            unconfirmed_by=tuple(dict.fromkeys(label.applied_by for label in labels.unconfirmed if label.applied_by)))
+            unconfirmed_by=tuple(dict.fromkeys(label.applied_by for label in labels.unconfirmed if label.applied_by)),
+        )
     return {key: value for key, value in found.items() if value}
 
 
 def _label_set(pr: GateInput, labels: _Labels, policy: Policy) -> Condition:
     if len(labels.primaries) > 1:
         recommended = next((p.name for p in policy.labels.primary if p.recommended), None)
-        return Condition("labels", False, "several_primaries", _params(
-            labels=tuple(entry.name for _, entry in labels.primaries), recommended=recommended))
+        return Condition(
+            "labels",
+            False,
+            "several_primaries",
+            _params(labels=tuple(entry.name for _, entry in labels.primaries), recommended=recommended),
+        )
     if not labels.primaries:
         if labels.modifiers:
-            return Condition("labels", False, "modifier_without_primary",
-                             _params(modifiers=labels.modifier_names()))
+            return Condition("labels", False, "modifier_without_primary", _params(modifiers=labels.modifier_names()))
         return Condition("labels", None, "no_primary", _params())
     conflicting = labels.modifier_names(APPEND_ONLY_CONFLICTS)
     if conflicting and pr.changelog.state is Changelog.VALID and pr.changelog.append_only:
         return Condition("labels", False, "append_only_conflict", _params(modifiers=conflicting))
-    (_, entry), = labels.primaries
-    return Condition("labels", True, "valid", _params(
-        primary=entry.name, modifiers=labels.modifier_names(),
-        canary=entry.canary, fail_fast=entry.fail_fast))
+    ((_, entry),) = labels.primaries
+    return Condition(
+        "labels",
+        True,
+        "valid",
+        _params(primary=entry.name, modifiers=labels.modifier_names(), canary=entry.canary, fail_fast=entry.fail_fast),
+    )
 
 
 def _pull_request(pr: GateInput) -> Condition:
@@ -337,8 +405,9 @@ def _pull_request(pr: GateInput) -> Condition:
     if pr.draft:
         return Condition("pull_request", None, "draft", _params())
     if pr.base_ref != pr.default_branch:
-        return Condition("pull_request", False, "wrong_base",
-                         _params(base_ref=pr.base_ref, default_branch=pr.default_branch))
+        return Condition(
+            "pull_request", False, "wrong_base", _params(base_ref=pr.base_ref, default_branch=pr.default_branch)
+        )
     return Condition("pull_request", True, "ready", _params(base_ref=pr.base_ref))
 
 
@@ -348,26 +417,47 @@ def _fork_approval(pr: GateInput, labels: _Labels) -> Condition:
         return Condition("fork_approval", None, "same_repo", _params())
     ignored = tuple(label.name for label in labels.untrusted + labels.unconfirmed)
     if len(labels.primaries) == 1:
-        (label, _), = labels.primaries
+        ((label, _),) = labels.primaries
         if label.head_sha is None:
-            return Condition("fork_approval", False, "approval_unknown",
-                             _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
+            return Condition(
+                "fork_approval",
+                False,
+                "approval_unknown",
+                _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored),
+            )
         if label.head_sha != pr.head_sha:
-            return Condition("fork_approval", False, "head_changed", _params(
-                by=label.applied_by, approved_sha=label.head_sha, head_sha=pr.head_sha, ignored=ignored))
+            return Condition(
+                "fork_approval",
+                False,
+                "head_changed",
+                _params(by=label.applied_by, approved_sha=label.head_sha, head_sha=pr.head_sha, ignored=ignored),
+            )
         if label.approved_by is not None:
-            return Condition("fork_approval", True, "approved", _params(
-                by=label.approved_by, head_sha=pr.head_sha, ignored=ignored, via="button"))
-        return Condition("fork_approval", True, "approved",
-                         _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored))
+            return Condition(
+                "fork_approval",
+                True,
+                "approved",
+                _params(by=label.approved_by, head_sha=pr.head_sha, ignored=ignored, via="button"),
+            )
+        return Condition(
+            "fork_approval", True, "approved", _params(by=label.applied_by, head_sha=pr.head_sha, ignored=ignored)
+        )
     if labels.unconfirmed:
         by = tuple(dict.fromkeys(label.applied_by for label in labels.unconfirmed))
-        return Condition("fork_approval", False, "permission_unknown", _params(
-            labels=tuple(label.name for label in labels.unconfirmed), by=by))
+        return Condition(
+            "fork_approval",
+            False,
+            "permission_unknown",
+            _params(labels=tuple(label.name for label in labels.unconfirmed), by=by),
+        )
     if labels.untrusted:
         by = tuple(dict.fromkeys(label.applied_by for label in labels.untrusted))
-        return Condition("fork_approval", False, "untrusted_labeller", _params(
-            labels=ignored, by=by, removed=tuple(label.name for label in labels.untrusted_primaries)))
+        return Condition(
+            "fork_approval",
+            False,
+            "untrusted_labeller",
+            _params(labels=ignored, by=by, removed=tuple(label.name for label in labels.untrusted_primaries)),
+        )
     return Condition("fork_approval", None, "awaiting_label", _params())
 
 
@@ -405,7 +495,7 @@ def _reuse_pin(pr: GateInput) -> Condition:
 
 
 def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepStart:
-    (_, entry), = labels.primaries
+    ((_, entry),) = labels.primaries
     flags = labels.modifier_keys
     inputs = {
         "pr-number": str(pr.number),
@@ -452,11 +542,20 @@ FIX, WAIT, DONE, NOT_APPLICABLE = "fix", "wait", "done", "na"
 MARK_SYMBOLS: Mapping[str, str] = MappingProxyType({FIX: "❌", WAIT: "⏳", DONE: "✅", NOT_APPLICABLE: "➖"})
 # Conditions that hold the sweep back (ok False) while GitHub, a maintainer's approval or the run itself is
 # waited for: nothing anyone on the PR can fix, so ⏳, never ❌.
-WAITING: frozenset[tuple[str, str]] = frozenset({
-    ("merge_commit", "computing"), ("merge_commit", "stale"), ("fork_approval", "awaiting_label"),
-    ("fork_approval", "head_changed"), ("fork_approval", "approval_unknown"), ("fork_approval", "untrusted_labeller"),
-    ("fork_approval", "permission_unknown"), ("dispatch", "running"), ("dispatch", "starting"),
-    ("dispatch", "retrying")})
+WAITING: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("merge_commit", "computing"),
+        ("merge_commit", "stale"),
+        ("fork_approval", "awaiting_label"),
+        ("fork_approval", "head_changed"),
+        ("fork_approval", "approval_unknown"),
+        ("fork_approval", "untrusted_labeller"),
+        ("fork_approval", "permission_unknown"),
+        ("dispatch", "running"),
+        ("dispatch", "starting"),
+        ("dispatch", "retrying"),
+    }
+)
 
 
 def mark(condition: Condition) -> str:
@@ -482,20 +581,36 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         _reuse_pin(pr),
     ]
     earlier = [run for run in pr.dispatched if run.key == key]
-    runnable = (gates[0].ok is True and gates[1].ok is True and all(c.ok is not False for c in gates)
-                and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates))
+    runnable = (
+        gates[0].ok is True
+        and gates[1].ok is True
+        and all(c.ok is not False for c in gates)
+        and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates)
+    )
     start = None
     if earlier:
         run = earlier[-1]
         ok, code = run_outcome(run)
-        gates.append(Condition("dispatch", ok, code, _params(dispatch_id=key, run_id=run.run_id, status=run.status,
-                                                              conclusion=run.conclusion)))
+        gates.append(
+            Condition(
+                "dispatch",
+                ok,
+                code,
+                _params(dispatch_id=key, run_id=run.run_id, status=run.status, conclusion=run.conclusion),
+            )
+        )
     elif runnable:
         start = _request(pr, labels, policy, key)
         gates.append(Condition("dispatch", True, "starting", _params(dispatch_id=key)))
     else:
         gates.append(Condition("dispatch", None, "not_dispatched", _params()))
-    cancel = tuple(dict.fromkeys(run.run_id for run in pr.dispatched
-                                 if run.key != key and run.status in ACTIVE_STATUSES))
-    return Decision(start=start, cancel=cancel, remove_labels=tuple(l.name for l in labels.untrusted_primaries),
-                    conditions=tuple(gates), dispatch_id=key)
+    cancel = tuple(
+        dict.fromkeys(run.run_id for run in pr.dispatched if run.key != key and run.status in ACTIVE_STATUSES)
+    )
+    return Decision(
+        start=start,
+        cancel=cancel,
+        remove_labels=tuple(l.name for l in labels.untrusted_primaries),
+        conditions=tuple(gates),
+        dispatch_id=key,
+    )

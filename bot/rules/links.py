@@ -76,8 +76,11 @@ def checked_link(url: object, hosts: Iterable[str], *, max_length: int = 2048) -
     if parts.scheme != "https" or not host or host not in allowed or port is not None or "@" in parts.netloc:
         return None
     path = "/".join(_reencode(piece) for piece in parts.path.split("/"))
-    query = "&".join("=".join(_reencode(side) for side in pair.split("=", 1)) for pair in parts.query.split("&")
-                     if pair) if parts.query else ""
+    query = (
+        "&".join("=".join(_reencode(side) for side in pair.split("=", 1)) for pair in parts.query.split("&") if pair)
+        if parts.query
+        else ""
+    )
     return f"https://{host}{path or '/'}" + (f"?{query}" if query else "")
 
 
@@ -90,7 +93,7 @@ def _reencode(piece: str) -> str:
     """`piece` with its existing %XX escapes kept and every other character outside UNRESERVED encoded."""
     out, pos = [], 0
     for match in _ENCODED.finditer(piece):
-        out.append(quote(piece[pos:match.start()], safe=UNRESERVED))
+        out.append(quote(piece[pos : match.start()], safe=UNRESERVED))
         out.append(match.group().upper())
         pos = match.end()
     out.append(quote(piece[pos:], safe=UNRESERVED))

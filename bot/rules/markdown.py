@@ -27,7 +27,8 @@ HTML_BLOCK_TAGS = frozenset(
     "address article aside base basefont blockquote body caption center col colgroup dd details dialog dir div dl "
     "dt fieldset figcaption figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header hr html iframe legend li "
     "link main menu menuitem nav noframes ol optgroup option p param search section summary table tbody td tfoot "
-    "th thead title tr track ul".split())
+    "th thead title tr track ul".split()
+)
 # Emphasis marks `mentions` ignores inside a word (`CODE**OWNER**`).
 MARKS = dict.fromkeys(map(ord, "*_~`"), None) | INVISIBLE
 
@@ -38,8 +39,11 @@ _ITEM = re.compile(r"(?:[-*+]|(\d{1,9})[.)])(?:([ \t]+)|$)")
 _QUOTE_MARKS = re.compile(r"(?:[ \t]{0,3}>[ \t]?)+")
 _HEADING = re.compile(r"#{1,6}(?:[ \t]|$)")
 _THEMATIC_BREAK = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_HTML_START = re.compile(r"<(?:(?:script|style|textarea|pre)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\["
-                         r"|/?([A-Za-z][A-Za-z0-9-]*)(?:[\s>]|/>|$))", re.IGNORECASE)
+_HTML_START = re.compile(
+    r"<(?:(?:script|style|textarea|pre)(?:[\s>]|$)|!--|\?|![A-Za-z]|!\[CDATA\["
+    r"|/?([A-Za-z][A-Za-z0-9-]*)(?:[\s>]|/>|$))",
+    re.IGNORECASE,
+)
 # A `<pre>` or `<code>` block: opened by its tag at the start of a line, ended by the line holding its closing tag.
 _CODE_BLOCK = re.compile(r"<(pre|code)(?=[\s>]|$)", re.IGNORECASE)
 # What `_without_code` reads, in order: runs of backticks, and `<code>`/`<pre>` tags inside a paragraph.
@@ -48,8 +52,10 @@ _CODE_END = {"pre": re.compile(r"</pre\s*>", re.IGNORECASE), "code": re.compile(
 _WORD = re.compile(r"[^\W_]+")
 # What an unindented line starting with one of BLOCK_STARTS (and holding no `<`) needs to start a block; any other
 # such line (`1x`, `#x`, `=`, `` `x` ``, `_a_`) is plain text too.
-_BLOCK_START = re.compile(rf"(?P<quote>>)|(?P<heading>{_HEADING.pattern})|{_THEMATIC_BREAK.pattern}"
-                          r"|(?P<item>(?:[-*+]|(?P<number>\d{1,9})[.)])(?:[ \t]+|$))|`{3}|~{3}")
+_BLOCK_START = re.compile(
+    rf"(?P<quote>>)|(?P<heading>{_HEADING.pattern})|{_THEMATIC_BREAK.pattern}"
+    r"|(?P<item>(?:[-*+]|(?P<number>\d{1,9})[.)])(?:[ \t]+|$))|`{3}|~{3}"
+)
 
 
 def visible_lines(body: str | None) -> Iterator[tuple[int, str]]:
@@ -169,7 +175,7 @@ class _Reader:
         if fence is not None:
             self._hide(fence)
             return None
-        starts_comment = raw.lstrip(" \t").startswith(COMMENT_OPEN) and _width(raw[:raw.index("<")]) <= MAX_INDENT
+        starts_comment = raw.lstrip(" \t").startswith(COMMENT_OPEN) and _width(raw[: raw.index("<")]) <= MAX_INDENT
         line, still_open = _strip_comments(raw)
         if still_open:
             self.opened = (number, [line], starts_comment)
@@ -190,7 +196,7 @@ class _Reader:
         if close == -1:
             return None
         number, pieces, starts_comment = self.opened
-        rest, still_open = _strip_comments(raw[close + len(COMMENT_CLOSE):])
+        rest, still_open = _strip_comments(raw[close + len(COMMENT_CLOSE) :])
         pieces.append(rest)
         if still_open:
             return None
@@ -239,7 +245,7 @@ class _Reader:
     def _quoted_text(self, line: str) -> bool:
         """Whether `line` (unindented, no `<`) is a quote line holding plain text, taken in as such; the common
         case of what `_place` and `_in_quote` do, done at once."""
-        if not _plain_start(line[_end(_QUOTE_MARKS, line):][:1]):
+        if not _plain_start(line[_end(_QUOTE_MARKS, line) :][:1]):
             return False
         self.lists.clear()
         self.para = self.quoted = True
@@ -279,7 +285,7 @@ class _Reader:
         lists = self.lists
         if self.para and not _interrupts(rest, starts_comment, column - _base(lists, column)):
             return None if self.quoted else (number, line, CONTINUES)
-        del lists[bisect.bisect_right(lists, column):]  # the items this line is not inside end
+        del lists[bisect.bisect_right(lists, column) :]  # the items this line is not inside end
         if column - (lists[-1] if lists else 0) > MAX_INDENT:
             self._hide()  # indented code
             return None
@@ -287,13 +293,14 @@ class _Reader:
             self.para = self.quoted = False
             self.gap = max(self.gap, NEW)
             return None
-        return self._block(number, line, self._list_items(rest, column) if first in ITEM_STARTS else rest,
-                           starts_comment)
+        return self._block(
+            number, line, self._list_items(rest, column) if first in ITEM_STARTS else rest, starts_comment
+        )
 
     def _block(self, number: int, line: str, inside: str, starts_comment: bool) -> tuple[int, str, int] | None:
         """A line that starts a block, holding `inside` after its list markers: a quote (hidden) or shown."""
         if inside[:1] == ">":
-            self._in_quote(inside[_end(_QUOTE_MARKS, inside):])
+            self._in_quote(inside[_end(_QUOTE_MARKS, inside) :])
             self.gap = AFTER_HIDDEN
             return None
         self.quoted = False
@@ -392,7 +399,7 @@ def _strip_comments(line: str) -> tuple[str, bool]:
             out.append(line[pos:end])
             pos = end
         elif _escaped(line, start):
-            out.append(line[pos:start + 1])
+            out.append(line[pos : start + 1])
             pos = start + 1
         else:
             out.append(line[pos:start])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 BODY_LIMIT = 65536  # GitHub rejects longer comment and issue bodies
 MARKER_RE = re.compile(r"^<!-- sweepbot:([a-z0-9][a-z0-9:_.\-]*) -->")
@@ -32,7 +33,7 @@ def fit(purpose: str, text: str, truncated_note: Callable[[int], str]) -> str:
     note = "\n\n" + truncated_note(BODY_LIMIT).strip() + "\n"
     room = BODY_LIMIT - len(head) - len(note) - len(FENCE_CLOSE)
     cut = text[:room]
-    if "\n" in cut[room // 2:]:
+    if "\n" in cut[room // 2 :]:
         cut = cut[: cut.rindex("\n")]
     cut = cut.rstrip()
     if cut.count("```") % 2:  # don't leave a code fence open above the note: close it, keeping what it holds
@@ -58,7 +59,7 @@ def read_hidden_record(name: str, body: str | None) -> Any:
     for line in (body or "").splitlines():
         if is_hidden_record(name, line):
             try:
-                return json.loads(line[len(prefix):-len(" -->")])
+                return json.loads(line[len(prefix) : -len(" -->")])
             except ValueError:
                 return None
     return None

@@ -55,20 +55,22 @@ def schema_dir() -> Path:
             return directory.resolve()
     raise SchemasMissing(
         f"{DEFINITIONS} not found: the data package {SCHEMAS_PACKAGE} is not installed or does not hold it."
-        " Install sweepbot with `pip install .` (or `pip install -e .` in a checkout).")
+        " Install sweepbot with `pip install .` (or `pip install -e .` in a checkout)."
+    )
 
 
 def message_names() -> tuple[str, ...]:
     """The messages that have a schema ("stage-results.request", "ingest-completed.callback", ...), sorted."""
-    return tuple(sorted(p.name.removesuffix(SUFFIX) for p in schema_dir().glob(f"*{SUFFIX}")
-                        if p.name != DEFINITIONS))
+    return tuple(sorted(p.name.removesuffix(SUFFIX) for p in schema_dir().glob(f"*{SUFFIX}") if p.name != DEFINITIONS))
 
 
 @functools.cache
 def registry() -> Registry:
     """Every schema of the package under its own `$id`, and nothing else (no retriever: no network)."""
-    resources = [Resource.from_contents(json.loads(path.read_text(encoding="utf-8")))
-                 for path in sorted(schema_dir().glob(f"*{SUFFIX}"))]
+    resources = [
+        Resource.from_contents(json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(schema_dir().glob(f"*{SUFFIX}"))
+    ]
     return (resources @ Registry()).crawl()
 
 
@@ -84,8 +86,9 @@ def validator(message: str) -> jsonschema.Draft202012Validator:
     schema = json.loads(path.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     inlined = _without_refs(schema, registry().resolver(base_uri=schema["$id"]), 0)
-    return jsonschema.Draft202012Validator(inlined, registry=registry(),
-                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    return jsonschema.Draft202012Validator(
+        inlined, registry=registry(), format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+    )
 
 
 # Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
@@ -100,8 +103,11 @@ def _without_refs(schema: Any, resolver: Any, depth: int) -> Any:
         return [_without_refs(item, resolver, depth) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    rest = {key: value if key in _DATA_KEYWORDS else _without_refs(value, resolver, depth)
-            for key, value in schema.items() if key != "$ref"}
+    rest = {
+        key: value if key in _DATA_KEYWORDS else _without_refs(value, resolver, depth)
+        for key, value in schema.items()
+        if key != "$ref"
+    }
     if "$ref" not in schema:
         return rest
     if depth >= _MAX_REFS_DEEP:

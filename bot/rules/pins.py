@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any, NamedTuple
 
-from bot.rules.policy import Policy
 from bot.rules.commands import Command, same_command
+from bot.rules.policy import Policy
 
 # Artifact names that hold results. Matched by fnmatch.fnmatchcase against the whole name: case-sensitive (as
 # actions/download-artifact's `pattern:` is), `*` is any run of characters including none, `?` is one
@@ -34,11 +34,19 @@ CONCLUSION_NOT_ALLOWED = "conclusion-not-allowed"
 NO_RESULT_ARTIFACT = "no-result-artifact"
 BLOCKED_BY_LABEL = "blocked-by-label"
 ELIGIBLE = "eligible"
-CODES: tuple[str, ...] = (WRONG_WORKFLOW, NOT_DISPATCHED, NOT_COMPLETED, CONCLUSION_NOT_ALLOWED,
-                          NO_RESULT_ARTIFACT, BLOCKED_BY_LABEL, ELIGIBLE)
+CODES: tuple[str, ...] = (
+    WRONG_WORKFLOW,
+    NOT_DISPATCHED,
+    NOT_COMPLETED,
+    CONCLUSION_NOT_ALLOWED,
+    NO_RESULT_ARTIFACT,
+    BLOCKED_BY_LABEL,
+    ELIGIBLE,
+)
 
 # The command kinds that pin a run (bot.rules.commands kinds, either configured name).
 PIN_KINDS = frozenset({"use", "reuse"})
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -61,8 +69,17 @@ def sweep_workflow(policy: Policy, *, fork: bool) -> str:
     return policy.workflows.fork_sweep if fork else policy.workflows.sweep
 
 
-def check_run(run: Mapping[str, Any], *, pinned: bool, dispatched: bool, fork: bool,
-              artifacts: Iterable[Mapping[str, Any]], labels: Iterable[str], policy: Policy, now: datetime) -> Verdict:
+def check_run(
+    run: Mapping[str, Any],
+    *,
+    pinned: bool,
+    dispatched: bool,
+    fork: bool,
+    artifacts: Iterable[Mapping[str, Any]],
+    labels: Iterable[str],
+    policy: Policy,
+    now: datetime,
+) -> Verdict:
     """Whether `run` may be reused for the PR: the first failing check in CODES order, else ELIGIBLE.
 
     `dispatched`: the run is a sweep the bot dispatched for this PR (bot.rules.dispatched_runs.bot_run). Every other
@@ -89,18 +106,39 @@ def check_run(run: Mapping[str, Any], *, pinned: bool, dispatched: bool, fork: b
     live = [a for a in results if not is_expired(a, now)]
     if not live:
         expired = tuple(a["name"] for a in results)
-        return _refuse(NO_RESULT_ARTIFACT, base, artifacts=names, expired=expired, patterns=RESULT_ARTIFACTS,
-                       expiry=expiry(results, not_after=now))
+        return _refuse(
+            NO_RESULT_ARTIFACT,
+            base,
+            artifacts=names,
+            expired=expired,
+            patterns=RESULT_ARTIFACTS,
+            expiry=expiry(results, not_after=now),
+        )
     blocking = blocking_labels(labels, policy)
     if blocking:
         return _refuse(BLOCKED_BY_LABEL, base, labels=blocking)
-    return Verdict(True, ELIGIBLE, {**base, "conclusion": run.get("conclusion"),
-                                    "artifacts": tuple(a["name"] for a in live), "expiry": expiry(live)})
+    return Verdict(
+        True,
+        ELIGIBLE,
+        {
+            **base,
+            "conclusion": run.get("conclusion"),
+            "artifacts": tuple(a["name"] for a in live),
+            "expiry": expiry(live),
+        },
+    )
 
 
-def newest_eligible(runs: Iterable[Mapping[str, Any]], *, dispatched_run_ids: Collection[int], fork: bool,
-                    artifacts_of: Mapping[int, Iterable[Mapping[str, Any]]], labels: Iterable[str], policy: Policy,
-                    now: datetime) -> Selection:
+def newest_eligible(
+    runs: Iterable[Mapping[str, Any]],
+    *,
+    dispatched_run_ids: Collection[int],
+    fork: bool,
+    artifacts_of: Mapping[int, Iterable[Mapping[str, Any]]],
+    labels: Iterable[str],
+    policy: Policy,
+    now: datetime,
+) -> Selection:
     """The newest run (by created_at, then id) that passes check_run with pinned=False, and every other verdict.
 
     `dispatched_run_ids` are the runs the bot dispatched for this PR. A run listed twice (pages that shifted
@@ -112,8 +150,16 @@ def newest_eligible(runs: Iterable[Mapping[str, Any]], *, dispatched_run_ids: Co
     for run in sorted(_unique(runs), key=_newest_first):
         run_id = run.get("id")
         artifacts = artifacts_of.get(run_id, ()) if isinstance(run_id, int) else ()
-        verdict = check_run(run, pinned=False, dispatched=run_id in dispatched_run_ids, fork=fork,
-                            artifacts=artifacts, labels=labels, policy=policy, now=now)
+        verdict = check_run(
+            run,
+            pinned=False,
+            dispatched=run_id in dispatched_run_ids,
+            fork=fork,
+            artifacts=artifacts,
+            labels=labels,
+            policy=policy,
+            now=now,
+        )
         if verdict.ok and chosen is None:
             chosen = (run, verdict)
         else:
@@ -130,8 +176,7 @@ def is_result_artifact(name: Any) -> bool:
     return any(fnmatchcase(name, pattern) for pattern in RESULT_ARTIFACTS)
 
 
-def expiry(artifacts: Iterable[Mapping[str, Any]], *,
-           not_after: datetime | None = None) -> tuple[dict[str, Any], ...]:
+def expiry(artifacts: Iterable[Mapping[str, Any]], *, not_after: datetime | None = None) -> tuple[dict[str, Any], ...]:
     """Each artifact's name and the day it expires (or expired) as GitHub's `expires_at` says, YYYY-MM-DD in
     UTC; `date` is None when GitHub gave no time or one that does not parse, or (`not_after`, for artifacts that
     have expired) a time after `not_after`: an artifact flagged expired early has no day to show. In the order
@@ -141,8 +186,12 @@ def expiry(artifacts: Iterable[Mapping[str, Any]], *,
         when = _parse_time(artifact.get("expires_at"))
         if when is not None and not_after is not None and when > _utc(not_after):
             when = None
-        out.append({"name": artifact.get("name"), "date": when.astimezone(timezone.utc).date().isoformat()
-                    if when is not None else None})
+        out.append(
+            {
+                "name": artifact.get("name"),
+                "date": when.astimezone(UTC).date().isoformat() if when is not None else None,
+            }
+        )
     return tuple(out)
 
 
@@ -200,7 +249,7 @@ def _parse_time(value: Any) -> datetime | None:
 
 def _utc(when: datetime) -> datetime:
     """A naive time is UTC (GitHub's times are)."""
-    return when.replace(tzinfo=timezone.utc) if when.tzinfo is None else when
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when
 
 
 # -- which command pins --------------------------------------------------------------------------

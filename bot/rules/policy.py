@@ -39,7 +39,8 @@ class Paths(_Frozen):
     codeowners: Text = Field(description="the CODEOWNERS file that says who may sign off")
     checklist: Text = Field(description="the review checklist a sign-off completes")
     benchmark: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
-        description="gitignore-style patterns of a benchmark PR's files")
+        description="gitignore-style patterns of a benchmark PR's files"
+    )
 
 
 class VerifiedItem(_Frozen):
@@ -51,13 +52,15 @@ class Judge(_Frozen):
     enabled: bool
     workflow: Text = Field(description="the judge's workflow file in .github/workflows")
     senders: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
-        description="logins the judge's answer is accepted from, besides the App")
+        description="logins the judge's answer is accepted from, besides the App"
+    )
 
 
 class Signoff(_Frozen):
     require_reuse: bool = Field(description="a sign-off fails while no run is pinned")
     sufficient_owners: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
-        description="owners (`@user`, `@org/team`) whose sign-off covers every owner group")
+        description="owners (`@user`, `@org/team`) whose sign-off covers every owner group"
+    )
     author_may_sign: bool
     verified_items: Annotated[tuple[VerifiedItem, ...], BeforeValidator(_list_as_tuple)]
     judge: Judge
@@ -86,7 +89,8 @@ class Modifiers(_NameTable):
 
 class Labels(_Frozen):
     primary: Annotated[tuple[PrimaryLabel, ...], BeforeValidator(_list_as_tuple)] = Field(
-        description="the labels that approve a sweep")
+        description="the labels that approve a sweep"
+    )
     modifiers: Modifiers = Field(description="labels that change what an approved sweep runs")
 
 
@@ -105,7 +109,8 @@ class Results(_Frozen):
     stage: Text
     ingest: Text
     senders: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
-        description="logins whose callbacks are accepted, besides the App")
+        description="logins whose callbacks are accepted, besides the App"
+    )
 
 
 class Limits(_Frozen):
@@ -154,11 +159,17 @@ class Policy(_Frozen):
 
 # pydantic's error types, in the words the configuration's messages use (each followed by ", got <kind>").
 _EXPECTED = {
-    "model_type": "a mapping", "dict_type": "a mapping", "model_attributes_type": "a mapping",
-    "tuple_type": "a list", "list_type": "a list",
+    "model_type": "a mapping",
+    "dict_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "tuple_type": "a list",
+    "list_type": "a list",
     "bool_type": "true or false",
-    "string_type": "a non-empty string", "string_too_short": "a non-empty string", "value_error": "a non-empty string",
-    "int_type": "a whole number above 0", "greater_than": "a whole number above 0",
+    "string_type": "a non-empty string",
+    "string_too_short": "a non-empty string",
+    "value_error": "a non-empty string",
+    "int_type": "a whole number above 0",
+    "greater_than": "a whole number above 0",
 }
 
 

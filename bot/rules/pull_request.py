@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
+
 from bot.rules.policy import Policy
 
 
@@ -83,18 +84,25 @@ def actor_of(event: Mapping[str, Any]) -> str:
     return (event.get("actor") or {}).get("login") or ""
 
 
-def label_generation(events: Iterable[Mapping[str, Any]], sweep_labels: set[str] | frozenset[str],
-                     trusted: set[str]) -> int | None:
+def label_generation(
+    events: Iterable[Mapping[str, Any]], sweep_labels: set[str] | frozenset[str], trusted: set[str]
+) -> int | None:
     """The id of the newest event that added or removed a sweep label, by someone in `trusted` (casefolded
     logins): a labeller whose labels do not count, or the bot taking their label off, changes nothing."""
-    ids = [e["id"] for e in events
-           if isinstance(e.get("id"), int) and e.get("event") in ("labeled", "unlabeled")
-           and label_of(e) in sweep_labels and actor_of(e).casefold() in trusted]
+    ids = [
+        e["id"]
+        for e in events
+        if isinstance(e.get("id"), int)
+        and e.get("event") in ("labeled", "unlabeled")
+        and label_of(e) in sweep_labels
+        and actor_of(e).casefold() in trusted
+    ]
     return max(ids) if ids else None
 
 
-def trusted_labels(events: Iterable[Mapping[str, Any]], sweep_labels: set[str] | frozenset[str],
-                   trusted: set[str]) -> dict[str, Mapping[str, Any]]:
+def trusted_labels(
+    events: Iterable[Mapping[str, Any]], sweep_labels: set[str] | frozenset[str], trusted: set[str]
+) -> dict[str, Mapping[str, Any]]:
     """The sweep labels as the label events of `trusted` people (casefolded logins) left them, oldest event
     first: casefolded name -> the `labeled` event that applied it. A label added or taken off by anyone else
     changes nothing (a triager removing a modifier does not restart a sweep, nor adding one start it)."""

@@ -34,11 +34,13 @@ from bot.rules.message_schemas import OutOfBounds, out_of_bounds, validator
 from bot.rules.value_kinds import kind_in_words
 
 # The `repository_dispatch` event types the results service sends, and the kind of callback each one is.
-EVENT_KINDS: Mapping[str, str] = MappingProxyType({
-    "stage-results-started": "started",
-    "stage-results-completed": "completed",
-    "ingest-completed": "ingested",
-})
+EVENT_KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "stage-results-started": "started",
+        "stage-results-completed": "completed",
+        "ingest-completed": "ingested",
+    }
+)
 
 # The ingest report's table, in display order: rows are categories, columns are outcomes.
 ROWS = ("benchmark", "eval", "trace", "power")
@@ -60,34 +62,61 @@ INGEST_RUN_URL = "ingest-run-url"  # the results service's run that ingested the
 EXTRA_COUNTS = "extra-counts"  # the counters the ingest reports beyond the table (EXTRA_COUNTERS)
 
 # The fields in the order a refusal reports them (the first problem found is the one reported), and the ids.
-FIELD_ORDER = (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_ATTEMPT, RUN_DATE, REQUESTED_BY, SUCCEEDED,
-               RESULTS_URL, COUNTS, INGEST_RUN_URL, EXTRA_COUNTS)
+FIELD_ORDER = (
+    SOURCE,
+    PR_NUMBER,
+    RUN_ID,
+    APP_RUN_ID,
+    COMMENT_ID,
+    RUN_ATTEMPT,
+    RUN_DATE,
+    REQUESTED_BY,
+    SUCCEEDED,
+    RESULTS_URL,
+    COUNTS,
+    INGEST_RUN_URL,
+    EXTRA_COUNTS,
+)
 ID_FIELDS = (PR_NUMBER, RUN_ID, APP_RUN_ID, COMMENT_ID, RUN_ATTEMPT)
 
 # What each kind must carry: only what the bot uses. The service's workflows echo the `stage-results` request's
 # client_payload (pr-number, run-id, run-attempt, run-date, requested-by, comment-id) and add their own fields.
-REQUIRED_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "started": (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID),
-    "completed": (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, SUCCEEDED),
-    "ingested": (SOURCE, PR_NUMBER, RUN_ID, COUNTS),
-})
+REQUIRED_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "started": (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID),
+        "completed": (SOURCE, PR_NUMBER, RUN_ID, APP_RUN_ID, SUCCEEDED),
+        "ingested": (SOURCE, PR_NUMBER, RUN_ID, COUNTS),
+    }
+)
 # What each kind may carry, checked when present (JSON null counts as absent).
 ECHOED = (COMMENT_ID, RUN_ATTEMPT, RUN_DATE, REQUESTED_BY)
-OPTIONAL_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "started": ECHOED,
-    "completed": ECHOED + (RESULTS_URL,),
-    "ingested": ECHOED + (APP_RUN_ID, INGEST_RUN_URL, EXTRA_COUNTS),
-})
+OPTIONAL_BY_KIND: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "started": ECHOED,
+        "completed": ECHOED + (RESULTS_URL,),
+        "ingested": ECHOED + (APP_RUN_ID, INGEST_RUN_URL, EXTRA_COUNTS),
+    }
+)
 # The ingest's counters beyond the table that the report shows, in this order, named as the results service's
 # ingest writes them. `extra-counts` may hold others: they are ignored (not shown, not checked).
 EXTRA_COUNTERS: tuple[str, ...] = (
-    "benchmarkFiles", "rawBenchmarkRows", "coveredByPerJobFiles", "purgedPoints", "failedRunRows", "runStatsNew",
-    "runStatsDuplicate", "evalSamplesNew", "gpuMetricSamplesNew", "powerPublicationPoints", "changelogEntriesWritten",
+    "benchmarkFiles",
+    "rawBenchmarkRows",
+    "coveredByPerJobFiles",
+    "purgedPoints",
+    "failedRunRows",
+    "runStatsNew",
+    "runStatsDuplicate",
+    "evalSamplesNew",
+    "gpuMetricSamplesNew",
+    "powerPublicationPoints",
+    "changelogEntriesWritten",
 )
 # Every other key is ignored: not refused, reported in Callback.ignored for the log. These three tables say what
 # the schemas say (tests/test_message_schemas.py checks): the schemas are what validates.
-KEYS_BY_KIND: Mapping[str, frozenset[str]] = MappingProxyType({
-    kind: frozenset(REQUIRED_BY_KIND[kind] + OPTIONAL_BY_KIND[kind]) for kind in EVENT_KINDS.values()})
+KEYS_BY_KIND: Mapping[str, frozenset[str]] = MappingProxyType(
+    {kind: frozenset(REQUIRED_BY_KIND[kind] + OPTIONAL_BY_KIND[kind]) for kind in EVENT_KINDS.values()}
+)
 
 # Rejection codes: stable, for logs and tests.
 UNKNOWN_EVENT = "unknown-event"
@@ -119,8 +148,10 @@ INPUT, BOUNDS, SCHEMA, CODE = "input", "bounds", "schema", "code"
 _DIGITS = re.compile(r"0|[1-9][0-9]*")  # ASCII only, no sign, no leading zero, no spaces
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 # A run page of the results repository: /<owner>/<name>/actions/runs/<id>[/attempts/<n>], nothing after it.
-_RUN_PAGE = re.compile(r"/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/actions/runs/([1-9][0-9]{0,18})"
-                       r"(?:/attempts/([1-9][0-9]{0,3}))?/?")
+_RUN_PAGE = re.compile(
+    r"/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/actions/runs/([1-9][0-9]{0,18})"
+    r"(?:/attempts/([1-9][0-9]{0,3}))?/?"
+)
 # A results link as a results viewer writes one: https, then URL characters that mean nothing to Markdown or
 # HTML. `()[]<>*'"` and backquotes, spaces, backslashes and controls are refused before the link is rebuilt
 # (bot.rules.links.checked_link), so a link with Markdown in it is dropped, not shown re-encoded.
@@ -178,8 +209,14 @@ _Problem = tuple[tuple[Any, ...], Rejected]
 _KEYWORD_RANK = {"type": 0, "required": 1, "additionalProperties": 2}
 
 
-def parse_callback(event_type: str, client_payload: Any, *, results_repository: str,
-                   link_hosts: Iterable[str] = (), run_hosts: Iterable[str] = ()) -> Callback | Rejected:
+def parse_callback(
+    event_type: str,
+    client_payload: Any,
+    *,
+    results_repository: str,
+    link_hosts: Iterable[str] = (),
+    run_hosts: Iterable[str] = (),
+) -> Callback | Rejected:
     """Check one `repository_dispatch` callback; never raises on any payload.
 
     The steps are the module's (see its docstring): input, bounds, schema, code. The schema of the event type
@@ -194,8 +231,7 @@ def parse_callback(event_type: str, client_payload: Any, *, results_repository: 
     if kind is None:
         return Rejected(UNKNOWN_EVENT, None, f"event type {_shown(event_type)} is not a results callback", INPUT)
     if not isinstance(client_payload, Mapping):
-        return Rejected(NOT_AN_OBJECT, None, f"client_payload is {kind_in_words(client_payload)}, not an object",
-                        INPUT)
+        return Rejected(NOT_AN_OBJECT, None, f"client_payload is {kind_in_words(client_payload)}, not an object", INPUT)
     bounds = out_of_bounds(client_payload)
     if bounds is not None:
         return _out_of_bounds(bounds)
@@ -224,25 +260,33 @@ def _out_of_bounds(bounds: OutOfBounds) -> Rejected:
     path = bounds.path
     if bounds.what == "integer" and len(path) == 1 and path[0] in ID_FIELDS:
         return Rejected(OUT_OF_RANGE, path[0], f"{path[0]} is an integer of more than 40 digits, not an id", BOUNDS)
-    if (bounds.what == "integer" and len(path) == 3 and path[0] == COUNTS and path[1] in ROWS
-            and path[2] in COLUMNS) or (
-            bounds.what == "integer" and len(path) == 2 and path[0] == EXTRA_COUNTS and path[1] in EXTRA_COUNTERS):
+    if (
+        bounds.what == "integer" and len(path) == 3 and path[0] == COUNTS and path[1] in ROWS and path[2] in COLUMNS
+    ) or (bounds.what == "integer" and len(path) == 2 and path[0] == EXTRA_COUNTS and path[1] in EXTRA_COUNTERS):
         where = ".".join(path)
         return Rejected(BAD_COUNTS, where, f"{where} is an integer of more than 40 digits, not a count", BOUNDS)
-    return Rejected(TOO_LARGE, str(path[0])[:SHOWN] if path else None,
-                    f"{bounds.reason}: no results callback is that big, so it is refused unread", BOUNDS)
+    return Rejected(
+        TOO_LARGE,
+        str(path[0])[:SHOWN] if path else None,
+        f"{bounds.reason}: no results callback is that big, so it is refused unread",
+        BOUNDS,
+    )
 
 
 # -- schema errors as rejection codes ----------------------------------------------------------------------
 
 
-def _from_schema(error: jsonschema.ValidationError, payload: Mapping[Any, Any],
-                 required: tuple[str, ...]) -> list[_Problem]:
+def _from_schema(
+    error: jsonschema.ValidationError, payload: Mapping[Any, Any], required: tuple[str, ...]
+) -> list[_Problem]:
     path = tuple(error.absolute_path)
     if not path:  # the payload itself: only `required` can fail here (it is an object, unknown keys are free)
         if error.validator == "required" and isinstance(error.validator_value, list):
-            return [(_rank(name, (), "required"), Rejected(MISSING_FIELD, name, f"{name} is missing", SCHEMA))
-                    for name in error.validator_value if name not in payload]
+            return [
+                (_rank(name, (), "required"), Rejected(MISSING_FIELD, name, f"{name} is missing", SCHEMA))
+                for name in error.validator_value
+                if name not in payload
+            ]
         return [(_rank(None, (), _keyword(error)), _invalid(error, None))]
     key = path[0]
     if key == COUNTS:
@@ -254,19 +298,37 @@ def _from_schema(error: jsonschema.ValidationError, payload: Mapping[Any, Any],
     if value is None and key in required:
         return [(rank, Rejected(MISSING_FIELD, key, f"{key} is null", SCHEMA))]
     if key == SOURCE:
-        return [(rank, Rejected(WRONG_SOURCE, key, f"{key} {_shown(value)} is not an owner/name repository",
-                                SCHEMA))]
+        return [(rank, Rejected(WRONG_SOURCE, key, f"{key} {_shown(value)} is not an owner/name repository", SCHEMA))]
     if key in ID_FIELDS:
         return [(rank, _bad_id(key, value))]
     if key == RUN_DATE:
         calendar = isinstance(value, str) and _DATE.fullmatch(value)
-        return [(rank, Rejected(BAD_DATE, key, f"{key} {_shown(value)} is not "
-                                + ("a calendar date" if calendar else "a date written YYYY-MM-DD"), SCHEMA))]
+        return [
+            (
+                rank,
+                Rejected(
+                    BAD_DATE,
+                    key,
+                    f"{key} {_shown(value)} is not " + ("a calendar date" if calendar else "a date written YYYY-MM-DD"),
+                    SCHEMA,
+                ),
+            )
+        ]
     if key == REQUESTED_BY:
-        return [(rank, Rejected(BAD_LOGIN, key, f"{key} {_shown(value)} is not a GitHub login (ASCII letters, "
-                                f"digits, inner dashes; at most {MAX_LOGIN})", SCHEMA))]
+        return [
+            (
+                rank,
+                Rejected(
+                    BAD_LOGIN,
+                    key,
+                    f"{key} {_shown(value)} is not a GitHub login (ASCII letters, "
+                    f"digits, inner dashes; at most {MAX_LOGIN})",
+                    SCHEMA,
+                ),
+            )
+        ]
     if key == SUCCEEDED:
-        return [(rank, Rejected(BAD_BOOLEAN, key, f"{key} {_shown(value)} is not \"true\" or \"false\"", SCHEMA))]
+        return [(rank, Rejected(BAD_BOOLEAN, key, f'{key} {_shown(value)} is not "true" or "false"', SCHEMA))]
     return [(rank, _invalid(error, str(key)[:SHOWN]))]
 
 
@@ -279,8 +341,9 @@ def _bad_id(key: str, value: Any) -> Rejected:
         return Rejected(OUT_OF_RANGE, key, f"{key} {_shown(value)} is not between 1 and 2**63-1", SCHEMA)
     if isinstance(value, int) and not isinstance(value, bool):
         return Rejected(OUT_OF_RANGE, key, f"{key} {_shown(value)} is not between 1 and 2**63-1", SCHEMA)
-    return Rejected(NOT_NUMERIC, key,
-                    f"{key} {_shown(value)} is not a decimal id (ASCII digits, no sign, no leading zero)", SCHEMA)
+    return Rejected(
+        NOT_NUMERIC, key, f"{key} {_shown(value)} is not a decimal id (ASCII digits, no sign, no leading zero)", SCHEMA
+    )
 
 
 def _counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ...]) -> _Problem:
@@ -293,13 +356,21 @@ def _counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ...]) ->
     # `required` and `additionalProperties` refuse objects only
     if keyword == "required" and isinstance(instance, Mapping):
         missing = next(name for name in names if name not in instance)
-        return (_rank(COUNTS, path[1:], keyword, names.index(missing)),
-                Rejected(BAD_COUNTS, f"{where}.{missing}", f"{where} has no {what} {missing!r}", SCHEMA))
+        return (
+            _rank(COUNTS, path[1:], keyword, names.index(missing)),
+            Rejected(BAD_COUNTS, f"{where}.{missing}", f"{where} has no {what} {missing!r}", SCHEMA),
+        )
     if keyword == "additionalProperties" and isinstance(instance, Mapping):
         extra = min(str(key) for key in instance if key not in names)
-        return (_rank(COUNTS, path[1:], keyword),
-                Rejected(BAD_COUNTS, f"{where}.{extra[:SHOWN]}", f"{where} has an unknown {what} {_shown(extra)}; "
-                         f"the {what}s are {', '.join(names)}", SCHEMA))
+        return (
+            _rank(COUNTS, path[1:], keyword),
+            Rejected(
+                BAD_COUNTS,
+                f"{where}.{extra[:SHOWN]}",
+                f"{where} has an unknown {what} {_shown(extra)}; the {what}s are {', '.join(names)}",
+                SCHEMA,
+            ),
+        )
     if len(path) < 3:
         reason = f"{where} is {kind_in_words(instance)}, not an object"
     elif keyword == "type":
@@ -313,13 +384,18 @@ def _extra_counts_problem(error: jsonschema.ValidationError, path: tuple[Any, ..
     """BAD_COUNTS at `extra-counts` (not an object) or at the documented counter whose value is not a count."""
     where = ".".join(str(part) for part in path)
     if len(path) == 1:
-        return (_rank(EXTRA_COUNTS, (), _keyword(error)),
-                Rejected(BAD_COUNTS, EXTRA_COUNTS, f"{EXTRA_COUNTS} is {kind_in_words(error.instance)}, not an object",
-                         SCHEMA))
+        return (
+            _rank(EXTRA_COUNTS, (), _keyword(error)),
+            Rejected(
+                BAD_COUNTS, EXTRA_COUNTS, f"{EXTRA_COUNTS} is {kind_in_words(error.instance)}, not an object", SCHEMA
+            ),
+        )
     name = EXTRA_COUNTERS.index(path[1]) if path[1] in EXTRA_COUNTERS else len(EXTRA_COUNTERS)
     what = "is not an integer" if error.validator == "type" else "is not between 0 and 2**63-1"
-    return (_rank(EXTRA_COUNTS, (), _keyword(error), name),
-            Rejected(BAD_COUNTS, where, f"{where} {_shown(error.instance)} {what}", SCHEMA))
+    return (
+        _rank(EXTRA_COUNTS, (), _keyword(error), name),
+        Rejected(BAD_COUNTS, where, f"{where} {_shown(error.instance)} {what}", SCHEMA),
+    )
 
 
 def _keyword(error: jsonschema.ValidationError) -> str:
@@ -334,53 +410,97 @@ def _invalid(error: jsonschema.ValidationError, key: str | None) -> Rejected:
 def _rank(key: Any, inside: tuple[Any, ...], keyword: str, name: int = 0, step: int = 0) -> tuple[Any, ...]:
     """Where a problem ranks: field, then (inside counts) row and column order, then keyword, then step."""
     field = FIELD_ORDER.index(key) if key in FIELD_ORDER else len(FIELD_ORDER)
-    places = tuple((ROWS, COLUMNS)[depth].index(part) if depth < 2 and part in (ROWS, COLUMNS)[depth] else 99
-                   for depth, part in enumerate(inside))
+    places = tuple(
+        (ROWS, COLUMNS)[depth].index(part) if depth < 2 and part in (ROWS, COLUMNS)[depth] else 99
+        for depth, part in enumerate(inside)
+    )
     return field, places, _KEYWORD_RANK.get(keyword, 3), name, step
 
 
 # -- what no schema can say --------------------------------------------------------------------------------
 
 
-def _code_problems(payload: Mapping[Any, Any], results_repository: str, *,
-                   schema_refused: list[_Problem]) -> list[_Problem]:
+def _code_problems(
+    payload: Mapping[Any, Any], results_repository: str, *, schema_refused: list[_Problem]
+) -> list[_Problem]:
     """The configured results repository (when the schema took the source's form), and JSON floats."""
     problems: list[_Problem] = []
     source = payload.get(SOURCE)
     if isinstance(source, str) and not any(rejected.field == SOURCE for _, rejected in schema_refused):
         if not isinstance(results_repository, str) or source.lower() != results_repository.lower():
-            problems.append((_rank(SOURCE, (), "", step=1), Rejected(
-                WRONG_SOURCE, SOURCE, f"{SOURCE} {_shown(source)} is not the configured results repository "
-                f"{_shown(results_repository)}", CODE)))
+            problems.append(
+                (
+                    _rank(SOURCE, (), "", step=1),
+                    Rejected(
+                        WRONG_SOURCE,
+                        SOURCE,
+                        f"{SOURCE} {_shown(source)} is not the configured results repository "
+                        f"{_shown(results_repository)}",
+                        CODE,
+                    ),
+                )
+            )
     for key in ID_FIELDS:
         if isinstance(payload.get(key), float):
-            problems.append((_rank(key, (), "type", step=1), Rejected(
-                NOT_NUMERIC, key, f"{key} {_shown(payload[key])} is not a decimal id: a JSON number written with "
-                "a fraction or an exponent", CODE)))
+            problems.append(
+                (
+                    _rank(key, (), "type", step=1),
+                    Rejected(
+                        NOT_NUMERIC,
+                        key,
+                        f"{key} {_shown(payload[key])} is not a decimal id: a JSON number written with "
+                        "a fraction or an exponent",
+                        CODE,
+                    ),
+                )
+            )
     extra = _mapping(payload.get(EXTRA_COUNTS))
     for name in EXTRA_COUNTERS:
         if isinstance(extra.get(name), float):
             where = f"{EXTRA_COUNTS}.{name}"
-            problems.append((_rank(EXTRA_COUNTS, (), "type", EXTRA_COUNTERS.index(name), step=1), Rejected(
-                BAD_COUNTS, where, f"{where} {_shown(extra[name])} is not an integer: a JSON number written with a "
-                "fraction or an exponent", CODE)))
+            problems.append(
+                (
+                    _rank(EXTRA_COUNTS, (), "type", EXTRA_COUNTERS.index(name), step=1),
+                    Rejected(
+                        BAD_COUNTS,
+                        where,
+                        f"{where} {_shown(extra[name])} is not an integer: a JSON number written with a "
+                        "fraction or an exponent",
+                        CODE,
+                    ),
+                )
+            )
     table = _mapping(payload.get(COUNTS))
     for row in ROWS:
         cells = _mapping(table.get(row))
         for column in COLUMNS:
             if isinstance(cells.get(column), float):
                 where = f"{COUNTS}.{row}.{column}"
-                problems.append((_rank(COUNTS, (row, column), "type", step=1), Rejected(
-                    BAD_COUNTS, where, f"{where} {_shown(cells[column])} is not an integer: a JSON number "
-                    "written with a fraction or an exponent", CODE)))
+                problems.append(
+                    (
+                        _rank(COUNTS, (row, column), "type", step=1),
+                        Rejected(
+                            BAD_COUNTS,
+                            where,
+                            f"{where} {_shown(cells[column])} is not an integer: a JSON number "
+                            "written with a fraction or an exponent",
+                            CODE,
+                        ),
+                    )
+                )
     return problems
 
 
 # -- the accepted callback ---------------------------------------------------------------------------------
 
 
-def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...], run_hosts: tuple[str, ...],
-              results_repository: str) -> Callback:
+def _callback(
+    kind: str,
+    payload: Mapping[Any, Any],
+    link_hosts: tuple[str, ...],
+    run_hosts: tuple[str, ...],
+    results_repository: str,
+) -> Callback:
     """The Callback of a payload the schema and the code checks took: its values are known to be well formed."""
     date = payload.get(RUN_DATE)
     ignored, count = _ignored(kind, payload)
@@ -399,16 +519,25 @@ def _callback(kind: str, payload: Mapping[Any, Any], link_hosts: tuple[str, ...]
     if kind == "completed":
         succeeded = payload[SUCCEEDED]
         url, dropped = _results_url(payload, link_hosts)
-        return dataclasses.replace(common, succeeded=succeeded if isinstance(succeeded, bool) else succeeded == "true",
-                                   results_url=url, dropped=dropped)
+        return dataclasses.replace(
+            common,
+            succeeded=succeeded if isinstance(succeeded, bool) else succeeded == "true",
+            results_url=url,
+            dropped=dropped,
+        )
     if kind == "ingested":
         table = payload[COUNTS]
         extra = _mapping(payload.get(EXTRA_COUNTS))
         url, dropped = _ingest_run_url(payload, run_hosts, results_repository)
-        return dataclasses.replace(common, counts=MappingProxyType({
-            row: MappingProxyType({column: table[row][column] for column in COLUMNS}) for row in ROWS}),
-            ingest_run_url=url, dropped=dropped,
-            extra_counts=MappingProxyType({name: extra[name] for name in EXTRA_COUNTERS if name in extra}))
+        return dataclasses.replace(
+            common,
+            counts=MappingProxyType(
+                {row: MappingProxyType({column: table[row][column] for column in COLUMNS}) for row in ROWS}
+            ),
+            ingest_run_url=url,
+            dropped=dropped,
+            extra_counts=MappingProxyType({name: extra[name] for name in EXTRA_COUNTERS if name in extra}),
+        )
     return common
 
 
@@ -438,14 +567,20 @@ def _results_url(payload: Mapping[Any, Any], link_hosts: tuple[str, ...]) -> tup
         return None, dropped
     link = checked_link(value, link_hosts, max_length=MAX_URL)
     if link is None:
-        return None, (Rejected(LINK_NOT_ALLOWED, RESULTS_URL,
-                               f"{RESULTS_URL} {_shown(value)} is not an https link on "
-                               f"{', '.join(link_hosts) or 'any allowed host'} (no port, no user); dropped"),)
+        return None, (
+            Rejected(
+                LINK_NOT_ALLOWED,
+                RESULTS_URL,
+                f"{RESULTS_URL} {_shown(value)} is not an https link on "
+                f"{', '.join(link_hosts) or 'any allowed host'} (no port, no user); dropped",
+            ),
+        )
     return link, ()
 
 
-def _ingest_run_url(payload: Mapping[Any, Any], run_hosts: tuple[str, ...],
-                    results_repository: str) -> tuple[str | None, tuple[Rejected, ...]]:
+def _ingest_run_url(
+    payload: Mapping[Any, Any], run_hosts: tuple[str, ...], results_repository: str
+) -> tuple[str | None, tuple[Rejected, ...]]:
     """(the ingest run's page rebuilt from its parts, or None; why it was dropped): never refuses the callback.
     Kept only when it is a run page (optionally of one attempt) of the results repository on one of
     `run_hosts`."""
@@ -455,11 +590,19 @@ def _ingest_run_url(payload: Mapping[Any, Any], run_hosts: tuple[str, ...],
     checked = checked_link(value, run_hosts, max_length=MAX_URL)
     parts = urlsplit(checked) if checked is not None else None
     page = _RUN_PAGE.fullmatch(parts.path) if parts is not None and not parts.query else None
-    if (parts is None or page is None
-            or f"{page.group(1)}/{page.group(2)}".casefold() != str(results_repository).casefold()):
-        return None, (Rejected(LINK_NOT_ALLOWED, INGEST_RUN_URL,
-                               f"{INGEST_RUN_URL} {_shown(value)} is not a run page of {results_repository} on "
-                               f"{', '.join(run_hosts) or 'any allowed host'}; dropped"),)
+    if (
+        parts is None
+        or page is None
+        or f"{page.group(1)}/{page.group(2)}".casefold() != str(results_repository).casefold()
+    ):
+        return None, (
+            Rejected(
+                LINK_NOT_ALLOWED,
+                INGEST_RUN_URL,
+                f"{INGEST_RUN_URL} {_shown(value)} is not a run page of {results_repository} on "
+                f"{', '.join(run_hosts) or 'any allowed host'}; dropped",
+            ),
+        )
     owner, name, run_id, attempt = page.groups()
     steps = ("attempts", int(attempt)) if attempt else ()
     return web(f"https://{parts.hostname}", owner, name, "actions", "runs", int(run_id), *steps), ()
@@ -472,8 +615,14 @@ def _plain_link(payload: Mapping[Any, Any], key: str) -> tuple[str | None, tuple
     if value is None:
         return None, ()
     if not isinstance(value, str) or len(value) > MAX_URL or not _URL.fullmatch(value):
-        return None, (Rejected(BAD_URL, key, f"{key} {_shown(value)} is not an https:// link of plain URL characters "
-                                             f"(no spaces, Markdown or HTML); dropped"),)
+        return None, (
+            Rejected(
+                BAD_URL,
+                key,
+                f"{key} {_shown(value)} is not an https:// link of plain URL characters "
+                f"(no spaces, Markdown or HTML); dropped",
+            ),
+        )
     return value, ()
 
 
@@ -484,4 +633,4 @@ def _shown(value: Any) -> str:
     if isinstance(value, (list, dict)):  # its repr would cost its whole size, or recurse as deep as it nests
         return f"<{kind_in_words(value)} of {len(value)} items>"
     text = repr(value[:SHOWN] if isinstance(value, str) else value)
-    return text if len(text) <= SHOWN else text[:SHOWN - 1] + "…"
+    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"

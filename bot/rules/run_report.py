@@ -68,7 +68,7 @@ def next_step(conclusion: str | None) -> str:
 
 def _name(value: Any) -> str:
     text = " ".join(str(value or "").split()) or "?"
-    return text if len(text) <= NAME_MAX else text[:NAME_MAX - 1] + "…"
+    return text if len(text) <= NAME_MAX else text[: NAME_MAX - 1] + "…"
 
 
 def summarize_jobs(jobs: Iterable[Mapping[str, Any]], *, shown: int = SHOWN_FAILED) -> JobsSummary:

@@ -18,8 +18,7 @@ from bot.rules.changelog import AppendedEntry
 # or malformed key, or a key given twice with different values, means no summary (None), never an error.
 SUMMARY_KEYS: tuple[str, ...] = ("model", "scenario", "precision", "hardware_framework", "date")
 SUMMARY_SEPARATOR = " · "
-_SUMMARY_TOKEN = re.compile(r"(?<![^\s,;|()\[\]·])(" + "|".join(SUMMARY_KEYS) + r")=([^\s,;|()\[\]·]*)",
-                            re.IGNORECASE)
+_SUMMARY_TOKEN = re.compile(r"(?<![^\s,;|()\[\]·])(" + "|".join(SUMMARY_KEYS) + r")=([^\s,;|()\[\]·]*)", re.IGNORECASE)
 _SUMMARY_VALUE = re.compile(r"[A-Za-z0-9._+:/@-]{1,64}")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # Where a run's start day is read when its name carries no `date` (GitHub's ISO 8601 times).

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.rules.checklist import ChecklistResult, Template, TemplateProblem, normalise
 from bot.rules.codeowners import CodeOwners, Rule, handles, owned_files
-from bot.rules.gate import DONE, FIX, MARK_SYMBOLS, NOT_APPLICABLE, WAIT as WAITING
+from bot.rules.gate import DONE, FIX, MARK_SYMBOLS, NOT_APPLICABLE
+from bot.rules.gate import WAIT as WAITING
 from bot.rules.markdown import mentions, prose
 from bot.rules.message_schemas import out_of_bounds, validator
 from bot.rules.policy import VerifiedItem
@@ -116,8 +117,15 @@ def signoff_in(source: str, holder: Mapping[str, Any], phrase: str) -> Signoff |
     user = holder.get("user") or {}
     written = holder.get("updated_at") or holder.get("submitted_at") or holder.get("created_at") or ""
     commit = "" if source == "comment" else holder.get("original_commit_id") or holder.get("commit_id") or ""
-    return Signoff(source, int(holder["id"]), user.get("login") or "", body, holder.get("html_url") or "",
-                   str(written), str(commit))
+    return Signoff(
+        source,
+        int(holder["id"]),
+        user.get("login") or "",
+        body,
+        holder.get("html_url") or "",
+        str(written),
+        str(commit),
+    )
 
 
 def edited_by_someone_else(event: str, data: Mapping[str, Any]) -> str | None:
@@ -193,7 +201,7 @@ def _moment(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def push_time(pull: Mapping[str, Any]) -> str:
@@ -206,8 +214,9 @@ def push_time(pull: Mapping[str, Any]) -> str:
     return max(known)[1] if known else ""
 
 
-def after_push(records: Mapping[str, Mapping[str, Any]], before: str, after: str, pushed_at: str
-               ) -> dict[str, dict[str, Any]]:
+def after_push(
+    records: Mapping[str, Mapping[str, Any]], before: str, after: str, pushed_at: str
+) -> dict[str, dict[str, Any]]:
     """The verdicts a push from `before` to `after` changes, by key: every verdict not withdrawn and for another
     commit is stale, now at `after`; and a comment's verdict for `after` itself that was written no later than
     `pushed_at` (the time GitHub gives the push) was bound by a commit date that came before the push: it is for
@@ -222,8 +231,13 @@ def after_push(records: Mapping[str, Mapping[str, Any]], before: str, after: str
                 changed[key] = {**record, "state": STALE, "current_sha": after}
             continue
         written = _moment(record.get("signed_at"))
-        if (record.get("source") == "comment" and before and pushed is not None and written is not None
-                and written <= pushed):
+        if (
+            record.get("source") == "comment"
+            and before
+            and pushed is not None
+            and written is not None
+            and written <= pushed
+        ):
             changed[key] = {**record, "head_sha": before, "state": STALE, "current_sha": after}
     return changed
 
@@ -245,8 +259,13 @@ def _owners_table(codeowners: CodeOwners, files: list[str]) -> list[dict[str, An
     rows = []
     for path in files:
         match = codeowners.owners_of(path)
-        rows.append({"path": path, "owners": list(match.rule.owners) if match else [],
-                     "line": match.rule.line if match else None})
+        rows.append(
+            {
+                "path": path,
+                "owners": list(match.rule.owners) if match else [],
+                "line": match.rule.line if match else None,
+            }
+        )
     return rows
 
 
@@ -277,33 +296,58 @@ def owner_groups(codeowners: CodeOwners, files: Iterable[str]) -> list[OwnerGrou
         if match.rule.line not in lines:
             lines.append(match.rule.line)
         owned.append(path)
-    groups = [OwnerGroup(key, owners, tuple(sorted(lines)), tuple(owned))
-              for key, (owners, lines, owned) in found.items()]
+    groups = [
+        OwnerGroup(key, owners, tuple(sorted(lines)), tuple(owned)) for key, (owners, lines, owned) in found.items()
+    ]
     return sorted(groups, key=lambda g: g.lines)
 
 
-def covers(groups: Iterable[OwnerGroup], signer: str, member_of: Collection[str], sufficient: Collection[str] = ()
-           ) -> tuple[list[str], str]:
+def covers(
+    groups: Iterable[OwnerGroup], signer: str, member_of: Collection[str], sufficient: Collection[str] = ()
+) -> tuple[list[str], str]:
     """The keys of the groups `signer` owns (named in them, or an active member of a team named in them), and
     the owner among `sufficient` (policy `signoff.sufficient_owners`) through which the signer owns one of them,
     if any: then the signer's sign-off covers every group ("" otherwise)."""
     groups = list(groups)
     mine = handles(signer, member_of)
     owned = [g for g in groups if any(owner.lower() in mine for owner in g.owners)]
-    through = next((owner for g in owned for owner in g.owners if owner.lower() in mine
-                    and owner.lower() in {s.lower() for s in sufficient}), "")
+    through = next(
+        (
+            owner
+            for g in owned
+            for owner in g.owners
+            if owner.lower() in mine and owner.lower() in {s.lower() for s in sufficient}
+        ),
+        "",
+    )
     return [g.key for g in (groups if through else owned)], through
 
 
 def group_rows(groups: Iterable[OwnerGroup]) -> list[dict[str, Any]]:
     """The groups as a verdict keeps them: each with its first few files and the number of the rest."""
-    return [{"key": g.key, "owners": list(g.owners), "lines": list(g.lines), "files": list(g.files[:GROUP_FILES]),
-             "more": max(0, len(g.files) - GROUP_FILES)} for g in groups]
+    return [
+        {
+            "key": g.key,
+            "owners": list(g.owners),
+            "lines": list(g.lines),
+            "files": list(g.files[:GROUP_FILES]),
+            "more": max(0, len(g.files) - GROUP_FILES),
+        }
+        for g in groups
+    ]
 
 
-def codeowner_check(codeowners: CodeOwners | None, files: list[str], signer: str, member_of: Collection[str],
-                    unreadable_teams: Collection[str] = (), *, path: str = "", authored: bool = False,
-                    sufficient: str = "") -> Check:
+def codeowner_check(
+    codeowners: CodeOwners | None,
+    files: list[str],
+    signer: str,
+    member_of: Collection[str],
+    unreadable_teams: Collection[str] = (),
+    *,
+    path: str = "",
+    authored: bool = False,
+    sufficient: str = "",
+) -> Check:
     """The signer may sign: an owner of at least one changed file by the base branch's CODEOWNERS (last matching
     rule wins), and not the PR's author (`authored`: the signer opened the PR and the policy does not let an
     author sign). `member_of` are the teams (`org/slug`) GitHub says the signer is an active member of;
@@ -316,12 +360,31 @@ def codeowner_check(codeowners: CodeOwners | None, files: list[str], signer: str
     problems = [{"line": p.line, "reason": p.reason} for p in codeowners.problems[:5]]
     if owned and not authored:
         rows = [{"path": f, "owners": list(rule.owners), "line": rule.line} for f, rule in owned]
-        return Check("codeowner", True, "owns", {"files": rows[:SHOWN_FILES], "more": max(0, len(rows) - SHOWN_FILES),
-                                                 "total": len(files), "problems": problems, "sufficient": sufficient})
+        return Check(
+            "codeowner",
+            True,
+            "owns",
+            {
+                "files": rows[:SHOWN_FILES],
+                "more": max(0, len(rows) - SHOWN_FILES),
+                "total": len(files),
+                "problems": problems,
+                "sufficient": sufficient,
+            },
+        )
     rows = _owners_table(codeowners, files)
     code = "own_pr" if authored else "team_unreadable" if unreadable_teams else "not_owner"
-    return Check("codeowner", False, code, {"files": rows[:SHOWN_FILES], "more": max(0, len(rows) - SHOWN_FILES),
-                                           "teams": sorted(unreadable_teams), "problems": problems})
+    return Check(
+        "codeowner",
+        False,
+        code,
+        {
+            "files": rows[:SHOWN_FILES],
+            "more": max(0, len(rows) - SHOWN_FILES),
+            "teams": sorted(unreadable_teams),
+            "problems": problems,
+        },
+    )
 
 
 def groups_check(groups: Sequence[Mapping[str, Any]] | None, by: Mapping[str, list[str]]) -> Check:
@@ -332,12 +395,18 @@ def groups_check(groups: Sequence[Mapping[str, Any]] | None, by: Mapping[str, li
         return Check("groups", False, "not_checked", {})
     if not groups:
         return Check("groups", None, "no_groups", {})
-    rows = [{**{k: v for k, v in g.items() if k != "key"}, "by": sorted(by.get(g["key"], []), key=str.casefold)}
-            for g in groups]
+    rows = [
+        {**{k: v for k, v in g.items() if k != "key"}, "by": sorted(by.get(g["key"], []), key=str.casefold)}
+        for g in groups
+    ]
     rows.sort(key=lambda row: bool(row["by"]))  # stable: those needing a sign-off first, each in CODEOWNERS order
     missing = sum(1 for row in rows if not row["by"])
-    params = {"groups": rows[:SHOWN_GROUPS], "more": max(0, len(rows) - SHOWN_GROUPS), "total": len(rows),
-              "missing": missing}
+    params = {
+        "groups": rows[:SHOWN_GROUPS],
+        "more": max(0, len(rows) - SHOWN_GROUPS),
+        "total": len(rows),
+        "missing": missing,
+    }
     return Check("groups", missing == 0, "covered" if missing == 0 else "uncovered", params)
 
 
@@ -362,12 +431,12 @@ def sweep_check(runs: list[SweepRun], pr_commits: Collection[str], *, pinned: Sw
 
 
 def _run_params(run: SweepRun) -> dict[str, Any]:
-    return {"run_id": run.run_id, "url": run.url, "sha": run.pr_sha, "status": run.status,
-            "conclusion": run.conclusion}
+    return {"run_id": run.run_id, "url": run.url, "sha": run.pr_sha, "status": run.status, "conclusion": run.conclusion}
 
 
-def reuse_check(pin_run_id: int | None, pin_by: str | None, pin_code: str | None, *, required: bool,
-                asked: bool) -> Check:
+def reuse_check(
+    pin_run_id: int | None, pin_by: str | None, pin_code: str | None, *, required: bool, asked: bool
+) -> Check:
     """An authorized reuse command pinned a run and that run is still eligible (`pin_code` is the reuse
     module's verdict code for it, "eligible" when it is)."""
     if not required:
@@ -385,8 +454,9 @@ def _item_text(text: str) -> str:
     return text if len(text) <= ITEM_CHARS else text[: ITEM_CHARS - 1].rstrip() + "…"
 
 
-def checklist_check(template: Template | TemplateProblem | None, result: ChecklistResult | None, signer: str, *,
-                    path: str) -> Check:
+def checklist_check(
+    template: Template | TemplateProblem | None, result: ChecklistResult | None, signer: str, *, path: str
+) -> Check:
     """Every item of the base branch's template is in the sign-off and ticked, and `Signed:` names the signer."""
     if template is None:
         return Check("checklist", False, "no_checklist", {"path": path})
@@ -395,13 +465,23 @@ def checklist_check(template: Template | TemplateProblem | None, result: Checkli
     assert result is not None
     if result.ok:
         return Check("checklist", True, "complete", {"count": len(template.items), "signer": signer})
-    return Check("checklist", False, "incomplete", {
-        "missing": [_item_text(i.text) for i in result.missing[:SHOWN_ITEMS]],
-        "unticked": [_item_text(i.text) for i in result.unticked[:SHOWN_ITEMS]],
-        "changed": [{"item": _item_text(i.text), "written": _item_text(w)} for i, w in result.changed[:SHOWN_ITEMS]],
-        "more": max(0, len(result.missing) + len(result.unticked) + len(result.changed) - 3 * SHOWN_ITEMS),
-        "signed_by": result.signed_by, "signed_ok": result.signed_ok, "signer": signer,
-        "count": len(template.items)})
+    return Check(
+        "checklist",
+        False,
+        "incomplete",
+        {
+            "missing": [_item_text(i.text) for i in result.missing[:SHOWN_ITEMS]],
+            "unticked": [_item_text(i.text) for i in result.unticked[:SHOWN_ITEMS]],
+            "changed": [
+                {"item": _item_text(i.text), "written": _item_text(w)} for i, w in result.changed[:SHOWN_ITEMS]
+            ],
+            "more": max(0, len(result.missing) + len(result.unticked) + len(result.changed) - 3 * SHOWN_ITEMS),
+            "signed_by": result.signed_by,
+            "signed_ok": result.signed_ok,
+            "signer": signer,
+            "count": len(template.items),
+        },
+    )
 
 
 def not_verified(template: Template | TemplateProblem | None, covered: Iterable[VerifiedItem]) -> list[str]:
@@ -414,15 +494,13 @@ def not_verified(template: Template | TemplateProblem | None, covered: Iterable[
     return [normalise(i.text) for i in template.items if not any(p in i.normalised.casefold() for p in phrases)]
 
 
-def covered_items(template: Template | TemplateProblem | None, covered: Iterable[VerifiedItem]
-                  ) -> list[dict[str, str]]:
+def covered_items(template: Template | TemplateProblem | None, covered: Iterable[VerifiedItem]) -> list[dict[str, str]]:
     """The template's items a bot check stands for, with that check's name."""
     if not isinstance(template, Template):
         return []
     rows = []
     for item in template.items:
-        check = next((c.check for c in covered if normalise(c.contains).casefold() in item.normalised.casefold()),
-                     None)
+        check = next((c.check for c in covered if normalise(c.contains).casefold() in item.normalised.casefold()), None)
         if check is not None:
             rows.append({"item": _item_text(item.text), "check": check})
     return rows
@@ -462,8 +540,17 @@ def shown(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """A verdict's checks as its text shows them: each with its `mark` and that mark's `symbol`, the open ones (FIX,
     then WAIT) first."""
     checks = [Check(row["name"], row["ok"], row["code"], dict(row.get("params") or {})) for row in rows]
-    return [{"name": c.name, "ok": c.ok, "code": c.code, "params": c.params, "mark": mark(c),
-             "symbol": MARK_SYMBOLS[mark(c)]} for c in ordered(checks)]
+    return [
+        {
+            "name": c.name,
+            "ok": c.ok,
+            "code": c.code,
+            "params": c.params,
+            "mark": mark(c),
+            "symbol": MARK_SYMBOLS[mark(c)],
+        }
+        for c in ordered(checks)
+    ]
 
 
 def ordered(checks: Iterable[Check]) -> list[Check]:
@@ -509,8 +596,11 @@ def settle(records: Mapping[str, Mapping[str, Any]], head_sha: str) -> dict[str,
     settled = {}
     for key in keys:
         record = records[key]
-        checks = [Check(c["name"], c["ok"], c["code"], c.get("params") or {})
-                  for c in record.get("checks") or [] if c.get("name") != "groups"]
+        checks = [
+            Check(c["name"], c["ok"], c["code"], c.get("params") or {})
+            for c in record.get("checks") or []
+            if c.get("name") != "groups"
+        ]
         checks.append(groups_check(record.get("groups"), by))
         settled[key] = {**record, "outcome": outcome(checks), "checks": check_rows(checks)}
     return settled
@@ -557,10 +647,16 @@ def judge_result(payload: Any) -> dict[str, Any] | str:
         return f"client_payload is not a {JUDGED} answer ({', '.join(sorted(map(str, refused)))[:120]})"
     ignored = sorted(str(key)[:40] for key in payload if key not in JUDGE_KEYS + JUDGE_OPTIONAL)[:20]
     summary, url = payload.get("summary", ""), payload.get("run-url")
-    return {"pr": int(payload["pr-number"]), "signoff": payload["signoff-id"], "head_sha": payload["head-sha"],
-            "verdict": payload["verdict"], "summary": summary.strip(),
-            "run_id": int(url.split("/actions/runs/", 1)[1].split("/", 1)[0]) if url else None,
-            "dispatch_id": payload.get("dispatch-id"), "ignored": ignored}
+    return {
+        "pr": int(payload["pr-number"]),
+        "signoff": payload["signoff-id"],
+        "head_sha": payload["head-sha"],
+        "verdict": payload["verdict"],
+        "summary": summary.strip(),
+        "run_id": int(url.split("/actions/runs/", 1)[1].split("/", 1)[0]) if url else None,
+        "dispatch_id": payload.get("dispatch-id"),
+        "ignored": ignored,
+    }
 
 
 # Why a judge answer is refused, by the first field its schema refuses.

@@ -9,8 +9,8 @@ Only the bot's own comment counts (the caller finds it by author and marker), so
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.rules.markers import hidden_record, is_hidden_record, purpose_of, read_hidden_record
@@ -93,27 +93,58 @@ class SweepRecord:
     # -- reading ---------------------------------------------------------------------------------
 
     @classmethod
-    def parse(cls, body: str | None) -> "SweepRecord":
+    def parse(cls, body: str | None) -> SweepRecord:
         """The record in a status comment's body; an empty record when there is none or it cannot be read."""
         data = read_hidden_record(RECORD, body)
         if data is None:
             return cls()
         try:
-            approvals = tuple(Approval(str(a["label"]), str(a["by"]), str(a["head_sha"]), str(a.get("at") or ""),
-                                       "button" if a.get("via") == "button" else "label")
-                              for a in data.get("approvals", ()))
-            runs = tuple(RunRecord(str(r["dispatch_id"]), int(r["run_id"]), str(r["head_sha"]), str(r["workflow"]),
-                                   str(r.get("status") or "queued"), r.get("conclusion"), r.get("html_url"))
-                         for r in data.get("runs", ()))
+            approvals = tuple(
+                Approval(
+                    str(a["label"]),
+                    str(a["by"]),
+                    str(a["head_sha"]),
+                    str(a.get("at") or ""),
+                    "button" if a.get("via") == "button" else "label",
+                )
+                for a in data.get("approvals", ())
+            )
+            runs = tuple(
+                RunRecord(
+                    str(r["dispatch_id"]),
+                    int(r["run_id"]),
+                    str(r["head_sha"]),
+                    str(r["workflow"]),
+                    str(r.get("status") or "queued"),
+                    r.get("conclusion"),
+                    r.get("html_url"),
+                )
+                for r in data.get("runs", ())
+            )
             pin = data.get("pin")
-            pin = None if pin is None else Pin(int(pin["run_id"]), int(pin["comment_id"]), str(pin["by"]),
-                                                str(pin["created_at"]), bool(pin.get("had_primary", True)))
+            pin = (
+                None
+                if pin is None
+                else Pin(
+                    int(pin["run_id"]),
+                    int(pin["comment_id"]),
+                    str(pin["by"]),
+                    str(pin["created_at"]),
+                    bool(pin.get("had_primary", True)),
+                )
+            )
             restart = data.get("restart")
-            restart = None if restart is None else Restart(str(restart["token"]), str(restart["by"]),
-                                                            str(restart["at"]))
+            restart = (
+                None if restart is None else Restart(str(restart["token"]), str(restart["by"]), str(restart["at"]))
+            )
             gone = data.get("withdrawn")
-            gone = None if gone is None else Withdrawal(int(gone["run_id"]), int(gone["comment_id"]),
-                                                        str(gone["reason"]), str(gone.get("by") or ""))
+            gone = (
+                None
+                if gone is None
+                else Withdrawal(
+                    int(gone["run_id"]), int(gone["comment_id"]), str(gone["reason"]), str(gone.get("by") or "")
+                )
+            )
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
         return cls(approvals, runs, pin, restart, gone)
@@ -133,7 +164,7 @@ class SweepRecord:
 
     # -- changing (each returns a new record) ----------------------------------------------------
 
-    def approve(self, approval: Approval) -> "SweepRecord":
+    def approve(self, approval: Approval) -> SweepRecord:
         """The approval, unless the one kept for that label is newer (a label event redelivered late)."""
         current = self.approval(approval.label)
         if current is not None and current.at and (not approval.at or approval.at < current.at):
@@ -141,14 +172,14 @@ class SweepRecord:
         kept = tuple(a for a in self.approvals if a.label.casefold() != approval.label.casefold())
         return replace(self, approvals=kept + (approval,))
 
-    def withdraw(self, label: str, at: str = "") -> "SweepRecord":
+    def withdraw(self, label: str, at: str = "") -> SweepRecord:
         """No approval for `label`, unless the one kept is newer than the removal at `at`."""
         current = self.approval(label)
         if current is not None and current.at and at and at < current.at:
             return self
         return replace(self, approvals=tuple(a for a in self.approvals if a.label.casefold() != label.casefold()))
 
-    def add_run(self, run: RunRecord) -> "SweepRecord":
+    def add_run(self, run: RunRecord) -> SweepRecord:
         """A run the bot dispatched. Every run still going is kept (a push must be able to cancel it), and so is
         the pinned one; of the finished, the newest KEPT_FINISHED. Only the bot adds runs, so nobody can flood it."""
         runs = tuple(r for r in self.runs if r.run_id != run.run_id or not run.run_id) + (run,)
@@ -160,35 +191,36 @@ class SweepRecord:
         dropped = set(finished[:-KEPT_FINISHED]) if len(finished) > KEPT_FINISHED else set()
         return tuple(r for i, r in enumerate(runs) if i not in dropped)
 
-    def observe(self, entry: RunRecord, run_id: int, **changes: Any) -> "SweepRecord":
+    def observe(self, entry: RunRecord, run_id: int, **changes: Any) -> SweepRecord:
         """What GitHub says of the run of `entry` now (its id too, when the dispatch answer carried none)."""
         runs = tuple(replace(r, run_id=run_id, **changes) if r is entry else r for r in self.runs)
         return replace(self, runs=self._retained(runs))
 
-    def pinned(self, pin: Pin) -> "SweepRecord":
+    def pinned(self, pin: Pin) -> SweepRecord:
         """`pin` in place of any other; a withdrawn pin is no longer news."""
         return replace(self, pin=pin, withdrawn=None)
 
-    def unpinned(self, reason: str, by: str = "") -> "SweepRecord":
+    def unpinned(self, reason: str, by: str = "") -> SweepRecord:
         """No pin: the one held is withdrawn, for `reason` (bot.rules.pins WITHDRAWALS), by `by`'s change."""
         if self.pin is None:
             return self
         return replace(self, pin=None, withdrawn=Withdrawal(self.pin.run_id, self.pin.comment_id, reason, by))
 
-    def restarted(self, restart: Restart) -> "SweepRecord":
+    def restarted(self, restart: Restart) -> SweepRecord:
         return replace(self, restart=restart)
 
-    def update_run(self, run_id: int, **changes: Any) -> "SweepRecord":
+    def update_run(self, run_id: int, **changes: Any) -> SweepRecord:
         return replace(self, runs=tuple(replace(r, **changes) if r.run_id == run_id else r for r in self.runs))
 
     # -- writing ---------------------------------------------------------------------------------
 
     def line(self) -> str:
         """The record as one hidden HTML comment line of the status comment."""
-        data = {"v": VERSION,
-                "approvals": [{k: v for k, v in a.__dict__.items() if k != "via" or v != "label"}
-                              for a in self.approvals],
-                "runs": [r.__dict__ for r in self.runs]}
+        data = {
+            "v": VERSION,
+            "approvals": [{k: v for k, v in a.__dict__.items() if k != "via" or v != "label"} for a in self.approvals],
+            "runs": [r.__dict__ for r in self.runs],
+        }
         if self.pin is not None:
             data["pin"] = self.pin.__dict__
         if self.restart is not None:
@@ -207,7 +239,7 @@ class SweepRecord:
         at = next((i for i, line in enumerate(lines) if is_hidden_record(RECORD, line)), None)
         if at is None:
             return "\n".join([self.line(), *lines])
-        return "\n".join([*lines[:at], self.line(), *lines[at + 1:]])
+        return "\n".join([*lines[:at], self.line(), *lines[at + 1 :]])
 
 
 def shows_status(files_touch_changelog: bool, labels: Iterable[str], policy: Policy, exists: bool) -> bool:

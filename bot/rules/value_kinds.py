@@ -10,16 +10,30 @@ from __future__ import annotations
 from typing import Any
 
 # Most specific first: a boolean is an int too.
-_TYPES = ((bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "list"),
-          (dict, "mapping"), (bytes, "binary"))
+_TYPES = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "list"),
+    (dict, "mapping"),
+    (bytes, "binary"),
+)
 
 # Every word `kind_of` has for a value JSON or YAML's safe loader builds, but for YAML's dates, timestamps and
 # sets (those are named by their type: date, datetime, set).
 KINDS = ("null",) + tuple(name for _, name in _TYPES)
 
 # A number is "a number", integer or not: a setting takes 2 and 2.0 alike.
-_WORDS = {"null": "nothing", "boolean": "a boolean", "integer": "a number", "number": "a number",
-          "string": "a string", "list": "a list", "mapping": "a mapping"}
+_WORDS = {
+    "null": "nothing",
+    "boolean": "a boolean",
+    "integer": "a number",
+    "number": "a number",
+    "string": "a string",
+    "list": "a list",
+    "mapping": "a mapping",
+}
 
 
 def kind_of(value: Any) -> str:

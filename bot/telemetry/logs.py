@@ -8,8 +8,9 @@ import logging
 import re
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("sweepbot_log_context", default={})
 

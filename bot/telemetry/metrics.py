@@ -13,10 +13,25 @@ from prometheus_client.samples import Sample
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 # The events whose deliveries are counted by name: the manifest's (app.yaml), and what GitHub sends every App.
 # Any other name is counted as "other", so no request (signed or not) adds a series of its own.
-COUNTED_EVENTS = frozenset({
-    "pull_request", "issue_comment", "push", "workflow_run", "repository_dispatch", "pull_request_review",
-    "pull_request_review_comment", "check_run", "check_suite", "ping", "installation",
-    "installation_repositories", "installation_target", "github_app_authorization", "meta"})
+COUNTED_EVENTS = frozenset(
+    {
+        "pull_request",
+        "issue_comment",
+        "push",
+        "workflow_run",
+        "repository_dispatch",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "check_run",
+        "check_suite",
+        "ping",
+        "installation",
+        "installation_repositories",
+        "installation_target",
+        "github_app_authorization",
+        "meta",
+    }
+)
 OTHER_EVENT = "other"
 
 
@@ -29,29 +44,46 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.deliveries = Counter(
-            "sweepbot_deliveries", "Webhook deliveries by event and outcome", ["event", "outcome"],
+            "sweepbot_deliveries",
+            "Webhook deliveries by event and outcome",
+            ["event", "outcome"],
             registry=self.registry,
         )
         self.handler_seconds = Histogram(
-            "sweepbot_handler_seconds", "Time to process one delivery", ["event"], registry=self.registry,
+            "sweepbot_handler_seconds",
+            "Time to process one delivery",
+            ["event"],
+            registry=self.registry,
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
         )
         self.github_requests = Counter(
-            "sweepbot_github_requests", "GitHub API requests by method and status", ["method", "status"],
+            "sweepbot_github_requests",
+            "GitHub API requests by method and status",
+            ["method", "status"],
             registry=self.registry,
         )
-        self.github_in_flight = Gauge("sweepbot_github_in_flight", "GitHub requests under way now (this process)",
-                                      registry=self.registry)
+        self.github_in_flight = Gauge(
+            "sweepbot_github_in_flight", "GitHub requests under way now (this process)", registry=self.registry
+        )
         self.backlog = Gauge("sweepbot_backlog", "Deliveries waiting or running", registry=self.registry)
-        self.replica_lanes = Gauge("sweepbot_replica_lanes", "PR lanes this replica holds a lease on (PostgreSQL)",
-                                   ["replica"], registry=self.registry)
+        self.replica_lanes = Gauge(
+            "sweepbot_replica_lanes",
+            "PR lanes this replica holds a lease on (PostgreSQL)",
+            ["replica"],
+            registry=self.registry,
+        )
         self.leases_lost = Counter(
-            "sweepbot_leases_lost", "Lane leases this replica found run out or taken at a renewal (PostgreSQL), by"
+            "sweepbot_leases_lost",
+            "Lane leases this replica found run out or taken at a renewal (PostgreSQL), by"
             " outcome: taken_back (run out, nobody took it: renewed, the run went on) or stopped (another replica"
-            " took it: the run here stopped)", ["outcome"], registry=self.registry,
+            " took it: the run here stopped)",
+            ["outcome"],
+            registry=self.registry,
         )
         self.rate_limit_remaining = Gauge(
-            "sweepbot_github_rate_limit_remaining", "Requests left in the primary rate limit", ["installation"],
+            "sweepbot_github_rate_limit_remaining",
+            "Requests left in the primary rate limit",
+            ["installation"],
             registry=self.registry,
         )
         self.last_github_error: dict | None = None

@@ -10,12 +10,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
+from bot.testing.core import GitHubCore, R
 from bot.testing.model import (
     NOT_FOUND,
     Call,
-    Repo,
     Reply,
+    Repo,
     Workflow,
     not_supplied,
     unprocessable,
@@ -29,10 +29,19 @@ JOBS_DOC = "actions/workflow-jobs#list-jobs-for-a-workflow-run"
 RERUN_CONCLUSIONS = frozenset({"failure", "cancelled", "timed_out", "startup_failure"})
 MAX_INPUTS = 25
 STATUSES = frozenset({"queued", "in_progress", "completed", "requested", "waiting", "pending"})
-CONCLUSIONS = frozenset({
-    "success", "failure", "cancelled", "skipped", "timed_out", "action_required", "neutral", "stale",
-    "startup_failure",
-})
+CONCLUSIONS = frozenset(
+    {
+        "success",
+        "failure",
+        "cancelled",
+        "skipped",
+        "timed_out",
+        "action_required",
+        "neutral",
+        "stale",
+        "startup_failure",
+    }
+)
 ARTIFACT_DAYS = 90
 _EXPRESSION = re.compile(r"\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}")
 
@@ -72,8 +81,9 @@ class ActionsMixin(GitHubCore):
         specs = dict(inputs) if isinstance(inputs, Mapping) else {n: {} for n in inputs}
         if len(specs) > MAX_INPUTS:
             raise ValueError(f"a workflow_dispatch workflow has at most {MAX_INPUTS} inputs")
-        workflow = Workflow(self._next_id(), file, name or file.rsplit(".", 1)[0], {k: dict(v) for k, v in specs.items()},
-                            run_name)
+        workflow = Workflow(
+            self._next_id(), file, name or file.rsplit(".", 1)[0], {k: dict(v) for k, v in specs.items()}, run_name
+        )
         repo.workflows[file] = workflow
         return self._workflow_json(repo, workflow)
 
@@ -95,8 +105,9 @@ class ActionsMixin(GitHubCore):
         wf = self._workflow(repo, workflow)
         if status not in STATUSES or (conclusion is not None and conclusion not in CONCLUSIONS):
             raise ValueError(f"not a run status/conclusion GitHub has: {status!r}/{conclusion!r}")
-        run = self._new_run(repo, wf, head_branch or repo.json["default_branch"], head_sha, event,
-                            dict(inputs or {}), self._know(actor))
+        run = self._new_run(
+            repo, wf, head_branch or repo.json["default_branch"], head_sha, event, dict(inputs or {}), self._know(actor)
+        )
         run.update(status=status, conclusion=conclusion if status == "completed" else None)
         return self._run_json(repo, run)
 
@@ -122,7 +133,7 @@ class ActionsMixin(GitHubCore):
         run = self._run(repo, run_id)
         artifact_id = self._next_id()
         created = self._stamp()
-        expires = (dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(days=ARTIFACT_DAYS))
+        expires = dt.datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ") + dt.timedelta(days=ARTIFACT_DAYS)
         api = f"{self.base_url}/repos/{repo.full_name}/actions/artifacts/{artifact_id}"
         artifact = {
             "id": artifact_id,
@@ -162,8 +173,9 @@ class ActionsMixin(GitHubCore):
         repo.jobs[run_id] = kept + made
         return copy.deepcopy(made)
 
-    def _new_job(self, repo: Repo, run: dict[str, Any], name: str, status: str, conclusion: str | None
-                 ) -> dict[str, Any]:
+    def _new_job(
+        self, repo: Repo, run: dict[str, Any], name: str, status: str, conclusion: str | None
+    ) -> dict[str, Any]:
         job_id = self._next_id()
         stamp = self._stamp()
         return {
@@ -231,13 +243,21 @@ class ActionsMixin(GitHubCore):
                 "id": item["id"],
                 "number": item["number"],
                 "url": f"{self.base_url}/repos/{repo.full_name}/pulls/{item['number']}",
-                "head": {"ref": item["head"]["ref"], "sha": item["head"]["sha"],
-                         "repo": {"id": repo.json["id"], "url": repo.json["url"], "name": repo.json["name"]}},
-                "base": {"ref": item["base"]["ref"], "sha": item["base"]["sha"],
-                         "repo": {"id": repo.json["id"], "url": repo.json["url"], "name": repo.json["name"]}},
+                "head": {
+                    "ref": item["head"]["ref"],
+                    "sha": item["head"]["sha"],
+                    "repo": {"id": repo.json["id"], "url": repo.json["url"], "name": repo.json["name"]},
+                },
+                "base": {
+                    "ref": item["base"]["ref"],
+                    "sha": item["base"]["sha"],
+                    "repo": {"id": repo.json["id"], "url": repo.json["url"], "name": repo.json["name"]},
+                },
             }
             for item in repo.items.values()
-            if "head" in item and item["state"] == "open" and item["head"]["sha"] == run["head_sha"]
+            if "head" in item
+            and item["state"] == "open"
+            and item["head"]["sha"] == run["head_sha"]
             and item["head"]["repo"]["full_name"].lower() == repo.full_name.lower()
         ]
         return out
@@ -253,8 +273,9 @@ class ActionsMixin(GitHubCore):
             "badge_url": f"{repo.json['html_url']}/workflows/{wf.name}/badge.svg",
         }
 
-    def _new_run(self, repo: Repo, wf: Workflow, branch: str, sha: str, event: str, inputs: dict[str, Any],
-                 actor: dict[str, Any]) -> dict[str, Any]:
+    def _new_run(
+        self, repo: Repo, wf: Workflow, branch: str, sha: str, event: str, inputs: dict[str, Any], actor: dict[str, Any]
+    ) -> dict[str, Any]:
         run_id = self._next_id()
         stamp = self._stamp()
         if wf.run_name is not None:
@@ -330,15 +351,20 @@ class ActionsMixin(GitHubCore):
             raise not_supplied("ref", doc=DISPATCH_DOC)
         given = body.get("inputs") or {}
         if not isinstance(given, dict):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/inputs', {json.dumps(given)} is not an object.",
-                                doc=DISPATCH_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/inputs', {json.dumps(given)} is not an object.", doc=DISPATCH_DOC
+            )
         if len(given) > MAX_INPUTS:
-            raise unprocessable(f"Invalid request.\n\nNo more than {MAX_INPUTS} properties are allowed; "
-                                f"{len(given)} were supplied.", doc=DISPATCH_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nNo more than {MAX_INPUTS} properties are allowed; {len(given)} were supplied.",
+                doc=DISPATCH_DOC,
+            )
         details = body.get("return_run_details", False)
         if not isinstance(details, bool):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/return_run_details', {json.dumps(details)} "
-                                "is not a boolean.", doc=DISPATCH_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/return_run_details', {json.dumps(details)} is not a boolean.",
+                doc=DISPATCH_DOC,
+            )
         sha = self._branch_sha(repo, ref)
         if sha is None:
             raise unprocessable(f"No ref found for: {ref}", doc=DISPATCH_DOC)
@@ -375,8 +401,13 @@ class ActionsMixin(GitHubCore):
     def _route_post_cancel_run(self, call: Call, repo: Repo, id: int) -> tuple[int, Any]:
         run = self._run(repo, id)
         if run["status"] == "completed":
-            raise Reply(409, {"message": "Cannot cancel a workflow run that is completed.",
-                              "documentation_url": f"https://docs.github.com/rest/{CANCEL_DOC}"})
+            raise Reply(
+                409,
+                {
+                    "message": "Cannot cancel a workflow run that is completed.",
+                    "documentation_url": f"https://docs.github.com/rest/{CANCEL_DOC}",
+                },
+            )
         run.update(status="completed", conclusion="cancelled", updated_at=self._stamp())
         return 202, {}
 
@@ -384,8 +415,9 @@ class ActionsMixin(GitHubCore):
         self._run(repo, id)
         wanted = call.query.get("filter", "latest")
         if wanted not in ("latest", "all"):
-            raise unprocessable(f"Invalid request.\n\n{json.dumps(wanted)} is not a filter: latest or all.",
-                                doc=JOBS_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\n{json.dumps(wanted)} is not a filter: latest or all.", doc=JOBS_DOC
+            )
         jobs = repo.jobs.get(id, [])
         if wanted == "latest":  # each job as its newest attempt left it
             newest: dict[str, dict[str, Any]] = {}
@@ -409,15 +441,28 @@ class ActionsMixin(GitHubCore):
         others carried over as they ended. Refused while the run is not finished."""
         run = self._run(repo, id)
         if run["status"] != "completed":
-            raise Reply(403, {"message": "This workflow is already running",
-                              "documentation_url": f"https://docs.github.com/rest/{RERUN_FAILED_DOC}"})
+            raise Reply(
+                403,
+                {
+                    "message": "This workflow is already running",
+                    "documentation_url": f"https://docs.github.com/rest/{RERUN_FAILED_DOC}",
+                },
+            )
         latest: dict[str, dict[str, Any]] = {}
         for job in repo.jobs.get(id, []):
             latest[job["name"]] = job
-        run.update(status="queued", conclusion=None, run_attempt=run["run_attempt"] + 1, updated_at=self._stamp(),
-                   triggering_actor=dict(actor or run["triggering_actor"]))
-        again = [self._new_job(repo, run, job["name"], "queued", None)
-                 for job in latest.values() if job["conclusion"] in RERUN_CONCLUSIONS]
+        run.update(
+            status="queued",
+            conclusion=None,
+            run_attempt=run["run_attempt"] + 1,
+            updated_at=self._stamp(),
+            triggering_actor=dict(actor or run["triggering_actor"]),
+        )
+        again = [
+            self._new_job(repo, run, job["name"], "queued", None)
+            for job in latest.values()
+            if job["conclusion"] in RERUN_CONCLUSIONS
+        ]
         repo.jobs.setdefault(id, []).extend(again)
 
     def _route_list_run_artifacts(self, call: Call, repo: Repo, id: int) -> tuple[int, Any, dict[str, str]]:

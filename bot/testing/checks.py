@@ -6,12 +6,19 @@ import copy
 import json
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
-from bot.testing.model import CHECK_TEXT_MAX, NOT_FOUND, Call, Repo, Reply, not_supplied, unprocessable, user_json
+from bot.testing.core import GitHubCore, R
+from bot.testing.model import CHECK_TEXT_MAX, NOT_FOUND, Call, Reply, Repo, not_supplied, unprocessable, user_json
 
 CHECK_STATUSES = ("queued", "in_progress", "completed")
 CHECK_CONCLUSIONS = (
-    "action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out",
+    "action_required",
+    "cancelled",
+    "failure",
+    "neutral",
+    "success",
+    "skipped",
+    "stale",
+    "timed_out",
 )
 CREATE_DOC = "checks/runs#create-a-check-run"
 UPDATE_DOC = "checks/runs#update-a-check-run"
@@ -39,8 +46,9 @@ class ChecksMixin(GitHubCore):
         self.rerequest_check_run(repo.full_name, id)
         return 201, {}
 
-    def check_run_payload(self, full_name: str, check_id: int, action: str, *, sender: str = "maintainer",
-                          identifier: str | None = None) -> dict[str, Any]:
+    def check_run_payload(
+        self, full_name: str, check_id: int, action: str, *, sender: str = "maintainer", identifier: str | None = None
+    ) -> dict[str, Any]:
         """A `check_run` delivery for a check of the fake: `requested_action` (a button, `identifier`) or
         `rerequested` ("Re-run"). Like GitHub, `pull_requests` lists only same-repository PRs at its head."""
         repo = self._repo(full_name)
@@ -49,16 +57,26 @@ class ChecksMixin(GitHubCore):
             raise ValueError(f"check run {check_id} has no button {identifier!r}: GitHub would send no such press")
         run.pop("actions", None)  # GitHub's check run JSON does not show them
         run["pull_requests"] = [
-            {"id": item["id"], "number": item["number"],
-             "url": f"{self.base_url}/repos/{repo.full_name}/pulls/{item['number']}",
-             "head": {"ref": item["head"]["ref"], "sha": item["head"]["sha"]},
-             "base": {"ref": item["base"]["ref"], "sha": item["base"]["sha"]}}
+            {
+                "id": item["id"],
+                "number": item["number"],
+                "url": f"{self.base_url}/repos/{repo.full_name}/pulls/{item['number']}",
+                "head": {"ref": item["head"]["ref"], "sha": item["head"]["sha"]},
+                "base": {"ref": item["base"]["ref"], "sha": item["base"]["sha"]},
+            }
             for item in repo.items.values()
-            if "head" in item and item["state"] == "open" and item["head"]["sha"] == run["head_sha"]
-            and item["head"]["repo"]["full_name"].lower() == repo.full_name.lower()]
-        payload: dict[str, Any] = {"action": action, "check_run": run,
-                                   "repository": copy.deepcopy(repo.json),
-                                   "sender": user_json(sender), "installation": {"id": repo.installation_id}}
+            if "head" in item
+            and item["state"] == "open"
+            and item["head"]["sha"] == run["head_sha"]
+            and item["head"]["repo"]["full_name"].lower() == repo.full_name.lower()
+        ]
+        payload: dict[str, Any] = {
+            "action": action,
+            "check_run": run,
+            "repository": copy.deepcopy(repo.json),
+            "sender": user_json(sender),
+            "installation": {"id": repo.installation_id},
+        }
         if action == "requested_action":
             payload["requested_action"] = {"identifier": identifier}
         return payload
@@ -101,8 +119,13 @@ class ChecksMixin(GitHubCore):
             "conclusion": None,
             "started_at": stamp,
             "completed_at": None,
-            "output": {"title": None, "summary": None, "text": None, "annotations_count": 0,
-                       "annotations_url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{check_id}/annotations"},
+            "output": {
+                "title": None,
+                "summary": None,
+                "text": None,
+                "annotations_count": 0,
+                "annotations_url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{check_id}/annotations",
+            },
             "check_suite": {"id": self._next_id()},
             "app": {"id": self.app_id, "slug": self.app_slug, "name": self.app_slug},
             "pull_requests": [],
@@ -125,8 +148,11 @@ class ChecksMixin(GitHubCore):
         if run["status"] == "completed" and fields.get("status", "completed") != "completed":
             # GitHub moves a check run's status one way only, queued -> in_progress -> completed (only its own
             # "Re-run" queues a completed one again): an App that has more to say makes a new check run
-            raise unprocessable(f"Invalid request.\n\nCheck run {id} is completed; its status cannot go back to "
-                                f"{json.dumps(fields['status'])}.", doc=UPDATE_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nCheck run {id} is completed; its status cannot go back to "
+                f"{json.dumps(fields['status'])}.",
+                doc=UPDATE_DOC,
+            )
         if "name" in body:
             run["name"] = body["name"]
         for key in ("external_id", "details_url"):
@@ -167,13 +193,19 @@ def _check_fields(body: dict[str, Any], doc: str) -> dict[str, Any]:
     conclusion = body.get("conclusion")
     if status is not None:
         if status not in CHECK_STATUSES:
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/status', {json.dumps(status)} is not a member "
-                                f"of {json.dumps(list(CHECK_STATUSES))}.", doc=doc)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/status', {json.dumps(status)} is not a member "
+                f"of {json.dumps(list(CHECK_STATUSES))}.",
+                doc=doc,
+            )
         out["status"] = status
     if conclusion is not None:
         if conclusion not in CHECK_CONCLUSIONS:
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/conclusion', {json.dumps(conclusion)} is not a "
-                                f"member of {json.dumps(list(CHECK_CONCLUSIONS))}.", doc=doc)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/conclusion', {json.dumps(conclusion)} is not a "
+                f"member of {json.dumps(list(CHECK_CONCLUSIONS))}.",
+                doc=doc,
+            )
         out["status"], out["conclusion"] = "completed", conclusion  # a conclusion completes the run
     elif status == "completed":
         raise not_supplied("conclusion", doc=doc)
@@ -182,16 +214,20 @@ def _check_fields(body: dict[str, Any], doc: str) -> dict[str, Any]:
     output = body.get("output")
     if output is not None:
         if not isinstance(output, dict):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/output', {json.dumps(output)} is not an object.",
-                                doc=doc)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/output', {json.dumps(output)} is not an object.", doc=doc
+            )
         missing = [f for f in ("title", "summary") if not output.get(f)]
         if missing:
             raise not_supplied(*missing, doc=doc)
         for key in ("summary", "text"):
             value = output.get(key)
             if isinstance(value, str) and len(value) > CHECK_TEXT_MAX:
-                raise unprocessable(f"Invalid request.\n\nOnly {CHECK_TEXT_MAX} characters are allowed in "
-                                    f"output.{key}; {len(value)} were supplied.", doc=doc)
+                raise unprocessable(
+                    f"Invalid request.\n\nOnly {CHECK_TEXT_MAX} characters are allowed in "
+                    f"output.{key}; {len(value)} were supplied.",
+                    doc=doc,
+                )
         out["output"] = {k: output.get(k) for k in ("title", "summary", "text")}
         out["annotations"] = _annotations(output.get("annotations"), doc)
     return out
@@ -204,8 +240,9 @@ BUTTON_LIMITS = {"label": 20, "description": 40, "identifier": 20}
 def _buttons(given: Any, doc: str) -> list[dict[str, str]]:
     """A check run's `actions`, refused where GitHub refuses them (over 3, a field missing or too long)."""
     if not isinstance(given, list):
-        raise unprocessable(f"Invalid request.\n\nFor 'properties/actions', {json.dumps(given)} is not an array.",
-                            doc=doc)
+        raise unprocessable(
+            f"Invalid request.\n\nFor 'properties/actions', {json.dumps(given)} is not an array.", doc=doc
+        )
     if len(given) > BUTTONS_MAX:
         raise unprocessable(f"Invalid request.\n\nOnly {BUTTONS_MAX} actions are allowed per request.", doc=doc)
     out = []
@@ -217,8 +254,11 @@ def _buttons(given: Any, doc: str) -> list[dict[str, str]]:
             raise not_supplied(*missing, doc=doc)
         for field, limit in BUTTON_LIMITS.items():
             if len(button[field]) > limit:
-                raise unprocessable(f"Invalid request.\n\nOnly {limit} characters are allowed in actions.{field}; "
-                                    f"{len(button[field])} were supplied.", doc=doc)
+                raise unprocessable(
+                    f"Invalid request.\n\nOnly {limit} characters are allowed in actions.{field}; "
+                    f"{len(button[field])} were supplied.",
+                    doc=doc,
+                )
         out.append({f: button[f] for f in BUTTON_LIMITS})
     return out
 
@@ -232,20 +272,24 @@ def _annotations(given: Any, doc: str) -> list[dict[str, Any]]:
     if given is None:
         return []
     if not isinstance(given, list):
-        raise unprocessable(f"Invalid request.\n\nFor 'properties/annotations', {json.dumps(given)} is not an array.",
-                            doc=doc)
+        raise unprocessable(
+            f"Invalid request.\n\nFor 'properties/annotations', {json.dumps(given)} is not an array.", doc=doc
+        )
     if len(given) > ANNOTATIONS_MAX:
         raise unprocessable(f"Invalid request.\n\nOnly {ANNOTATIONS_MAX} annotations are allowed per request.", doc=doc)
     out = []
     for note in given:
         if not isinstance(note, dict):
             raise unprocessable("Invalid request.\n\nAn annotation is not an object.", doc=doc)
-        missing = [f for f in ("path", "start_line", "end_line", "annotation_level", "message") if note.get(f) in (None, "")]
+        missing = [
+            f for f in ("path", "start_line", "end_line", "annotation_level", "message") if note.get(f) in (None, "")
+        ]
         if missing:
             raise not_supplied(*missing, doc=doc)
         if note["annotation_level"] not in ANNOTATION_LEVELS:
-            raise unprocessable(f"Invalid request.\n\n{json.dumps(note['annotation_level'])} is not an annotation "
-                                "level.", doc=doc)
+            raise unprocessable(
+                f"Invalid request.\n\n{json.dumps(note['annotation_level'])} is not an annotation level.", doc=doc
+            )
         out.append(copy.deepcopy(note))
     return out
 

@@ -7,8 +7,8 @@ in the final class's MRO.
 
 from __future__ import annotations
 
-import datetime as dt
 import dataclasses
+import datetime as dt
 import hashlib
 import http
 import json
@@ -29,8 +29,8 @@ from bot.testing.model import (
     Comment,
     Injection,
     RecordedRequest,
-    Repo,
     Reply,
+    Repo,
     Token,
     Workflow,
     credentials,
@@ -43,9 +43,19 @@ from bot.testing.model import (
 
 # Placeholders usable in ROUTES, and the regex each one matches in the raw (encoded) path.
 PARAMS = {
-    "owner": r"[^/]+", "repo": r"[^/]+", "name": r"[^/]+", "user": r"[^/]+", "path": r".+",
-    "workflow": r"[^/]+", "ref": r"[^/]+", "org": r"[^/]+", "team": r"[^/]+",
-    "number": r"\d+", "id": r"\d+", "rid": r"\d+", "code": r"[^/]+",
+    "owner": r"[^/]+",
+    "repo": r"[^/]+",
+    "name": r"[^/]+",
+    "user": r"[^/]+",
+    "path": r".+",
+    "workflow": r"[^/]+",
+    "ref": r"[^/]+",
+    "org": r"[^/]+",
+    "team": r"[^/]+",
+    "number": r"\d+",
+    "id": r"\d+",
+    "rid": r"\d+",
+    "code": r"[^/]+",
 }
 INT_PARAMS = frozenset({"number", "id", "rid"})
 R = "/repos/{owner}/{repo}"
@@ -124,8 +134,7 @@ class GitHubCore:
         return sum(
             1
             for r in self.requests
-            if (method is None or r.method == method.upper())
-            and (path_regex is None or re.search(path_regex, r.path))
+            if (method is None or r.method == method.upper()) and (path_regex is None or re.search(path_regex, r.path))
         )
 
     def reset_requests(self) -> None:
@@ -377,8 +386,17 @@ class GitHubCore:
         return item
 
     if TYPE_CHECKING:  # what one resource's mixin calls of another's; InMemoryGitHub (memory.py) has them all
-        def add_repo(self, full_name: str, *, default_branch: str = ..., installation_id: int | None = ...,
-                     private: bool = ..., owner_type: str = ..., fork: bool = ...) -> dict[str, Any]: ...
+
+        def add_repo(
+            self,
+            full_name: str,
+            *,
+            default_branch: str = ...,
+            installation_id: int | None = ...,
+            private: bool = ...,
+            owner_type: str = ...,
+            fork: bool = ...,
+        ) -> dict[str, Any]: ...
         def _branch_sha(self, repo: Repo, branch: str) -> str | None: ...
         def comments(self, full_name: str, number: int) -> list[dict[str, Any]]: ...
         def _comment(self, repo: Repo, comment_id: int) -> Comment: ...
@@ -387,8 +405,16 @@ class GitHubCore:
         def _find_label(self, repo: Repo, name: str) -> dict[str, Any] | None: ...
         def _label_names(self, names: Iterable[Any], doc: str) -> list[str]: ...
         def _apply_label(self, repo: Repo, number: int, name: str, actor: dict[str, Any]) -> None: ...
-        def push_commit(self, full_name: str, number: int, *, sha: str | None = ..., message: str = ...,
-                        merge: bool = ..., committed_at: str | None = ...) -> dict[str, Any]: ...
+        def push_commit(
+            self,
+            full_name: str,
+            number: int,
+            *,
+            sha: str | None = ...,
+            message: str = ...,
+            merge: bool = ...,
+            committed_at: str | None = ...,
+        ) -> dict[str, Any]: ...
         def _pull_commits(self, repo: Repo, number: int) -> list[dict[str, Any]]: ...
         def complete_run(self, full_name: str, run_id: int, conclusion: str = ...) -> dict[str, Any]: ...
         def _run(self, repo: Repo, run_id: int) -> dict[str, Any]: ...
@@ -409,8 +435,9 @@ def _fault(
 ) -> Injection:
     if body is None and status >= 400:
         body = {"message": http.HTTPStatus(status).phrase}
-    return Injection(upper(method), re.compile(path_regex), times, status, dict(headers or {}), body,
-                     after_commit=after_commit)
+    return Injection(
+        upper(method), re.compile(path_regex), times, status, dict(headers or {}), body, after_commit=after_commit
+    )
 
 
 def _bound(exc: BaseException, request: httpx.Request) -> BaseException:
@@ -421,4 +448,3 @@ def _bound(exc: BaseException, request: httpx.Request) -> BaseException:
         except RuntimeError:
             exc.request = request
     return exc
-

@@ -6,22 +6,33 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
+from bot.testing.core import GitHubCore, R
 from bot.testing.model import (
     BODY_MAX,
     NOT_FOUND,
     Call,
     Comment,
-    Repo,
     Reply,
+    Repo,
     check_body,
     invalid,
     too_long,
 )
 
 ISSUE_KEYS = (
-    "id", "number", "title", "body", "state", "locked", "user", "labels", "html_url",
-    "created_at", "updated_at", "closed_at", "author_association",
+    "id",
+    "number",
+    "title",
+    "body",
+    "state",
+    "locked",
+    "user",
+    "labels",
+    "html_url",
+    "created_at",
+    "updated_at",
+    "closed_at",
+    "author_association",
 )
 ISSUE_DOC = "issues/issues#create-an-issue"
 COMMENT_DOC = "issues/comments#create-an-issue-comment"
@@ -252,6 +263,11 @@ def _comment_body(call: Call, doc: str) -> str:
         raise invalid("IssueComment", "missing_field", "body", doc=doc)
     if isinstance(body, str) and len(body) > BODY_MAX:
         # What GitHub answers today (older answers said code "custom", field "body").
-        raise invalid("IssueComment", "unprocessable", "data", doc=doc,
-                      message=f"Body is too long (maximum is {BODY_MAX} characters)")
+        raise invalid(
+            "IssueComment",
+            "unprocessable",
+            "data",
+            doc=doc,
+            message=f"Body is too long (maximum is {BODY_MAX} characters)",
+        )
     return body

@@ -6,13 +6,13 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
+from bot.testing.core import GitHubCore, R
 from bot.testing.model import (
     LABEL_NAME_MAX,
     NOT_FOUND,
     Call,
-    Repo,
     Reply,
+    Repo,
     check_label,
     invalid,
     label_problem,
@@ -81,14 +81,16 @@ class LabelsMixin(GitHubCore):
 
     def _event(self, repo: Repo, number: int, kind: str, label: dict[str, Any], actor: dict[str, Any]) -> None:
         stamp = self._stamp()
-        repo.events.setdefault(number, []).append({
-            "id": self._next_id(),
-            "event": kind,
-            "actor": dict(actor),
-            "label": {"name": label["name"], "color": label["color"]},
-            "commit_id": None,
-            "created_at": stamp,
-        })
+        repo.events.setdefault(number, []).append(
+            {
+                "id": self._next_id(),
+                "event": kind,
+                "actor": dict(actor),
+                "label": {"name": label["name"], "color": label["color"]},
+                "commit_id": None,
+                "created_at": stamp,
+            }
+        )
         self._item(repo, number)["updated_at"] = stamp  # GitHub bumps the updated_at on a label change
 
     def _apply_label(self, repo: Repo, number: int, name: str, actor: dict[str, Any]) -> None:

@@ -117,8 +117,9 @@ def parse_manifest(manifest_json: str) -> dict[str, Any]:
 
 def _new_pem() -> str:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL,
-                             serialization.NoEncryption()).decode("ascii")
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+    ).decode("ascii")
 
 
 # ---- the HTML the fake's web pages answer with (GitHub's pages, reduced to what the flow needs) ----------
@@ -127,10 +128,14 @@ def _new_pem() -> str:
 def manifest_page(manifest: dict[str, Any], action: str, manifest_json: str) -> str:
     """GitHub's "Create GitHub App" page: a summary of the manifest and the button that creates it."""
     hook = (manifest.get("hook_attributes") or {}).get("url", "")
-    permissions = "".join(f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>"
-                          for k, v in sorted((manifest.get("default_permissions") or {}).items()))
+    permissions = "".join(
+        f"<li>{html.escape(str(k))}: {html.escape(str(v))}</li>"
+        for k, v in sorted((manifest.get("default_permissions") or {}).items())
+    )
     events = ", ".join(html.escape(str(e)) for e in manifest.get("default_events") or [])
-    return _page("Create GitHub App", f"""
+    return _page(
+        "Create GitHub App",
+        f"""
 <h1>Create GitHub App from a manifest</h1>
 <dl><dt>Name</dt><dd id="app-name">{html.escape(str(manifest.get("name", "")))}</dd>
 <dt>Homepage</dt><dd>{html.escape(manifest["url"])}</dd>
@@ -140,11 +145,12 @@ def manifest_page(manifest: dict[str, Any], action: str, manifest_json: str) -> 
 <form method="post" action="{html.escape(action)}">
 <input type="hidden" name="manifest" value="{html.escape(manifest_json)}">
 <input type="hidden" name="create" value="1">
-<button type="submit">Create GitHub App</button></form>""")
+<button type="submit">Create GitHub App</button></form>""",
+    )
 
 
 def manifest_error_page(message: str) -> str:
-    return _page("Invalid manifest", f"<h1>Invalid manifest</h1><p id=\"error\">{html.escape(message)}</p>")
+    return _page("Invalid manifest", f'<h1>Invalid manifest</h1><p id="error">{html.escape(message)}</p>')
 
 
 def redirect_location(manifest: dict[str, Any], code: str, state: str | None) -> str:
@@ -155,5 +161,7 @@ def redirect_location(manifest: dict[str, Any], code: str, state: str | None) ->
 
 
 def _page(title: str, body: str) -> str:
-    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} (fake GitHub)</title>"
-            f"</head><body>{body}</body></html>")
+    return (
+        f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{title} (fake GitHub)</title>'
+        f"</head><body>{body}</body></html>"
+    )

@@ -15,7 +15,7 @@ import httpx
 import jwt
 
 RATE_LIMIT = 5000
-CLOCK_START = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+CLOCK_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 NOT_FOUND = {"message": "Not Found"}
 TOKEN_ALPHABET = string.ascii_letters + string.digits
 DOCS = "https://docs.github.com/rest"
@@ -55,8 +55,9 @@ class Reply(Exception):
         self.status, self.body = status, body
 
 
-def invalid(resource: str, code: str, field: str, *, doc: str = "", message: str | None = None,
-            value: Any = None) -> Reply:
+def invalid(
+    resource: str, code: str, field: str, *, doc: str = "", message: str | None = None, value: Any = None
+) -> Reply:
     """GitHub's 422 for a model validation: {"message": "Validation Failed", "errors": [...]}."""
     error: dict[str, Any] = {"resource": resource, "code": code, "field": field}
     if message is not None:
@@ -236,7 +237,7 @@ def to_int(value: str | None, default: int) -> int:
 
 
 def iso(epoch: float) -> str:
-    return dt.datetime.fromtimestamp(epoch, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def credentials(request: httpx.Request) -> tuple[str | None, str | None]:

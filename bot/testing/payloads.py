@@ -59,13 +59,21 @@ class PayloadsMixin(GitHubCore):
         return payload
 
     def repository_dispatch_payload(
-        self, full_name: str, event_type: str, client_payload: Any, *, sender: str = "results-bot",
+        self,
+        full_name: str,
+        event_type: str,
+        client_payload: Any,
+        *,
+        sender: str = "results-bot",
         branch: str | None = None,
     ) -> dict[str, Any]:
         """A `repository_dispatch` delivery: `action` is the event type the sender chose."""
         repo = self._repo(full_name)
-        payload = {"action": event_type, "branch": branch or repo.json["default_branch"],
-                   "client_payload": copy.deepcopy(client_payload)}
+        payload = {
+            "action": event_type,
+            "branch": branch or repo.json["default_branch"],
+            "client_payload": copy.deepcopy(client_payload),
+        }
         payload.update(self._envelope(repo, user_json(sender, "Bot")))
         return payload
 

@@ -7,11 +7,12 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
-from bot.testing.model import NOT_FOUND, Call, Repo, Reply, check_body, fake_sha
+from bot.testing.core import GitHubCore, R
+from bot.testing.model import NOT_FOUND, Call, Reply, Repo, check_body, fake_sha
 
-PULL_FIELDS = frozenset({"title", "body", "state", "draft", "merged", "merged_at", "merge_commit_sha", "mergeable",
-                         "locked"})
+PULL_FIELDS = frozenset(
+    {"title", "body", "state", "draft", "merged", "merged_at", "merge_commit_sha", "mergeable", "locked"}
+)
 
 
 class PullsMixin(GitHubCore):
@@ -55,34 +56,42 @@ class PullsMixin(GitHubCore):
         number = item["number"]
         base_ref = base_ref or repo.json["default_branch"]
         item["html_url"] = f"{self.web_url}/{full_name}/pull/{number}"
-        item.update({
-            "draft": draft,
-            "head": {
-                "label": f"{head.json['owner']['login']}:{head_ref}",
-                "ref": head_ref,
-                "sha": head_sha or fake_sha(full_name, number, "head"),
-                "user": head.json["owner"],
-                "repo": head.json,
-            },
-            "base": {
-                "label": f"{repo.json['owner']['login']}:{base_ref}",
-                "ref": base_ref,
-                "sha": fake_sha(full_name, base_ref),
-                "user": repo.json["owner"],
-                "repo": repo.json,
-            },
-            "merged": False,
-            "merged_at": None,
-            "merge_commit_sha": None,
-        })
+        item.update(
+            {
+                "draft": draft,
+                "head": {
+                    "label": f"{head.json['owner']['login']}:{head_ref}",
+                    "ref": head_ref,
+                    "sha": head_sha or fake_sha(full_name, number, "head"),
+                    "user": head.json["owner"],
+                    "repo": head.json,
+                },
+                "base": {
+                    "label": f"{repo.json['owner']['login']}:{base_ref}",
+                    "ref": base_ref,
+                    "sha": fake_sha(full_name, base_ref),
+                    "user": repo.json["owner"],
+                    "repo": repo.json,
+                },
+                "merged": False,
+                "merged_at": None,
+                "merge_commit_sha": None,
+            }
+        )
         repo.pull_files[number] = [self._file_entry(f) for f in files]
         for name in labels:
             self._apply_label(repo, number, name, item["user"])
         return item
 
     def push_commit(
-        self, full_name: str, number: int, *, sha: str | None = None, message: str = "Update the recipe",
-        merge: bool = True, committed_at: str | None = None,
+        self,
+        full_name: str,
+        number: int,
+        *,
+        sha: str | None = None,
+        message: str = "Update the recipe",
+        merge: bool = True,
+        committed_at: str | None = None,
     ) -> dict[str, Any]:
         """The PR's author pushes one commit: it becomes the head (a `synchronize` would follow on GitHub).
 
@@ -95,8 +104,9 @@ class PullsMixin(GitHubCore):
         commits = self._pull_commits(repo, number)
         sha = sha or fake_sha(full_name, number, "commit", len(commits))
         stamp = self._stamp()
-        commit = self._commit_json(repo, sha, message, item["user"], [commits[-1]["sha"]] if commits else [],
-                                   committed_at or stamp)
+        commit = self._commit_json(
+            repo, sha, message, item["user"], [commits[-1]["sha"]] if commits else [], committed_at or stamp
+        )
         commits.append(commit)
         self._pushed(repo, item, sha, stamp)
         if item.get("merge_commit_sha"):
@@ -106,8 +116,16 @@ class PullsMixin(GitHubCore):
                 item["mergeable"] = None
         return copy.deepcopy(commit)
 
-    def force_push(self, full_name: str, number: int, *, sha: str, message: str = "Rework the recipe",
-                   actor: str | None = None, committed_at: str | None = None) -> dict[str, Any]:
+    def force_push(
+        self,
+        full_name: str,
+        number: int,
+        *,
+        sha: str,
+        message: str = "Rework the recipe",
+        actor: str | None = None,
+        committed_at: str | None = None,
+    ) -> dict[str, Any]:
         """The PR's branch is force-pushed to a new commit `sha` on the base (the earlier commits leave the PR):
         GitHub records a `head_ref_force_pushed` event, by `actor` (the PR's author by default), at the push."""
         repo = self._repo(full_name)
@@ -116,10 +134,16 @@ class PullsMixin(GitHubCore):
         commit = self._commit_json(repo, sha, message, item["user"], [item["base"]["sha"]], committed_at or stamp)
         repo.pull_commits[number] = [commit]
         self._pushed(repo, item, sha, stamp)
-        repo.events.setdefault(number, []).append({
-            "id": self._next_id(), "event": "head_ref_force_pushed",
-            "actor": self._know(actor) if actor else dict(item["user"]), "commit_id": sha,
-            "commit_url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}", "created_at": stamp})
+        repo.events.setdefault(number, []).append(
+            {
+                "id": self._next_id(),
+                "event": "head_ref_force_pushed",
+                "actor": self._know(actor) if actor else dict(item["user"]),
+                "commit_id": sha,
+                "commit_url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}",
+                "created_at": stamp,
+            }
+        )
         return copy.deepcopy(commit)
 
     def _pushed(self, repo: Repo, item: dict[str, Any], sha: str, stamp: str) -> None:
@@ -198,13 +222,15 @@ class PullsMixin(GitHubCore):
             commits.append(self._commit_json(repo, head, item["title"], item["user"], [], item["created_at"]))
             repo.pushed_at.setdefault(head, item["created_at"])
         elif all(c["sha"] != head for c in commits):
-            commits.append(self._commit_json(repo, head, item["title"], item["user"], [commits[-1]["sha"]],
-                                             item["updated_at"]))
+            commits.append(
+                self._commit_json(repo, head, item["title"], item["user"], [commits[-1]["sha"]], item["updated_at"])
+            )
             repo.pushed_at.setdefault(head, item["updated_at"])
         return commits
 
-    def _commit_json(self, repo: Repo, sha: str, message: str, user: dict[str, Any], parents: list[str],
-                     stamp: str) -> dict[str, Any]:
+    def _commit_json(
+        self, repo: Repo, sha: str, message: str, user: dict[str, Any], parents: list[str], stamp: str
+    ) -> dict[str, Any]:
         person = {"name": user["login"], "email": f"{user['login']}@users.noreply.github.com", "date": stamp}
         return {
             "sha": sha,
@@ -235,31 +261,61 @@ class PullsMixin(GitHubCore):
         dated: list[tuple[str, dict[str, Any]]] = []
         if "head" in item:
             for commit in self._pull_commits(repo, number):
-                dated.append((repo.pushed_at.get(commit["sha"], item["created_at"]), {
-                    "event": "committed", "sha": commit["sha"], "node_id": f"C_{commit['sha'][:12]}",
-                    "url": f"{self.base_url}/repos/{repo.full_name}/git/commits/{commit['sha']}",
-                    "html_url": commit["html_url"], "author": dict(commit["commit"]["author"]),
-                    "committer": dict(commit["commit"]["committer"]), "message": commit["commit"]["message"],
-                    "tree": {"sha": fake_sha("tree", commit["sha"])}, "parents": commit["parents"],
-                    "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None}}))
-            dated += [(review["submitted_at"], {**review, "event": "reviewed"})
-                      for pr, review in repo.reviews.values() if pr == number]
+                dated.append(
+                    (
+                        repo.pushed_at.get(commit["sha"], item["created_at"]),
+                        {
+                            "event": "committed",
+                            "sha": commit["sha"],
+                            "node_id": f"C_{commit['sha'][:12]}",
+                            "url": f"{self.base_url}/repos/{repo.full_name}/git/commits/{commit['sha']}",
+                            "html_url": commit["html_url"],
+                            "author": dict(commit["commit"]["author"]),
+                            "committer": dict(commit["commit"]["committer"]),
+                            "message": commit["commit"]["message"],
+                            "tree": {"sha": fake_sha("tree", commit["sha"])},
+                            "parents": commit["parents"],
+                            "verification": {
+                                "verified": False,
+                                "reason": "unsigned",
+                                "signature": None,
+                                "payload": None,
+                            },
+                        },
+                    )
+                )
+            dated += [
+                (review["submitted_at"], {**review, "event": "reviewed"})
+                for pr, review in repo.reviews.values()
+                if pr == number
+            ]
         dated += [(event["created_at"], event) for event in repo.events.get(number, [])]
-        dated += [(comment["created_at"], {**comment, "event": "commented", "actor": comment["user"]})
-                  for comment in self.comments(repo.full_name, number)]
+        dated += [
+            (comment["created_at"], {**comment, "event": "commented", "actor": comment["user"]})
+            for comment in self.comments(repo.full_name, number)
+        ]
         dated.sort(key=lambda pair: pair[0])  # stable: what happened in one second stays in the order it happened
         return self._paginate(call, copy.deepcopy([event for _, event in dated]))
 
     def _route_get_git_commit(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
         if ref in repo.merge_commits:
-            return 200, {"sha": ref, "message": "Merge into the base branch", "html_url": f"{self.web_url}/"
-                         f"{repo.full_name}/commit/{ref}", "parents": [{"sha": p} for p in repo.merge_commits[ref]]}
+            return 200, {
+                "sha": ref,
+                "message": "Merge into the base branch",
+                "html_url": f"{self.web_url}/{repo.full_name}/commit/{ref}",
+                "parents": [{"sha": p} for p in repo.merge_commits[ref]],
+            }
         for number in [n for n, item in repo.items.items() if "head" in item]:
             for commit in self._pull_commits(repo, number):
                 if commit["sha"] == ref:
-                    return 200, {"sha": ref, "message": commit["commit"]["message"],
-                                 "author": commit["commit"]["author"], "committer": commit["commit"]["committer"],
-                                 "parents": commit["parents"], "html_url": commit["html_url"]}
+                    return 200, {
+                        "sha": ref,
+                        "message": commit["commit"]["message"],
+                        "author": commit["commit"]["author"],
+                        "committer": commit["commit"]["committer"],
+                        "parents": commit["parents"],
+                        "html_url": commit["html_url"],
+                    }
         raise Reply(404, NOT_FOUND)
 
     def _route_list_commit_pulls(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any, dict[str, str]]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
-from bot.testing.model import NOT_FOUND, Call, Repo, Reply, invalid
+from bot.testing.core import GitHubCore, R
+from bot.testing.model import NOT_FOUND, Call, Reply, Repo, invalid
 
 REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
 DOC = "reactions/reactions#create-reaction-for-an-issue-comment"

@@ -6,13 +6,13 @@ import copy
 import json
 from typing import Any
 
-from bot.testing.core import R, GitHubCore
+from bot.testing.core import GitHubCore, R
 from bot.testing.model import (
+    CONTENTS_MAX,
     NOT_FOUND,
     Call,
-    Repo,
     Reply,
-    CONTENTS_MAX,
+    Repo,
     blob_sha,
     fake_sha,
     not_supplied,
@@ -24,8 +24,12 @@ from bot.testing.model import (
 # The `permission` field is GitHub's legacy one: maintain reads as write, triage as read.
 # `role_name` carries the real role.
 LEGACY_PERMISSION = {
-    "admin": "admin", "maintain": "write", "write": "write",
-    "triage": "read", "read": "read", "none": "none",
+    "admin": "admin",
+    "maintain": "write",
+    "write": "write",
+    "triage": "read",
+    "read": "read",
+    "none": "none",
 }
 EVENT_TYPE_MAX = 100
 CLIENT_PAYLOAD_MAX_KEYS = 10
@@ -158,8 +162,13 @@ class ReposMixin(GitHubCore):
         base, dots, head = ref.partition("...")
         if not dots or not base or not head:
             raise Reply(404, NOT_FOUND)
-        return 200, {"status": "ahead", "merge_base_commit": {"sha": base}, "base_commit": {"sha": base},
-                     "commits": [], "files": []}
+        return 200, {
+            "status": "ahead",
+            "merge_base_commit": {"sha": base},
+            "base_commit": {"sha": base},
+            "commits": [],
+            "files": [],
+        }
 
     def _route_get_permission(self, call: Call, repo: Repo, user: str) -> tuple[int, Any]:
         role = repo.permissions.get(user.lower())
@@ -174,21 +183,30 @@ class ReposMixin(GitHubCore):
         if not isinstance(event_type, str) or not event_type:
             raise not_supplied("event_type", doc=DISPATCH_DOC)
         if len(event_type) > EVENT_TYPE_MAX:
-            raise unprocessable(f"Invalid request.\n\nevent_type is too long (maximum is {EVENT_TYPE_MAX} characters).",
-                                doc=DISPATCH_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nevent_type is too long (maximum is {EVENT_TYPE_MAX} characters).",
+                doc=DISPATCH_DOC,
+            )
         payload = body.get("client_payload", {})
         if not isinstance(payload, dict):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/client_payload', {json.dumps(payload)} "
-                                "is not an object.", doc=DISPATCH_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/client_payload', {json.dumps(payload)} is not an object.",
+                doc=DISPATCH_DOC,
+            )
         if len(payload) > CLIENT_PAYLOAD_MAX_KEYS:
-            raise unprocessable(f"Invalid request.\n\nNo more than {CLIENT_PAYLOAD_MAX_KEYS} properties are allowed; "
-                                f"{len(payload)} were supplied.", doc=DISPATCH_DOC)
-        repo.dispatches.append({
-            "event_type": event_type,
-            "client_payload": copy.deepcopy(payload),
-            "sender": call.user["login"],
-            "created_at": self._stamp(),
-        })
+            raise unprocessable(
+                f"Invalid request.\n\nNo more than {CLIENT_PAYLOAD_MAX_KEYS} properties are allowed; "
+                f"{len(payload)} were supplied.",
+                doc=DISPATCH_DOC,
+            )
+        repo.dispatches.append(
+            {
+                "event_type": event_type,
+                "client_payload": copy.deepcopy(payload),
+                "sender": call.user["login"],
+                "created_at": self._stamp(),
+            }
+        )
         return 204, None
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import httpx
 
@@ -53,9 +53,9 @@ class LateGitHub:
             await asyncio.sleep(self.seconds)
         response = self.handle(request)
         self.trips.setdefault(self.key(), []).append(
-            Trip(request.method.upper(), request.url.path, sent, time.perf_counter()))
+            Trip(request.method.upper(), request.url.path, sent, time.perf_counter())
+        )
         return response
 
     def reset(self) -> None:
         self.trips.clear()
-

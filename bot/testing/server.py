@@ -46,24 +46,72 @@ from bot.testing.memory import InMemoryGitHub
 from bot.testing.model import RecordedRequest, Reply
 
 # Public methods of InMemoryGitHub that /_fake/call may run: arguments and results are JSON.
-CALLS = frozenset({
-    # seeding
-    "add_repo", "add_pull", "add_issue", "add_comment", "add_label", "label_issue", "unlabel_issue",
-    "set_permission", "set_file", "delete_file", "add_token", "set_branch", "add_workflow", "add_run",
-    "start_run", "complete_run", "add_artifact", "push_commit", "update_pull", "apply_suggestions", "set_jobs",
-    "rerun_failed_jobs", "rerequest_check_run",
-    # reading
-    "has_repo", "comments", "issue_labels", "repo_labels", "issues", "pull", "pull_files", "pull_commits",
-    "events", "reactions", "runs", "workflows", "check_runs", "repository_dispatches", "count", "branch_sha",
-    "reviews", "review_comments",
-    # webhook payloads
-    "pull_request_payload", "issue_comment_payload", "push_payload", "workflow_run_payload", "check_run_payload",
-    # faults
-    "fail_next", "fail_after_commit", "raise_next", "raise_after_commit", "revoke_tokens", "set_down",
-    "reset_requests", "set_rate_limit",
-    # the App manifest flow
-    "create_app_from_manifest", "age_manifest_codes", "manifest_apps",
-})
+CALLS = frozenset(
+    {
+        # seeding
+        "add_repo",
+        "add_pull",
+        "add_issue",
+        "add_comment",
+        "add_label",
+        "label_issue",
+        "unlabel_issue",
+        "set_permission",
+        "set_file",
+        "delete_file",
+        "add_token",
+        "set_branch",
+        "add_workflow",
+        "add_run",
+        "start_run",
+        "complete_run",
+        "add_artifact",
+        "push_commit",
+        "update_pull",
+        "apply_suggestions",
+        "set_jobs",
+        "rerun_failed_jobs",
+        "rerequest_check_run",
+        # reading
+        "has_repo",
+        "comments",
+        "issue_labels",
+        "repo_labels",
+        "issues",
+        "pull",
+        "pull_files",
+        "pull_commits",
+        "events",
+        "reactions",
+        "runs",
+        "workflows",
+        "check_runs",
+        "repository_dispatches",
+        "count",
+        "branch_sha",
+        "reviews",
+        "review_comments",
+        # webhook payloads
+        "pull_request_payload",
+        "issue_comment_payload",
+        "push_payload",
+        "workflow_run_payload",
+        "check_run_payload",
+        # faults
+        "fail_next",
+        "fail_after_commit",
+        "raise_next",
+        "raise_after_commit",
+        "revoke_tokens",
+        "set_down",
+        "reset_requests",
+        "set_rate_limit",
+        # the App manifest flow
+        "create_app_from_manifest",
+        "age_manifest_codes",
+        "manifest_apps",
+    }
+)
 SERVER_CALLS = frozenset({"set_latency", "clear_latency", "state"})
 RAISE_CALLS = frozenset({"raise_next", "raise_after_commit"})
 DEFAULT_HANG = 300.0  # longest a "timeout" fault holds a connection open (ends early when the client leaves)
@@ -116,25 +164,33 @@ class FakeServer:
 
     # ---- server-level calls ---------------------------------------------------------------
 
-    def set_latency(self, method: str | None, path_regex: str, seconds: float, *, commit: str = "start",
-                    times: int | None = None) -> None:
+    def set_latency(
+        self, method: str | None, path_regex: str, seconds: float, *, commit: str = "start", times: int | None = None
+    ) -> None:
         """Matching requests take `seconds`. commit="start": the state changes at once and the answer comes
         after the delay (GitHub acted, the client waits); "end": both happen after the delay."""
         if commit not in ("start", "end"):
             raise ValueError("commit must be 'start' or 'end'")
         if seconds < 0:
             raise ValueError("seconds must be >= 0")
-        self.latencies.append(Latency(method.upper() if method else None, re.compile(path_regex), float(seconds),
-                                      commit, times))
+        self.latencies.append(
+            Latency(method.upper() if method else None, re.compile(path_regex), float(seconds), commit, times)
+        )
 
     def clear_latency(self) -> None:
         self.latencies.clear()
 
     def state(self) -> dict[str, Any]:
         fake = self.fake
-        return {"base_url": fake.base_url, "bot_login": fake.bot_login, "tokens_issued": fake.tokens_issued,
-                "rate_remaining": fake.rate_remaining, "down": fake.down, "requests": len(fake.requests),
-                "repos": sorted(fake.repos)}
+        return {
+            "base_url": fake.base_url,
+            "bot_login": fake.bot_login,
+            "tokens_issued": fake.tokens_issued,
+            "rate_remaining": fake.rate_remaining,
+            "down": fake.down,
+            "requests": len(fake.requests),
+            "repos": sorted(fake.repos),
+        }
 
     def _take_latency(self, method: str, path: str) -> Latency | None:
         for rule in self.latencies:
@@ -216,8 +272,9 @@ class FakeServer:
 
     async def _github(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        outgoing = httpx.Request(request.method, self.fake.base_url + request.raw_path,
-                                 headers=list(request.headers.items()), content=body)
+        outgoing = httpx.Request(
+            request.method, self.fake.base_url + request.raw_path, headers=list(request.headers.items()), content=body
+        )
         method, path = request.method.upper(), request.path
         rule = self._take_latency(method, path)
         if rule is not None and rule.commit == "end":
@@ -233,8 +290,11 @@ class FakeServer:
             return _drop(request)
         if rule is not None and rule.commit == "start":
             await asyncio.sleep(rule.seconds)
-        headers = {k: v for k, v in answer.headers.items() if k.lower() not in ("content-length", "transfer-encoding",
-                                                                                  "content-encoding", "connection")}
+        headers = {
+            k: v
+            for k, v in answer.headers.items()
+            if k.lower() not in ("content-length", "transfer-encoding", "content-encoding", "connection")
+        }
         return web.Response(status=answer.status_code, body=answer.content, headers=headers)
 
     async def _hang(self, request: web.Request) -> None:
@@ -300,8 +360,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
     parser.add_argument("--port", type=int, default=0, help="port (default 0: a free one, printed at start)")
     parser.add_argument("--app-slug", default="sweepbot")
-    parser.add_argument("--hang-seconds", type=float, default=DEFAULT_HANG,
-                        help="longest a 'timeout' fault holds a connection open")
+    parser.add_argument(
+        "--hang-seconds", type=float, default=DEFAULT_HANG, help="longest a 'timeout' fault holds a connection open"
+    )
     args = parser.parse_args(argv)
     asyncio.run(serve(args.host, args.port, app_slug=args.app_slug, hang_seconds=args.hang_seconds))
 
@@ -316,17 +377,33 @@ class FakeGitHubError(RuntimeError):
 class FakeGitHubProcess:
     """Starts `python -m bot.testing.server` on a free loopback port and drives it synchronously.
 
-        with FakeGitHubProcess() as fake:
-            fake.add_repo("org/repo")                       # any name in CALLS, as on InMemoryGitHub
-            fake.set_latency("POST", r"/comments$", 3.0)    # commit at once, answer after 3 s
-            ...  GITHUB_API_URL=fake.url ...
-            fake.comments("org/repo", 1)
+    with FakeGitHubProcess() as fake:
+        fake.add_repo("org/repo")                       # any name in CALLS, as on InMemoryGitHub
+        fake.set_latency("POST", r"/comments$", 3.0)    # commit at once, answer after 3 s
+        ...  GITHUB_API_URL=fake.url ...
+        fake.comments("org/repo", 1)
     """
 
-    def __init__(self, *, port: int = 0, app_slug: str = "sweepbot", hang_seconds: float = DEFAULT_HANG,
-                 startup_timeout: float = 20.0, control_timeout: float = 10.0) -> None:
-        self._argv = [sys.executable, "-m", "bot.testing.server", "--port", str(port), "--app-slug", app_slug,
-                      "--hang-seconds", str(hang_seconds)]
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        app_slug: str = "sweepbot",
+        hang_seconds: float = DEFAULT_HANG,
+        startup_timeout: float = 20.0,
+        control_timeout: float = 10.0,
+    ) -> None:
+        self._argv = [
+            sys.executable,
+            "-m",
+            "bot.testing.server",
+            "--port",
+            str(port),
+            "--app-slug",
+            app_slug,
+            "--hang-seconds",
+            str(hang_seconds),
+        ]
         self.startup_timeout = startup_timeout
         self.control_timeout = control_timeout
         self.url = ""
@@ -441,13 +518,13 @@ class FakeGitHubProcess:
         """The next matching requests get no answer: exc "timeout" (never answered) or "disconnect"."""
         self.call("raise_next", method, path_regex, exc=exc, times=times)
 
-    def raise_after_commit(self, method: str | None, path_regex: str, exc: str = "timeout", *, times: int = 1
-                           ) -> None:
+    def raise_after_commit(self, method: str | None, path_regex: str, exc: str = "timeout", *, times: int = 1) -> None:
         """The route acts, then the client gets no answer ("timeout") or a closed connection ("disconnect")."""
         self.call("raise_after_commit", method, path_regex, exc=exc, times=times)
 
-    def set_latency(self, method: str | None, path_regex: str, seconds: float, *, commit: str = "start",
-                    times: int | None = None) -> None:
+    def set_latency(
+        self, method: str | None, path_regex: str, seconds: float, *, commit: str = "start", times: int | None = None
+    ) -> None:
         self.call("set_latency", method, path_regex, seconds, commit=commit, times=times)
 
     def clear_latency(self) -> None:

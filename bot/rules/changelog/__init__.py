@@ -47,7 +47,19 @@ from bot.rules.changelog.limits import DEFAULT_LIMITS, ChangelogLimits
 from bot.rules.changelog.results import AppendedEntry, ChangelogResult, LinkCorrection
 
 __all__ = [
-    "AppendedEntry", "BOOLEAN_FIELDS", "ChangelogError", "ChangelogLimits", "ChangelogResult", "DEFAULT_LIMITS",
-    "FIELDS", "LinkCorrection", "PLACEHOLDER", "REQUIRED_FIELDS", "SCENARIO_TYPES", "check_append",
-    "check_default_branch", "unfinished_check", "validate_default_branch",
+    "AppendedEntry",
+    "BOOLEAN_FIELDS",
+    "ChangelogError",
+    "ChangelogLimits",
+    "ChangelogResult",
+    "DEFAULT_LIMITS",
+    "FIELDS",
+    "LinkCorrection",
+    "PLACEHOLDER",
+    "REQUIRED_FIELDS",
+    "SCENARIO_TYPES",
+    "check_append",
+    "check_default_branch",
+    "unfinished_check",
+    "validate_default_branch",
 ]

@@ -11,8 +11,9 @@ from bot.rules.changelog.results import ChangelogResult
 from bot.rules.changelog.state import _Check
 
 
-def check_append(base: bytes | None, head: bytes, *, pr_number: int, canonical_prefix: str,
-                 limits: ChangelogLimits = DEFAULT_LIMITS) -> ChangelogResult:
+def check_append(
+    base: bytes | None, head: bytes, *, pr_number: int, canonical_prefix: str, limits: ChangelogLimits = DEFAULT_LIMITS
+) -> ChangelogResult:
     """Judge a PR's change to the changelog: `base` is the file at the base SHA (None: new on this PR),
     `head` the file at the head SHA. Every rule of docs/spec.md, "The performance changelog", that applies to a
     PR, within `limits`. Never raises for what the file holds: a RecursionError or MemoryError is a
@@ -21,8 +22,7 @@ def check_append(base: bytes | None, head: bytes, *, pr_number: int, canonical_p
     try:
         return _check_append(base, head, check)
     except (RecursionError, MemoryError) as exc:
-        return ChangelogResult(errors=(_too_complex(check.line, exc),), error_count=1,
-                               error_count_is_lower_bound=True)
+        return ChangelogResult(errors=(_too_complex(check.line, exc),), error_count=1, error_count_is_lower_bound=True)
 
 
 def _check_append(base: bytes | None, head: bytes, check: _Check) -> ChangelogResult:
@@ -32,7 +32,7 @@ def _check_append(base: bytes | None, head: bytes, check: _Check) -> ChangelogRe
     history = b"" if base is None else base
     if not head.startswith(history):
         return _check_history(history, head, check)
-    appended = head[len(history):]
+    appended = head[len(history) :]
     first_line = history.count(b"\n") + 1
     if history and not history.endswith(b"\n") and appended:
         if not appended.startswith(b"\n"):

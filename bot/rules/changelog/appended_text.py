@@ -12,8 +12,15 @@ from typing import TypeVar
 from bot.rules.changelog.entries import _EntryChecker
 from bot.rules.changelog.errors import _SHOWN_LINES, _character_error, _err
 from bot.rules.changelog.reading import _DOCUMENT_MARKER_LINE, _Entries, _Stop
-from bot.rules.changelog.results import (_PHASE_CHARACTERS, _PHASE_END, _PHASE_MARKER, _PHASE_OUTSIDE,
-                                         _PHASE_SEPARATOR, AppendedEntry, _Sink)
+from bot.rules.changelog.results import (
+    _PHASE_CHARACTERS,
+    _PHASE_END,
+    _PHASE_MARKER,
+    _PHASE_OUTSIDE,
+    _PHASE_SEPARATOR,
+    AppendedEntry,
+    _Sink,
+)
 from bot.rules.changelog.state import _Check
 
 # What YAML itself refuses to read (yaml.reader.Reader.NON_PRINTABLE), minus TAB, LF and CR, which have
@@ -44,8 +51,13 @@ def _trailing_blank_lines(text: bytes) -> int:
         end = start - 1
 
 
-def _lines_matching(text: str, pattern: re.Pattern[str], first_line: int, shown: _Lines, every: bool = False,
-                    ) -> tuple[_Lines, int, str | None]:
+def _lines_matching(
+    text: str,
+    pattern: re.Pattern[str],
+    first_line: int,
+    shown: _Lines,
+    every: bool = False,
+) -> tuple[_Lines, int, str | None]:
     """Lines of `text` with a match of `pattern`: (`shown` with the first _SHOWN_LINES of them, or all when
     `every`, added; how many; the first match). One search per such line, whatever the line holds."""
     count, first, pos, line, counted = 0, None, 0, first_line, 0
@@ -63,8 +75,12 @@ def _lines_matching(text: str, pattern: re.Pattern[str], first_line: int, shown:
     return shown, count, first
 
 
-_CHARACTER_PATTERNS = {"tab": re.compile("\t"), "cr": re.compile("\r"), "nul": re.compile("\x00"),
-                       "control-character": _CONTROL_BUT_NUL}
+_CHARACTER_PATTERNS = {
+    "tab": re.compile("\t"),
+    "cr": re.compile("\r"),
+    "nul": re.compile("\x00"),
+    "control-character": _CONTROL_BUT_NUL,
+}
 
 
 def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Check) -> list[AppendedEntry]:
@@ -147,8 +163,12 @@ def _check_appended(appended: bytes, first_line: int, history: bytes, check: _Ch
             number = first_line + row
             indented = candidate[:1] in (" ", "\t")
             extends_history = indented and bool(history.strip())  # it would add to the history's last entry
-            sink.add(_err(number, "outside-entry", value=candidate.strip(), indented=indented,
-                          extends_history=extends_history), _PHASE_OUTSIDE)
+            sink.add(
+                _err(
+                    number, "outside-entry", value=candidate.strip(), indented=indented, extends_history=extends_history
+                ),
+                _PHASE_OUTSIDE,
+            )
             break
         pos, row = stop + 1, row + 1
 
@@ -193,8 +213,7 @@ def _contains(sorted_numbers: array[int], number: int) -> bool:
     return index < len(sorted_numbers) and sorted_numbers[index] == number
 
 
-def _separator(sink: _Sink, text: str, offset: int, dash_line: int, history_blank: int,
-               history_content: bool) -> None:
+def _separator(sink: _Sink, text: str, offset: int, dash_line: int, history_blank: int, history_content: bool) -> None:
     """Exactly one empty line before each entry (none at the top of a new file); `offset` is where its `- `
     line begins in `text`."""
     blank, end = 0, offset - 1

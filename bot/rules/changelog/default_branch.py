@@ -8,13 +8,20 @@ from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
-from yaml.events import (AliasEvent, CollectionEndEvent, MappingStartEvent, ScalarEvent,
-                         SequenceStartEvent)
+from yaml.events import AliasEvent, CollectionEndEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from yaml.nodes import ScalarNode
 
 from bot.rules.changelog import loading
-from bot.rules.changelog.errors import (ChangelogError, _character_error, _err, _file_too_large, _too_complex,
-                                        _too_deep, _too_many_values, _yaml_error)
+from bot.rules.changelog.errors import (
+    ChangelogError,
+    _character_error,
+    _err,
+    _file_too_large,
+    _too_complex,
+    _too_deep,
+    _too_many_values,
+    _yaml_error,
+)
 from bot.rules.changelog.limits import DEFAULT_LIMITS, ChangelogLimits
 from bot.rules.changelog.loading import _STR_TAG
 from bot.rules.changelog.reading import _flow_overflow
@@ -22,22 +29,23 @@ from bot.rules.changelog.results import ChangelogResult
 from bot.rules.changelog.state import _Check
 
 
-def validate_default_branch(text: str | bytes, *, canonical_prefix: str,
-                            limits: ChangelogLimits = DEFAULT_LIMITS) -> list[ChangelogError]:
+def validate_default_branch(
+    text: str | bytes, *, canonical_prefix: str, limits: ChangelogLimits = DEFAULT_LIMITS
+) -> list[ChangelogError]:
     """The merge-time rule: on the default branch every `pr-link` is the canonical prefix + digits.
     The first `limits.max_errors` errors by line; `check_default_branch` also counts the rest."""
     return list(check_default_branch(text, canonical_prefix=canonical_prefix, limits=limits).errors)
 
 
-def check_default_branch(text: str | bytes, *, canonical_prefix: str,
-                         limits: ChangelogLimits = DEFAULT_LIMITS) -> ChangelogResult:
+def check_default_branch(
+    text: str | bytes, *, canonical_prefix: str, limits: ChangelogLimits = DEFAULT_LIMITS
+) -> ChangelogResult:
     """`validate_default_branch` as a result: its errors (the first `max_errors` by line) and their count."""
     check = _Check(0, canonical_prefix, limits)
     try:
         return _default_branch(text, check)
     except (RecursionError, MemoryError) as exc:
-        return ChangelogResult(errors=(_too_complex(check.line, exc),), error_count=1,
-                               error_count_is_lower_bound=True)
+        return ChangelogResult(errors=(_too_complex(check.line, exc),), error_count=1, error_count_is_lower_bound=True)
 
 
 def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
@@ -45,8 +53,9 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
     size = len(text) if isinstance(text, bytes) or text.isascii() else len(text.encode("utf-8", "replace"))
     if size > limits.max_bytes:
         data = text if isinstance(text, bytes) else text.encode("utf-8", "replace")
-        return ChangelogResult(errors=(_file_too_large(size, limits.max_bytes,
-                                                       data.count(b"\n", 0, limits.max_bytes) + 1),))
+        return ChangelogResult(
+            errors=(_file_too_large(size, limits.max_bytes, data.count(b"\n", 0, limits.max_bytes) + 1),)
+        )
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -111,8 +120,9 @@ def _default_branch(text: str | bytes, check: _Check) -> ChangelogResult:
             if not root_seen:
                 root_seen = True
                 if kind is not SequenceStartEvent:
-                    return ChangelogResult(errors=(_err(
-                        1, "not-a-list", actual={MappingStartEvent: "mapping"}.get(kind, "scalar")),))
+                    return ChangelogResult(
+                        errors=(_err(1, "not-a-list", actual={MappingStartEvent: "mapping"}.get(kind, "scalar")),)
+                    )
                 stack.append(["sequence", line, [], None, None])
                 last = end
                 continue

@@ -8,8 +8,9 @@ canonical link with something after it, such as `/changes`), else it is unknown.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from bot.rules.changelog.errors import ChangelogError
 
@@ -74,8 +75,14 @@ def pushed_pr(pulls: Iterable[Mapping[str, Any]], sha: str) -> int | None:
     return int(merged[0]["number"]) if merged else None
 
 
-def bad_links(errors: Iterable[ChangelogError], *, first_new: int, pr_number: int | None,
-              remembered: Mapping[tuple[int, str], int], canonical_prefix: str) -> list[BadLink]:
+def bad_links(
+    errors: Iterable[ChangelogError],
+    *,
+    first_new: int,
+    pr_number: int | None,
+    remembered: Mapping[tuple[int, str], int],
+    canonical_prefix: str,
+) -> list[BadLink]:
     """Each `default-branch-link` error as a BadLink: the push's PR for a line from `first_new` on, else the PR
     `remembered` for that (line, value), else the PR the value's own canonical link names, else None."""
     found = []
@@ -87,8 +94,7 @@ def bad_links(errors: Iterable[ChangelogError], *, first_new: int, pr_number: in
         number = pr_number if error.line >= first_new else remembered.get((error.line, value))
         if number is None and (match := named.match(value)):
             number = int(match.group(1))  # `<prefix>2305/changes`: PR 2305's link with a page after it
-        found.append(BadLink(error.line, value, number,
-                             f"{canonical_prefix}{number}" if number is not None else None))
+        found.append(BadLink(error.line, value, number, f"{canonical_prefix}{number}" if number is not None else None))
     return found
 
 
@@ -96,8 +102,14 @@ def remembered_links(record: Any) -> dict[tuple[int, str], int]:
     """The (line, value) -> PR pairs kept in the bot's issue (`links_record`); bad data is ignored."""
     found: dict[tuple[int, str], int] = {}
     for item in (record or {}).get("links", []) if isinstance(record, dict) else []:
-        if (isinstance(item, list) and len(item) == 3 and isinstance(item[0], int) and isinstance(item[1], str)
-                and isinstance(item[2], int) and not isinstance(item[2], bool)):
+        if (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], int)
+            and isinstance(item[1], str)
+            and isinstance(item[2], int)
+            and not isinstance(item[2], bool)
+        ):
             found[(item[0], item[1])] = item[2]
     return found
 

@@ -52,8 +52,9 @@ class _EntryChecker:
     def add(self, error: ChangelogError) -> None:
         self.sink.add(error)
 
-    def check(self, node: Node, dash_line: int, own: range | None = None,
-              aliases: tuple[tuple[int, str, int], ...] = ()) -> AppendedEntry | None:
+    def check(
+        self, node: Node, dash_line: int, own: range | None = None, aliases: tuple[tuple[int, str, int], ...] = ()
+    ) -> AppendedEntry | None:
         """The entry, or None when it is not a mapping or cannot be built; its errors go to the sink.
 
         `own` is the entry's head lines when it may hold aliases to anchors of other entries, and `aliases`
@@ -65,10 +66,15 @@ class _EntryChecker:
         for line, name, anchor_line in aliases:
             if not self.wants(line):
                 continue
-            self.add(_err(
-                line, "yaml-syntax",
-                problem=f"found alias {name!r} of an anchor in another entry (line {anchor_line})",
-                context="each entry is read on its own", needs_quotes=True))
+            self.add(
+                _err(
+                    line,
+                    "yaml-syntax",
+                    problem=f"found alias {name!r} of an anchor in another entry (line {anchor_line})",
+                    context="each entry is read on its own",
+                    needs_quotes=True,
+                )
+            )
         if self.foreign(node):
             return None  # the whole entry is an alias (`- *a`): nothing of its own to check
         if isinstance(node, MappingNode):
@@ -77,8 +83,16 @@ class _EntryChecker:
             merges = [key_node for key_node, _ in node.value if key_node.tag == _MERGE_TAG]
             for key_node in merges:
                 if self.wants(self.at(key_node)):
-                    self.add(_err(self.at(key_node), "unknown-field", field="<<", suggestion=None,
-                                  expected=list(FIELDS), merge_key=True))
+                    self.add(
+                        _err(
+                            self.at(key_node),
+                            "unknown-field",
+                            field="<<",
+                            suggestion=None,
+                            expected=list(FIELDS),
+                            merge_key=True,
+                        )
+                    )
             if merges:
                 node.value = [(k, v) for k, v in node.value if k.tag != _MERGE_TAG]
         builder = _Builder(self.check_.constructor)
@@ -93,8 +107,9 @@ class _EntryChecker:
             line = self.first_line + dup
             if not self.wants(line):
                 continue
-            self.add(_err(line, "duplicate-key", key=_show(key), first_line=self.first_line + first,
-                          entry_line=dash_line))
+            self.add(
+                _err(line, "duplicate-key", key=_show(key), first_line=self.first_line + first, entry_line=dash_line)
+            )
         if not isinstance(node, MappingNode) or not isinstance(data, dict):
             if self.wants(dash_line):
                 self.add(_err(dash_line, "not-a-mapping", actual=kind_of(data), value=_show(data)))
@@ -112,10 +127,21 @@ class _EntryChecker:
             shown = _show(key)
             # A field name is at most 19 characters: a longer word cannot reach the 0.6 ratio (and difflib
             # would index every character of a 2 MB key).
-            guess = difflib.get_close_matches(shown.lower().replace("_", "-"), FIELDS, n=1, cutoff=0.6) \
-                if len(shown) <= 44 else []
-            self.add(_err(self.at(key_node), "unknown-field", field=shown, suggestion=guess[0] if guess else None,
-                          expected=list(FIELDS), merge_key=False))
+            guess = (
+                difflib.get_close_matches(shown.lower().replace("_", "-"), FIELDS, n=1, cutoff=0.6)
+                if len(shown) <= 44
+                else []
+            )
+            self.add(
+                _err(
+                    self.at(key_node),
+                    "unknown-field",
+                    field=shown,
+                    suggestion=guess[0] if guess else None,
+                    expected=list(FIELDS),
+                    merge_key=False,
+                )
+            )
         for name in REQUIRED_FIELDS:
             if name not in pairs and self.wants(dash_line):
                 self.add(_err(dash_line, "missing-field", field=name))
@@ -124,8 +150,9 @@ class _EntryChecker:
         checked = {key: pair for key, pair in pairs.items() if not self.foreign(pair[1])}
         config_keys = self.string_list(checked.get("config-keys"), data.get("config-keys"), "config-keys")
         description = self.string_list(checked.get("description"), data.get("description"), "description")
-        scenario = self.string_list(checked.get("scenario-type"), data.get("scenario-type"), "scenario-type",
-                                    allowed=SCENARIO_TYPES)
+        scenario = self.string_list(
+            checked.get("scenario-type"), data.get("scenario-type"), "scenario-type", allowed=SCENARIO_TYPES
+        )
         flags = {name: self.boolean(checked.get(name), data.get(name), name) for name in BOOLEAN_FIELDS}
         ep = self.min_prefill(checked.get("eval-min-prefill-ep"), data.get("eval-min-prefill-ep"))
         link = self.pr_link(checked.get("pr-link"), data.get("pr-link"))
@@ -134,21 +161,37 @@ class _EntryChecker:
             if combined and self.wants(self.at(checked["append-only"][0])):
                 self.add(_err(self.at(checked["append-only"][0]), "append-only-combination", combined=combined))
         return AppendedEntry(
-            line=dash_line, config_keys=tuple(config_keys or ()), description=tuple(description or ()),
-            pr_link=link or "", scenario_type=tuple(scenario or ()), evals_only=bool(flags["evals-only"]),
-            all_evals=bool(flags["all-evals"]), append_only=bool(flags["append-only"]),
-            eval_min_prefill_ep=ep)
+            line=dash_line,
+            config_keys=tuple(config_keys or ()),
+            description=tuple(description or ()),
+            pr_link=link or "",
+            scenario_type=tuple(scenario or ()),
+            evals_only=bool(flags["evals-only"]),
+            all_evals=bool(flags["all-evals"]),
+            append_only=bool(flags["append-only"]),
+            eval_min_prefill_ep=ep,
+        )
 
     def wrong_type(self, line: int, name: str, expected: str, value: Any, index: int | None = None) -> None:
         """`expected` is a token of _EXPECTED; `actual` is kind_of's word for what was written."""
         if not self.wants(line):
             return
-        self.add(_err(
-            line, "wrong-type", field=name, expected=expected, actual=kind_of(value), value=_show(value),
-            index=index, choices=list(SCENARIO_TYPES) if expected == "list-of-scenario-types" else None))
+        self.add(
+            _err(
+                line,
+                "wrong-type",
+                field=name,
+                expected=expected,
+                actual=kind_of(value),
+                value=_show(value),
+                index=index,
+                choices=list(SCENARIO_TYPES) if expected == "list-of-scenario-types" else None,
+            )
+        )
 
-    def string_list(self, pair: tuple[Node, Node] | None, value: Any, name: str,
-                    allowed: tuple[str, ...] | None = None) -> list[str] | None:
+    def string_list(
+        self, pair: tuple[Node, Node] | None, value: Any, name: str, allowed: tuple[str, ...] | None = None
+    ) -> list[str] | None:
         if pair is None:
             return None
         key_node, value_node = pair
@@ -210,8 +253,9 @@ class _EntryChecker:
             return None
         if value_node.start_mark.line != key_node.start_mark.line:
             if self.wants(line):
-                self.add(_err(line, "pr-link-next-line", value=value, value_line=self.at(value_node),
-                              **self.link_params()))
+                self.add(
+                    _err(line, "pr-link-next-line", value=value, value_line=self.at(value_node), **self.link_params())
+                )
             return None
         if value not in forms:
             if self.wants(line):
@@ -220,9 +264,8 @@ class _EntryChecker:
         start = self.source.rfind("\n", 0, value_node.start_mark.index) + 1
         end = self.source.find("\n", value_node.start_mark.index)
         text = self.source[start:] if end == -1 else self.source[start:end]
-        between = text[key_node.end_mark.column:value_node.start_mark.column]
-        after = text[value_node.end_mark.column:] if value_node.end_mark.line == value_node.start_mark.line \
-            else None
+        between = text[key_node.end_mark.column : value_node.start_mark.column]
+        after = text[value_node.end_mark.column :] if value_node.end_mark.line == value_node.start_mark.line else None
         block = value_node.style in ("|", ">")  # libyaml gives a plain scalar the style "", PyYAML None
         spaces: int | None = None  # spacing-around-colon: after `pr-link:` (None: not only extra spaces)
         trailing: str | None = None  # text-after-link: what follows the link
@@ -242,8 +285,18 @@ class _EntryChecker:
         else:
             return value
         if self.wants(line):
-            self.add(_err(line, "pr-link-format", value=value, text=text, problem=problem, spaces=spaces,
-                          after=trailing, **self.link_params()))
+            self.add(
+                _err(
+                    line,
+                    "pr-link-format",
+                    value=value,
+                    text=text,
+                    problem=problem,
+                    spaces=spaces,
+                    after=trailing,
+                    **self.link_params(),
+                )
+            )
         return None
 
     def link_params(self) -> dict[str, Any]:

@@ -31,8 +31,12 @@ def _show(value: Any) -> str:
     if isinstance(value, str):
         return value
     # In the order written (not sorted), so that the clipped copy reads as the start of the whole value.
-    return yaml.safe_dump(_clip(value, [64], 0), default_flow_style=True, width=10**6, sort_keys=False
-                          ).strip().removesuffix("...").strip()
+    return (
+        yaml.safe_dump(_clip(value, [64], 0), default_flow_style=True, width=10**6, sort_keys=False)
+        .strip()
+        .removesuffix("...")
+        .strip()
+    )
 
 
 def _clip(value: Any, budget: list[int], depth: int) -> Any:
@@ -60,9 +64,9 @@ def _clip(value: Any, budget: list[int], depth: int) -> Any:
             copy[_clip(key, budget, depth + 1) if isinstance(key, str) else key] = _clip(item, budget, depth + 1)
         return copy
     if isinstance(value, (set, frozenset)):
-        return set(list(value)[:max(budget[0], 0)])
+        return set(list(value)[: max(budget[0], 0)])
     if isinstance(value, tuple):
-        return tuple(_clip(item, budget, depth + 1) for item in value[:max(budget[0], 0)])
+        return tuple(_clip(item, budget, depth + 1) for item in value[: max(budget[0], 0)])
     if isinstance(value, bytes):
         return value[:130]
     return value
@@ -72,7 +76,7 @@ def _param(value: Any) -> Any:
     """A param as kept: a string from the file is cut to _PARAM_CHARS (the templates show 120 of them), so that
     a cached result holds what is shown, not a 2 MB line."""
     if isinstance(value, str) and len(value) > _PARAM_CHARS:
-        return value[:_PARAM_CHARS - 3] + "..."
+        return value[: _PARAM_CHARS - 3] + "..."
     return value
 
 
@@ -94,8 +98,13 @@ def _character_error(code: str, lines: list[int], count: int | None = None, **ex
 _HISTORY_CHANGES = ("changed", "whitespace", "removed", "inserted", "moved", "extended")
 
 
-def _history_error(line: int, base_line: int, change: str, expected: str | None, found: str | None,
-                   ) -> ChangelogError:
+def _history_error(
+    line: int,
+    base_line: int,
+    change: str,
+    expected: str | None,
+    found: str | None,
+) -> ChangelogError:
     """`expected` is the base's line `base_line` (None past its end), `found` the head's line `line`."""
     return _err(line, "history-changed", change=change, base_line=base_line, expected=expected, found=found)
 

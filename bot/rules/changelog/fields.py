@@ -4,8 +4,14 @@ values, and the forms a new entry's `pr-link` may take."""
 from __future__ import annotations
 
 FIELDS = (
-    "config-keys", "description", "pr-link", "scenario-type",
-    "evals-only", "all-evals", "append-only", "eval-min-prefill-ep",
+    "config-keys",
+    "description",
+    "pr-link",
+    "scenario-type",
+    "evals-only",
+    "all-evals",
+    "append-only",
+    "eval-min-prefill-ep",
 )
 REQUIRED_FIELDS = ("config-keys", "description", "pr-link")
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")

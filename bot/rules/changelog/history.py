@@ -21,7 +21,7 @@ def _common_prefix(a: str, ai: int, b: str, bi: int) -> int:
     low, high = 0, min(len(a) - ai, len(b) - bi)
     while low < high:
         mid = (low + high + 1) // 2
-        if a[ai + low:ai + mid] == b[bi + low:bi + mid]:
+        if a[ai + low : ai + mid] == b[bi + low : bi + mid]:
             low = mid
         else:
             high = mid - 1
@@ -52,8 +52,9 @@ def _link_regions(base: str) -> list[tuple[int, int]]:
             return []
         while loader.check_event():
             event = loader.get_event()
-            if isinstance(event, (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentStartEvent,
-                                  yaml.DocumentEndEvent)):
+            if isinstance(
+                event, (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentStartEvent, yaml.DocumentEndEvent)
+            ):
                 continue
             if depth == 0 and not isinstance(event, SequenceStartEvent):
                 return []  # not a list
@@ -79,16 +80,25 @@ def _link_regions(base: str) -> list[tuple[int, int]]:
                 item[1] = False
                 continue
             key, item[1], item[2] = item[2], True, None
-            if key is None or not item[0] or not isinstance(event, ScalarEvent) \
-                    or event.style not in (None, "", "'", '"') or event.end_mark is None:
+            if (
+                key is None
+                or not item[0]
+                or not isinstance(event, ScalarEvent)
+                or event.style not in (None, "", "'", '"')
+                or event.end_mark is None
+            ):
                 continue
             key_end = starts[key.end_mark.line] + key.end_mark.column
             colon = base.find(":", key_end)
             value_end = starts[event.end_mark.line] + event.end_mark.column
             end = base.find("\n", value_end)
             end = len(base) if end == -1 else end
-            if colon == -1 or base[key_end:colon].strip(" ") or colon > value_end or (
-                    regions and colon < regions[-1][1]):
+            if (
+                colon == -1
+                or base[key_end:colon].strip(" ")
+                or colon > value_end
+                or (regions and colon < regions[-1][1])
+            ):
                 continue
             regions.append((colon + 1, end))
     except (yaml.YAMLError, UnicodeError):
@@ -125,10 +135,11 @@ def _history_change(base: str, head: str, base_pos: int, head_pos: int) -> Chang
     elif _line_at(base_lines, bi + 1) == found:
         change = "removed"
     else:
-        later_in_head = expected in head_lines[hi + 1:]
-        later_in_base = found in base_lines[bi + 1:]
+        later_in_head = expected in head_lines[hi + 1 :]
+        later_in_base = found in base_lines[bi + 1 :]
         change = {(False, True): "removed", (True, False): "inserted", (True, True): "moved"}.get(
-            (later_in_head, later_in_base), "changed")
+            (later_in_head, later_in_base), "changed"
+        )
     return _history_error(hi + 1, bi + 1, change, expected, found)
 
 
@@ -141,7 +152,8 @@ def _check_history(base_bytes: bytes, head_bytes: bytes, check: _Check) -> Chang
     regions = _link_regions(base) if len(base_bytes) <= check.limits.max_bytes else []
     accepted = re.compile(
         rf" (?P<q>[\"']?)(?P<v>{re.escape(prefix)}\d+|{re.escape(PLACEHOLDER)}|{re.escape(prefix + PLACEHOLDER)})"
-        r"(?P=q)")
+        r"(?P=q)"
+    )
     rejected: list[int] = []
     corrections: list[LinkCorrection] = []
     base_pos = head_pos = 0
@@ -181,18 +193,32 @@ def _check_history(base_bytes: bytes, head_bytes: bytes, check: _Check) -> Chang
                 sink.skip()
                 head_pos = stop
                 continue
-            text = head[head.rfind("\n", 0, head_pos) + 1:head_pos] + new
+            text = head[head.rfind("\n", 0, head_pos) + 1 : head_pos] + new
             forms = [f"{prefix}<number>", PLACEHOLDER, prefix + PLACEHOLDER]
             next_line = "\n" in new or not new.strip()  # the changed value is on the line below `pr-link:`
-            sink.add(_err(
-                line, "link-correction-not-accepted", value=" ".join(new.split()), old=" ".join(old.split()),
-                text=text, reason="value-on-next-line" if next_line else "not-accepted", expected=forms))
+            sink.add(
+                _err(
+                    line,
+                    "link-correction-not-accepted",
+                    value=" ".join(new.split()),
+                    old=" ".join(old.split()),
+                    text=text,
+                    reason="value-on-next-line" if next_line else "not-accepted",
+                    expected=forms,
+                )
+            )
         head_pos = stop
     if head_pos < len(head):
         # Every link matched and the rest of the history too, but the head goes on: an append as well.
         appended_line = newlines + head.count("\n", counted, head_pos) + 1
         first = corrections[0].line if corrections else (rejected[0] if rejected else appended_line)
-        sink.add(_err(
-            first, "correction-with-append", corrected_lines=([c.line for c in corrections] + rejected)[:_SHOWN_LINES],
-            corrected_count=len(corrections) + len(rejected), appended_line=appended_line))
+        sink.add(
+            _err(
+                first,
+                "correction-with-append",
+                corrected_lines=([c.line for c in corrections] + rejected)[:_SHOWN_LINES],
+                corrected_count=len(corrections) + len(rejected),
+                appended_line=appended_line,
+            )
+        )
     return sink.result(link_corrections=tuple(corrections))

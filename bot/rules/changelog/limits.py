@@ -33,8 +33,10 @@ class ChangelogLimits:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"ChangelogLimits.{name} must be a whole number above 0, not {value!r}")
         if not 4 <= self.max_depth <= 100:
-            raise ValueError("ChangelogLimits.max_depth must be between 4 (what a valid entry needs) and 100 "
-                             f"(recursive readers stay far below Python's recursion limit), not {self.max_depth}")
+            raise ValueError(
+                "ChangelogLimits.max_depth must be between 4 (what a valid entry needs) and 100 "
+                f"(recursive readers stay far below Python's recursion limit), not {self.max_depth}"
+            )
 
 
 DEFAULT_LIMITS = ChangelogLimits()

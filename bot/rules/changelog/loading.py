@@ -87,8 +87,9 @@ class _Builder:
                     else:
                         seen[key] = key_node.start_mark.line
                 except TypeError:
-                    raise ConstructorError("while constructing a mapping", node.start_mark, "found unhashable key",
-                                           key_node.start_mark) from None
+                    raise ConstructorError(
+                        "while constructing a mapping", node.start_mark, "found unhashable key", key_node.start_mark
+                    ) from None
                 value[key] = self.build(value_node)
             self.building.discard(id(node))
         else:

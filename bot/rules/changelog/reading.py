@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Generator, Iterator
+from collections.abc import Generator, Iterator
+from typing import Any
 
 import yaml
 from yaml.composer import ComposerError
 from yaml.error import Mark
-from yaml.events import (AliasEvent, CollectionEndEvent, MappingStartEvent, ScalarEvent,
-                         SequenceStartEvent)
+from yaml.events import AliasEvent, CollectionEndEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from bot.rules.changelog import loading
@@ -54,7 +54,7 @@ def _flow_overflow(text: str, pos: int, level: int, limit: int) -> int | None:
             close = index + 1
             while close < end:
                 if text[close] == char:
-                    if char == "'" and text[close + 1:close + 2] == "'":
+                    if char == "'" and text[close + 1 : close + 2] == "'":
                         close += 2
                         continue
                     break
@@ -118,12 +118,15 @@ class _Entries:
         # PyYAML's own composer recurses: an upper bound on the depth from the indicators that open a
         # collection (each collection has one of its own), and the exact reading beyond it.
         count = self.text.count
-        indicators = sum(count(s, a, b) for s in ("[", "{", ": ", ":\n", ":\t", '":', "':", "]:", "}:", "- ",
-                                                   "-\n", "-\t", "? ", "?\n", "?\t"))
+        indicators = sum(
+            count(s, a, b)
+            for s in ("[", "{", ": ", ":\n", ":\t", '":', "':", "]:", "}:", "- ", "-\n", "-\t", "? ", "?\n", "?\t")
+        )
         return 3 + indicators > self.check.limits.max_depth
 
-    def __iter__(self) -> Iterator[tuple[int, Node | None, str, int, range | None, tuple[Any, ...],
-                                         list[ChangelogError]]]:
+    def __iter__(
+        self,
+    ) -> Iterator[tuple[int, Node | None, str, int, range | None, tuple[Any, ...], list[ChangelogError]]]:
         k, n = 0, self.count
         while k < n:
             slow = self.slow(k)
@@ -176,8 +179,15 @@ class _Entries:
             elif over is not None:
                 raise _Stop(_too_many_values(first + over.start_mark.line, limits.max_values), stop_all=True)
             elif deep is not None:
-                yield k + index, None, source, first, None, (), [_too_deep(first + deep.start_mark.line,
-                                                                           limits.max_depth)]
+                yield (
+                    k + index,
+                    None,
+                    source,
+                    first,
+                    None,
+                    (),
+                    [_too_deep(first + deep.start_mark.line, limits.max_depth)],
+                )
             else:
                 yield k + index, item, source, first, None, (), []
 
@@ -225,13 +235,23 @@ class _Entries:
             if name is None:
                 return
             if name in local:
-                raise ComposerError(f"found duplicate anchor {name!r}; first occurrence", local[name].start_mark,
-                                    "second occurrence", mark)
+                raise ComposerError(
+                    f"found duplicate anchor {name!r}; first occurrence",
+                    local[name].start_mark,
+                    "second occurrence",
+                    mark,
+                )
             if name in check.anchors:
                 first = check.anchors[name][0]
-                extra.append(_err(
-                    line, "yaml-syntax", problem=f"found duplicate anchor {name!r} (first at line {first})",
-                    context="each anchor name is used once in the file", needs_quotes=True))
+                extra.append(
+                    _err(
+                        line,
+                        "yaml-syntax",
+                        problem=f"found duplicate anchor {name!r} (first at line {first})",
+                        context="each anchor name is used once in the file",
+                        needs_quotes=True,
+                    )
+                )
             local[name] = node
             check.anchors[name] = (line, mark.column)
 
@@ -246,8 +266,11 @@ class _Entries:
                     continue
                 if isinstance(event, CollectionEndEvent) and not stack:
                     break  # the end of the list
-                if kind is ScalarEvent or kind is AliasEvent or isinstance(event, (SequenceStartEvent,
-                                                                                   MappingStartEvent)):
+                if (
+                    kind is ScalarEvent
+                    or kind is AliasEvent
+                    or isinstance(event, (SequenceStartEvent, MappingStartEvent))
+                ):
                     line = offset + event.start_mark.line
                     if not stack:  # an entry begins
                         if pending is not None:
@@ -268,9 +291,15 @@ class _Entries:
                     if level > limits.max_depth:
                         raise _Stop(_too_deep(line, limits.max_depth))
                     # In the value of the entry's merge key `<<` (that key is the error there; its value is not read)
-                    merged = bool(stack) and (stack[-1][3] or (len(stack) == 1 and stack[0][1]
-                                                               and stack[0][2] is not None
-                                                               and stack[0][2].tag == _MERGE_TAG))
+                    merged = bool(stack) and (
+                        stack[-1][3]
+                        or (
+                            len(stack) == 1
+                            and stack[0][1]
+                            and stack[0][2] is not None
+                            and stack[0][2].tag == _MERGE_TAG
+                        )
+                    )
                     if kind is AliasEvent:
                         name = event.anchor
                         if name in local:

@@ -127,6 +127,7 @@ class _Sink:
 
     def result(self, **fields: Any) -> ChangelogResult:
         if self.kept:
-            return ChangelogResult(errors=self.errors(), error_count=self.count,
-                                   error_count_is_lower_bound=self.partial)
+            return ChangelogResult(
+                errors=self.errors(), error_count=self.count, error_count_is_lower_bound=self.partial
+            )
         return ChangelogResult(**fields)

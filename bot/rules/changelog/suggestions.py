@@ -6,8 +6,8 @@ only when it holds no ``` (which would close the block) and no control character
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from bot.rules.changelog.errors import ChangelogError
 
@@ -36,8 +36,14 @@ def safe_line(text: str) -> bool:
     return "```" not in text and "~~~" not in text and text.isprintable()
 
 
-def suggestions(errors: Iterable[ChangelogError], head: str | bytes, *, pr_number: int, canonical_prefix: str,
-                limit: int = MAX_SUGGESTIONS) -> list[Suggestion]:
+def suggestions(
+    errors: Iterable[ChangelogError],
+    head: str | bytes,
+    *,
+    pr_number: int,
+    canonical_prefix: str,
+    limit: int = MAX_SUGGESTIONS,
+) -> list[Suggestion]:
     """The fixes for those of `errors` (of the PR check, lines of `head`) that have one obvious fix: at most
     `limit`, by line, never two on overlapping lines."""
     text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
@@ -75,7 +81,7 @@ def _fix(error: ChangelogError, lines: list[str], link: str | None) -> Suggestio
         if key is None:
             return None  # a flow mapping (`{pr-link: ...}`) or a line the rule did not expect
         last = at
-        rest, value = line[key.end():].strip(" "), params.get("value")
+        rest, value = line[key.end() :].strip(" "), params.get("value")
         if code == "pr-link-not-accepted" and rest not in (value, f"'{value}'", f'"{value}"'):
             return None  # not the whole value on this line (a block scalar, a value running on): no one fix
         if code == "pr-link-next-line":
