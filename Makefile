@@ -17,13 +17,19 @@ $(BIN)/.installed: pyproject.toml | $(BIN)/python
 	$(PIP) -e '.[test]'
 	touch $(BIN)/.serve-installed $@
 
-.PHONY: serve test test-fast bench
+.PHONY: serve test test-fast lint bench
 serve: $(BIN)/.serve-installed
 	$(BIN)/sweepbot serve
 
-# On every core (pytest-xdist); each test alone, wherever a worker is free (`--dist load`).
-test: $(BIN)/.installed
+# Lint, format, types and import contracts first (a few seconds), then every test on every core (pytest-xdist;
+# each test alone, wherever a worker is free: `--dist load`).
+test: lint
 	$(BIN)/python -m pytest -n auto --dist load
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+	$(BIN)/mypy
 
 # The rules and the handlers against the in-memory fake GitHub: no bot served, no process, no database, no browser.
 test-fast: $(BIN)/.installed

@@ -3,10 +3,11 @@
 "after" validates with the JSON Schemas (bot/rules/message_schemas.py, examples/schemas/) after a bounds
 check; "before" (`--before`, default b3e2371, the commit before this work) checked every field by hand. The
 inputs are ordinary callbacks, not worst cases (bench/parsers.py has those): the three example payloads of
-examples/payloads/ and a few refused ones (and, apart, the judge's example answer through judge_result). Each tree is measured in a subprocess of this script (`--worker`)
-with PYTHONPATH at a copy of it (`git archive` for before, the working tree for after, the schemas copied in as
-the data package `sweepbot_schemas`). The first call is timed on its own (after: it loads and compiles the
-schema), then each callback is parsed `--repeat` times; the figure is the median of those calls.
+examples/payloads/ and a few refused ones (and, apart, the judge's example answer through judge_result). Each tree is
+measured in a subprocess of this script (`--worker`) with PYTHONPATH at a copy of it (`git archive` for before, the
+working tree for after, the schemas copied in as the data package `sweepbot_schemas`). The first call is timed on its
+own (after: it loads and compiles the schema), then each callback is parsed `--repeat` times; the figure is the median
+of those calls.
 
     .venv/bin/python bench/callbacks.py [--before REF] [--repeat 2000]
 """

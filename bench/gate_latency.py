@@ -42,7 +42,8 @@ requests, and no round trips are counted. It also prints the CPU each process us
 backlog drained, per PR (intake, workers, fake GitHub; read from /proc, so Linux only). `--opened-first` works
 with it too.
 
-    .venv/bin/python bench/gate_latency.py [--prs 200] [--workers 64] [--in-flight 90] [--senders 20] [--opened-first] [--one-loop]
+    .venv/bin/python bench/gate_latency.py [--prs 200] [--workers 64] [--in-flight 90] [--senders 20]
+        [--opened-first] [--one-loop]
         [--github-latency 150] [--one-at-a-time] [--fork] [--live]
 """
 
@@ -541,12 +542,13 @@ def report(result: dict[str, Any], warnings: list[logging.LogRecord]) -> list[st
     warm = "warm, PRs opened first" if result["opened_first"] else "warm"
     kind = "fork" if result["fork"] else "same-repository"
     pace = "one at a time (each once the one before is handled)" if result["one_at_a_time"] else "unpaced"
+    niceness = f" at niceness {result['fake_niceness']}" if result.get("fake_niceness") else ""
     lines = [
         f"sweep gate latency: {prs} {kind} PRs {pace}, {state}; {result['workers']} workers {where}, "
         f"at most {result['in_flight']} GitHub requests under way at once, "
         f"{result['senders']} senders, writes unpaced, settle_seconds=0, "
         f"fake GitHub {'in a process of its own' if result.get('live') else 'in-process'}"
-        f"{' at niceness %d' % result['fake_niceness'] if result.get('fake_niceness') else ''}, "
+        f"{niceness}, "
         f"every request answered {result['latency'] * 1000:g} ms late, {os.cpu_count()} cores"
     ]
     if dispatch:

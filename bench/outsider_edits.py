@@ -9,8 +9,9 @@ paced as live (80 in any 60 s). Two runs, each on a fresh bot:
    `--seconds`; halfway through, the maintainer labels PR 1 as in run 1.
 
 Printed: the time from the maintainer's `labeled` POST to the fake's receipt of the sweep's dispatch in each run
-and their ratio, and the GitHub writes the outsider's deliveries caused (the writes of run 2 less those of run 1). Before outsiders' commands cost one
-write, each edit cost about four and the dispatch took 55.4 s instead of about 3.5 s (with the 3 s settle).
+and their ratio, and the GitHub writes the outsider's deliveries caused (the writes of run 2 less those of run 1).
+Before outsiders' commands cost one write, each edit cost about four and the dispatch took 55.4 s instead of about 3.5 s
+(with the 3 s settle).
 
     .venv/bin/python bench/outsider_edits.py [--seconds 60] [--rate 24] [--latency 0.05]
 """

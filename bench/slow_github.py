@@ -86,10 +86,10 @@ def setup(name: str, dbs: list[str], args: argparse.Namespace, key: str) -> dict
                 per_url = [bodies[i :: len(urls)] for i in range(len(urls))]
                 started = time.perf_counter()
 
-                async def send_all() -> None:
+                async def send_all(urls: list[str], per_url: list[list[bytes]]) -> None:
                     await asyncio.gather(*(send(url, part, 20) for url, part in zip(urls, per_url)))
 
-                asyncio.run(send_all())
+                asyncio.run(send_all(urls, per_url))
                 elapsed = max(drained(port, started) for port in ports)
                 made = fake.requests(since)
                 per_pr = welcomes_per_pr(fake, since)

@@ -70,6 +70,11 @@ async def wait_until(condition: Callable[[], Any], what: str, *, seconds: float 
         await asyncio.sleep(every)
 
 
+def line_with(text: str, part: str) -> str:
+    """The first line of `text` that holds `part` (StopIteration when none does: the test fails there)."""
+    return next(line for line in text.splitlines() if part in line)
+
+
 def fill(piece: str, prefix: str = "", suffix: str = "") -> str:
     """`prefix`, `piece` repeated, `suffix`: at most COMMENT_LIMIT characters."""
     return prefix + piece * ((COMMENT_LIMIT - len(prefix) - len(suffix)) // len(piece)) + suffix

@@ -7,7 +7,7 @@ import datetime as dt
 from types import SimpleNamespace
 
 import pytest
-from harness import REPO
+from harness import REPO, line_with
 from test_sweep_gate import (
     FAIL_FAST,
     check,
@@ -164,7 +164,7 @@ async def test_a_press_after_a_pin_forces_a_sweep_as_re_adding_the_primary_does(
     assert "Run `4242` is pinned for reuse" in english(status(repo, 72))
     await press(h, sha, cb.SWEEP_AGAIN)
     assert len(runs(repo)) == 2
-    line = next(l for l in english(status(repo, 72)).splitlines() if "**Reuse pin:**" in l)
+    line = line_with(english(status(repo, 72)), "**Reuse pin:**")
     assert "a sweep runs anyway" in line
 
 
@@ -188,7 +188,7 @@ async def test_approve_this_commit_on_a_fork_approves_the_new_head_and_starts_it
     assert repo._repo(REPO).run_inputs[newest["id"]]["head-sha"] == "7" * 40
     approval = SweepRecord.parse(status(repo, 73)).approval(FAIL_FAST)
     assert (approval.head_sha, approval.by, approval.via) == ("7" * 40, "reviewer", "button")
-    line = next(l for l in english(status(repo, 73)).splitlines() if "**Fork approval:**" in l)
+    line = line_with(english(status(repo, 73)), "**Fork approval:**")
     assert line.startswith("- ✅") and "`reviewer`" in line and "Approve this commit" in line
     assert button_ids(repo, "7" * 40) == [cb.SWEEP_AGAIN], "approved: the button is gone"
 

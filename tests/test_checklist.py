@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from harness import COMMENT_LIMIT as LIMIT
+from harness import fill
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -357,10 +359,6 @@ def test_normalise_where_it_differs_from_before(raw, expected):
     """What the linear regexes read otherwise than the old ones: brackets inside a link, `<` inside an autolink
     (CommonMark allows neither in an autolink; a nested label is rare in a checklist)."""
     assert normalise(raw) == expected
-
-
-from harness import COMMENT_LIMIT as LIMIT  # noqa: E402
-from harness import fill
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver (on SQLite and PostgreSQL), manifest, setup."""
+"""The CLI: receive (dry run and real, in the sandbox), deliveries, redeliver (SQLite, PostgreSQL), manifest, setup."""
 
 from __future__ import annotations
 

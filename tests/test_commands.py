@@ -1,6 +1,12 @@
 """Table-driven tests of the slash-command grammar (bot/rules/commands.py)."""
 
+import re
+
 import pytest
+from harness import COMMENT_LIMIT as LIMIT
+from harness import fill
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from bot.core.config import default_policy
 from bot.rules.commands import (
@@ -356,8 +362,6 @@ def test_visible_text_keeps_code_spans_whole():
 
 # --- worst cases at GitHub's limit (65,536 characters): right answers (speed: bench/parsers.py) --------------
 
-from harness import COMMENT_LIMIT as LIMIT  # noqa: E402
-from harness import fill
 
 WORST_CASES = [
     case(fill("["), [], "brackets"),
@@ -626,10 +630,6 @@ def test_a_name_the_check_refuses_the_grammar_refuses_too(name):
 
 # -- properties: what is quoted or fenced never runs (hypothesis) --------------------------------------
 
-import re  # noqa: E402
-
-from hypothesis import assume, given, settings  # noqa: E402
-from hypothesis import strategies as st
 
 NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
 # Bodies made of the characters that matter to the grammar, with real command lines mixed in.

@@ -421,11 +421,11 @@ commands:
   use: 使用
   stage: help
 autolabels:
-  - {label: amd, paths: [a], color: ed1c24, description: AMD}
-  - {label: AMD, paths: [b], color: '#76b900', description: AMD too}
-  - {label: all-evals, paths: [c], color: 0e8a16, description: %s}
-  - {label: %s, paths: [], color: 0e8a16, description: d}
-""" % ("d" * 101, "l" * 51)
+  - {{label: amd, paths: [a], color: ed1c24, description: AMD}}
+  - {{label: AMD, paths: [b], color: '#76b900', description: AMD too}}
+  - {{label: all-evals, paths: [c], color: 0e8a16, description: {}}}
+  - {{label: {}, paths: [], color: 0e8a16, description: d}}
+""".format("d" * 101, "l" * 51)
 BAD_FILE_ERRORS = [
     f"labels.modifiers.evals_only: 'Full-Sweep-Enabled' is also the label of labels.primary[1].name"
     f" ('full-sweep-enabled': {IGNORES_CASE})",
@@ -712,7 +712,7 @@ def test_the_example_config_sets_every_key_to_its_default():
 def test_nested_aliases_are_walked_once():
     """Regression (introduced and fixed with the line numbers): the walk that finds each key's line followed every
     alias, so twelve levels of ten aliases each (a few hundred bytes) meant 10**12 visits."""
-    levels = ["a0: &a0 {k: v}"] + [f"a{i}: &a{i} [{', '.join(['*a%d' % (i - 1)] * 10)}]" for i in range(1, 12)]
+    levels = ["a0: &a0 {k: v}"] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 12)]
     with pytest.raises(ConfigError) as raised:
         parse_repo_config("\n".join(levels) + "\n")
     assert messages(raised.value.errors)[:2] == ["a0: unknown key", "a1: unknown key"]

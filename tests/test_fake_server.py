@@ -128,7 +128,7 @@ def test_a_sigkilled_bot_leaves_githubs_state_behind_and_the_next_one_finds_it(f
                 assert deliver() == 202
                 try:
                     wait_until_blocking(
-                        lambda: (
+                        lambda before=before, run=run: (
                             fake.count("GET", r"/issues/1/comments$") > before
                             and (run == 2 or len(fake.comments(repo, 1)) == 2)
                         ),

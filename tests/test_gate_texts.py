@@ -108,8 +108,8 @@ def facts(policy=POLICY) -> dict:
         bot_login="sweepbot[bot]",
         templates=Templates(),
         gh=None,  # type: ignore[arg-type]  # deliberately no GitHub client
-        configs=None,
-    )  # type: ignore[arg-type]  # deliberately no RepoConfigs
+        configs=None,  # type: ignore[arg-type]  # deliberately no RepoConfigs
+    )
     return sweep_gate._facts(ctx, {"number": 42, "head": {"sha": HEAD}})
 
 
@@ -298,7 +298,7 @@ def both(c: Condition, g: dict | None = None) -> list[tuple[str, list[str]]]:
 def test_changelog_lines_link_the_file():
     g = facts()
     for case in ("same-repo, starting", "changelog absent", "changelog invalid"):
-        for line, spans in both(condition(case, "changelog")):
+        for line, _spans in both(condition(case, "changelog")):
             assert f"[`{g['changelog_path']}`]({g['changelog_url']})" in line
     english = render(condition("changelog absent", "changelog"), "en")
     assert "Append at least one entry at the end of the file" in english
@@ -315,7 +315,7 @@ def test_valid_labels_say_what_the_sweep_does():
 
 
 def test_no_primary_lists_the_primaries_and_the_recommended_one():
-    for line, spans in both(condition("no labels", "labels")):
+    for _line, spans in both(condition("no labels", "labels")):
         assert [FAIL_FAST, ENABLED, NON_CANARY] == spans[:3]
         assert spans.count(FAIL_FAST) == 2  # listed, then recommended
     assert "(`full-sweep-fail-fast` is recommended)" in render(condition("no labels", "labels"), "en")
@@ -336,7 +336,7 @@ def test_several_primaries_without_a_recommended_label():
     c = condition("two primaries", "labels")
     c = replace(c, params={**c.params, "recommended": None})
     g = {**facts(), "recommended": None}
-    for line, spans in both(c, g):
+    for _line, spans in both(c, g):
         assert spans == [ENABLED, NON_CANARY]
     assert render(c, "en", g).endswith("Keep exactly one and remove the others.")
 
@@ -347,7 +347,7 @@ def test_modifier_without_primary_names_the_modifiers_and_asks_for_one_primary()
     assert "Add one primary label:" in english
     english = render(condition("two modifiers alone", "labels"), "en")
     assert english.startswith(f"The modifiers `{ALL_EVALS}` and `{AGENTX_FAST}` do nothing")
-    for line, spans in both(condition("two modifiers alone", "labels")):
+    for _line, spans in both(condition("two modifiers alone", "labels")):
         assert spans[:2] == [ALL_EVALS, AGENTX_FAST]
         assert {FAIL_FAST, ENABLED, NON_CANARY} <= set(spans)
 
@@ -355,7 +355,7 @@ def test_modifier_without_primary_names_the_modifiers_and_asks_for_one_primary()
 def test_append_only_conflict_names_the_modifiers():
     c = condition("append-only with evals-only and all-evals", "labels")
     assert c.reason_code == "append_only_conflict"
-    for line, spans in both(c):
+    for _line, spans in both(c):
         assert {ALL_EVALS, EVALS_ONLY, "append-only: true"} <= set(spans)
         assert AGENTX_FAST not in spans
 
@@ -366,7 +366,7 @@ def test_pull_request_lines():
     assert f"run `{PIN}` is the pinned run" in render(condition("merged", "pull_request"), "en")
     assert "no run is pinned" in render(condition("merged, nothing pinned", "pull_request"), "en")
     assert f"`{PIN}`" in render(condition("merged", "pull_request"), "zh")
-    for line, spans in both(condition("wrong base", "pull_request")):
+    for _line, spans in both(condition("wrong base", "pull_request")):
         assert set(spans) == {"release/v2", "main"}
     assert "Change the base branch to `main`." in render(condition("wrong base", "pull_request"), "en")
 
@@ -416,7 +416,7 @@ def test_untrusted_labeller_names_labels_logins_removed_and_who_can_approve():
 
 
 def test_merge_commit_lines():
-    for line, spans in both(condition("fork, approved", "merge_commit")):
+    for _line, spans in both(condition("fork, approved", "merge_commit")):
         assert spans == [MERGE[:7]]
     english = render(condition("fork, no merge commit", "merge_commit"), "en")
     assert english.startswith("Waiting for GitHub") and f"`{HEAD[:7]}`" in english
@@ -449,13 +449,13 @@ def test_dispatch_lines_show_the_run_and_link_the_runs():
     for line, spans in both(condition("dispatched", "dispatch")):
         assert spans[:2] == [str(RUN), "in_progress"]
         assert f"]({RUNS_URL})" in line
-    for line, spans in both(condition("same-repo, starting", "dispatch")):
+    for _line, spans in both(condition("same-repo, starting", "dispatch")):
         assert spans == [DECISIONS["same-repo, starting"].dispatch_id]
 
 
 def test_failed_and_retrying_show_the_error_as_a_code_span():
     for c in (FAILED, RETRYING):
-        for line, spans in both(c):
+        for _line, spans in both(c):
             assert c.params["error"] in spans and ID in spans
     assert "30 seconds" in render(RETRYING, "en") and "30 秒" in render(RETRYING, "zh")
     one = replace(RETRYING, params={**RETRYING.params, "retry_in": 1})
@@ -478,7 +478,7 @@ def test_a_label_with_backticks_is_one_safe_code_span():
         assert code_span(odd) in line
         assert odd in spans and FAIL_FAST in spans
     c = decide(make_pr(labels=()), policy).condition("labels")
-    for line, spans in both(c, g):
+    for _line, spans in both(c, g):
         assert odd in spans
 
 

@@ -507,7 +507,7 @@ def test_callers_on_several_loops_and_threads(journal):
     assert asyncio.run(counts()) == {DONE: 60}
 
 
-# -- the bot on either backend ------------------------------------------------------------------------------------------
+# -- the bot on either backend -----------------------------------------------------------------------------
 
 
 async def test_the_bot_acks_after_the_commit_and_processes_each_delivery_once(make_harness, target, opened):

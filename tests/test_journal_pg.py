@@ -1,6 +1,6 @@
 """What only the PostgreSQL journal has: migrations in schema_version, run once even by replicas starting together;
-a connection that breaks is opened again (the CLI on PostgreSQL: tests/test_cli.py). And the test server's own rules: it skips
-outside CI when PostgreSQL is missing, and fails in CI. The shared behaviour is tests/test_journal_contract.py."""
+a connection that breaks is opened again (the CLI on PostgreSQL: tests/test_cli.py). And the test server's own rules: it
+skips outside CI when PostgreSQL is missing, and fails in CI. The shared behaviour is tests/test_journal_contract.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""What replicas on one PostgreSQL share (bot/delivery/journal_pg.py): lanes taken under a lease (FOR UPDATE SKIP LOCKED on
-the heads, one lease row per lane), per-PR order, leases that run out, renew, release, and one write budget.
+"""What replicas on one PostgreSQL share (bot/delivery/journal_pg.py): lanes taken under a lease (FOR UPDATE SKIP LOCKED
+on the heads, one lease row per lane), per-PR order, leases that run out, renew, release, and one write budget.
 
 Several journals on one database stand for several replicas. No test waits on a clock: a lease of 0 s is one
 that has already run out, and the write budget is asked with an explicit `now`.

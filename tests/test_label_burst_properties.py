@@ -11,9 +11,10 @@ waiting in the lane takes the decision over); between segments the bot settles. 
   labels asks for none;
 - every earlier run is cancelled when a new one starts or the labels ask for none.
 
-Every label delivery is handled once and none fails. So the dispatches, in order, are exactly the segment-ends that asked for a new run, each with that end's labels
-(never an intermediate state), and at most one run is left going: the final labels' own, when they ask for one.
-Run in both layouts: the workers on the test's loop, and in their own process as production runs them.
+Every label delivery is handled once and none fails. So the dispatches, in order, are exactly the segment-ends that
+asked for a new run, each with that end's labels (never an intermediate state), and at most one run is left going: the
+final labels' own, when they ask for one. Run in both layouts: the workers on the test's loop, and in their own process
+as production runs them.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""bot/rules/markdown.py: what of a comment is visible prose (the command grammar's own table is tests/test_commands.py)."""
+"""bot/rules/markdown.py: what of a comment is visible prose (the command grammar's table: tests/test_commands.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import re
 from unittest import mock
 
 import pytest
+from harness import COMMENT_LIMIT as LIMIT
+from harness import fill
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,8 +16,6 @@ from bot.rules.markdown import BREAK, mentions, prose, visible_lines
 from bot.rules.signoff import has_phrase
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
-from harness import COMMENT_LIMIT as LIMIT  # noqa: E402
-from harness import fill
 
 
 def case(body, expected, id):

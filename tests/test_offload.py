@@ -1,4 +1,4 @@
-"""Big pure checks run in a worker process (bot/core/offload.py): apart from the loop, replaced when it dies or hangs."""
+"""Big pure checks in a worker process (bot/core/offload.py): apart from the loop, replaced when it dies or hangs."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 from conftest import both_layouts
-from harness import REPO
+from harness import REPO, line_with
 from test_sweep_gate import (
     APART_PATCHES,
     FAIL_FAST,
@@ -134,7 +134,7 @@ async def test_a_member_pins_a_valid_run_and_the_next_push_starts_no_sweep(repo,
     assert reactions(repo, c) == ["+1"]
     assert pin(repo, 40).run_id == run["id"]
     assert f"actions/runs/{run['id']}" in reply(repo, 40, c)
-    line = next(l for l in english(status(repo, 40)).splitlines() if "**Reuse pin:**" in l)
+    line = line_with(english(status(repo, 40)), "**Reuse pin:**")
     assert str(run["id"]) in line
     push(repo, 40, "4" * 40)
     await send(h, 40, "synchronize", sender="partner")
@@ -473,7 +473,7 @@ async def test_evals_only_added_after_a_pin_shows_the_pin_blocked(repo, make_har
     run = finished_run(repo, 58)
     await command(h, 58, f"/use {run['id']}")
     await label(h, 58, "evals-only")
-    line = next(l for l in english(status(repo, 58)).splitlines() if "**Reuse pin:**" in l)
+    line = line_with(english(status(repo, 58)), "**Reuse pin:**")
     assert "blocks reuse" in line and "`evals-only`" in line and str(run["id"]) in line
     assert pin(repo, 58).run_id == run["id"], "the pin is kept; it counts again once the label is gone"
 

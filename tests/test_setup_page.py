@@ -721,7 +721,7 @@ async def test_only_loopback_hosts_at_its_own_port_are_served_and_make_the_redir
             if status == 200
         }
         assert redirects == {host: f"http://{host.lower()}/callback" for host in allowed}
-        for host, (status, text) in answers.items():
+        for _host, (status, text) in answers.items():
             if status != 200:
                 assert "rebind" not in text and "This page answers only at" in text
                 assert f"http://127.0.0.1:{port}/" in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import both_layouts
-from harness import REPO
+from harness import REPO, line_with
 
 from bot.app.sandbox import add_sweep_workflows
 from bot.rules.markers import marker
@@ -197,7 +197,7 @@ async def test_two_primaries_start_nothing_and_say_pick_one(repo, make_harness):
     await label(h, 6, ENABLED)
     assert len(runs(repo)) == 1
     body = english(status(repo, 6))
-    line = next(l for l in body.splitlines() if "**Sweep labels:**" in l)
+    line = line_with(body, "**Sweep labels:**")
     assert line.startswith("- ❌") and FAIL_FAST in line and ENABLED in line
     sha = repo.pull(REPO, 6)["head"]["sha"]
     assert check(repo, sha)["conclusion"] == "failure"
@@ -209,7 +209,7 @@ async def test_evals_only_without_a_primary_starts_nothing_and_says_why(repo, ma
     h = await make_harness()
     await label(h, 7, "evals-only")
     assert runs(repo) == []
-    line = next(l for l in english(status(repo, 7)).splitlines() if "**Sweep labels:**" in l)
+    line = line_with(english(status(repo, 7)), "**Sweep labels:**")
     assert line.startswith("- ❌") and "evals-only" in line
     assert check(repo, repo.pull(REPO, 7)["head"]["sha"])["conclusion"] == "failure"
 
@@ -318,7 +318,7 @@ async def test_a_draft_starts_nothing_until_ready_for_review(repo, make_harness)
     h = await make_harness()
     await label(h, 10, FAIL_FAST)
     assert runs(repo) == []
-    line = next(l for l in english(status(repo, 10)).splitlines() if "**Pull request:**" in l)
+    line = line_with(english(status(repo, 10)), "**Pull request:**")
     assert line.startswith("- ➖"), "a draft is a fine state: no ❌"
     assert english(status(repo, 10)).split("\n")[2].startswith("### ➖ No sweep while this is a draft")
     repo.update_pull(REPO, 10, draft=False)
@@ -332,7 +332,7 @@ async def test_skip_sweep_in_the_head_commit_starts_nothing_but_the_checks_still
     h = await make_harness()
     await label(h, 11, FAIL_FAST)
     assert runs(repo) == []
-    line = next(l for l in english(status(repo, 11)).splitlines() if "**Skip marker:**" in l)
+    line = line_with(english(status(repo, 11)), "**Skip marker:**")
     assert line.startswith("- ➖") and "[skip-sweep]" in line, "skipping on purpose is a fine state: no ❌"
     assert check(repo, "b" * 40)["conclusion"] == "success", "the changelog and labels are still checked"
 
@@ -344,7 +344,7 @@ async def test_pr_link_tbd_fails_the_check_with_the_line_and_the_fix_annotated(r
     assert runs(repo) == []
     body = english(status(repo, 12))
     line_number = (HISTORY + TBD_ENTRY).split(b"\n").index(b"  pr-link: TBD") + 1
-    problem = next(l for l in body.splitlines() if "`TBD`" in l)
+    problem = line_with(body, "`TBD`")
     assert str(line_number) in problem and "XXX" in problem and f"{PREFIX}12" in problem
     sha = repo.pull(REPO, 12)["head"]["sha"]
     gate = check(repo, sha)
@@ -411,7 +411,7 @@ async def test_a_refused_dispatch_is_reported_on_the_pr_not_shown_as_started(rep
     assert runs(repo) == []
     body = english(status(repo, 17))
     assert "did not start" in body and "Unexpected inputs" in body
-    line = next(l for l in body.splitlines() if "**Sweep run:**" in l)
+    line = line_with(body, "**Sweep run:**")
     assert line.startswith("- ❌")
     assert (await h.journal_row("refused")).status == "failed"
 
@@ -426,7 +426,7 @@ async def test_a_dispatch_whose_answer_was_lost_says_the_bot_cannot_tell_not_tha
     assert repo.count("POST", r"/dispatches$") == 1  # never sent again blindly
     body = english(status(repo, 19))
     assert "cannot tell whether the sweep started" in body and "refused" not in body
-    line = next(l for l in body.splitlines() if "**Sweep run:**" in l)
+    line = line_with(body, "**Sweep run:**")
     assert line.startswith("- ❌") and "does not ask again" in line
     assert any(c["body"].startswith("<!-- sweepbot:dispatch-unknown-") for c in repo.comments(REPO, 19))
     assert (await h.journal_row("lost")).status == "failed"
@@ -482,7 +482,7 @@ async def test_a_fork_labelled_by_a_writer_runs_the_trusted_workflow_on_the_appr
     push(repo, 20, "f" * 40)  # the fork pushes after the approval: not trusted
     await send(h, 20, "synchronize", sender="partner")
     assert len(runs(repo, "e2e-tests.yml")) == 1
-    line = next(l for l in english(status(repo, 20)).splitlines() if "**Fork approval:**" in l)
+    line = line_with(english(status(repo, 20)), "**Fork approval:**")
     assert line.startswith("- ⏳") and "fffffff" in line, "waiting for a maintainer's approval: nobody's fix"
 
     await unlabel(h, 20, FAIL_FAST)
@@ -508,7 +508,7 @@ async def test_a_fork_without_a_merge_commit_waits_for_conflicts_to_be_resolved(
     h = await make_harness()
     await label(h, 22, FAIL_FAST)
     assert runs(repo, "e2e-tests.yml") == []
-    line = next(l for l in english(status(repo, 22)).splitlines() if "**Merge commit:**" in l)
+    line = line_with(english(status(repo, 22)), "**Merge commit:**")
     assert line.startswith("- ❌")
 
 
@@ -635,7 +635,7 @@ async def test_an_active_pin_reads_as_paused_not_as_an_error(repo, make_harness)
     await send(h, 51, "synchronize", sender="partner")
     assert len(runs(repo)) == 1
     body = english(status(repo, 51))
-    line = next(l for l in body.splitlines() if "**Reuse pin:**" in l)
+    line = line_with(body, "**Reuse pin:**")
     assert line == (
         "- ✅ **Reuse pin:** Run `4242` is pinned, so pushes start no sweep; removing the primary "
         "label and adding it again sweeps anyway."
@@ -654,6 +654,6 @@ async def test_a_merged_pr_reads_as_merged_not_as_closed_with_an_error(repo, mak
     repo.update_pull(REPO, 52, state="closed", merged=True)
     await send(h, 52, "closed", sender="maintainer")
     body = english(status(repo, 52))
-    line = next(l for l in body.splitlines() if "**Pull request:**" in l)
+    line = line_with(body, "**Pull request:**")
     assert line.startswith("- ➖") and "Merged" in line and "`4343` is the pinned run" in line
     assert "Reopen" not in body and "❌" not in body

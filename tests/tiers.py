@@ -81,12 +81,17 @@ TESTS = {
     "test_bench_connections.py": "process",  # bench/connections.py: GitHub stand-in in a process of its own
     "test_bench_parsers.py::test_quick_run_prints_one_row_per_case_and_the_loop_figure": "process",
     "test_bench_gate_latency.py": "live",  # bench/gate_latency.py starts the bot on this loop
-    "test_bench_gate_latency.py::test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_figures": "process",
+    "test_bench_gate_latency.py::test_live_the_bot_in_its_own_processes_gives_one_dispatch_per_pr_and_the_figures": (
+        "process"
+    ),
     "test_bench_gate_latency.py::test_live_with_the_prs_opened_first_the_label_reads_no_changelog_again": "process",
 }
 
 
-STARTERS = r"\bsubprocess\b|\bmultiprocessing\b|start_server_process|FakeGitHubProcess|WorkerProcess|start_harness\(|load_bench\("
+STARTERS = (
+    r"\bsubprocess\b|\bmultiprocessing\b|start_server_process|FakeGitHubProcess|WorkerProcess"
+    r"|start_harness\(|load_bench\("
+)
 
 
 def heavier(a: str, b: str) -> str:
@@ -102,7 +107,7 @@ def found(item: pytest.Item) -> str:
     """The tier of a test with none written: the heaviest of what it uses."""
     tier = "rules"
     file = item.path.name
-    for name in item.fixturenames:
+    for name in getattr(item, "fixturenames", ()):  # every test function has them; pytest.Item does not say so
         for key in (name, f"{file}::{name}"):
             if key in FIXTURES:
                 tier = heavier(tier, FIXTURES[key])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable, Hashable, MutableMapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any
+from typing import Any
 
 from gidgethub import sansio
 

@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from bot.delivery.journal import Delivery
@@ -204,7 +205,7 @@ class ReplicaWorkers:
         while not self._stopping:
             # never a lane this replica runs, even one whose lease ran out before its renewal (which takes it back)
             claim = await self.runner.write(
-                lambda: self.journal.claim(self.holder, lease=self.lease, release=done, exclude=tuple(self._lanes))
+                partial(self.journal.claim, self.holder, lease=self.lease, release=done, exclude=tuple(self._lanes))
             )
             done = None
             if claim is None:

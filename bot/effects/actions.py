@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from bot.rules.fingerprint import digest
 
@@ -296,18 +296,18 @@ class SuggestionReview:
         )
 
 
-Action = Union[
-    Comment,
-    AddLabels,
-    RemoveLabel,
-    EnsureLabel,
-    Issue,
-    CloseIssue,
-    React,
-    Unreact,
-    DispatchWorkflow,
-    RepositoryDispatch,
-    CancelRun,
-    CheckRun,
-    SuggestionReview,
-]
+Action = (
+    Comment
+    | AddLabels
+    | RemoveLabel
+    | EnsureLabel
+    | Issue
+    | CloseIssue
+    | React
+    | Unreact
+    | DispatchWorkflow
+    | RepositoryDispatch
+    | CancelRun
+    | CheckRun
+    | SuggestionReview
+)

@@ -131,7 +131,7 @@ APPEND_ONLY_CONFLICTS = ("all_evals", "evals_only")
 # -- what the gate is given ---------------------------------------------------------------------
 
 
-class Changelog(str, Enum):
+class Changelog(str, Enum):  # noqa: UP042  members print as Changelog.X in logs and records, as before
     """What the changelog check found in the PR's changes to the performance changelog."""
 
     ABSENT = "absent"  # no entry appended
@@ -610,7 +610,7 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
     return Decision(
         start=start,
         cancel=cancel,
-        remove_labels=tuple(l.name for l in labels.untrusted_primaries),
+        remove_labels=tuple(label.name for label in labels.untrusted_primaries),
         conditions=tuple(gates),
         dispatch_id=key,
     )

@@ -25,7 +25,7 @@ def purpose_of(body: str | None) -> str | None:
 
 
 def fit(purpose: str, text: str, truncated_note: Callable[[int], str]) -> str:
-    """The full body for `purpose`: marker, then text; over GitHub's limit the text is cut at a line with a visible note."""
+    """The body for `purpose`: marker, then text; over GitHub's limit, cut at a line with a visible note."""
     head = marker(purpose) + "\n"
     body = head + text
     if len(body) <= BODY_LIMIT:

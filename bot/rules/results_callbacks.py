@@ -11,8 +11,8 @@ A callback is checked in steps, and a refusal says which one refused it (`Reject
 
 The results link is then kept or dropped, never a reason to refuse: plain https on an allowed host, rebuilt by
 bot.rules.links.checked_link. So is an ingest callback's link to its ingest run: a run page of the results
-repository on the GitHub host allowed, rebuilt from its parts (owner, name, run id, attempt). The schema decides what is valid; this module turns the schema's errors into the
-stable rejection codes below and an English reason for the log.
+repository on the GitHub host allowed, rebuilt from its parts (owner, name, run id, attempt). The schema decides what is
+valid; this module turns the schema's errors into the stable rejection codes below and an English reason for the log.
 """
 
 from __future__ import annotations
@@ -179,8 +179,8 @@ class Callback:
     bot.rules.links.checked_link (else None, and `dropped` says why). `counts` is set for "ingested" only:
     row -> column -> count, every one of ROWS and COLUMNS present, in that order, read-only. So are
     `ingest_run_url` (a run page of the results repository on one of `run_hosts`, rebuilt; else None, and
-    `dropped` says why) and `extra_counts` (the EXTRA_COUNTERS sent, in that order, read-only; empty when none). `ignored` names
-    the keys the kind does not use (sorted, at most MAX_IGNORED, each cut to SHOWN characters);
+    `dropped` says why) and `extra_counts` (the EXTRA_COUNTERS sent, in that order, read-only; empty when none).
+    `ignored` names the keys the kind does not use (sorted, at most MAX_IGNORED, each cut to SHOWN characters);
     `ignored_count` is how many there were.
     """
 

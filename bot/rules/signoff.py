@@ -89,8 +89,8 @@ class SweepRun:
 
 
 def has_phrase(body: str | None, phrase: str) -> bool:
-    """Whether `body` says the sign-off phrase in its visible prose (`bot.rules.markdown.prose`): not in a quote (a reply
-    quoting a sign-off is not one), code or an HTML comment. Compared after normalising whitespace, links and
+    """Whether `body` says the sign-off phrase in its visible prose (`bot.rules.markdown.prose`): not in a quote (a
+    reply quoting a sign-off is not one), code or an HTML comment. Compared after normalising whitespace, links and
     emphasis, ignoring case. A body that lacks a word of the phrase is refused before it is parsed."""
     wanted = normalise(phrase).casefold()
     if not wanted or not mentions(body, wanted):

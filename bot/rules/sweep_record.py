@@ -3,8 +3,9 @@
 It holds what the bot cannot read back from GitHub's state alone: which head SHA a writer approved on a fork
 when they applied a primary label or pressed "Approve this commit" (a label event does not say), the runs the
 bot dispatched for the PR with their dispatch ids, the run pinned for reuse, and the last "Run the sweep again"
-press (which, like re-adding the primary label, asks for a new dispatch id). Losing the local journal loses nothing: the next delivery reads this record again.
-Only the bot's own comment counts (the caller finds it by author and marker), so nobody else can forge it.
+press (which, like re-adding the primary label, asks for a new dispatch id). Losing the local journal loses nothing: the
+next delivery reads this record again. Only the bot's own comment counts (the caller finds it by author and marker), so
+nobody else can forge it.
 """
 
 from __future__ import annotations

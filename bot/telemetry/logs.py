@@ -8,11 +8,14 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from types import MappingProxyType
 from typing import Any
 
-CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("sweepbot_log_context", default={})
+CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "sweepbot_log_context", default=MappingProxyType({})
+)
 
 # Defence in depth: nothing should pass a secret to a log call, but if one slips through it is cut here.
 # GitHub's tokens (installation `ghs_`, OAuth `gho_`, user `ghu_`, personal `ghp_`/`github_pat_`, ...) are cut

@@ -444,7 +444,7 @@ def _bound(exc: BaseException, request: httpx.Request) -> BaseException:
     """An httpx.RequestError made without a request gets this one, as httpx's own errors carry it."""
     if isinstance(exc, httpx.RequestError):
         try:
-            exc.request
+            _ = exc.request  # httpx raises here when the error was made without one
         except RuntimeError:
             exc.request = request
     return exc
