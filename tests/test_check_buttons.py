@@ -8,13 +8,16 @@ from types import SimpleNamespace
 
 import pytest
 from harness import REPO, line_with
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     FAIL_FAST,
     check,
     english,
     label,
+    make_harness,
+    no_merge_wait,
     open_pull,
     push,  # noqa: F401
+    repo,
     runs,
     seed_pin,
     send,

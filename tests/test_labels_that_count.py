@@ -8,11 +8,14 @@ from __future__ import annotations
 import pytest
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run, pin, reactions, reply  # noqa: F401
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     FAIL_FAST,
     english,
     label,
+    make_harness,
+    no_merge_wait,
     open_pull,  # noqa: F401
+    repo,
     runs,
     status,
     unlabel,

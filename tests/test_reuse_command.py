@@ -8,13 +8,15 @@ import datetime as dt
 import pytest
 from conftest import both_layouts
 from harness import REPO, line_with
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     APART_PATCHES,
     FAIL_FAST,
     english,
     label,
+    no_merge_wait,
     open_pull,
     push,  # noqa: F401
+    repo,
     runs,
     send,
     status,

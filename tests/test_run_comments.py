@@ -6,10 +6,12 @@ state as well."""
 from __future__ import annotations
 
 from harness import REPO
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     FAIL_FAST,
     english,
     label,
+    make_harness,
+    no_merge_wait,
     open_pull,
     push,
     repo,  # noqa: F401

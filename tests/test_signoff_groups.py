@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
-from test_signoff import (
+from test_signoff import (  # noqa: F401  the fixtures this module's tests take
     AMD_FILE,
     check_line,
+    owned,
     ready,
+    real,
     sign,
+    signoff_body,
     signoff_check,  # noqa: F401
     verdict,
     verdicts,

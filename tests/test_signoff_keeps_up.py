@@ -9,21 +9,25 @@ import re
 
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
-from test_signoff import (
+from test_signoff import (  # noqa: F401  the fixtures this module's tests take
     AMD_FILE,
     check_line,
+    owned,
+    real,
     sign,
     signoff_check,  # noqa: F401
     verdict,
     verdicts,
 )
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     CHANGELOG,
     FAIL_FAST,
     label,
+    make_harness,
     no_merge_wait,  # noqa: F401
     open_pull,
     push,
+    repo,
     runs,
     send,
 )

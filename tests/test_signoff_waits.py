@@ -8,12 +8,14 @@ from __future__ import annotations
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
 from test_signoff import AMD_FILE, owned, sign, signoff_body, verdict, verdicts  # noqa: F401
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     CHANGELOG,
     FAIL_FAST,
     label,
+    make_harness,
     no_merge_wait,  # noqa: F401
     open_pull,
+    repo,
     runs,
 )
 

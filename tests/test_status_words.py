@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from harness import REPO
 from test_reuse_command import fake_clock, finished_run  # noqa: F401  (fake_clock: autouse, artifacts unexpired)
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     FAIL_FAST,
     english,
     label,
+    make_harness,
+    no_merge_wait,
     open_pull,  # noqa: F401
     push,
+    repo,
     runs,
     send,
     status,

@@ -17,15 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_reuse_command import command, fake_clock, finished_run, pin, reactions, reply  # noqa: F401
 from test_signoff import check_line, owned, sign, signoff_body, verdicts  # noqa: F401
-from test_sweep_gate import (
+from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests take
     CHANGELOG,
     FAIL_FAST,
     english,
     inputs,
     label,
     make_harness,  # noqa: F401
+    no_merge_wait,
     open_pull,
     push,
+    repo,
     runs,
     send,
     status,
