@@ -21,10 +21,12 @@ $(BIN)/.installed: pyproject.toml | $(BIN)/python
 serve: $(BIN)/.serve-installed
 	$(BIN)/sweepbot serve
 
-# Lint, format, types and import contracts first (a few seconds), then every test on every core (pytest-xdist;
-# each test alone, wherever a worker is free: `--dist load`).
+# Lint, format and types first (a few seconds), then every test with pytest-xdist, two workers a core: about half
+# of the suite's time is waiting (bot processes, the fake GitHub's latency, the database, sleeps), so one a core
+# leaves them idle. Each test goes wherever a worker is free (`--dist load`). `make test WORKERS=1` for one.
+WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
 test: lint
-	$(BIN)/python -m pytest -n auto --dist load
+	$(BIN)/python -m pytest -n $(WORKERS) --dist load
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check
