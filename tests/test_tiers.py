@@ -11,7 +11,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
 import tiers
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +76,7 @@ def test_every_table_entry_names_a_test_file_and_a_tier():
         assert tier in tiers.TIERS, key
         if "::" in key or key.endswith(".py"):
             assert key.split("::")[0] in files, key
-    for key, name in tiers.TESTS.items():
+    for key in tiers.TESTS:
         if "::" in key:
             file, test = key.split("::")
             assert re.search(rf"def {test}\(", (ROOT / "tests" / file).read_text(encoding="utf-8")), key
