@@ -21,10 +21,10 @@ $(BIN)/.installed: pyproject.toml | $(BIN)/python
 serve: $(BIN)/.serve-installed
 	$(BIN)/sweepbot serve
 
-# Lint, format and types first (a few seconds), then every test with pytest-xdist, two workers a core: about half
-# of the suite's time is waiting (bot processes, the fake GitHub's latency, the database, sleeps), so one a core
-# leaves them idle. Each test goes wherever a worker is free (`--dist load`). `make test WORKERS=1` for one.
-WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) * 2 )))
+# Lint, format and types first (a few seconds), then every test with pytest-xdist, one worker a core, each test
+# wherever a worker is free (`--dist load`). Two a core was faster on a quiet machine but overloaded a busy one
+# until timing-bound tests failed (bench/RESULTS.md, "Test tiers"). `make test WORKERS=1` for one.
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 test: lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist load
 
