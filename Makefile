@@ -23,7 +23,7 @@ serve: $(BIN)/.serve-installed
 
 # Lint, format and types first (a few seconds), then every test with pytest-xdist, one worker a core, each test
 # wherever a worker is free (`--dist load`). Two a core was faster on a quiet machine but overloaded a busy one
-# until timing-bound tests failed (bench/RESULTS.md, "Test tiers"). `make test WORKERS=1` for one.
+# until timing-bound tests failed (bench/RESULTS.md, "test tiers"). `make test WORKERS=1` for one.
 WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 test: lint
 	$(BIN)/python -m pytest -n $(WORKERS) --dist load

@@ -24,7 +24,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from bot.delivery.journal import Delivery
@@ -203,10 +202,13 @@ class ReplicaWorkers:
     async def _work(self) -> None:
         done: str | None = None  # the lane this worker ran last: handed back in the same round trip as the claim
         while not self._stopping:
-            # never a lane this replica runs, even one whose lease ran out before its renewal (which takes it back)
-            claim = await self.runner.write(
-                partial(self.journal.claim, self.holder, lease=self.lease, release=done, exclude=tuple(self._lanes))
-            )
+            # never a lane this replica runs, even one whose lease ran out before its renewal (which takes it back);
+            # the lanes are read on the journal's thread, as late as possible, and the claim is done before this
+            # loop goes on, so the closure sees this turn's `done`
+            async def claim_next(done: str | None = done) -> Claim | None:
+                return await self.journal.claim(self.holder, lease=self.lease, release=done, exclude=tuple(self._lanes))
+
+            claim = await self.runner.write(claim_next)
             done = None
             if claim is None:
                 # a ring while the claim looked was kept: work committed meanwhile is looked for at once
