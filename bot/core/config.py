@@ -474,7 +474,7 @@ def _sweep_labels(labels: Labels) -> dict[str, str]:
 
 def _sweep_label_names(labels: Labels) -> list[tuple[str, str]]:
     primaries = [(f"labels.primary[{i}].name", label.name) for i, label in enumerate(labels.primary)]
-    return primaries + [(f"labels.modifiers.{key}", name) for key, name in labels.modifiers.model_dump().items()]
+    return primaries + [(f"labels.modifiers.{key}", name) for key, name in labels.modifiers.names().items()]
 
 
 def _sweep_label_errors(labels: Labels) -> list[str]:
