@@ -227,7 +227,10 @@ def test_errors_name_their_line(text, line):
         (
             "paths:\n  changelgo: x\n",
             "unknown-key",
-            {"suggestion": "changelog", "allowed": ["changelog", "codeowners", "checklist", "benchmark"]},
+            {
+                "suggestion": "changelog",
+                "allowed": ["changelog", "codeowners", "checklist", "benchmark", "master_configs", "runners"],
+            },
         ),
         (
             "limits:\n  comments: 3\n",
@@ -500,7 +503,7 @@ def test_check_config_command(tmp_path, capsys):
     assert capsys.readouterr().out == (
         f"{bad}: invalid\n  - paths.changelgo: unknown key (line 2)\n"
         "    hint: Did you mean `changelog`? The keys allowed here: `changelog`,"
-        " `codeowners`, `checklist`, `benchmark`.\n"
+        " `codeowners`, `checklist`, `benchmark`, `master_configs`, `runners`.\n"
     )
 
 

@@ -41,6 +41,10 @@ class Paths(_Frozen):
     benchmark: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
         description="gitignore-style patterns of a benchmark PR's files"
     )
+    master_configs: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
+        description="the master config files: one block per config key, each naming its runner pool"
+    )
+    runners: Text = Field(description="the runner pools file (`labels:` pool -> runners)")
 
 
 class VerifiedItem(_Frozen):
