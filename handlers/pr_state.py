@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, NotRequired, Protocol, TypedDict, Unpack
+
+import cachetools
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
@@ -29,6 +31,7 @@ from bot.rules.dispatched_runs import bot_run
 from bot.rules.gate import AppliedLabel
 from bot.rules.links import repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.rules.master_config import MasterConfigs, keys_matching, pools_of, read_master_configs
 from bot.rules.policy import Policy
 from bot.rules.pull_request import (
     actor_of,
@@ -38,9 +41,11 @@ from bot.rules.pull_request import (
     label_names,
     last_applied,
     last_removed,
+    primary_names,
     sweep_label_names,
     trusted_labels,
 )
+from bot.rules.sweep_queue import Entry
 from bot.rules.sweep_record import RunRecord, SweepRecord
 
 STATUS_PURPOSE = "sweep-status"  # the gate's status comment, which holds its record
@@ -366,3 +371,74 @@ async def counted_label_names(ctx: Context, pull: Mapping[str, Any], record: Swe
     sweep = set().union(*sweep_label_names(ctx.policy))
     others = [name for name in label_names(pull) if label_key(name) not in sweep]
     return others + (await counted_labels(ctx, pull, record)).counted_names
+
+
+# -- the runner pools' queues ----------------------------------------------------------------------
+
+_master_configs: cachetools.LRUCache = cachetools.LRUCache(maxsize=64)  # (repo, paths, base SHA) -> MasterConfigs
+
+
+async def master_configs(ctx: Context, base_sha: str) -> MasterConfigs:
+    """The master configs at the base commit (authority files: never the PR's head); kept per commit."""
+    paths = ctx.policy.paths.master_configs
+    key = (ctx.repo, paths, base_sha)
+    if key not in _master_configs:
+        texts = await asyncio.gather(*(ctx.file_at(path, base_sha) for path in paths))
+        decoded = {p: None if t is None else t.decode("utf-8", errors="replace") for p, t in zip(paths, texts)}
+        _master_configs[key] = read_master_configs(decoded)
+    configs: MasterConfigs = _master_configs[key]
+    return configs
+
+
+async def sweep_pools(ctx: Context, base_sha: str, config_keys: Iterable[str]) -> tuple[str, ...]:
+    """The runner pools a sweep of `config_keys` (the appended entries' values, wildcards and all) runs on."""
+    configs = await master_configs(ctx, base_sha)
+    keys = [key for pattern in dict.fromkeys(config_keys) for key in keys_matching(pattern, configs.keys())]
+    return tuple(pools_of(keys, configs))
+
+
+def queue_entry(number: int, record: SweepRecord) -> tuple[str, Entry] | None:
+    """("running", entry) while the PR's queued sweep runs, ("waiting", entry) while it waits, else None."""
+    queued = record.queued
+    if queued is None:
+        return None
+    entry = Entry(number, queued.pools, queued.since, queued.priority)
+    if queued.dispatch_id is None:
+        return "waiting", entry
+    run = record.by_dispatch(queued.dispatch_id)
+    return ("running", entry) if run is not None and not run.finished else None
+
+
+@dataclass
+class QueueView:
+    """The open PRs' places on the queues, read from their records on GitHub (so nothing is lost with the
+    journal). `known` holds records this delivery changed and has not written yet: they stand for GitHub's."""
+
+    known: dict[int, SweepRecord] = field(default_factory=dict)
+    pulls: list[dict] | None = None
+
+    async def open_pulls(self, ctx: Context) -> list[dict]:
+        """The open PRs (the issues API lists them with their labels), read once per view."""
+        if self.pulls is None:
+            url = repo_api(ctx.repo, "issues", state="open", per_page=PER_PAGE)
+            self.pulls = [item async for item in ctx.gh.getiter(url) if "pull_request" in item]
+        return self.pulls
+
+    async def entries(self, ctx: Context, *, leave_out: int | None = None) -> tuple[list[Entry], list[Entry]]:
+        """(running, waiting) of every open PR that carries a primary label, but `leave_out`."""
+        primaries = primary_names(ctx.policy)
+        numbers = [
+            item["number"]
+            for item in await self.open_pulls(ctx)
+            if item["number"] != leave_out and any(label_key(n) in primaries for n in label_names(item))
+        ]
+        unread = [n for n in numbers if n not in self.known]
+        records = await asyncio.gather(*(load_record(ctx, n) for n in unread))
+        found = {**dict(zip(unread, (r for r, _ in records))), **self.known}
+        running: list[Entry] = []
+        waiting: list[Entry] = []
+        for number in numbers:
+            place = queue_entry(number, found[number])
+            if place is not None:
+                (running if place[0] == "running" else waiting).append(place[1])
+        return running, waiting

@@ -51,7 +51,8 @@ from bot.rules.pins import blocking_labels
 from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules.run_summary import summary_tokens
-from bot.rules.sweep_record import Approval, Pin, Restart, RunRecord, SweepRecord, shows_status
+from bot.rules.sweep_queue import Entry, ordered, plan
+from bot.rules.sweep_record import Approval, Pin, Queued, Restart, RunRecord, SweepRecord, shows_status
 from bot.telemetry import logs
 from handlers import pr_state
 
@@ -77,6 +78,7 @@ RUN_ACTIONS = ("requested", "in_progress", "completed")
 CHECK_ACTIONS = ("requested_action", "rerequested")
 SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
 MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
+REFRESHED = 10  # waiting PRs told their new place when the queue moves; those further back hear at their next event
 
 router = routing.Router()
 # Both are keyed by commit SHAs, whose content never changes.
@@ -158,6 +160,8 @@ def headline(decision: Decision) -> tuple[str, tuple[str, ...]]:
     codes = {(c.name, c.reason_code) for c in decision.conditions}
     if dispatch.reason_code in ("failed", "retrying", "unknown"):
         return "dispatch_" + dispatch.reason_code, ()
+    if dispatch.reason_code == "queued":
+        return "queued", ("dispatch",)  # asked for, nothing holds it but the runner pool's queue
     for shown, code in HOLDING_HEADLINES[:3]:  # merged, closed, paused by a pin: what happens now, whatever ran
         if code in codes:
             return shown, (code[0],)
@@ -396,6 +400,7 @@ HEADLINE_MARKS = {
     "dispatch_failed": FIX,
     "dispatch_unknown": FIX,
     "dispatch_retrying": WAIT,
+    "queued": WAIT,
 }
 
 
@@ -504,8 +509,89 @@ def _with_dispatch(decision: Decision, code: str, **params: object) -> Decision:
     return dataclasses.replace(decision, conditions=conditions)
 
 
+# -- the queue of each runner pool (bot/rules/sweep_queue.py) ----------------------------------------
+
+
+async def take_turn(
+    ctx: Context, state: PRState, decision: Decision, record: SweepRecord, view: pr_state.QueueView | None
+) -> tuple[Decision, SweepRecord]:
+    """The decision and record once the runner pools' queues are asked: a sweep that would start waits while a
+    pool it runs on is full (`sweeps.concurrency`), and the record keeps its place; a PR whose gate no longer asks
+    for a sweep leaves the queue."""
+    limits = ctx.policy.sweeps.concurrency
+    queued = record.queued
+    if decision.start is None:
+        if queued is not None and queued.dispatch_id != decision.dispatch_id:
+            record = record.queue(None)  # closed, a label taken off, a pin: its gate no longer asks for this sweep
+        return decision, record
+    pools: tuple[str, ...] = ()
+    if limits:
+        keys = [key for e in (state.changelog.entries if state.changelog else ()) for key in e.config_keys]
+        pools = await pr_state.sweep_pools(ctx, state.pull["base"]["sha"], keys)
+    if not any(pool in limits for pool in pools):
+        return decision, record.queue(None)  # no capped pool: it starts at once, as without a queue
+    if queued is not None and queued.dispatch_id is None:
+        mine = dataclasses.replace(queued, pools=pools)  # waiting already: it keeps its place
+    else:  # first labelled, first served; back in line after a sweep of its own (a push, a restart)
+        since = state.labelling.primary_applied_at if queued is None else None
+        mine = Queued(pools, since or _now())
+    number = state.pull["number"]
+    running, waiting = await (view or pr_state.QueueView()).entries(ctx, leave_out=number)
+    turn = plan(limits, running, [*waiting, Entry(number, mine.pools, mine.since, mine.priority)])
+    record = record.queue(mine)
+    if number in turn.start:
+        return decision, record
+    place = turn.waiting[number]
+    queued_decision = _with_dispatch(
+        decision,
+        "queued",
+        dispatch_id=decision.dispatch_id,
+        pool=place.pool,
+        position=place.position,
+        ahead=list(place.ahead),
+        running=list(place.running),
+        limit=place.limit,
+    )
+    return dataclasses.replace(queued_decision, start=None), record
+
+
+async def start_next(
+    ctx: Context, number: int, record: SweepRecord, view: pr_state.QueueView | None = None
+) -> list[Action]:
+    """PR `number` left its pools' queues or freed a slot (its sweep finished, was cancelled, or it no longer asks
+    for one): each PR still waiting there decides again, in queue order, by its own gate. The first in line starts
+    (its gate dispatches once: the same dispatch id, looked for before it is sent) and the others are told their
+    new place. A redelivery finds them started and starts nothing more."""
+    limits = ctx.policy.sweeps.concurrency
+    if not limits:
+        return []
+    view = view or pr_state.QueueView()
+    view.known[number] = record
+    _, waiting = await view.entries(ctx)
+    actions: list[Action] = []
+    for entry in ordered(waiting)[:REFRESHED]:
+        other_record, other_exists = view.known.get(entry.number), True
+        if other_record is None:
+            other_record, other_exists = await pr_state.load_record(ctx, entry.number)
+        logs.event("the queue moved: a waiting PR decides again", moved_by=number, pr=entry.number)
+        actions += await evaluate(ctx, entry.number, other_record, other_exists, view=view)
+    return actions
+
+
+def left_queue(before: SweepRecord, after: SweepRecord) -> bool:
+    """Whether the PR gave up a place or a slot: it waited or ran on a pool's queue and no longer does."""
+    return pr_state.queue_entry(0, before) is not None and pr_state.queue_entry(0, after) is None
+
+
 async def evaluate(
-    ctx: Context, number: int, record: SweepRecord, exists: bool, *, may_start: bool = True, rewrite_check: bool = False
+    ctx: Context,
+    number: int,
+    record: SweepRecord,
+    exists: bool,
+    *,
+    may_start: bool = True,
+    rewrite_check: bool = False,
+    view: pr_state.QueueView | None = None,
 ) -> list[Action]:
     """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework."""
     state = await read_state(ctx, number, record, exists)
@@ -537,6 +623,7 @@ async def evaluate(
             conclusion = "cancelled" if result.outcome == "cancelled" else entry.conclusion
             record = record.update_run(run_id, status="completed", conclusion=conclusion)
             cancelled.append(run_id)
+    decision, record = await take_turn(ctx, state, decision, record, view)
     if decision.start is not None and may_start:
         start = DispatchWorkflow(**vars(decision.start))
         try:
@@ -560,12 +647,16 @@ async def evaluate(
                 html_url=(result.data or {}).get("html_url"),
             )
         )
+        if record.queued is not None:  # it holds its pools' slots until this run finishes
+            record = record.queue(dataclasses.replace(record.queued, dispatch_id=start.dispatch_id))
         decision = _with_dispatch(
             decision, "running", dispatch_id=start.dispatch_id, run_id=result.id, status="queued", conclusion=None
         )
         logs.event("sweep dispatched", dispatch_id=start.dispatch_id, run=result.id, workflow=start.workflow)
     elif decision.start is not None:  # a later delivery in the lane starts it; say nothing has started
         decision = _with_dispatch(decision, "not_dispatched")
+    if view is not None:
+        view.known[number] = record  # what this delivery writes stands for what GitHub shows until then
     actions: list[Action] = []
     # a pin lives in the status comment's record: a PR with a pin has one, changelog or not
     if shows_status(
@@ -678,7 +769,10 @@ async def pull_request_changed(event: sansio.Event, ctx: Context) -> list[Action
     elif (event.event, action) in lanes.SETTLING and ctx.superseded(lanes.SETTLING):
         logs.event("label change left to a later one waiting in this PR's lane")
         return []
-    return await evaluate(ctx, number, record, exists, may_start=not ctx.superseded(lanes.SETTLING))
+    view = pr_state.QueueView()
+    actions = await evaluate(ctx, number, record, exists, may_start=not ctx.superseded(lanes.SETTLING), view=view)
+    after = view.known.get(number, record)
+    return actions + (await start_next(ctx, number, after, view) if left_queue(record, after) else [])
 
 
 async def run_jobs(ctx: Context, run_id: int) -> list[dict]:
@@ -767,10 +861,16 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     # the run's own check (any run, current or superseded: written only when it changes), then its comment
     finished: list[Action] = [sweep_check(ctx, entry)] if entry is not None and entry.run_id else []
     finished += [comment] if comment is not None else []
+    # a finished run frees its pools' slots: the next in their queues start (again on a redelivery, which finds
+    # them started and starts nothing more)
+    freed = run.get("status") == "completed"
     if exists and known == entry:
-        return finished  # a redelivery, or a status the comment already shows (a rerun's comment is new)
+        # a redelivery, or a status the comment already shows (a rerun's comment is new)
+        return finished + (await start_next(ctx, number, record) if freed else [])
     # the status comment first (it keeps the latest state), then the run's own comment, which notifies
-    return await evaluate(ctx, number, record, exists, may_start=False) + finished
+    view = pr_state.QueueView()
+    actions = await evaluate(ctx, number, record, exists, may_start=False, view=view) + finished
+    return actions + (await start_next(ctx, number, view.known.get(number, record), view) if freed else [])
 
 
 async def pr_of_check(ctx: Context, check: Mapping[str, Any]) -> int | None:

@@ -24,6 +24,7 @@ from bot.rules.commands import find_commands
 from bot.rules.gate import (
     CONDITIONS,
     REASONS,
+    WAIT,
     AppliedLabel,
     Changelog,
     ChangelogOutcome,
@@ -32,6 +33,7 @@ from bot.rules.gate import (
     GateInput,
     decide,
     dispatch_id,
+    mark,
 )
 from bot.rules.policy import Policy
 from handlers import sweep_gate
@@ -205,7 +207,20 @@ UNKNOWN = Condition(
     "dispatch", False, "unknown", {"dispatch_id": ID, "error": "502 Bad Gateway; GitHub does not show it"}
 )
 
-CONDITIONS_SEEN = [c for decision in DECISIONS.values() for c in decision.conditions] + [FAILED, RETRYING, UNKNOWN]
+# Set by the handler when a runner pool the sweep runs on is full (handlers/sweep_gate.py take_turn).
+QUEUED = Condition(
+    "dispatch",
+    False,
+    "queued",
+    {"dispatch_id": ID, "pool": "mi355x", "position": 3, "ahead": [12, 15], "running": [9], "limit": 1},
+)
+
+CONDITIONS_SEEN = [c for decision in DECISIONS.values() for c in decision.conditions] + [
+    FAILED,
+    RETRYING,
+    UNKNOWN,
+    QUEUED,
+]
 ALL_PAIRS = {(name, code) for name, codes in REASONS.items() for code in codes}
 
 
@@ -451,6 +466,14 @@ def test_dispatch_lines_show_the_run_and_link_the_runs():
         assert f"]({RUNS_URL})" in line
     for _line, spans in both(condition("same-repo, starting", "dispatch")):
         assert spans == [DECISIONS["same-repo, starting"].dispatch_id]
+
+
+def test_queued_names_its_place_the_prs_ahead_and_those_running():
+    assert render(QUEUED, "en").startswith("Queued: position 3 on `mi355x`, behind #12, #15. At most 1 sweep runs")
+    assert "(now #9)" in render(QUEUED, "en")
+    chinese = render(QUEUED, "zh")
+    assert "runner 池 `mi355x` 上排第 3 位，排在 #12，#15 之后" in chinese and "（当前：#9）" in chinese
+    assert mark(QUEUED) == WAIT
 
 
 def test_failed_and_retrying_show_the_error_as_a_code_span():

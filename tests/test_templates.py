@@ -737,6 +737,23 @@ def _status_samples() -> list[dict]:
         )
         decision = replace(starting, conditions=starting.conditions[:-1] + (failed,))
         out.append(status_view(decision, None, head_sha=sha, author="partner", is_fork=False, g=g))
+    # queued on a full runner pool (set by the handler): behind others, and next in line; the check's summary too
+    for ahead, running, limit, for_check in (([12, 15], [9], 1, False), ([], [9, 11], 2, False), ([3], [], 1, True)):
+        queued = Condition(
+            "dispatch",
+            False,
+            "queued",
+            {
+                "dispatch_id": key,
+                "pool": "mi355x",
+                "position": len(ahead) + 1,
+                "ahead": ahead,
+                "running": running,
+                "limit": limit,
+            },
+        )
+        decision = replace(starting, start=None, conditions=starting.conditions[:-1] + (queued,))
+        out.append(status_view(decision, None, head_sha=sha, author="partner", is_fork=False, g=g, for_check=for_check))
     # a pin withdrawn, for each reason (bot.rules.pins.WITHDRAWALS), with and without who did it
     out.extend(
         view(

@@ -79,6 +79,7 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "failed",
                 "retrying",
                 "unknown",
+                "queued",  # set by the handler: its runner pool is full (bot/rules/sweep_queue.py)
             }
         ),
     }
@@ -100,7 +101,7 @@ PAUSING: frozenset[tuple[str, str]] = frozenset({("reuse_pin", "pinned")})
 # Codes the handler gives the dispatch condition itself (GitHub refused the dispatch, or keeps failing it, or its
 # answer was lost and no run shows: unknown).
 SET_BY_HANDLER: Mapping[str, frozenset[str]] = MappingProxyType(
-    {"dispatch": frozenset({"failed", "retrying", "unknown"})}
+    {"dispatch": frozenset({"failed", "retrying", "unknown", "queued"})}
 )
 
 # The inputs of the sweep workflows (every value a string, booleans "true"/"false"); the fork's trusted workflow
@@ -554,6 +555,7 @@ WAITING: frozenset[tuple[str, str]] = frozenset(
         ("dispatch", "running"),
         ("dispatch", "starting"),
         ("dispatch", "retrying"),
+        ("dispatch", "queued"),
     }
 )
 

@@ -100,6 +100,17 @@ class Labels(_Frozen):
 
 class Sweeps(_Frozen):
     triage_may_start: bool = Field(description="on the repository's own branches, triage labels count too")
+    concurrency: dict[Text, Whole] = Field(
+        default_factory=dict,
+        description="runner pool -> how many sweeps may run on it at once; a pool not named has no cap",
+    )
+
+
+class Board(_Frozen):
+    enabled: bool = Field(description="keep one issue listing every open PR the bot tracks")
+    title: Text = Field(description="the board issue's title")
+    label: Text = Field(description="the label the board issue carries")
+    edit_interval: Whole = Field(description="seconds: at most one edit of the board in this time")
 
 
 class Workflows(_NameTable):
@@ -148,6 +159,7 @@ class Policy(_Frozen):
     docs_url: Text
     labels: Labels
     sweeps: Sweeps
+    board: Board
     workflows: Workflows
     results: Results
     pr_link_prefix: Text

@@ -84,12 +84,25 @@ class Withdrawal:
 
 
 @dataclass(frozen=True)
+class Queued:
+    """The PR's sweep on the queue of its runner pools (bot/rules/sweep_queue.py): the pools it runs on, when it
+    joined (ISO 8601), when a writer moved it to the front, and the dispatch id it was started with once it is
+    (None while it waits). Kept so that every PR's place can be read back from GitHub after losing the journal."""
+
+    pools: tuple[str, ...]
+    since: str
+    priority: str | None = None
+    dispatch_id: str | None = None
+
+
+@dataclass(frozen=True)
 class SweepRecord:
     approvals: tuple[Approval, ...] = ()
     runs: tuple[RunRecord, ...] = field(default=())  # oldest first
     pin: Pin | None = None
     restart: Restart | None = None
     withdrawn: Withdrawal | None = None  # the last pin withdrawn, while no pin has replaced it
+    queued: Queued | None = None  # on the queue of its runner pools, waiting or started
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -146,9 +159,10 @@ class SweepRecord:
                     int(gone["run_id"]), int(gone["comment_id"]), str(gone["reason"]), str(gone.get("by") or "")
                 )
             )
+            queued = _queued(data.get("queued"))
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
-        return cls(approvals, runs, pin, restart, gone)
+        return cls(approvals, runs, pin, restart, gone, queued)
 
     def approval(self, label: str) -> Approval | None:
         return next((a for a in self.approvals if a.label.casefold() == label.casefold()), None)
@@ -210,6 +224,10 @@ class SweepRecord:
     def restarted(self, restart: Restart) -> SweepRecord:
         return replace(self, restart=restart)
 
+    def queue(self, queued: Queued | None) -> SweepRecord:
+        """On the queue as `queued` says, or off it (None)."""
+        return replace(self, queued=queued)
+
     def update_run(self, run_id: int, **changes: Any) -> SweepRecord:
         return replace(self, runs=tuple(replace(r, **changes) if r.run_id == run_id else r for r in self.runs))
 
@@ -228,6 +246,8 @@ class SweepRecord:
             data["restart"] = self.restart.__dict__
         if self.withdrawn is not None:
             data["withdrawn"] = self.withdrawn.__dict__
+        if self.queued is not None:
+            data["queued"] = {k: list(v) if k == "pools" else v for k, v in self.queued.__dict__.items()}
         return hidden_record(RECORD, data)
 
     def written_into(self, body: str | None) -> str:
@@ -241,6 +261,19 @@ class SweepRecord:
         if at is None:
             return "\n".join([self.line(), *lines])
         return "\n".join([*lines[:at], self.line(), *lines[at + 1 :]])
+
+
+def _queued(data: Any) -> Queued | None:
+    if data is None:
+        return None
+    pools = tuple(str(p) for p in data["pools"])
+    priority, dispatched = data.get("priority"), data.get("dispatch_id")
+    return Queued(
+        pools,
+        str(data["since"]),
+        None if priority is None else str(priority),
+        None if dispatched is None else str(dispatched),
+    )
 
 
 def shows_status(files_touch_changelog: bool, labels: Iterable[str], policy: Policy, exists: bool) -> bool:
