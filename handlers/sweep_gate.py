@@ -569,13 +569,18 @@ async def start_next(
     view.known[number] = record
     _, waiting = await view.entries(ctx)
     actions: list[Action] = []
-    for entry in ordered(waiting)[:REFRESHED]:
+    for entry in [e for e in ordered(waiting) if e.number != number][:REFRESHED]:
         other_record, other_exists = view.known.get(entry.number), True
         if other_record is None:
             other_record, other_exists = await pr_state.load_record(ctx, entry.number)
         logs.event("the queue moved: a waiting PR decides again", moved_by=number, pr=entry.number)
         actions += await evaluate(ctx, entry.number, other_record, other_exists, view=view)
     return actions
+
+
+def _waits(number: int, record: SweepRecord) -> bool:
+    place = pr_state.queue_entry(number, record)
+    return place is not None and place[0] == "waiting"
 
 
 def left_queue(before: SweepRecord, after: SweepRecord) -> bool:
@@ -911,6 +916,8 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         if current
         else ()
     )
+    if current and _waits(number, record):  # the queue is not asked here: the record says it waits
+        shown += (check_buttons.FRONT,)
     token = check_buttons.press_token(check.get("id"), check.get("external_id"))
     outcome = check_buttons.press(
         identifier,
@@ -930,10 +937,18 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
             outcome = check_buttons.NOT_OFFERED
         else:
             record = record.approve(Approval(primary.name, sender, state.pull["head"]["sha"], _now(), via="button"))
+    elif outcome == check_buttons.MOVE_TO_FRONT and record.queued is not None and record.queued.priority is None:
+        record = record.queue(dataclasses.replace(record.queued, priority=_now()))
+    else:
+        outcome = check_buttons.ALREADY_DONE if outcome == check_buttons.MOVE_TO_FRONT else outcome
     logs.event("sweep-gate button pressed", button=identifier, by=sender, outcome=outcome, pr=number)
-    if outcome not in (check_buttons.RESTART, check_buttons.APPROVE_HEAD):
+    if outcome not in (check_buttons.RESTART, check_buttons.APPROVE_HEAD, check_buttons.MOVE_TO_FRONT):
         return []  # nothing visible: a non-writer's press, a stale button, or a press GitHub sent again
-    return await evaluate(ctx, number, record, exists)
+    if outcome != check_buttons.MOVE_TO_FRONT:
+        return await evaluate(ctx, number, record, exists)
+    view = pr_state.QueueView()  # moved ahead: it may start now, and those it passed are told their new place
+    actions = await evaluate(ctx, number, record, exists, view=view)
+    return actions + await start_next(ctx, number, view.known.get(number, record), view)
 
 
 for _action in PR_ACTIONS:

@@ -72,7 +72,7 @@ async def test_two_prs_on_a_pool_of_one_the_second_starts_when_the_first_finishe
     assert headline(github, 22) == (
         "### ⏳ Queued: position 1 on `mi355x`. At most 1 sweep runs there at once (now #21); this one starts by itself"
         " when its turn comes, and keeps its place through a push. A maintainer can move it to the front with"
-        " `/sweep priority`."
+        " the “Move to front” button of the `sweep-gate` check."
     )
     (check,) = gate_checks(github, github.pull(REPO, 22)["head"]["sha"])
     assert "Queued: position 1 on `mi355x`" in check["output"]["summary"] and check["conclusion"] == "success"
@@ -163,3 +163,28 @@ async def test_three_replicas_hearing_one_slot_freed_dispatch_once(pool_of_one, 
     assert len(run_of(github, 72)) == 1 and run_of(github, 73) == []
     assert len(runs(github)) == 2
     assert "position 1 on `mi355x`. " in headline(github, 73)
+
+
+async def test_a_writer_moves_a_queued_sweep_to_the_front_with_the_checks_button(pool_of_one, make_harness):
+    github = pool_of_one
+    opened(github, 81, 82, 83)
+    h = await make_harness()
+    for number in (81, 82, 83):
+        await label(h, number, FAIL_FAST)
+    sha = github.pull(REPO, 83)["head"]["sha"]
+    (gate,) = gate_checks(github, sha)
+    assert [a["identifier"] for a in gate["actions"]] == ["sweep-again", "queue-front"]
+
+    async def press(by: str, delivery: str) -> None:
+        (current,) = gate_checks(github, sha)
+        payload = github.check_run_payload(REPO, current["id"], "requested_action", sender=by, identifier="queue-front")
+        await h.deliver("check_run", payload, delivery=delivery)
+
+    await press("partner", "front-by-author")  # the author cannot push their own sweep ahead
+    assert "behind #82." in headline(github, 83) and queued(github, 83).priority is None
+    await press("maintainer", "front")
+
+    assert "position 1 on `mi355x`. " in headline(github, 83)
+    assert "behind #83." in headline(github, 82)  # told at once that it moved back
+    await finish(h, 81)
+    assert len(run_of(github, 83)) == 1 and run_of(github, 82) == []

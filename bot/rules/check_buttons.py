@@ -8,6 +8,8 @@ a log line.
 - "Run the sweep again" (`sweep-again`) does what removing and re-adding the primary label does: a new dispatch
   id for the same commit and labels (the press is recorded in the status comment's record, written by the bot),
   and a sweep despite a pin. Offered while one primary label counts and the PR is open.
+- "Move to the front" (`queue-front`) puts a sweep waiting in its runner pool's queue ahead of every sweep no
+  writer moved (bot/rules/sweep_queue.py). Offered while the sweep waits there.
 - "Approve this commit" (`approve-head`, forks only) does what a writer's primary label does: it approves the
   head commit of that moment for the primary label on the PR. Offered while that label approves an older head
   (or the bot does not know which).
@@ -26,12 +28,13 @@ from bot.rules.fingerprint import digest
 
 SWEEP_AGAIN = "sweep-again"
 APPROVE = "approve-head"
-BUTTONS = (SWEEP_AGAIN, APPROVE)  # the order they are shown in
+FRONT = "queue-front"
+BUTTONS = (SWEEP_AGAIN, FRONT, APPROVE)  # the order they are shown in
 # The fork approval codes for which the primary label on the PR approves no current head.
 UNAPPROVED = frozenset({"head_changed", "approval_unknown"})
 
 # What a press does
-RESTART, APPROVE_HEAD = "restart", "approve"
+RESTART, APPROVE_HEAD, MOVE_TO_FRONT = "restart", "approve", "front"
 NOT_A_WRITER, UNKNOWN, NOT_OFFERED, ALREADY_DONE = "not-a-writer", "unknown-button", "not-offered", "already-done"
 
 
@@ -44,6 +47,9 @@ def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[st
     labels = by_name.get("labels")
     if labels is not None and labels.ok is True:
         shown.append(SWEEP_AGAIN)
+    dispatch = by_name.get("dispatch")
+    if dispatch is not None and dispatch.reason_code == "queued":
+        shown.append(FRONT)
     approval = by_name.get("fork_approval")
     if is_fork and approval is not None and approval.reason_code in UNAPPROVED:
         shown.append(APPROVE)
@@ -62,6 +68,8 @@ def press(
         return NOT_OFFERED  # pressed on a check that no longer shows it (the state moved on)
     if identifier == SWEEP_AGAIN:
         return ALREADY_DONE if token == recorded_token else RESTART
+    if identifier == FRONT:
+        return MOVE_TO_FRONT  # pressed again once moved: the handler finds it moved already
     return APPROVE_HEAD
 
 
