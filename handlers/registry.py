@@ -8,18 +8,19 @@ The order of FEATURES is the order their handlers run in on one event, and so th
 (bot/core/routing.py: the order they were added, never their names); the command dispatcher runs where COMMANDS
 stands. On the events that reach more than one feature:
 
-    pull_request opened, reopened     welcome, autolabel, sweep_gate, changelog_suggestions
-    pull_request ready_for_review     welcome, sweep_gate, changelog_suggestions
-    pull_request synchronize          autolabel, signoff (verdicts stale), sweep_gate, changelog_suggestions
-    pull_request edited (retargeted)  signoff, sweep_gate, changelog_suggestions
-    pull_request closed               reuse (the merge notice), sweep_gate
-    issue_comment                     the command dispatcher, signoff
-    workflow_run completed            signoff (verdicts re-verified), sweep_gate
-    check_run rerequested             signoff, sweep_gate
+    pull_request opened, reopened     welcome, autolabel, sweep_gate, changelog_suggestions, board
+    pull_request ready_for_review     welcome, sweep_gate, changelog_suggestions, board
+    pull_request synchronize          autolabel, signoff (verdicts stale), sweep_gate, changelog_suggestions, board
+    pull_request edited (retargeted)  signoff, sweep_gate, changelog_suggestions, board
+    pull_request closed               reuse (the merge notice), sweep_gate, board
+    issue_comment                     the command dispatcher, signoff, board
+    workflow_run completed            signoff (verdicts re-verified), sweep_gate, board
+    check_run rerequested             signoff, sweep_gate, board
     push                              config_refresh, default_branch_changelog
 
-The welcome goes first (a new PR hears it before the status), the changelog's one-click fixes last (the sweep
-people wait for is dispatched first).
+The welcome goes first (a new PR hears it before the status), the changelog's one-click fixes after the gate (the
+sweep people wait for is dispatched first), the board last (it reads what the others wrote; off unless
+`board.enabled`).
 """
 
 from gidgethub import routing
@@ -27,6 +28,7 @@ from gidgethub import routing
 from bot.core.routing import OrderedRouter
 from handlers import (
     autolabel,
+    board,
     changelog_suggestions,
     config_refresh,
     default_branch_changelog,
@@ -58,6 +60,8 @@ FEATURES: dict[str, Feature] = {
     "staging": Feature(staging.router),
     "sweep_gate": Feature(sweep_gate.router),
     "changelog_suggestions": Feature(changelog_suggestions.router),
+    # last: the board reads what every other feature wrote on this event (and, when on, waits for its turn)
+    "board": Feature(board.router),
 }
 
 # The pull-request workflow: the gate, reuse pins and sign-offs read each other's state; the changelog's own

@@ -650,6 +650,7 @@ async def evaluate(
                 pull["head"]["sha"],
                 start.workflow,
                 html_url=(result.data or {}).get("html_url"),
+                started_at=_now(),
             )
         )
         if record.queued is not None:  # it holds its pools' slots until this run finishes

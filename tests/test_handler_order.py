@@ -31,17 +31,31 @@ def test_each_events_handlers_run_in_the_order_the_registry_lists():
         "autolabel.autolabel",
         "sweep_gate.pull_request_changed",
         "changelog_suggestions.suggest_fixes",
+        "board.board_changed",
     ]
     assert names("pull_request", "synchronize") == [
         "autolabel.autolabel",
         "signoff.pushed",
         "sweep_gate.pull_request_changed",
         "changelog_suggestions.suggest_fixes",
+        "board.board_changed",
     ]
-    assert names("pull_request", "closed") == ["reuse_command.merged", "sweep_gate.pull_request_changed"]
-    assert names("issue_comment", "created") == ["commands.dispatch", "signoff.signoff_posted"]
-    assert names("workflow_run", "completed") == ["signoff.sweep_finished", "sweep_gate.sweep_run_changed"]
-    assert names("check_run", "rerequested") == ["signoff.rerun_requested", "sweep_gate.check_run_changed"]
+    assert names("pull_request", "closed") == [
+        "reuse_command.merged",
+        "sweep_gate.pull_request_changed",
+        "board.board_changed",
+    ]
+    assert names("issue_comment", "created") == ["commands.dispatch", "signoff.signoff_posted", "board.board_changed"]
+    assert names("workflow_run", "completed") == [
+        "signoff.sweep_finished",
+        "sweep_gate.sweep_run_changed",
+        "board.board_changed",
+    ]
+    assert names("check_run", "rerequested") == [
+        "signoff.rerun_requested",
+        "sweep_gate.check_run_changed",
+        "board.board_changed",
+    ]
     assert names("push", None) == ["config_refresh.refresh_config", "default_branch_changelog.check_pushed_changelog"]
 
 

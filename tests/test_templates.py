@@ -987,6 +987,88 @@ SAMPLES["merge_reuse"] += [
     for report in SAMPLES["ingest_report"]
 ]
 SAMPLES["run_comment"] = _run_comment_samples()
+
+
+def _board_samples() -> list[dict]:
+    """The board with a PR in every group and every sweep and sign-off state, the queues, and cut rows."""
+    from bot.rules import board as rules
+    from handlers.board import _shown
+
+    url = "https://github.com/acme/InferenceX/actions/runs/"
+    rows = [
+        rules.Row(1, "MI355X | recipe `x`", "partner", unknown=("sw-1-0a1b2c3d4e5f",)),
+        rules.Row(2, "Fork recipe", "vendor", fork=True, approved=False, asks=True),
+        rules.Row(
+            3,
+            "Ready",
+            "partner",
+            sweep=rules.PASSED,
+            run_id=1003,
+            run_url=url + "1003",
+            pin=1003,
+            expires="2026-03-01T00:00:00Z",
+            signoff=rules.SIGNED,
+            signers=("amd-owner", "core"),
+        ),
+        rules.Row(
+            4,
+            "Green",
+            "partner",
+            fork=True,
+            approved=True,
+            asks=True,
+            sweep=rules.PASSED,
+            run_id=1004,
+            run_url=url + "1004",
+        ),
+        rules.Row(
+            5,
+            "Pinned",
+            "partner",
+            sweep=rules.PASSED,
+            run_id=1005,
+            run_url=url + "1005",
+            pin=1005,
+            signoff=rules.SIGNOFF_WAITS,
+        ),
+        rules.Row(6, "No label yet", "partner"),
+        rules.Row(
+            7,
+            "Failed",
+            "partner",
+            asks=True,
+            sweep=rules.FAILED,
+            run_id=1007,
+            run_url=url + "1007",
+            signoff=rules.SIGNOFF_FAILED,
+        ),
+        rules.Row(
+            8,
+            "Running",
+            "partner",
+            asks=True,
+            sweep=rules.RUNNING,
+            run_id=1008,
+            run_url=url + "1008",
+            since="2026-01-01T10:00:00Z",
+        ),
+        rules.Row(9, "Queued", "partner", asks=True, sweep=rules.QUEUED, pool="mi355x", position=1),
+        rules.Row(10, "Cancelled", "partner", asks=True, sweep=rules.CANCELLED, run_id=1010, run_url=None),
+    ]
+    queues = [
+        {"pool": "mi355x", "limit": 1, "running": [8], "waiting": [9]},
+        {"pool": "gb200", "limit": 2, "running": [], "waiting": []},
+    ]
+
+    def board(shown, left_out, queues):
+        groups = [{"group": g, "rows": [_shown(r) for r in rs]} for g, rs in rules.sections(shown)]
+        return {"groups": groups, "left_out": left_out, "queues": queues, "tracked": len(rows), "interval": 60}
+
+    return [board(rows, 0, queues), board(rows[:3], 7, []), board(rows[:1], 1, queues)]
+
+
+SAMPLES["board"] = _board_samples()
+
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
 SAMPLES["signoff_verdict"] = _signoff_samples()

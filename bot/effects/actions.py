@@ -93,11 +93,14 @@ class EnsureLabel:
 
 @dataclass(frozen=True)
 class Issue:
-    """The bot's one open issue for `purpose`: opened, or its body updated when changed."""
+    """The bot's one open issue for `purpose`: opened, or its body updated when changed. `labels` go on it when it
+    is opened; `any_state`: a closed one is found and edited too, never opened again (the board)."""
 
     purpose: str
     title: str
     body: str
+    labels: tuple[str, ...] = ()
+    any_state: bool = False
 
     @property
     def key(self) -> str:

@@ -97,9 +97,15 @@ class CommentStore:
         return created
 
 
-async def find_bot_issue(gh: GitHubAPI, repo: str, purpose: str, bot_login: str) -> dict | None:
-    """The bot's open issue for `purpose` (pull requests are listed by the issues API too; skip them)."""
-    async for issue in gh.getiter(repo_api(repo, "issues", state="open", per_page=PER_PAGE)):
+async def find_bot_issue(
+    gh: GitHubAPI, repo: str, purpose: str, bot_login: str, *, state: str = "open", labels: tuple[str, ...] = ()
+) -> dict | None:
+    """The bot's issue for `purpose`, open (or in `state`), carrying `labels` when given (pull requests are listed
+    by the issues API too; skip them)."""
+    query: dict[str, str | int] = {"state": state, "per_page": PER_PAGE}
+    if labels:
+        query["labels"] = ",".join(labels)
+    async for issue in gh.getiter(repo_api(repo, "issues", **query)):
         if "pull_request" in issue:
             continue
         if is_bots(issue, bot_login) and purpose_of(issue.get("body")) == purpose:

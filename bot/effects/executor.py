@@ -327,9 +327,12 @@ class Executor:
     async def issue(self, action: act.Issue) -> Result:
         gh, repo = self.gh, self.ctx.repo
         body = fit(action.purpose, action.body, self._truncated_note)
-        issue = await find_bot_issue(gh, repo, action.purpose, self.ctx.bot_login)
+        issue = await self._bot_issue(action)
         if issue is None:
-            created = await gh.post(repo_api(repo, "issues"), data={"title": action.title, "body": body})
+            data: dict[str, Any] = {"title": action.title, "body": body}
+            if action.labels:
+                data["labels"] = list(action.labels)
+            created = await gh.post(repo_api(repo, "issues"), data=data)
             return Result("created", created.get("number"))
         if issue.get("body") == body and issue.get("title") == action.title:
             return Result("unchanged", issue["number"])
@@ -337,9 +340,18 @@ class Executor:
         return Result("updated", issue["number"])
 
     async def find_issue(self, action: act.Issue) -> Result | None:
-        if await find_bot_issue(self.gh, self.ctx.repo, action.purpose, self.ctx.bot_login) is None:
+        if await self._bot_issue(action) is None:
             return None
         return await self.issue(action)
+
+    async def _bot_issue(self, action: act.Issue) -> dict | None:
+        """The bot's issue of the action's purpose: an open one; with `any_state`, closed ones too, among the
+        issues carrying its first label (the listing stays short whatever the repository's history)."""
+        if not action.any_state:
+            return await find_bot_issue(self.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)
+        return await find_bot_issue(
+            self.gh, self.ctx.repo, action.purpose, self.ctx.bot_login, state="all", labels=action.labels[:1]
+        )
 
     async def close_issue(self, action: act.CloseIssue) -> Result:
         issue = await find_bot_issue(self.gh, self.ctx.repo, action.purpose, self.ctx.bot_login)

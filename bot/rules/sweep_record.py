@@ -55,6 +55,7 @@ class RunRecord:
     status: str = "queued"
     conclusion: str | None = None
     html_url: str | None = None
+    started_at: str | None = None  # when the bot dispatched it (ISO 8601): the board's "running since"
 
     @property
     def finished(self) -> bool:
@@ -132,6 +133,7 @@ class SweepRecord:
                     str(r.get("status") or "queued"),
                     r.get("conclusion"),
                     r.get("html_url"),
+                    None if r.get("started_at") is None else str(r["started_at"]),
                 )
                 for r in data.get("runs", ())
             )
@@ -238,7 +240,7 @@ class SweepRecord:
         data = {
             "v": VERSION,
             "approvals": [{k: v for k, v in a.__dict__.items() if k != "via" or v != "label"} for a in self.approvals],
-            "runs": [r.__dict__ for r in self.runs],
+            "runs": [{k: v for k, v in r.__dict__.items() if k != "started_at" or v is not None} for r in self.runs],
         }
         if self.pin is not None:
             data["pin"] = self.pin.__dict__

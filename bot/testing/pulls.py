@@ -17,6 +17,7 @@ PULL_FIELDS = frozenset(
 
 class PullsMixin(GitHubCore):
     ROUTES = [
+        ("GET", R + "/pulls", "list_pulls"),
         ("GET", R + "/pulls/{number}", "get_pull"),
         ("GET", R + "/pulls/{number}/files", "list_pull_files"),
         ("GET", R + "/pulls/{number}/commits", "list_pull_commits"),
@@ -243,6 +244,16 @@ class PullsMixin(GitHubCore):
         }
 
     # ---- routes ---------------------------------------------------------------------------
+
+    def _route_list_pulls(self, call: Call, repo: Repo) -> tuple[int, Any, dict[str, str]]:
+        """GitHub's PR listing: `state` open (the default), closed or all; newest first unless `direction=asc`."""
+        state = call.query.get("state", "open")
+        pulls = [
+            copy.deepcopy(item) for item in repo.items.values() if "head" in item and state in ("all", item["state"])
+        ]
+        if call.query.get("direction", "desc") != "asc":
+            pulls.reverse()
+        return self._paginate(call, pulls)
 
     def _route_get_pull(self, call: Call, repo: Repo, number: int) -> tuple[int, Any]:
         return 200, copy.deepcopy(self._item(repo, number, pull=True))
