@@ -412,10 +412,14 @@ def queue_entry(number: int, record: SweepRecord) -> tuple[str, Entry] | None:
 @dataclass
 class QueueView:
     """The open PRs' places on the queues, read from their records on GitHub (so nothing is lost with the
-    journal). `known` holds records this delivery changed and has not written yet: they stand for GitHub's."""
+    journal). `known` holds records this delivery changed and has not written yet: they stand for GitHub's. With
+    `verify`, a sweep its record shows running is asked of GitHub once: a run another PR's lane saw finish a moment
+    ago (its record not written yet) frees its slot here too."""
 
     known: dict[int, SweepRecord] = field(default_factory=dict)
     pulls: list[dict] | None = None
+    verify: bool = False
+    finished: dict[int, bool] = field(default_factory=dict)  # run id -> GitHub says it completed
 
     async def open_pulls(self, ctx: Context) -> list[dict]:
         """The open PRs (the issues API lists them with their labels), read once per view."""
@@ -435,10 +439,29 @@ class QueueView:
         unread = [n for n in numbers if n not in self.known]
         records = await asyncio.gather(*(load_record(ctx, n) for n in unread))
         found = {**dict(zip(unread, (r for r, _ in records))), **self.known}
+        places = {number: queue_entry(number, found[number]) for number in numbers}
+        if self.verify:
+            await self._verify(ctx, [found[n] for n, place in places.items() if place and place[0] == "running"])
         running: list[Entry] = []
         waiting: list[Entry] = []
-        for number in numbers:
-            place = queue_entry(number, found[number])
-            if place is not None:
-                (running if place[0] == "running" else waiting).append(place[1])
+        for number, place in places.items():
+            if place is None:
+                continue
+            if place[0] == "waiting":
+                waiting.append(place[1])
+            elif not self.finished.get(_slot_run(found[number]), False):
+                running.append(place[1])
         return running, waiting
+
+    async def _verify(self, ctx: Context, records: list[SweepRecord]) -> None:
+        ids = [run_id for run_id in map(_slot_run, records) if run_id and run_id not in self.finished]
+        runs = await asyncio.gather(*(read_run(ctx, run_id) for run_id in ids), return_exceptions=True)
+        for run_id, run in zip(ids, runs):
+            # a run GitHub no longer has frees its slot; one it could not be asked about holds it
+            self.finished[run_id] = run is None or (isinstance(run, dict) and run.get("status") == "completed")
+
+
+def _slot_run(record: SweepRecord) -> int:
+    """The run id of the sweep holding the record's slot (0: not known yet)."""
+    run = record.by_dispatch(record.queued.dispatch_id) if record.queued and record.queued.dispatch_id else None
+    return run.run_id if run is not None else 0

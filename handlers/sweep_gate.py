@@ -84,6 +84,9 @@ router = routing.Router()
 # Both are keyed by commit SHAs, whose content never changes.
 _changelog_checks: cachetools.LRUCache = cachetools.LRUCache(maxsize=512)
 _commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha) -> (message, parents)
+# (loop, repo, PR) -> the lock one evaluation of the PR holds; (repo, dispatch id) -> GitHub's answer to its dispatch
+_evaluating: cachetools.LRUCache = cachetools.LRUCache(maxsize=4096)
+_started: cachetools.TTLCache = cachetools.TTLCache(maxsize=4096, ttl=3600)
 
 
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
@@ -566,6 +569,7 @@ async def start_next(
     if not limits:
         return []
     view = view or pr_state.QueueView()
+    view.verify = True  # runs that finished in other lanes a moment ago free their slots too
     view.known[number] = record
     _, waiting = await view.entries(ctx)
     actions: list[Action] = []
@@ -576,6 +580,17 @@ async def start_next(
         logs.event("the queue moved: a waiting PR decides again", moved_by=number, pr=entry.number)
         actions += await evaluate(ctx, entry.number, other_record, other_exists, view=view)
     return actions
+
+
+async def _started_here(ctx: Context, started: tuple[str, str]) -> Any:
+    """GitHub's answer to a dispatch of this dispatch id that this process sent lately, if its run still carries
+    the id (GitHub may not list a run seconds old yet, so a look by dispatch id could miss it)."""
+    result = _started.get(started)
+    if result is None or not result.id:
+        return None
+    run = await pr_state.read_run(ctx, int(result.id))
+    names = f"{(run or {}).get('name') or ''} {(run or {}).get('display_title') or ''}"
+    return result if started[1] in names else None
 
 
 def _waits(number: int, record: SweepRecord) -> bool:
@@ -598,7 +613,28 @@ async def evaluate(
     rewrite_check: bool = False,
     view: pr_state.QueueView | None = None,
 ) -> list[Action]:
-    """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework."""
+    """Read the PR's state, decide, and carry out the decision; returns the actions left for the framework.
+
+    One PR is evaluated by one delivery of this process at a time: its own lane's, or another lane's that freed a
+    slot on its pool (`start_next`)."""
+    key = (id(asyncio.get_running_loop()), ctx.repo.casefold(), number)
+    lock = _evaluating.get(key)
+    if lock is None:
+        lock = _evaluating[key] = asyncio.Lock()
+    async with lock:
+        return await _evaluate(ctx, number, record, exists, may_start=may_start, rewrite_check=rewrite_check, view=view)
+
+
+async def _evaluate(
+    ctx: Context,
+    number: int,
+    record: SweepRecord,
+    exists: bool,
+    *,
+    may_start: bool,
+    rewrite_check: bool,
+    view: pr_state.QueueView | None,
+) -> list[Action]:
     state = await read_state(ctx, number, record, exists)
     decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
     pull = state.pull
@@ -631,8 +667,11 @@ async def evaluate(
     decision, record = await take_turn(ctx, state, decision, record, view)
     if decision.start is not None and may_start:
         start = DispatchWorkflow(**vars(decision.start))
+        started = (ctx.repo.casefold(), start.dispatch_id)
         try:
-            result = await ctx.write_now(start)
+            # started by this process a moment ago (another lane freed the slot): GitHub may not list it yet
+            result = await _started_here(ctx, started) or await ctx.write_now(start)
+            _started[started] = result
         except NotListedYet:
             raise  # GitHub started it: saying it failed to start would be false; the retry finds the run and shows it
         except Exception as exc:

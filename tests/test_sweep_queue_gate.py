@@ -188,3 +188,25 @@ async def test_a_writer_moves_a_queued_sweep_to_the_front_with_the_checks_button
     assert "behind #83." in headline(github, 82)  # told at once that it moved back
     await finish(h, 81)
     assert len(run_of(github, 83)) == 1 and run_of(github, 82) == []
+
+
+async def test_two_slots_freed_at_once_start_the_next_two_each_once(repo, make_harness):
+    """Two runs finish together and their lanes run side by side: each lane sees both slots free (GitHub says the
+    other run completed, though its record does not yet), and the two sweeps next in line start once each."""
+    repo.set_file(REPO, ".github/sweepbot.yml", POLICY.replace("mi355x: 1", "mi355x: 2"))
+    opened(repo, 91, 92, 93, 94, 95)
+    h = await make_harness()
+    for number in (91, 92, 93, 94, 95):
+        await label(h, number, FAIL_FAST)
+    assert run_of(repo, 93) == [] and "behind #93." in headline(repo, 94)
+    payloads = []
+    for number in (91, 92):
+        (run,) = run_of(repo, number)
+        payloads.append(repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
+
+    for payload in payloads:
+        await h.post("workflow_run", payload)
+    await h.idle()
+
+    assert len(run_of(repo, 93)) == 1 and len(run_of(repo, 94)) == 1 and run_of(repo, 95) == []
+    assert "position 1 on `mi355x`. " in headline(repo, 95)
