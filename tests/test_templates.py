@@ -633,7 +633,7 @@ def _status_samples() -> list[dict]:
     """Status comment variables as the sweep gate builds them (handlers.sweep_gate.status_view over real gate
     decisions): every headline, a blocked fork with changelog problems, each failed dispatch, each pin
     withdrawal, and the check run's shorter form."""
-    from bot.core.config import default_policy
+    from bot.core.config import default_policy, parse_repo_config
     from bot.rules.changelog import check_append
     from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Condition, Dispatched, GateInput, decide
     from bot.rules.links import viewer_links
@@ -746,6 +746,23 @@ def _status_samples() -> list[dict]:
         for reason in WITHDRAWALS
         for by in ("maintainer", "")
     )
+    # what the sweep runs per runner pool (handlers.sweep_gate.shown_cost), with and without history, one point;
+    # then a sweep over the policy's limit (sweeps.confirm_over) waiting for a maintainer's confirmation
+    mi355x = {"pool": "mi355x", "points": 18, "config_keys": ["dsr1-fp4-mi355x-sglang", "dsr1-fp4-mi355x-atom"]}
+    multinode = {"pool": "b200-multinode", "points": 21, "config_keys": ["dsr1-fp4-b200-dynamo-trt"], "max_nodes": 9}
+    cost = {
+        "pools": [
+            {**mi355x, "max_nodes": 0, "node_hours": None, "lower_bound": False},
+            {**multinode, "node_hours": 37.5, "lower_bound": True},
+        ],
+        "unmatched": ["dsr2-*", "no-such-key"],
+        "no_pool": ["dsr1-fp4-h100-vllm"],
+    }
+    one = {"pools": [{**multinode, "points": 1, "node_hours": None, "lower_bound": False}], "unmatched": [], "no_pool": []}
+    out += [view(dict(labelled, changelog=valid), cost=cost), view(dict(labelled, changelog=valid), cost=one)]
+    limited = parse_repo_config("sweeps:\n  confirm_over: 20\n")
+    over = decide(GateInput(**labelled, changelog=valid, points=39), limited)
+    out.append(status_view(over, None, head_sha=sha, author="partner", is_fork=False, g=g, cost=cost))
     return out
 
 

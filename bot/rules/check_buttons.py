@@ -11,6 +11,9 @@ a log line.
 - "Approve this commit" (`approve-head`, forks only) does what a writer's primary label does: it approves the
   head commit of that moment for the primary label on the PR. Offered while that label approves an older head
   (or the bot does not know which).
+- "Confirm sweep" (`confirm-sweep`) lets a sweep of more points than `sweeps.confirm_over` start: recorded in
+  the status comment's record for the PR's current dispatch id only (a push or relabel needs a new press).
+  Offered while the `cost` condition waits for it.
 
 A press is named by the check run and the content it showed (its `external_id`, the bot's fingerprint of it):
 GitHub sending the same press again names the same token and starts nothing; after the bot rewrites the check
@@ -26,12 +29,13 @@ from bot.rules.fingerprint import digest
 
 SWEEP_AGAIN = "sweep-again"
 APPROVE = "approve-head"
-BUTTONS = (SWEEP_AGAIN, APPROVE)  # the order they are shown in
+CONFIRM = "confirm-sweep"
+BUTTONS = (SWEEP_AGAIN, APPROVE, CONFIRM)  # the order they are shown in
 # The fork approval codes for which the primary label on the PR approves no current head.
 UNAPPROVED = frozenset({"head_changed", "approval_unknown"})
 
 # What a press does
-RESTART, APPROVE_HEAD = "restart", "approve"
+RESTART, APPROVE_HEAD, CONFIRM_SWEEP = "restart", "approve", "confirm"
 NOT_A_WRITER, UNKNOWN, NOT_OFFERED, ALREADY_DONE = "not-a-writer", "unknown-button", "not-offered", "already-done"
 
 
@@ -47,6 +51,9 @@ def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[st
     approval = by_name.get("fork_approval")
     if is_fork and approval is not None and approval.reason_code in UNAPPROVED:
         shown.append(APPROVE)
+    cost = by_name.get("cost")
+    if cost is not None and cost.reason_code == "awaiting":
+        shown.append(CONFIRM)
     return tuple(shown)
 
 
@@ -62,6 +69,8 @@ def press(
         return NOT_OFFERED  # pressed on a check that no longer shows it (the state moved on)
     if identifier == SWEEP_AGAIN:
         return ALREADY_DONE if token == recorded_token else RESTART
+    if identifier == CONFIRM:
+        return CONFIRM_SWEEP
     return APPROVE_HEAD
 
 

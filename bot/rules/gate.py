@@ -41,6 +41,7 @@ CONDITIONS = (
     "merge_commit",
     "skip_marker",
     "reuse_pin",
+    "cost",
     "dispatch",
 )
 
@@ -66,6 +67,8 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType(
         "merge_commit": frozenset({"same_repo", "not_yet", "present", "computing", "conflicts", "stale"}),
         "skip_marker": frozenset({"absent", "present"}),
         "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
+        # the sweep's size against `sweeps.confirm_over` (bot.rules.sweep_cost): only `awaiting` holds it
+        "cost": frozenset({"no_limit", "unknown", "within", "over", "awaiting", "confirmed"}),
         # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
         # dispatched is `running` until it completes, then `passed`, `run_failed` or `cancelled`.
         "dispatch": frozenset(
@@ -206,6 +209,10 @@ class GateInput:
     # for a new dispatch id even for a commit and label set that ran before; a redelivered press does not.
     restart: str | None = None
     dispatched: tuple[Dispatched, ...] = ()
+    # The benchmark points the sweep runs (bot.rules.sweep_cost; None: not known), and the dispatch id a writer
+    # confirmed a sweep over `sweeps.confirm_over` for (bot-recorded; a push or relabel makes a new id).
+    points: int | None = None
+    confirmed: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(self.labels))
@@ -494,6 +501,24 @@ def _reuse_pin(pr: GateInput) -> Condition:
     return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 
+def _cost(pr: GateInput, labels_ok: bool | None, key: str, policy: Policy) -> Condition:
+    """A sweep of more points than `sweeps.confirm_over` waits for a writer's confirmation of this dispatch id
+    (the check's button); unknown points never hold a sweep, and a run already started for the id is not held."""
+    limit = policy.sweeps.confirm_over
+    params = _params(points=pr.points, limit=limit)
+    if limit is None:
+        return Condition("cost", None, "no_limit", params)
+    if pr.points is None:
+        return Condition("cost", None, "unknown", params)
+    if pr.points <= limit:
+        return Condition("cost", True, "within", params)
+    if pr.confirmed == key or any(run.key == key for run in pr.dispatched):
+        return Condition("cost", True, "confirmed", params)
+    if labels_ok is not True:
+        return Condition("cost", None, "over", params)  # nothing asked for yet: nothing to confirm
+    return Condition("cost", False, "awaiting", params)
+
+
 def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepStart:
     ((_, entry),) = labels.primaries
     flags = labels.modifier_keys
@@ -554,6 +579,7 @@ WAITING: frozenset[tuple[str, str]] = frozenset(
         ("dispatch", "running"),
         ("dispatch", "starting"),
         ("dispatch", "retrying"),
+        ("cost", "awaiting"),
     }
 )
 
@@ -580,6 +606,7 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         _skip_marker(pr, policy),
         _reuse_pin(pr),
     ]
+    gates.append(_cost(pr, gates[1].ok, key, policy))
     earlier = [run for run in pr.dispatched if run.key == key]
     runnable = (
         gates[0].ok is True

@@ -100,6 +100,10 @@ class Labels(_Frozen):
 
 class Sweeps(_Frozen):
     triage_may_start: bool = Field(description="on the repository's own branches, triage labels count too")
+    confirm_over: Whole | None = Field(
+        description="benchmark points above which a sweep label alone does not start a sweep: a writer confirms"
+        " with the check's button (null: never asked)"
+    )
 
 
 class Workflows(_NameTable):
