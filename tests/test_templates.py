@@ -758,7 +758,11 @@ def _status_samples() -> list[dict]:
         "unmatched": ["dsr2-*", "no-such-key"],
         "no_pool": ["dsr1-fp4-h100-vllm"],
     }
-    one = {"pools": [{**multinode, "points": 1, "node_hours": None, "lower_bound": False}], "unmatched": [], "no_pool": []}
+    one = {
+        "pools": [{**multinode, "points": 1, "node_hours": None, "lower_bound": False}],
+        "unmatched": [],
+        "no_pool": [],
+    }
     out += [view(dict(labelled, changelog=valid), cost=cost), view(dict(labelled, changelog=valid), cost=one)]
     limited = parse_repo_config("sweeps:\n  confirm_over: 20\n")
     over = decide(GateInput(**labelled, changelog=valid, points=39), limited)
