@@ -364,6 +364,9 @@ async def gate_stage(key: str, setup: Callable[[InMemoryGitHub], None]) -> Async
     by SHA) are emptied first: the fake's SHAs repeat from one scenario to the next, a real PR's do not."""
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
+    sweep_gate._key_costs.clear()  # the master configs cost per commit: read again, as by a new process
+    sweep_gate._job_history.clear()
+    sweep_gate._timed_runs.clear()
     async with stage(key, setup=setup, features=registry.router) as h:
         yield h
 

@@ -295,14 +295,19 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         )
         return labelling, facts, (merge[1] if merge is not None else None)
 
-    changelog, (labelling, held_facts, merge_parents), head_facts = await asyncio.gather(
+    # the master configs' costs are read beside the changelog check (per commit, once): a PR with a valid entry
+    # shows what its sweep runs, and no later round trip waits for them
+    changelog, (labelling, held_facts, merge_parents), head_facts, costs = await asyncio.gather(
         check_changelog(ctx, pull, path) if touches else pr_state.nothing(),
         labels_and_commits(),
         commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing(),
+        key_costs(ctx, configs_ref(ctx, pull, files)) if touches else pr_state.nothing(),
     )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
-    cost = await cost_of(ctx, pull, files, changelog) if changelog is not None and changelog.has_entry else None
+    cost = None
+    if changelog is not None and changelog.has_entry and costs is not None:
+        cost = cost_of(ctx, changelog, costs)
     return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, cost)
 
 
@@ -323,15 +328,17 @@ async def key_costs(ctx: Context, ref: str) -> dict[str, sweep_cost.KeyCost]:
     return _key_costs[key]
 
 
-async def cost_of(
-    ctx: Context, pull: Mapping[str, Any], files: Sequence[str], changelog: ChangelogResult
-) -> sweep_cost.SweepCost:
-    """The points per runner pool of the configs the appended entries name. The master configs are the base
-    commit's, shared by every PR on it, unless the PR changes one of them: then the head's, because they say
-    what the sweep runs (a PR adding a key would otherwise count nothing for it and pass under the limit). The
-    figures are shown and compared with the policy's limit; they grant nothing."""
+def configs_ref(ctx: Context, pull: Mapping[str, Any], files: Sequence[str]) -> str:
+    """The commit whose master configs count the points: the base commit's, shared by every PR on it, unless the
+    PR changes one of them; then the head's, because they say what the sweep runs (a PR adding a key would
+    otherwise count nothing for it and pass under the limit). The figures are shown and compared with the
+    policy's limit; they grant nothing, so the head's file is no authority here."""
     changes_configs = any(path in files for path in ctx.policy.paths.master_configs)
-    costs = await key_costs(ctx, pull["head"]["sha"] if changes_configs else pull["base"]["sha"])
+    return str(pull["head"]["sha"] if changes_configs else pull["base"]["sha"])
+
+
+def cost_of(ctx: Context, changelog: ChangelogResult, costs: Mapping[str, sweep_cost.KeyCost]) -> sweep_cost.SweepCost:
+    """The points per runner pool of the configs the appended entries name, with node-hours from history."""
     named = [sweep_cost.Named(e.config_keys, e.scenario_type) for e in changelog.entries]
     return sweep_cost.sweep_cost(named, costs, history_of(ctx.repo, costs))
 

@@ -28,7 +28,6 @@ from bot.rules import check_buttons as cb
 from bot.rules import sweep_cost as sc
 from bot.rules.master_config import read_master_configs
 from bot.rules.sweep_record import SweepRecord
-from handlers import sweep_gate
 
 # ---- one search-space row ---------------------------------------------------------------------------------
 
@@ -253,13 +252,6 @@ def with_configs(github, number: int, **options) -> dict:
     pr = open_pull(github, number, **options)
     github.set_file(REPO, AMD, MASTER, ref=pr["base"]["sha"])
     return pr
-
-
-@pytest.fixture(autouse=True)
-def no_history(monkeypatch):
-    """Each test starts with no past jobs and no parsed configs (the caches live as long as the process)."""
-    for name in ("_job_history", "_timed_runs", "_key_costs"):
-        monkeypatch.setattr(sweep_gate, name, type(getattr(sweep_gate, name))(maxsize=64))
 
 
 def headline(body: str) -> str:
