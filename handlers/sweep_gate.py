@@ -305,8 +305,8 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
-    cost = None
-    if changelog is not None and changelog.has_entry and costs is not None:
+    cost = None  # unknown: no valid entry, or no master config could be read (then no limit holds the sweep)
+    if changelog is not None and changelog.has_entry and costs:
         cost = cost_of(ctx, changelog, costs)
     return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, cost)
 

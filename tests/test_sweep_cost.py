@@ -378,3 +378,15 @@ async def test_within_the_limit_a_label_starts_the_sweep(repo, make_harness):
     await label(h, 85, FAIL_FAST)
     assert len(runs(repo)) == 1
     assert "within the limit of 7" in line_with(english(status(repo, 85)), "**Sweep size:**")
+
+
+async def test_without_readable_master_configs_the_size_is_unknown_and_holds_nothing(limited, make_harness):
+    """Pins: no master config at the base commit: no points are shown and the limit does not hold the sweep
+    (a missing figure never blocks); the size line says the points are not known."""
+    open_pull(limited, 86)
+    h = await make_harness()
+    await label(h, 86, FAIL_FAST)
+    assert len(runs(limited)) == 1
+    body = english(status(limited, 86))
+    assert "What the sweep runs" not in body
+    assert "benchmark points are not known" in line_with(body, "**Sweep size:**")
