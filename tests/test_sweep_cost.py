@@ -27,7 +27,8 @@ from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests ta
 from bot.rules import check_buttons as cb
 from bot.rules import sweep_cost as sc
 from bot.rules.master_config import read_master_configs
-from bot.rules.sweep_record import SweepRecord
+from bot.rules.sweep_record import Confirmation, SweepRecord
+from handlers import sweep_gate
 
 # ---- one search-space row ---------------------------------------------------------------------------------
 
@@ -390,3 +391,25 @@ async def test_without_readable_master_configs_the_size_is_unknown_and_holds_not
     body = english(status(limited, 86))
     assert "What the sweep runs" not in body
     assert "benchmark points are not known" in line_with(body, "**Sweep size:**")
+
+
+async def test_a_confirmation_is_kept_in_the_record_and_read_back_from_github(limited, make_harness):
+    """Pins: confirmed while a draft (nothing starts), the press lives in the status comment's record; marked
+    ready later, the gate reads it back from GitHub and starts the sweep without a new press."""
+    pr = with_configs(limited, 87, draft=True)
+    h = await make_harness()
+    await label(h, 87, FAIL_FAST)
+    assert cb.CONFIRM in button_ids(limited, pr["head"]["sha"])
+    await press(h, pr["head"]["sha"], cb.CONFIRM)
+    assert runs(limited) == []
+    assert SweepRecord.parse(status(limited, 87)).confirmation.by == "maintainer"
+    sweep_gate._key_costs.clear()  # nothing the process kept: only GitHub's copy counts
+    limited.update_pull(REPO, 87, draft=False)
+    await send(h, 87, "ready_for_review", sender="partner")
+    assert len(runs(limited)) == 1
+
+
+def test_a_confirmation_survives_the_records_round_trip():
+    record = SweepRecord().confirmed(Confirmation("sw-1-abc", "maintainer", "2026-12-07T06:00:00Z", "tok"))
+    assert SweepRecord.parse(record.line()).confirmation == record.confirmation
+    assert SweepRecord.parse(SweepRecord().line()).confirmation is None
