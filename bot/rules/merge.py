@@ -124,9 +124,10 @@ class Resolution:
     rewritten: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MergeFacts:
-    """What `merge_refusals` decides on, as the handler read it from GitHub.
+    """What `merge_refusals` decides on, as the handler read it from GitHub; every field named, none defaulted
+    (a forgotten fact must not pass for a harmless one).
 
     state, merged, draft, base_ref: the PR's (`pull["state"]`, `pull["merged"]`, `pull["draft"]`,
         `pull["base"]["ref"]`).
@@ -154,7 +155,7 @@ class MergeFacts:
     signoff_required: bool
     signoff_conclusion: str | None
     changelog: Resolution | Refusal
-    conflicts: tuple[str, ...] = ()
+    conflicts: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,8 @@ def resolve_changelog(base: bytes, head: bytes, merge_base: bytes, pr_url: str, 
     link.
 
     An entry of the PR whose fields (`pr-link` aside, a false flag the same as none) equal an entry already on
-    the base is a duplicate (CHANGELOG_DUPLICATE, each with its head line and the base's line). The result is
+    the base is a duplicate (CHANGELOG_DUPLICATE, each with its head line and the base's line; upstream's helper
+    drops such an entry silently and refuses only when none is left, here the author is told). The result is
     checked again against `base` with the PR rules (CHANGELOG_RESULT_INVALID if it fails: a base over the size
     limit, a base whose end swallows the entries). A PR that does not change the file gets `base` as it is.
 
