@@ -92,8 +92,9 @@ def test_the_merge_api_merges_the_head_into_the_base(github, gh, method, parents
 def test_a_squash_merge_is_titled_after_the_pr_unless_told(gh):
     sha = gh("PUT", "/pulls/1/merge", {"merge_method": "squash"})[1]["sha"]
     assert gh("GET", f"/git/commits/{sha}")[1]["message"] == "Tune B (#1)"
-    sha = gh("PUT", "/pulls/2/merge", {"commit_title": "Tune C, reusing run 7", "commit_message": "[skip-sweep]"}
-             )[1]["sha"]
+    sha = gh("PUT", "/pulls/2/merge", {"commit_title": "Tune C, reusing run 7", "commit_message": "[skip-sweep]"})[1][
+        "sha"
+    ]
     assert gh("GET", f"/git/commits/{sha}")[1]["message"] == "Tune C, reusing run 7\n\n[skip-sweep]"
 
 
@@ -155,11 +156,20 @@ def test_a_fork_pr_is_merged_through_git_data(github, gh):
     assert status == 200 and {e["path"] for e in tree["tree"] if e["type"] == "blob"} == {"README.md", LOG}
 
     merged = HISTORY + ENTRY.replace(b"XXX", b"https://github.com/o/r/pull/2")
-    status, new_tree = gh("POST", "/git/trees", {"base_tree": base_commit["tree"]["sha"], "tree": [
-        {"path": LOG, "mode": "100644", "type": "blob", "sha": blob(gh, merged)}]})
+    status, new_tree = gh(
+        "POST",
+        "/git/trees",
+        {
+            "base_tree": base_commit["tree"]["sha"],
+            "tree": [{"path": LOG, "mode": "100644", "type": "blob", "sha": blob(gh, merged)}],
+        },
+    )
     assert status == 201
-    status, commit = gh("POST", "/git/commits", {"message": "Merge #2 [skip-sweep]", "tree": new_tree["sha"],
-                                                 "parents": [base, FORK_HEAD]})
+    status, commit = gh(
+        "POST",
+        "/git/commits",
+        {"message": "Merge #2 [skip-sweep]", "tree": new_tree["sha"], "parents": [base, FORK_HEAD]},
+    )
     assert status == 201 and [p["sha"] for p in commit["parents"]] == [base, FORK_HEAD]
     assert gh("GET", "/pulls/2")[1]["merged"] is False  # a commit alone merges nothing
 
@@ -171,8 +181,9 @@ def test_a_fork_pr_is_merged_through_git_data(github, gh):
     assert gh("GET", "/pulls/1")[1]["state"] == "open"  # another PR into main is left alone
     assert file_on(gh, LOG, "main") == merged and file_on(gh, "README.md", "main") == b"# bench\n"
     assert gh("GET", f"/git/commits/{commit['sha']}")[1]["tree"]["sha"] == new_tree["sha"]
-    assert [r.path for r in github.writes] == [f"/repos/{REPO}/git/{p}" for p in (
-        "blobs", "trees", "commits", "refs/heads/main")]
+    assert [r.path for r in github.writes] == [
+        f"/repos/{REPO}/git/{p}" for p in ("blobs", "trees", "commits", "refs/heads/main")
+    ]
 
 
 def test_a_ref_update_that_is_not_a_fast_forward_is_refused(github, gh):
@@ -194,10 +205,17 @@ def test_updating_a_prs_own_branch_moves_its_head_and_the_merge_pins_it(github, 
     then merges with the new head's sha; the old sha is refused as moved."""
     base = main_head(gh)
     resolved = HISTORY + ENTRY.replace(b"XXX", b"https://github.com/o/r/pull/1")
-    tree = gh("POST", "/git/trees", {"base_tree": gh("GET", f"/git/trees/{OWN_HEAD}")[1]["sha"], "tree": [
-        {"path": LOG, "mode": "100644", "type": "blob", "content": resolved.decode()}]})[1]["sha"]
-    update = gh("POST", "/git/commits", {"message": "Merge main [skip-sweep]", "tree": tree,
-                                         "parents": [OWN_HEAD, base]})[1]["sha"]
+    tree = gh(
+        "POST",
+        "/git/trees",
+        {
+            "base_tree": gh("GET", f"/git/trees/{OWN_HEAD}")[1]["sha"],
+            "tree": [{"path": LOG, "mode": "100644", "type": "blob", "content": resolved.decode()}],
+        },
+    )[1]["sha"]
+    update = gh(
+        "POST", "/git/commits", {"message": "Merge main [skip-sweep]", "tree": tree, "parents": [OWN_HEAD, base]}
+    )[1]["sha"]
 
     assert gh("PATCH", "/git/refs/heads/recipe", {"sha": update})[0] == 200
 
@@ -234,23 +252,38 @@ def test_blobs_in_either_encoding_are_read_back(gh):
 def test_trees_list_folders_and_build_on_a_base_tree(gh):
     status, top = gh("GET", "/git/trees/main")
     assert status == 200 and [(e["path"], e["type"]) for e in top["tree"]] == [
-        ("README.md", "blob"), ("inferencex-e2e", "tree")]
+        ("README.md", "blob"),
+        ("inferencex-e2e", "tree"),
+    ]
     folder = top["tree"][1]
     assert [e["path"] for e in gh("GET", f"/git/trees/{folder['sha']}")[1]["tree"]] == ["perf-changelog.yaml"]
 
-    status, tree = gh("POST", "/git/trees", {"base_tree": top["sha"], "tree": [
-        {"path": "README.md", "mode": "100644", "type": "blob", "sha": None},
-        {"path": "copy", "mode": "040000", "type": "tree", "sha": folder["sha"]},
-        {"path": "run.sh", "mode": "100755", "type": "blob", "content": "echo\n"}]})
+    status, tree = gh(
+        "POST",
+        "/git/trees",
+        {
+            "base_tree": top["sha"],
+            "tree": [
+                {"path": "README.md", "mode": "100644", "type": "blob", "sha": None},
+                {"path": "copy", "mode": "040000", "type": "tree", "sha": folder["sha"]},
+                {"path": "run.sh", "mode": "100755", "type": "blob", "content": "echo\n"},
+            ],
+        },
+    )
 
     assert status == 201
     listed = gh("GET", f"/git/trees/{tree['sha']}", recursive="1")[1]["tree"]
     assert [(e["path"], e["mode"]) for e in listed] == [
-        ("copy", "040000"), ("copy/perf-changelog.yaml", "100644"), ("inferencex-e2e", "040000"),
-        (LOG, "100644"), ("run.sh", "100755")]
+        ("copy", "040000"),
+        ("copy/perf-changelog.yaml", "100644"),
+        ("inferencex-e2e", "040000"),
+        (LOG, "100644"),
+        ("run.sh", "100755"),
+    ]
     # without a base tree, only what is given
-    alone = gh("POST", "/git/trees", {"tree": [{"path": "a/b.txt", "mode": "100644", "type": "blob",
-                                                "content": "b"}]})[1]
+    alone = gh("POST", "/git/trees", {"tree": [{"path": "a/b.txt", "mode": "100644", "type": "blob", "content": "b"}]})[
+        1
+    ]
     assert [e["path"] for e in gh("GET", f"/git/trees/{alone['sha']}", recursive="1")[1]["tree"]] == ["a", "a/b.txt"]
 
 
@@ -261,18 +294,43 @@ VALIDATION = [
     ("blob-bad-base64", "POST", "/git/blobs", {"content": "@@@", "encoding": "base64"}, "Invalid request."),
     ("tree-without-entries", "POST", "/git/trees", {"base_tree": None}, 'Invalid request.\n\n"tree"'),
     ("tree-unknown-base", "POST", "/git/trees", {"base_tree": "e" * 40, "tree": []}, "Invalid request."),
-    ("tree-unknown-blob", "POST", "/git/trees", {"tree": [{"path": "a", "mode": "100644", "type": "blob",
-                                                           "sha": "e" * 40}]}, "Invalid request."),
-    ("tree-entry-without-mode", "POST", "/git/trees", {"tree": [{"path": "a", "type": "blob", "content": "x"}]},
-     'Invalid request.\n\n"mode"'),
-    ("tree-entry-sha-and-content", "POST", "/git/trees", {"tree": [{"path": "a", "mode": "100644", "type": "blob",
-                                                                    "sha": None, "content": "x"}]}, "Invalid request."),
-    ("tree-entry-absolute-path", "POST", "/git/trees", {"tree": [{"path": "/a", "mode": "100644", "type": "blob",
-                                                                  "content": "x"}]}, "Invalid request."),
+    (
+        "tree-unknown-blob",
+        "POST",
+        "/git/trees",
+        {"tree": [{"path": "a", "mode": "100644", "type": "blob", "sha": "e" * 40}]},
+        "Invalid request.",
+    ),
+    (
+        "tree-entry-without-mode",
+        "POST",
+        "/git/trees",
+        {"tree": [{"path": "a", "type": "blob", "content": "x"}]},
+        'Invalid request.\n\n"mode"',
+    ),
+    (
+        "tree-entry-sha-and-content",
+        "POST",
+        "/git/trees",
+        {"tree": [{"path": "a", "mode": "100644", "type": "blob", "sha": None, "content": "x"}]},
+        "Invalid request.",
+    ),
+    (
+        "tree-entry-absolute-path",
+        "POST",
+        "/git/trees",
+        {"tree": [{"path": "/a", "mode": "100644", "type": "blob", "content": "x"}]},
+        "Invalid request.",
+    ),
     ("commit-without-tree", "POST", "/git/commits", {"message": "m"}, 'Invalid request.\n\n"tree"'),
     ("commit-unknown-tree", "POST", "/git/commits", {"message": "m", "tree": "e" * 40}, "Tree SHA does not exist"),
-    ("commit-unknown-parent", "POST", "/git/commits", {"message": "m", "tree": "TREE", "parents": ["e" * 40]},
-     "Parent SHA does not exist or is not a commit object"),
+    (
+        "commit-unknown-parent",
+        "POST",
+        "/git/commits",
+        {"message": "m", "tree": "TREE", "parents": ["e" * 40]},
+        "Parent SHA does not exist or is not a commit object",
+    ),
     ("ref-without-sha", "PATCH", "/git/refs/heads/main", {"force": False}, 'Invalid request.\n\n"sha"'),
     ("ref-force-not-boolean", "PATCH", "/git/refs/heads/main", {"sha": OWN_HEAD, "force": "no"}, "Invalid request."),
     ("ref-of-no-branch", "PATCH", "/git/refs/heads/nowhere", {"sha": OWN_HEAD}, "Reference does not exist"),

@@ -28,7 +28,6 @@ from bot.rules.merge import (
     GIT_DATA,
     MAINTAINER,
     MERGE_API,
-    MergeFacts,
     NO_ELIGIBLE_RUN,
     NO_PRIMARY_LABEL,
     NOT_OPEN,
@@ -36,12 +35,13 @@ from bot.rules.merge import (
     PR_URL_NOT_CANONICAL,
     REFUSAL_CODES,
     REUSE_BLOCKED,
-    Refusal,
-    Resolution,
-    Reuse,
     SEVERAL_PRIMARY_LABELS,
     SIGNOFF_MISSING,
     WRONG_BASE,
+    MergeFacts,
+    Refusal,
+    Resolution,
+    Reuse,
     merge_refusals,
     merge_way,
     refusal,
@@ -56,8 +56,14 @@ URL = P + "42"
 
 def block(key: str, link: str, *extra: str, desc: str | None = None) -> bytes:
     """One entry as upstream's tests write it: its `pr-link` is its 5th line, `extra` lines follow."""
-    lines = ["- config-keys:", f"    - {key}", "  description:", f'    - "{desc or "Update " + key}"',
-             f"  pr-link: {link}", *extra]
+    lines = [
+        "- config-keys:",
+        f"    - {key}",
+        "  description:",
+        f'    - "{desc or "Update " + key}"',
+        f"  pr-link: {link}",
+        *extra,
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -83,74 +89,175 @@ class Case:
 
 RESOLVE_CASES = [
     # upstream: "conflict resolution preserves main bytes and appends the PR entry"
-    Case("base-bytes-kept-pr-entry-after-them", MAIN, BASE + b"\n" + block("pr-config", "XXX"),
-         content=MAIN + b"\n" + block("pr-config", URL), rewritten=(17,)),
+    Case(
+        "base-bytes-kept-pr-entry-after-them",
+        MAIN,
+        BASE + b"\n" + block("pr-config", "XXX"),
+        content=MAIN + b"\n" + block("pr-config", URL),
+        rewritten=(17,),
+    ),
     # upstream: "separates multiple contributions by one blank line"
-    Case("two-entries-one-blank-line-each", MAIN, BASE + b"\n" + block("new-a", "XXX") + b"\n" + block("new-b", "XXX"),
-         content=MAIN + b"\n" + block("new-a", URL) + b"\n" + block("new-b", URL), rewritten=(17, 23)),
-    Case("base-not-moved-is-the-head-with-the-link", BASE, BASE + b"\n" + block("pr-config", "XXX"),
-         content=BASE + b"\n" + block("pr-config", URL), rewritten=(11,)),
-    Case("base-ending-in-a-blank-line-gets-none-more", MAIN + b"\n", BASE + b"\n" + block("pr-config", "XXX"),
-         content=MAIN + b"\n" + block("pr-config", URL)),
-    Case("base-without-final-newline-gets-one-then-a-blank", MAIN[:-1], BASE + b"\n" + block("pr-config", "XXX"),
-         content=MAIN + b"\n" + block("pr-config", URL)),
-    Case("pr-on-a-history-ending-in-a-blank-line", MAIN, BASE + b"\n" + block("pr-config", "XXX"),
-         merge_base=BASE + b"\n", content=MAIN + b"\n" + block("pr-config", URL)),
-    Case("new-file-on-both-sides", b"", block("pr-config", "XXX"), merge_base=b"",
-         content=block("pr-config", URL), rewritten=(5,)),
-    Case("comment-before-the-entry-kept", MAIN, BASE + b"\n# tuned for MI355X\n\n" + block("pr-config", "XXX"),
-         content=MAIN + b"\n# tuned for MI355X\n\n" + block("pr-config", URL), rewritten=(19,)),
+    Case(
+        "two-entries-one-blank-line-each",
+        MAIN,
+        BASE + b"\n" + block("new-a", "XXX") + b"\n" + block("new-b", "XXX"),
+        content=MAIN + b"\n" + block("new-a", URL) + b"\n" + block("new-b", URL),
+        rewritten=(17, 23),
+    ),
+    Case(
+        "base-not-moved-is-the-head-with-the-link",
+        BASE,
+        BASE + b"\n" + block("pr-config", "XXX"),
+        content=BASE + b"\n" + block("pr-config", URL),
+        rewritten=(11,),
+    ),
+    Case(
+        "base-ending-in-a-blank-line-gets-none-more",
+        MAIN + b"\n",
+        BASE + b"\n" + block("pr-config", "XXX"),
+        content=MAIN + b"\n" + block("pr-config", URL),
+    ),
+    Case(
+        "base-without-final-newline-gets-one-then-a-blank",
+        MAIN[:-1],
+        BASE + b"\n" + block("pr-config", "XXX"),
+        content=MAIN + b"\n" + block("pr-config", URL),
+    ),
+    Case(
+        "pr-on-a-history-ending-in-a-blank-line",
+        MAIN,
+        BASE + b"\n" + block("pr-config", "XXX"),
+        merge_base=BASE + b"\n",
+        content=MAIN + b"\n" + block("pr-config", URL),
+    ),
+    Case(
+        "new-file-on-both-sides",
+        b"",
+        block("pr-config", "XXX"),
+        merge_base=b"",
+        content=block("pr-config", URL),
+        rewritten=(5,),
+    ),
+    Case(
+        "comment-before-the-entry-kept",
+        MAIN,
+        BASE + b"\n# tuned for MI355X\n\n" + block("pr-config", "XXX"),
+        content=MAIN + b"\n# tuned for MI355X\n\n" + block("pr-config", URL),
+        rewritten=(19,),
+    ),
     # upstream: "canonicalize only changes the appended placeholder"
-    Case("history-placeholder-untouched", block("old", "XXX") + b"\n" + block("main-config", P + "41"),
-         block("old", "XXX") + b"\n" + block("pr-config", "XXX"), merge_base=block("old", "XXX"),
-         content=block("old", "XXX") + b"\n" + block("main-config", P + "41") + b"\n" + block("pr-config", URL),
-         rewritten=(17,)),
-    Case("only-the-link-not-a-description-quoting-it", MAIN,
-         BASE + b"\n" + block("pr-config", "XXX", desc="pr-link: XXX"),
-         content=MAIN + b"\n" + block("pr-config", URL, desc="pr-link: XXX"), rewritten=(17,)),
-    Case("prefix-placeholder-rewritten", MAIN, BASE + b"\n" + block("pr-config", P + "XXX"),
-         content=MAIN + b"\n" + block("pr-config", URL)),
-    Case("quoted-placeholder-keeps-its-quotes", MAIN, BASE + b"\n" + block("pr-config", '"XXX"'),
-         content=MAIN + b"\n" + block("pr-config", f'"{URL}"')),
-    Case("single-quoted-prefix-placeholder", MAIN, BASE + b"\n" + block("pr-config", f"'{P}XXX'"),
-         content=MAIN + b"\n" + block("pr-config", f"'{URL}'")),
-    Case("own-link-kept-nothing-rewritten", MAIN, BASE + b"\n" + block("pr-config", URL),
-         content=MAIN + b"\n" + block("pr-config", URL), rewritten=()),
-    Case("flow-mapping-entry", MAIN, BASE + b"\n- {config-keys: [pr-config], description: [Tune], pr-link: XXX}\n",
-         content=MAIN + f"\n- {{config-keys: [pr-config], description: [Tune], pr-link: {URL}}}\n".encode(),
-         rewritten=(13,)),
-    Case("trailing-fields-after-the-link-kept", MAIN, BASE + b"\n" + block("pr-config", "XXX", "  evals-only: true"),
-         content=MAIN + b"\n" + block("pr-config", URL, "  evals-only: true")),
+    Case(
+        "history-placeholder-untouched",
+        block("old", "XXX") + b"\n" + block("main-config", P + "41"),
+        block("old", "XXX") + b"\n" + block("pr-config", "XXX"),
+        merge_base=block("old", "XXX"),
+        content=block("old", "XXX") + b"\n" + block("main-config", P + "41") + b"\n" + block("pr-config", URL),
+        rewritten=(17,),
+    ),
+    Case(
+        "only-the-link-not-a-description-quoting-it",
+        MAIN,
+        BASE + b"\n" + block("pr-config", "XXX", desc="pr-link: XXX"),
+        content=MAIN + b"\n" + block("pr-config", URL, desc="pr-link: XXX"),
+        rewritten=(17,),
+    ),
+    Case(
+        "prefix-placeholder-rewritten",
+        MAIN,
+        BASE + b"\n" + block("pr-config", P + "XXX"),
+        content=MAIN + b"\n" + block("pr-config", URL),
+    ),
+    Case(
+        "quoted-placeholder-keeps-its-quotes",
+        MAIN,
+        BASE + b"\n" + block("pr-config", '"XXX"'),
+        content=MAIN + b"\n" + block("pr-config", f'"{URL}"'),
+    ),
+    Case(
+        "single-quoted-prefix-placeholder",
+        MAIN,
+        BASE + b"\n" + block("pr-config", f"'{P}XXX'"),
+        content=MAIN + b"\n" + block("pr-config", f"'{URL}'"),
+    ),
+    Case(
+        "own-link-kept-nothing-rewritten",
+        MAIN,
+        BASE + b"\n" + block("pr-config", URL),
+        content=MAIN + b"\n" + block("pr-config", URL),
+        rewritten=(),
+    ),
+    Case(
+        "flow-mapping-entry",
+        MAIN,
+        BASE + b"\n- {config-keys: [pr-config], description: [Tune], pr-link: XXX}\n",
+        content=MAIN + f"\n- {{config-keys: [pr-config], description: [Tune], pr-link: {URL}}}\n".encode(),
+        rewritten=(13,),
+    ),
+    Case(
+        "trailing-fields-after-the-link-kept",
+        MAIN,
+        BASE + b"\n" + block("pr-config", "XXX", "  evals-only: true"),
+        content=MAIN + b"\n" + block("pr-config", URL, "  evals-only: true"),
+    ),
     Case("pr-changing-nothing-gets-the-base", MAIN, BASE, content=MAIN),
     # refusals
     # upstream: "rejects duplicate remaining contribution"
-    Case("duplicate-of-a-base-entry", BASE + b"\n" + block("same-config", P + "41"),
-         BASE + b"\n" + block("same-config", "XXX"), code=CHANGELOG_DUPLICATE),
-    Case("duplicate-despite-a-false-flag-written-out", MAIN + b"\n" + block("pr-config", P + "43", "  evals-only: false"),
-         BASE + b"\n" + block("pr-config", "XXX"), code=CHANGELOG_DUPLICATE),
-    Case("another-description-is-no-duplicate", BASE + b"\n" + block("same-config", P + "41", desc="Older"),
-         BASE + b"\n" + block("same-config", "XXX"),
-         content=BASE + b"\n" + block("same-config", P + "41", desc="Older") + b"\n" + block("same-config", URL)),
-    Case("another-flag-is-no-duplicate", BASE + b"\n" + block("same-config", P + "41", "  all-evals: true"),
-         BASE + b"\n" + block("same-config", "XXX"),
-         content=BASE + b"\n" + block("same-config", P + "41", "  all-evals: true") + b"\n"
-         + block("same-config", URL)),
+    Case(
+        "duplicate-of-a-base-entry",
+        BASE + b"\n" + block("same-config", P + "41"),
+        BASE + b"\n" + block("same-config", "XXX"),
+        code=CHANGELOG_DUPLICATE,
+    ),
+    Case(
+        "duplicate-despite-a-false-flag-written-out",
+        MAIN + b"\n" + block("pr-config", P + "43", "  evals-only: false"),
+        BASE + b"\n" + block("pr-config", "XXX"),
+        code=CHANGELOG_DUPLICATE,
+    ),
+    Case(
+        "another-description-is-no-duplicate",
+        BASE + b"\n" + block("same-config", P + "41", desc="Older"),
+        BASE + b"\n" + block("same-config", "XXX"),
+        content=BASE + b"\n" + block("same-config", P + "41", desc="Older") + b"\n" + block("same-config", URL),
+    ),
+    Case(
+        "another-flag-is-no-duplicate",
+        BASE + b"\n" + block("same-config", P + "41", "  all-evals: true"),
+        BASE + b"\n" + block("same-config", "XXX"),
+        content=BASE + b"\n" + block("same-config", P + "41", "  all-evals: true") + b"\n" + block("same-config", URL),
+    ),
     # upstream: "rejects historical whitespace change"
-    Case("history-whitespace-edited", MAIN, BASE.replace(b'config"\n', b'config"  \n') + b"\n" + block("x", "XXX"),
-         code=CHANGELOG_NOT_APPEND),
+    Case(
+        "history-whitespace-edited",
+        MAIN,
+        BASE.replace(b'config"\n', b'config"  \n') + b"\n" + block("x", "XXX"),
+        code=CHANGELOG_NOT_APPEND,
+    ),
     Case("history-entry-removed", MAIN, block("pr-config", "XXX"), code=CHANGELOG_NOT_APPEND),
     Case("link-correction-only", MAIN, BASE.replace(P.encode() + b"1", P.encode() + b"2"), code=CHANGELOG_NOT_APPEND),
     Case("entry-with-a-tbd-link", MAIN, BASE + b"\n" + block("pr-config", "TBD"), code=CHANGELOG_INVALID),
     Case("entry-with-another-prs-link", MAIN, BASE + b"\n" + block("pr-config", P + "41"), code=CHANGELOG_INVALID),
     Case("two-blank-lines-before-the-entry", MAIN, BASE + b"\n\n" + block("pr-config", "XXX"), code=CHANGELOG_INVALID),
-    Case("url-of-another-repository", MAIN, BASE + b"\n" + block("pr-config", "XXX"),
-         url="https://github.com/acme/InferenceX/pull/42", code=PR_URL_NOT_CANONICAL),
-    Case("url-without-a-number", MAIN, BASE + b"\n" + block("pr-config", "XXX"), url=P + "XXX",
-         code=PR_URL_NOT_CANONICAL),
-    Case("base-not-a-list", b"entries: none\n", BASE + b"\n" + block("pr-config", "XXX"),
-         code=CHANGELOG_BASE_UNREADABLE),
-    Case("result-over-the-size-limit", MAIN, BASE + b"\n" + block("pr-config", "XXX"),
-         limits=ChangelogLimits(max_bytes=len(MAIN) + 40), code=CHANGELOG_RESULT_INVALID),
+    Case(
+        "url-of-another-repository",
+        MAIN,
+        BASE + b"\n" + block("pr-config", "XXX"),
+        url="https://github.com/acme/InferenceX/pull/42",
+        code=PR_URL_NOT_CANONICAL,
+    ),
+    Case(
+        "url-without-a-number", MAIN, BASE + b"\n" + block("pr-config", "XXX"), url=P + "XXX", code=PR_URL_NOT_CANONICAL
+    ),
+    Case(
+        "base-not-a-list", b"entries: none\n", BASE + b"\n" + block("pr-config", "XXX"), code=CHANGELOG_BASE_UNREADABLE
+    ),
+    Case(
+        "result-over-the-size-limit",
+        MAIN,
+        BASE + b"\n" + block("pr-config", "XXX"),
+        limits=ChangelogLimits(max_bytes=len(MAIN) + 40),
+        code=CHANGELOG_RESULT_INVALID,
+    ),
 ]
 
 
@@ -175,8 +282,14 @@ def test_resolve_changelog(case: Case):
 
 def test_every_changelog_refusal_has_a_case():
     codes = {c.code for c in RESOLVE_CASES}
-    assert codes >= {CHANGELOG_DUPLICATE, CHANGELOG_NOT_APPEND, CHANGELOG_INVALID, PR_URL_NOT_CANONICAL,
-                     CHANGELOG_BASE_UNREADABLE, CHANGELOG_RESULT_INVALID}
+    assert codes >= {
+        CHANGELOG_DUPLICATE,
+        CHANGELOG_NOT_APPEND,
+        CHANGELOG_INVALID,
+        PR_URL_NOT_CANONICAL,
+        CHANGELOG_BASE_UNREADABLE,
+        CHANGELOG_RESULT_INVALID,
+    }
 
 
 def test_a_duplicate_names_the_pr_line_and_the_base_line():
@@ -208,8 +321,15 @@ def test_two_prs_merged_one_after_the_other():
     two = resolve_changelog(one.content, second, BASE, P + "51", P)
     assert isinstance(two, Resolution)
 
-    assert two.content == (BASE + b"\n" + block("first", P + "50") + b"\n" + block("second", P + "51") + b"\n"
-                           + block("second-mtp", P + "51"))
+    assert two.content == (
+        BASE
+        + b"\n"
+        + block("first", P + "50")
+        + b"\n"
+        + block("second", P + "51")
+        + b"\n"
+        + block("second-mtp", P + "51")
+    )
     assert two.content.startswith(one.content)
     assert [e.config_keys for e in two.entries] == [("second",), ("second-mtp",)]
     assert validate_default_branch(two.content, canonical_prefix=P) == []
@@ -243,9 +363,10 @@ def _entry_starts(text: bytes) -> list[int]:
 def test_real_changelog_a_pr_branched_before_the_last_merges(tail: bytes):
     """The PR branched before the last two entries were merged: the base's bytes, its own `XXX` of history (line
     2604) and its separators with spaces stay; the PR's entry follows, its link the PR's."""
-    merge_base = tail[:_entry_starts(tail)[-2]]  # ends with the blank line before the third entry from the end
-    entry = block("dsr1-fp8-mi355x-sglang", "XXX", "  scenario-type:", "    - fixed-seq-len",
-                  desc="Bump SGLang to v0.5.13")
+    merge_base = tail[: _entry_starts(tail)[-2]]  # ends with the blank line before the third entry from the end
+    entry = block(
+        "dsr1-fp8-mi355x-sglang", "XXX", "  scenario-type:", "    - fixed-seq-len", desc="Bump SGLang to v0.5.13"
+    )
     head = merge_base + entry
 
     got = resolve_changelog(tail, head, merge_base, P + "2800", P)
@@ -260,14 +381,16 @@ def test_real_changelog_a_pr_branched_before_the_last_merges(tail: bytes):
 
 def test_real_changelog_a_pr_repeating_the_newest_entry(tail: bytes):
     starts = _entry_starts(tail)
-    newest = tail[starts[-1]:]
-    merge_base = tail[:starts[-1]]
-    head = merge_base + newest.replace(newest[newest.index(b"pr-link: ") + 9:].rstrip(b"\n"), b"XXX")
+    newest = tail[starts[-1] :]
+    merge_base = tail[: starts[-1]]
+    head = merge_base + newest.replace(newest[newest.index(b"pr-link: ") + 9 :].rstrip(b"\n"), b"XXX")
 
     got = resolve_changelog(tail, head, merge_base, P + "2800", P)
 
-    assert got == refusal(CHANGELOG_DUPLICATE, duplicates=[{"line": tail[:starts[-1]].count(b"\n") + 1,
-                                                            "base_line": tail[:starts[-1]].count(b"\n") + 1}])
+    assert got == refusal(
+        CHANGELOG_DUPLICATE,
+        duplicates=[{"line": tail[: starts[-1]].count(b"\n") + 1, "base_line": tail[: starts[-1]].count(b"\n") + 1}],
+    )
 
 
 # -- merge_refusals -------------------------------------------------------------------------------------------------
@@ -285,9 +408,19 @@ ONLY_FOREIGN = Selection(None, None, (({"id": 304}, Verdict(False, NOT_DISPATCHE
 RESOLVED = Resolution(MAIN + b"\n" + block("pr-config", URL))
 
 GOOD = MergeFacts(
-    state="open", merged=False, draft=False, base_ref="main", configured_base="main",
-    labels=("full-sweep-fail-fast", "amd"), pin=ELIGIBLE_PIN, candidates=NO_RUNS,
-    signoff_required=True, signoff_conclusion="success", changelog=RESOLVED, conflicts=())
+    state="open",
+    merged=False,
+    draft=False,
+    base_ref="main",
+    configured_base="main",
+    labels=("full-sweep-fail-fast", "amd"),
+    pin=ELIGIBLE_PIN,
+    candidates=NO_RUNS,
+    signoff_required=True,
+    signoff_conclusion="success",
+    changelog=RESOLVED,
+    conflicts=(),
+)
 
 MERGE_CASES = [
     # (id, changes to GOOD, expected [(code, fixer)])
@@ -297,40 +430,81 @@ MERGE_CASES = [
     ("draft", {"draft": True}, [(DRAFT, AUTHOR)]),
     ("targets-another-branch", {"base_ref": "release/1.2"}, [(WRONG_BASE, AUTHOR)]),
     ("no-primary-only-a-modifier", {"labels": ("all-evals",)}, [(NO_PRIMARY_LABEL, MAINTAINER)]),
-    ("two-primaries", {"labels": ("full-sweep-enabled", "full-sweep-fail-fast")},
-     [(SEVERAL_PRIMARY_LABELS, MAINTAINER)]),
+    (
+        "two-primaries",
+        {"labels": ("full-sweep-enabled", "full-sweep-fail-fast")},
+        [(SEVERAL_PRIMARY_LABELS, MAINTAINER)],
+    ),
     ("one-primary-in-two-cases-is-one", {"labels": ("Full-Sweep-Enabled", "full-sweep-enabled")}, []),
     ("all-evals-does-not-block", {"labels": ("full-sweep-enabled", "all-evals")}, []),
-    ("evals-only-named-once-not-as-the-pin-too", {"labels": ("full-sweep-enabled", "evals-only"),
-                                                  "pin": LABEL_BLOCKED}, [(REUSE_BLOCKED, MAINTAINER)]),
-    ("agentx-fast-named-once-not-as-no-run", {"labels": ("full-sweep-enabled", "AgentX-Fast"), "pin": None,
-                                              "candidates": ONLY_BLOCKED}, [(REUSE_BLOCKED, MAINTAINER)]),
-    ("blocked-and-no-run-at-all", {"labels": ("full-sweep-enabled", "evals-only"), "pin": None},
-     [(REUSE_BLOCKED, MAINTAINER), (NO_ELIGIBLE_RUN, MAINTAINER)]),
+    (
+        "evals-only-named-once-not-as-the-pin-too",
+        {"labels": ("full-sweep-enabled", "evals-only"), "pin": LABEL_BLOCKED},
+        [(REUSE_BLOCKED, MAINTAINER)],
+    ),
+    (
+        "agentx-fast-named-once-not-as-no-run",
+        {"labels": ("full-sweep-enabled", "AgentX-Fast"), "pin": None, "candidates": ONLY_BLOCKED},
+        [(REUSE_BLOCKED, MAINTAINER)],
+    ),
+    (
+        "blocked-and-no-run-at-all",
+        {"labels": ("full-sweep-enabled", "evals-only"), "pin": None},
+        [(REUSE_BLOCKED, MAINTAINER), (NO_ELIGIBLE_RUN, MAINTAINER)],
+    ),
     ("pin-artifacts-expired", {"pin": EXPIRED}, [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
     ("pin-run-not-found", {"pin": Verdict(False, "not-found", {"run_id": 9})}, [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
     ("pin-blocked-by-a-label-that-no-longer-counts", {"pin": LABEL_BLOCKED}, [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
-    ("invalid-pin-not-replaced-by-the-newest-run", {"pin": EXPIRED, "candidates": ONE_ELIGIBLE},
-     [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
+    (
+        "invalid-pin-not-replaced-by-the-newest-run",
+        {"pin": EXPIRED, "candidates": ONE_ELIGIBLE},
+        [(PIN_NOT_ELIGIBLE, MAINTAINER)],
+    ),
     ("no-pin-the-newest-eligible-run-will-do", {"pin": None, "candidates": ONE_ELIGIBLE}, []),
     ("no-pin-no-run", {"pin": None}, [(NO_ELIGIBLE_RUN, MAINTAINER)]),
-    ("no-pin-only-runs-the-bot-did-not-dispatch", {"pin": None, "candidates": ONLY_FOREIGN},
-     [(NO_ELIGIBLE_RUN, MAINTAINER)]),
+    (
+        "no-pin-only-runs-the-bot-did-not-dispatch",
+        {"pin": None, "candidates": ONLY_FOREIGN},
+        [(NO_ELIGIBLE_RUN, MAINTAINER)],
+    ),
     ("signoff-failed", {"signoff_conclusion": "failure"}, [(SIGNOFF_MISSING, CODEOWNER)]),
     ("signoff-check-absent", {"signoff_conclusion": None}, [(SIGNOFF_MISSING, CODEOWNER)]),
     ("signoff-not-required", {"signoff_required": False, "signoff_conclusion": "failure"}, []),
-    ("changelog-refusal-passed-on", {"changelog": refusal(CHANGELOG_DUPLICATE, duplicates=[])},
-     [(CHANGELOG_DUPLICATE, AUTHOR)]),
-    ("changelog-of-the-maintainers", {"changelog": refusal(PR_URL_NOT_CANONICAL, pr_url="x", prefix=P)},
-     [(PR_URL_NOT_CANONICAL, MAINTAINER)]),
+    (
+        "changelog-refusal-passed-on",
+        {"changelog": refusal(CHANGELOG_DUPLICATE, duplicates=[])},
+        [(CHANGELOG_DUPLICATE, AUTHOR)],
+    ),
+    (
+        "changelog-of-the-maintainers",
+        {"changelog": refusal(PR_URL_NOT_CANONICAL, pr_url="x", prefix=P)},
+        [(PR_URL_NOT_CANONICAL, MAINTAINER)],
+    ),
     ("conflict-outside-the-changelog", {"conflicts": ("configs/amd-master.yaml",)}, [(CONFLICT, AUTHOR)]),
-    ("everything-wrong-in-the-fixed-order", {
-        "state": "closed", "draft": True, "base_ref": "dev", "labels": ("evals-only",), "pin": EXPIRED,
-        "signoff_conclusion": "failure", "changelog": refusal(CHANGELOG_NOT_APPEND, corrections=()),
-        "conflicts": ("a", "b")},
-     [(NOT_OPEN, AUTHOR), (DRAFT, AUTHOR), (WRONG_BASE, AUTHOR), (NO_PRIMARY_LABEL, MAINTAINER),
-      (REUSE_BLOCKED, MAINTAINER), (PIN_NOT_ELIGIBLE, MAINTAINER), (SIGNOFF_MISSING, CODEOWNER),
-      (CHANGELOG_NOT_APPEND, AUTHOR), (CONFLICT, AUTHOR)]),
+    (
+        "everything-wrong-in-the-fixed-order",
+        {
+            "state": "closed",
+            "draft": True,
+            "base_ref": "dev",
+            "labels": ("evals-only",),
+            "pin": EXPIRED,
+            "signoff_conclusion": "failure",
+            "changelog": refusal(CHANGELOG_NOT_APPEND, corrections=()),
+            "conflicts": ("a", "b"),
+        },
+        [
+            (NOT_OPEN, AUTHOR),
+            (DRAFT, AUTHOR),
+            (WRONG_BASE, AUTHOR),
+            (NO_PRIMARY_LABEL, MAINTAINER),
+            (REUSE_BLOCKED, MAINTAINER),
+            (PIN_NOT_ELIGIBLE, MAINTAINER),
+            (SIGNOFF_MISSING, CODEOWNER),
+            (CHANGELOG_NOT_APPEND, AUTHOR),
+            (CONFLICT, AUTHOR),
+        ],
+    ),
 ]
 
 
@@ -347,8 +521,13 @@ def test_every_refusal_code_has_a_fixer_and_a_case():
 
 
 def test_refusal_params_name_what_is_missing():
-    facts = dataclasses.replace(GOOD, labels=("full-sweep-enabled", "full-sweep-fail-fast", "evals-only"),
-                                base_ref="dev", pin=EXPIRED, conflicts=("configs/amd-master.yaml",))
+    facts = dataclasses.replace(
+        GOOD,
+        labels=("full-sweep-enabled", "full-sweep-fail-fast", "evals-only"),
+        base_ref="dev",
+        pin=EXPIRED,
+        conflicts=("configs/amd-master.yaml",),
+    )
     got = {r.code: dict(r.params) for r in merge_refusals(facts, POLICY)}
     assert got == {
         WRONG_BASE: {"base": "dev", "expected": "main"},

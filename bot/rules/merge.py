@@ -70,22 +70,51 @@ CHANGELOG_RESULT_INVALID = "changelog-result-invalid"  # the resolved file fails
 CONFLICT = "conflict"  # files changed on both sides since the merge base; params: files
 
 REFUSAL_CODES: tuple[str, ...] = (
-    NOT_OPEN, DRAFT, WRONG_BASE, NO_PRIMARY_LABEL, SEVERAL_PRIMARY_LABELS, REUSE_BLOCKED, PIN_NOT_ELIGIBLE,
-    NO_ELIGIBLE_RUN, SIGNOFF_MISSING, CHANGELOG_INVALID, CHANGELOG_NOT_APPEND, CHANGELOG_DUPLICATE,
-    PR_URL_NOT_CANONICAL, CHANGELOG_BASE_UNREADABLE, CHANGELOG_RESULT_INVALID, CONFLICT,
+    NOT_OPEN,
+    DRAFT,
+    WRONG_BASE,
+    NO_PRIMARY_LABEL,
+    SEVERAL_PRIMARY_LABELS,
+    REUSE_BLOCKED,
+    PIN_NOT_ELIGIBLE,
+    NO_ELIGIBLE_RUN,
+    SIGNOFF_MISSING,
+    CHANGELOG_INVALID,
+    CHANGELOG_NOT_APPEND,
+    CHANGELOG_DUPLICATE,
+    PR_URL_NOT_CANONICAL,
+    CHANGELOG_BASE_UNREADABLE,
+    CHANGELOG_RESULT_INVALID,
+    CONFLICT,
 )
 FIXERS: Mapping[str, Fixer] = {
-    NOT_OPEN: AUTHOR, DRAFT: AUTHOR, WRONG_BASE: AUTHOR,
-    NO_PRIMARY_LABEL: MAINTAINER, SEVERAL_PRIMARY_LABELS: MAINTAINER, REUSE_BLOCKED: MAINTAINER,
-    PIN_NOT_ELIGIBLE: MAINTAINER, NO_ELIGIBLE_RUN: MAINTAINER,
+    NOT_OPEN: AUTHOR,
+    DRAFT: AUTHOR,
+    WRONG_BASE: AUTHOR,
+    NO_PRIMARY_LABEL: MAINTAINER,
+    SEVERAL_PRIMARY_LABELS: MAINTAINER,
+    REUSE_BLOCKED: MAINTAINER,
+    PIN_NOT_ELIGIBLE: MAINTAINER,
+    NO_ELIGIBLE_RUN: MAINTAINER,
     SIGNOFF_MISSING: CODEOWNER,
-    CHANGELOG_INVALID: AUTHOR, CHANGELOG_NOT_APPEND: AUTHOR, CHANGELOG_DUPLICATE: AUTHOR,
-    PR_URL_NOT_CANONICAL: MAINTAINER, CHANGELOG_BASE_UNREADABLE: MAINTAINER, CHANGELOG_RESULT_INVALID: MAINTAINER,
+    CHANGELOG_INVALID: AUTHOR,
+    CHANGELOG_NOT_APPEND: AUTHOR,
+    CHANGELOG_DUPLICATE: AUTHOR,
+    PR_URL_NOT_CANONICAL: MAINTAINER,
+    CHANGELOG_BASE_UNREADABLE: MAINTAINER,
+    CHANGELOG_RESULT_INVALID: MAINTAINER,
     CONFLICT: AUTHOR,
 }
-CHANGELOG_CODES: frozenset[str] = frozenset({
-    CHANGELOG_INVALID, CHANGELOG_NOT_APPEND, CHANGELOG_DUPLICATE, PR_URL_NOT_CANONICAL, CHANGELOG_BASE_UNREADABLE,
-    CHANGELOG_RESULT_INVALID})
+CHANGELOG_CODES: frozenset[str] = frozenset(
+    {
+        CHANGELOG_INVALID,
+        CHANGELOG_NOT_APPEND,
+        CHANGELOG_DUPLICATE,
+        PR_URL_NOT_CANONICAL,
+        CHANGELOG_BASE_UNREADABLE,
+        CHANGELOG_RESULT_INVALID,
+    }
+)
 
 SIGNOFF_PASSED = "success"  # the `signoff` check's conclusion that lets a PR merge
 
@@ -246,8 +275,15 @@ _NOT_APPEND_ERRORS = frozenset({"history-changed", "correction-with-append", "li
 _PR_NUMBER = r"([1-9][0-9]{0,17})"  # a PR number as links carry it (below 10**18)
 
 
-def resolve_changelog(base: bytes, head: bytes, merge_base: bytes, pr_url: str, canonical_prefix: str, *,
-                      limits: ChangelogLimits = DEFAULT_LIMITS) -> Resolution | Refusal:
+def resolve_changelog(
+    base: bytes,
+    head: bytes,
+    merge_base: bytes,
+    pr_url: str,
+    canonical_prefix: str,
+    *,
+    limits: ChangelogLimits = DEFAULT_LIMITS,
+) -> Resolution | Refusal:
     """The changelog the base branch gets when the PR is merged, resolved as upstream's merge helper does.
 
     `base` is the file on the base branch now, `head` on the PR's head, `merge_base` at their merge base (b""
@@ -284,14 +320,15 @@ def resolve_changelog(base: bytes, head: bytes, merge_base: bytes, pr_url: str, 
     if problem is not None:
         return problem
 
-    appended = head[len(merge_base):]
+    appended = head[len(merge_base) :]
     if merge_base and not merge_base.endswith(b"\n"):
         appended = appended[1:]  # the newline that ended the history's last line (check_append required it)
     contribution = _from_first_content_line(appended.decode("utf-8"))
     rewritten_text, rewritten_rows = _rewrite_placeholders(contribution, pr_url, canonical_prefix)
     if rewritten_text is None:
-        return refusal(CHANGELOG_INVALID, errors=(), error_count=0, error_count_is_lower_bound=False,
-                       reason="unreadable")
+        return refusal(
+            CHANGELOG_INVALID, errors=(), error_count=0, error_count_is_lower_bound=False, reason="unreadable"
+        )
 
     separator = _separator(base)
     content = base + separator + rewritten_text.encode("utf-8")
@@ -321,18 +358,21 @@ def _pr_change_problem(check: ChangelogResult) -> Refusal | None:
         return refusal(CHANGELOG_INVALID, reason="errors", **_error_params(check))
     if check.link_corrections:
         corrections = tuple({"line": c.line, "old": c.old, "new": c.new} for c in check.link_corrections)
-        return refusal(CHANGELOG_NOT_APPEND, corrections=corrections, errors=(), error_count=0,
-                       error_count_is_lower_bound=False)
+        return refusal(
+            CHANGELOG_NOT_APPEND, corrections=corrections, errors=(), error_count=0, error_count_is_lower_bound=False
+        )
     if not check.entries:
-        return refusal(CHANGELOG_INVALID, reason="no-entry", errors=(), error_count=0,
-                       error_count_is_lower_bound=False)
+        return refusal(CHANGELOG_INVALID, reason="no-entry", errors=(), error_count=0, error_count_is_lower_bound=False)
     return None
 
 
 def _error_params(check: ChangelogResult) -> dict[str, Any]:
     errors: tuple[ChangelogError, ...] = check.errors
-    return {"errors": errors, "error_count": check.error_count,
-            "error_count_is_lower_bound": check.error_count_is_lower_bound}
+    return {
+        "errors": errors,
+        "error_count": check.error_count,
+        "error_count_is_lower_bound": check.error_count_is_lower_bound,
+    }
 
 
 def _from_first_content_line(text: str) -> str:
@@ -399,8 +439,15 @@ _Meaning = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool, bool, 
 
 
 def _entry_meaning(entry: AppendedEntry) -> _Meaning:
-    return (entry.config_keys, entry.description, entry.scenario_type, entry.evals_only, entry.all_evals,
-            entry.append_only, entry.eval_min_prefill_ep)
+    return (
+        entry.config_keys,
+        entry.description,
+        entry.scenario_type,
+        entry.evals_only,
+        entry.all_evals,
+        entry.append_only,
+        entry.eval_min_prefill_ep,
+    )
 
 
 def _value_meaning(value: object) -> _Meaning | None:

@@ -26,8 +26,17 @@ import json
 from typing import Any
 
 from bot.testing.core import R
-from bot.testing.model import (NOT_FOUND, Call, Repo, Reply, blob_sha, fake_sha, not_supplied, unprocessable,
-                               wrapped_base64)
+from bot.testing.model import (
+    NOT_FOUND,
+    Call,
+    Reply,
+    Repo,
+    blob_sha,
+    fake_sha,
+    not_supplied,
+    unprocessable,
+    wrapped_base64,
+)
 from bot.testing.pulls import PullsMixin
 from bot.testing.repos import ReposMixin
 
@@ -162,8 +171,13 @@ class GitDataMixin(PullsMixin, ReposMixin):
         return found
 
     def _is_commit(self, repo: Repo, sha: str) -> bool:
-        return (sha in self._store(repo).commits or sha in repo.merge_commits or sha in self._pr_commits(repo)
-                or sha in self._branch_heads(repo) or (sha in repo.files and _looks_like_sha(sha)))
+        return (
+            sha in self._store(repo).commits
+            or sha in repo.merge_commits
+            or sha in self._pr_commits(repo)
+            or sha in self._branch_heads(repo)
+            or (sha in repo.files and _looks_like_sha(sha))
+        )
 
     def _parents(self, repo: Repo, sha: str) -> list[str]:
         commit = self._store(repo).commits.get(sha)
@@ -185,27 +199,43 @@ class GitDataMixin(PullsMixin, ReposMixin):
                 todo.extend(self._parents(repo, sha))
         return False
 
-    def _new_commit(self, repo: Repo, tree: str, parents: list[str], message: str, person: dict[str, Any],
-                    stamp: str) -> str:
+    def _new_commit(
+        self, repo: Repo, tree: str, parents: list[str], message: str, person: dict[str, Any], stamp: str
+    ) -> str:
         sha = fake_sha("commit", repo.full_name, tree, *parents, message, stamp)
-        self._store(repo).commits[sha] = {"tree": tree, "parents": list(parents), "message": message,
-                                          "author": dict(person), "committer": dict(person)}
+        self._store(repo).commits[sha] = {
+            "tree": tree,
+            "parents": list(parents),
+            "message": message,
+            "author": dict(person),
+            "committer": dict(person),
+        }
         return sha
 
     def _commit_out(self, repo: Repo, sha: str) -> dict[str, Any]:
         commit = self._store(repo).commits.get(sha)
         base = f"{self.base_url}/repos/{repo.full_name}"
         if commit is None:
-            commit = {"tree": self._tree_of_commit(repo, sha), "parents": self._parents(repo, sha),
-                      "message": "", "author": None, "committer": None}
+            commit = {
+                "tree": self._tree_of_commit(repo, sha),
+                "parents": self._parents(repo, sha),
+                "message": "",
+                "author": None,
+                "committer": None,
+            }
         return {
-            "sha": sha, "node_id": f"C_{sha[:12]}", "url": f"{base}/git/commits/{sha}",
+            "sha": sha,
+            "node_id": f"C_{sha[:12]}",
+            "url": f"{base}/git/commits/{sha}",
             "html_url": f"{self.web_url}/{repo.full_name}/commit/{sha}",
-            "author": copy.deepcopy(commit["author"]), "committer": copy.deepcopy(commit["committer"]),
+            "author": copy.deepcopy(commit["author"]),
+            "committer": copy.deepcopy(commit["committer"]),
             "message": commit["message"],
             "tree": {"sha": commit["tree"], "url": f"{base}/git/trees/{commit['tree']}"},
-            "parents": [{"sha": p, "url": f"{base}/git/commits/{p}",
-                         "html_url": f"{self.web_url}/{repo.full_name}/commit/{p}"} for p in commit["parents"]],
+            "parents": [
+                {"sha": p, "url": f"{base}/git/commits/{p}", "html_url": f"{self.web_url}/{repo.full_name}/commit/{p}"}
+                for p in commit["parents"]
+            ],
             "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None},
         }
 
@@ -220,16 +250,25 @@ class GitDataMixin(PullsMixin, ReposMixin):
                 folder = "/".join(parts[:depth])
                 if folder not in listed:
                     subtree = self._save_tree(repo, _under(entries, folder))
-                    listed[folder] = {"path": folder, "mode": "040000", "type": "tree", "sha": subtree,
-                                      "url": f"{base}/git/trees/{subtree}"}
+                    listed[folder] = {
+                        "path": folder,
+                        "mode": "040000",
+                        "type": "tree",
+                        "sha": subtree,
+                        "url": f"{base}/git/trees/{subtree}",
+                    }
             if recursive or len(parts) == 1:
                 item: dict[str, Any] = {"path": path, "mode": mode, "type": kind, "sha": obj}
                 if kind == "blob":
                     item["size"] = len(self._blob(repo, obj) or b"")
                     item["url"] = f"{base}/git/blobs/{obj}"
                 listed[path] = item
-        return {"sha": sha, "url": f"{base}/git/trees/{sha}", "tree": [listed[p] for p in sorted(listed)],
-                "truncated": False}
+        return {
+            "sha": sha,
+            "url": f"{base}/git/trees/{sha}",
+            "tree": [listed[p] for p in sorted(listed)],
+            "truncated": False,
+        }
 
     # ---- moving a branch ------------------------------------------------------------------
 
@@ -254,22 +293,39 @@ class GitDataMixin(PullsMixin, ReposMixin):
                 commit = self._store(repo).commits.get(sha) or {"message": "", "parents": [item["head"]["sha"]]}
                 user = actor or item["user"]
                 repo.pull_commits[number].append(
-                    self._commit_json(repo, sha, commit["message"], user, list(commit["parents"]), stamp))
+                    self._commit_json(repo, sha, commit["message"], user, list(commit["parents"]), stamp)
+                )
                 self._pushed(repo, item, sha, stamp)
                 if item.get("merge_commit_sha"):
                     self._merge_commit(repo, item, fake_sha(repo.full_name, number, "merge", sha))
             elif item["base"]["ref"] == branch and self._reaches(repo, sha, item["head"]["sha"]):
                 self._mark_merged(repo, item, sha, actor, stamp)
 
-    def _mark_merged(self, repo: Repo, item: dict[str, Any], sha: str, actor: dict[str, Any] | None,
-                     stamp: str) -> None:
+    def _mark_merged(
+        self, repo: Repo, item: dict[str, Any], sha: str, actor: dict[str, Any] | None, stamp: str
+    ) -> None:
         by = dict(actor) if actor else None
-        item.update(merged=True, merged_at=stamp, merge_commit_sha=sha, merged_by=by, state="closed",
-                    closed_at=stamp, updated_at=stamp)
+        item.update(
+            merged=True,
+            merged_at=stamp,
+            merge_commit_sha=sha,
+            merged_by=by,
+            state="closed",
+            closed_at=stamp,
+            updated_at=stamp,
+        )
         events = repo.events.setdefault(item["number"], [])
         for kind in ("merged", "closed"):
-            events.append({"id": self._next_id(), "event": kind, "actor": by, "commit_id": sha,
-                           "commit_url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}", "created_at": stamp})
+            events.append(
+                {
+                    "id": self._next_id(),
+                    "event": kind,
+                    "actor": by,
+                    "commit_id": sha,
+                    "commit_url": f"{self.base_url}/repos/{repo.full_name}/commits/{sha}",
+                    "created_at": stamp,
+                }
+            )
 
     # ---- routes: the merge API ------------------------------------------------------------
 
@@ -278,37 +334,59 @@ class GitDataMixin(PullsMixin, ReposMixin):
         body = call.fields
         method = body.get("merge_method", "merge")
         if method not in MERGE_METHODS:
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/merge_method', {json.dumps(method)} is not one "
-                                f"of {json.dumps(list(MERGE_METHODS))}.", doc=MERGE_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/merge_method', {json.dumps(method)} is not one "
+                f"of {json.dumps(list(MERGE_METHODS))}.",
+                doc=MERGE_DOC,
+            )
         for name in ("sha", "commit_title", "commit_message"):
             if name in body and not isinstance(body[name], str):
-                raise unprocessable(f"Invalid request.\n\nFor 'properties/{name}', {json.dumps(body[name])} is not a "
-                                    "string.", doc=MERGE_DOC)
+                raise unprocessable(
+                    f"Invalid request.\n\nFor 'properties/{name}', {json.dumps(body[name])} is not a string.",
+                    doc=MERGE_DOC,
+                )
         if item.get("state") != "open" or item.get("merged") or item.get("mergeable") is False:
-            raise Reply(405, {"message": "Pull Request is not mergeable",
-                              "documentation_url": f"https://docs.github.com/rest/{MERGE_DOC}"})
+            raise Reply(
+                405,
+                {
+                    "message": "Pull Request is not mergeable",
+                    "documentation_url": f"https://docs.github.com/rest/{MERGE_DOC}",
+                },
+            )
         if item.get("draft"):
-            raise Reply(405, {"message": "Pull Request is still a draft",
-                              "documentation_url": f"https://docs.github.com/rest/{MERGE_DOC}"})
+            raise Reply(
+                405,
+                {
+                    "message": "Pull Request is still a draft",
+                    "documentation_url": f"https://docs.github.com/rest/{MERGE_DOC}",
+                },
+            )
         head = item["head"]["sha"]
         if "sha" in body and body["sha"] != head:
-            raise Reply(409, {"message": "Head branch was modified. Review and try the merge again.",
-                              "documentation_url": f"https://docs.github.com/rest/{MERGE_DOC}"})
+            raise Reply(
+                409,
+                {
+                    "message": "Head branch was modified. Review and try the merge again.",
+                    "documentation_url": f"https://docs.github.com/rest/{MERGE_DOC}",
+                },
+            )
         branch = item["base"]["ref"]
         base_head = self._branch_sha(repo, branch)
         if base_head is None:
             raise Reply(404, NOT_FOUND)
         files = self._files_at(repo, head)
         tree = self._tree_of_files(repo, dict(files if files is not None else self._files_at(repo, base_head) or {}))
-        default_title = {"merge": f"Merge pull request #{number} from {item['head']['label']}",
-                         "squash": f"{item['title']} (#{number})", "rebase": item["title"]}[method]
+        default_title = {
+            "merge": f"Merge pull request #{number} from {item['head']['label']}",
+            "squash": f"{item['title']} (#{number})",
+            "rebase": item["title"],
+        }[method]
         message = body.get("commit_title") or default_title
         if body.get("commit_message"):
             message += "\n\n" + body["commit_message"]
         parents = [base_head, head] if method == "merge" else [base_head]
         actor = call.actor or item["user"]
-        person = {"name": actor["login"], "email": f"{actor['login']}@users.noreply.github.com",
-                  "date": self._stamp()}
+        person = {"name": actor["login"], "email": f"{actor['login']}@users.noreply.github.com", "date": self._stamp()}
         sha = self._new_commit(repo, tree, parents, message, person, person["date"])
         self._mark_merged(repo, item, sha, call.actor, person["date"])
         self._move_branch(repo, branch, sha, call.actor)
@@ -327,11 +405,15 @@ class GitDataMixin(PullsMixin, ReposMixin):
             raise not_supplied("content", doc=BLOB_DOC)
         content, encoding = body["content"], body.get("encoding", "utf-8")
         if not isinstance(content, str):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/content', {json.dumps(content)} is not a "
-                                "string.", doc=BLOB_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/content', {json.dumps(content)} is not a string.", doc=BLOB_DOC
+            )
         if encoding not in BLOB_ENCODINGS:
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/encoding', {json.dumps(encoding)} is not one "
-                                f"of {json.dumps(list(BLOB_ENCODINGS))}.", doc=BLOB_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/encoding', {json.dumps(encoding)} is not one "
+                f"of {json.dumps(list(BLOB_ENCODINGS))}.",
+                doc=BLOB_DOC,
+            )
         try:
             data = base64.b64decode(content, validate=True) if encoding == "base64" else content.encode("utf-8")
         except (binascii.Error, ValueError):
@@ -355,8 +437,9 @@ class GitDataMixin(PullsMixin, ReposMixin):
             raise not_supplied("tree", doc=TREE_DOC)
         given, base_tree = body["tree"], body.get("base_tree")
         if not isinstance(given, list):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/tree', {json.dumps(given)} is not an array.",
-                                doc=TREE_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/tree', {json.dumps(given)} is not an array.", doc=TREE_DOC
+            )
         store = self._store(repo)
         if base_tree is not None and base_tree not in store.trees:
             commit = base_tree if isinstance(base_tree, str) and self._is_commit(repo, base_tree) else None
@@ -379,11 +462,17 @@ class GitDataMixin(PullsMixin, ReposMixin):
         if not isinstance(path, str) or not path or path.startswith("/") or path.endswith("/") or "//" in path:
             raise unprocessable(f"Invalid request.\n\ntree.path {json.dumps(path)} is not a valid path.", doc=TREE_DOC)
         if mode not in TREE_MODES:
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/mode', {json.dumps(mode)} is not one of "
-                                f"{json.dumps(list(TREE_MODES))}.", doc=TREE_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/mode', {json.dumps(mode)} is not one of "
+                f"{json.dumps(list(TREE_MODES))}.",
+                doc=TREE_DOC,
+            )
         if kind not in TREE_TYPES:
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/type', {json.dumps(kind)} is not one of "
-                                f"{json.dumps(list(TREE_TYPES))}.", doc=TREE_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/type', {json.dumps(kind)} is not one of "
+                f"{json.dumps(list(TREE_TYPES))}.",
+                doc=TREE_DOC,
+            )
         if ("sha" in entry) == ("content" in entry):
             raise unprocessable("Invalid request.\n\nA tree entry needs exactly one of sha and content.", doc=TREE_DOC)
         sha = entry.get("sha")
@@ -418,11 +507,14 @@ class GitDataMixin(PullsMixin, ReposMixin):
             raise not_supplied(*missing, doc=COMMIT_DOC)
         message, tree, parents = body["message"], body["tree"], body.get("parents", [])
         if not isinstance(message, str):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/message', {json.dumps(message)} is not a "
-                                "string.", doc=COMMIT_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/message', {json.dumps(message)} is not a string.", doc=COMMIT_DOC
+            )
         if not isinstance(parents, list) or not all(isinstance(p, str) for p in parents):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/parents', {json.dumps(parents)} is not an "
-                                "array of strings.", doc=COMMIT_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/parents', {json.dumps(parents)} is not an array of strings.",
+                doc=COMMIT_DOC,
+            )
         if not isinstance(tree, str) or tree not in self._store(repo).trees:
             raise unprocessable("Tree SHA does not exist", doc=COMMIT_DOC)
         for parent in parents:
@@ -434,8 +526,10 @@ class GitDataMixin(PullsMixin, ReposMixin):
         for role in ("author", "committer"):
             given = body.get(role)
             if given is not None and not isinstance(given, dict):
-                raise unprocessable(f"Invalid request.\n\nFor 'properties/{role}', {json.dumps(given)} is not an "
-                                    "object.", doc=COMMIT_DOC)
+                raise unprocessable(
+                    f"Invalid request.\n\nFor 'properties/{role}', {json.dumps(given)} is not an object.",
+                    doc=COMMIT_DOC,
+                )
         sha = self._new_commit(repo, tree, parents, message, person, stamp)
         commit = self._store(repo).commits[sha]
         for role in ("author", "committer"):
@@ -455,11 +549,13 @@ class GitDataMixin(PullsMixin, ReposMixin):
             raise not_supplied("sha", doc=REF_DOC)
         sha, force = body["sha"], body.get("force", False)
         if not isinstance(sha, str):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/sha', {json.dumps(sha)} is not a string.",
-                                doc=REF_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/sha', {json.dumps(sha)} is not a string.", doc=REF_DOC
+            )
         if not isinstance(force, bool):
-            raise unprocessable(f"Invalid request.\n\nFor 'properties/force', {json.dumps(force)} is not a boolean.",
-                                doc=REF_DOC)
+            raise unprocessable(
+                f"Invalid request.\n\nFor 'properties/force', {json.dumps(force)} is not a boolean.", doc=REF_DOC
+            )
         current = self._branch_sha(repo, path)
         if current is None:
             raise unprocessable("Reference does not exist", doc=REF_DOC)
@@ -472,9 +568,12 @@ class GitDataMixin(PullsMixin, ReposMixin):
 
     def _ref_out(self, repo: Repo, branch: str, sha: str) -> dict[str, Any]:
         base = f"{self.base_url}/repos/{repo.full_name}"
-        return {"ref": f"refs/heads/{branch}", "node_id": f"REF_{fake_sha(repo.full_name, branch)[:12]}",
-                "url": f"{base}/git/refs/heads/{branch}",
-                "object": {"type": "commit", "sha": sha, "url": f"{base}/git/commits/{sha}"}}
+        return {
+            "ref": f"refs/heads/{branch}",
+            "node_id": f"REF_{fake_sha(repo.full_name, branch)[:12]}",
+            "url": f"{base}/git/refs/heads/{branch}",
+            "object": {"type": "commit", "sha": sha, "url": f"{base}/git/commits/{sha}"},
+        }
 
     # ---- routes of other mixins that know the objects made here ----------------------------
 
@@ -501,7 +600,7 @@ class GitDataMixin(PullsMixin, ReposMixin):
 
 def _under(entries: dict[str, Entry], folder: str) -> dict[str, Entry]:
     prefix = folder + "/"
-    return {path[len(prefix):]: entry for path, entry in entries.items() if path.startswith(prefix)}
+    return {path[len(prefix) :]: entry for path, entry in entries.items() if path.startswith(prefix)}
 
 
 def _looks_like_sha(ref: str) -> bool:
