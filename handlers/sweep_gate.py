@@ -75,6 +75,8 @@ PR_ACTIONS = (
 )
 RUN_ACTIONS = ("requested", "in_progress", "completed")
 CHECK_ACTIONS = ("requested_action", "rerequested")
+SHOWN_POOLS = 20  # runner pools given a line in the status; the rest are summed in one
+SHOWN_KEYS = 10  # config keys named in the status for matching no config, or naming no pool; the rest counted
 SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
 MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
 
@@ -498,10 +500,14 @@ def shown_cost(cost: sweep_cost.SweepCost | None) -> dict[str, Any] | None:
                 "node_hours": p.node_hours,
                 "lower_bound": p.lower_bound,
             }
-            for p in cost.pools
+            for p in cost.pools[:SHOWN_POOLS]
         ],
-        "unmatched": list(cost.unmatched),
-        "no_pool": list(cost.no_pool),
+        "more_pools": max(0, len(cost.pools) - SHOWN_POOLS),
+        "more_points": sum(p.points for p in cost.pools[SHOWN_POOLS:]),
+        "unmatched": list(cost.unmatched[:SHOWN_KEYS]),
+        "more_unmatched": max(0, len(cost.unmatched) - SHOWN_KEYS),
+        "no_pool": list(cost.no_pool[:SHOWN_KEYS]),
+        "more_no_pool": max(0, len(cost.no_pool) - SHOWN_KEYS),
     }
 
 

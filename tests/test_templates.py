@@ -755,13 +755,21 @@ def _status_samples() -> list[dict]:
             {**mi355x, "max_nodes": 0, "node_hours": None, "lower_bound": False},
             {**multinode, "node_hours": 37.5, "lower_bound": True},
         ],
+        "more_pools": 0,
+        "more_points": 0,
         "unmatched": ["dsr2-*", "no-such-key"],
+        "more_unmatched": 0,
         "no_pool": ["dsr1-fp4-h100-vllm"],
+        "more_no_pool": 0,
     }
     one = {
         "pools": [{**multinode, "points": 1, "node_hours": None, "lower_bound": False}],
-        "unmatched": [],
-        "no_pool": [],
+        "more_pools": 3,  # past the 20 pools given a line each (handlers.sweep_gate.SHOWN_POOLS)
+        "more_points": 140,
+        "unmatched": [f"dsr{n}-*" for n in range(10)],  # the first 10 of 15 (handlers.sweep_gate.SHOWN_KEYS)
+        "more_unmatched": 5,
+        "no_pool": [f"dsr1-fp4-h100-v{n}" for n in range(10)],
+        "more_no_pool": 1,
     }
     out += [view(dict(labelled, changelog=valid), cost=cost), view(dict(labelled, changelog=valid), cost=one)]
     limited = parse_repo_config("sweeps:\n  confirm_over: 20\n")

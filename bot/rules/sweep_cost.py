@@ -21,6 +21,7 @@ to a maintainer's threshold; it never grants anything.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import statistics
@@ -35,6 +36,12 @@ DEFAULT_STEP = 2
 DEFAULT_GPUS_PER_NODE = 8
 MAX_VALUES_PER_ROW = 256  # concurrency values of one search-space row: more is a row the bot does not count
 MAX_HISTORY = 20  # job durations kept per config key; the median is of these
+# Rows looked at in one set of master configs (scenario rows and search-space rows; upstream has about 750
+# search-space rows). YAML aliases let a few bytes name a row thousands of times, and a PR that changes a master
+# config has its head's file counted: past this budget rows are not counted (the figures say "at least").
+MAX_ROWS = 20_000
+MAX_KEYS = 5_000  # config keys counted (upstream has 208); more are left out, as if not there
+MAX_PATTERNS = 500  # `config-keys` values matched against them, for one PR; more are named as matching nothing
 
 
 @dataclass(frozen=True)
@@ -132,17 +139,42 @@ def row_nodes(row: Mapping[str, Any], gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     return nodes
 
 
-def key_cost(block: Mapping[str, Any], gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> KeyCost:
-    """The points, jobs and node-jobs of one master config block, per scenario type."""
+class _Budget:
+    """How many more rows may be looked at (MAX_ROWS for a whole set of master configs)."""
+
+    def __init__(self, rows: int = MAX_ROWS) -> None:
+        self.rows = rows
+
+    def take(self) -> bool:
+        self.rows -= 1
+        return self.rows >= 0
+
+
+def key_cost(
+    block: Mapping[str, Any], gpus_per_node: int = DEFAULT_GPUS_PER_NODE, budget: _Budget | None = None
+) -> KeyCost:
+    """The points, jobs and node-jobs of one master config block, per scenario type. Once `budget` is spent no
+    more rows are looked at (each level stops at once, so aliases cannot multiply the work) and the key counts
+    as not wholly read."""
+    budget = budget or _Budget()
     multinode = block.get("multinode") is True
     scenarios: dict[str, tuple[int, int, int]] = {}
     max_nodes = unreadable = 0
     given = block.get("scenarios")
     for scenario, rows in given.items() if isinstance(given, dict) else ():
+        if not budget.take():
+            unreadable += 1
+            break
         points = jobs = node_jobs = 0
         for scenario_row in rows if isinstance(rows, list) else ():
             space = scenario_row.get("search-space") if isinstance(scenario_row, dict) else None
+            if not budget.take():
+                unreadable += 1
+                break
             for row in space if isinstance(space, list) else ():
+                if not budget.take():
+                    unreadable += 1
+                    break
                 values = concurrencies(row) if isinstance(row, dict) else None
                 nodes = row_nodes(row, gpus_per_node) if multinode and isinstance(row, dict) else 1
                 if values is None or nodes is None:
@@ -158,7 +190,10 @@ def key_cost(block: Mapping[str, Any], gpus_per_node: int = DEFAULT_GPUS_PER_NOD
 
 
 def key_costs(configs: MasterConfigs, gpus_per_node: int = DEFAULT_GPUS_PER_NODE) -> dict[str, KeyCost]:
-    return {key: key_cost(block, gpus_per_node) for key, block in configs.blocks.items()}
+    """Every key's cost, within one budget of MAX_ROWS rows for them all."""
+    budget = _Budget()
+    blocks = itertools.islice(configs.blocks.items(), MAX_KEYS)
+    return {key: key_cost(block, gpus_per_node, budget) for key, block in blocks}
 
 
 def costs_of_files(texts: Mapping[str, str | None]) -> dict[str, KeyCost]:
@@ -186,12 +221,14 @@ def sweep_cost(
     """The points per runner pool of the configs `entries` name; with `history` (config key -> durations of its
     past jobs, in seconds), the node-hours too."""
     scenarios: dict[str, set[str] | None] = {}  # key -> scenario types asked for (None: all)
-    unmatched: list[str] = []
+    unmatched: dict[str, None] = {}  # in order, each once
+    seen = 0
     for entry in entries:
         for pattern in entry.patterns:
-            matched = keys_matching(pattern, costs)
-            if not matched and pattern not in unmatched:
-                unmatched.append(pattern)
+            seen += 1
+            matched = keys_matching(pattern, costs) if seen <= MAX_PATTERNS else []
+            if not matched:
+                unmatched[pattern] = None
             for key in matched:
                 current = scenarios.get(key, set())
                 if current is None or not entry.scenario_types:
