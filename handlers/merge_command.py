@@ -23,18 +23,21 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gidgethub
+from gidgethub import sansio
 
 from bot.core import offload, routing
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment, MergePull, TreeChange
 from bot.effects.comments import PER_PAGE
+from bot.rules import check_buttons, pins
 from bot.rules import merge as rules
-from bot.rules import pins
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.links import Slashed, repo_api, web
+from bot.rules.pull_request import own_check_run
 from bot.rules.sweep_record import Pin, SweepRecord
 from bot.telemetry import logs
 from handlers import pr_state
@@ -44,7 +47,6 @@ MAX_BUILDS = 3  # a base that keeps moving: built again this often, then the rep
 SIGNOFF_CHECK = "signoff"  # the sign-off feature's check run on the PR's head
 REFUSED_STATUSES = (405, 409, 422)  # not mergeable / head moved / not a fast-forward: build again on what is now
 
-router = routing.Router()
 _base_branches: dict[tuple[str, str], asyncio.Lock] = {}
 
 NotifyMerge = Callable[..., Awaitable[object]]  # reuse_command.notify_merge(ctx, pull, record, *, after_merge)
@@ -55,11 +57,11 @@ def base_branch_lock(repo: str, base: str) -> asyncio.Lock:
     return _base_branches.setdefault((repo.casefold(), base), asyncio.Lock())
 
 
-def reply_variables(ctx: Context, call: CommentCommand, outcome: str, **more: Any) -> dict[str, Any]:
+def reply_variables(ctx: Context, request: Request | CommentCommand, outcome: str, **more: Any) -> dict[str, Any]:
     variables: dict[str, Any] = {
         "template": "merge_reply",
         "outcome": outcome,
-        "requester": call.author,
+        "requester": request.requester if isinstance(request, Request) else request.author,
         "refusals": [],
         "run": None,
         "sha": "",
@@ -232,7 +234,7 @@ async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
     )
 
 
-async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse: rules.Reuse) -> MergePull:
+async def merge_action(ctx: Context, seen: Gathered, request: Request, reuse: rules.Reuse) -> MergePull:
     pull, number = seen.pull, seen.pull["number"]
     fork = pr_state.pull_is_fork(ctx, pull)
     way = rules.merge_way(fork=fork)
@@ -251,7 +253,7 @@ async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse
         # the whole merge over the base's tree: the PR's files as at its head, the changelog resolved
         changes = [TreeChange(**c) for c in rules.tree_changes(seen.files, modes, path, changelog)]
     title = f"{pull.get('title') or 'Merge'} (#{number})"
-    message = f"Merged with /{ctx.policy.commands.merge} by @{call.author}; reuses sweep run {reuse.run_id}."
+    message = f"Merged with /{ctx.policy.commands.merge} by @{request.requester}; reuses sweep run {reuse.run_id}."
     return MergePull(
         number=number,
         head_sha=pull["head"]["sha"],
@@ -269,9 +271,39 @@ async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse
     )
 
 
-async def pin_for_merge(ctx: Context, seen: Gathered, call: CommentCommand, run_id: int) -> SweepRecord:
+@dataclass(frozen=True)
+class Request:
+    """Who asked for the merge and where the answer goes: a `/merge` comment (its reply and reactions), or the
+    `sweep-gate` check's "Merge" button (a reply of its own, per check run)."""
+
+    number: int
+    requester: str
+    asked_at: str
+    comment_id: int | None
+    reply_purpose: str
+    edited: bool = False
+
+    def answered(self, accepted: bool) -> list[Action]:
+        return answered(self.comment_id, accepted, edited=self.edited) if self.comment_id is not None else []
+
+    def reply(self, ctx: Context, variables: dict[str, Any]) -> Comment:
+        return replace(pr_state.reply_comment(ctx, self.number, 0, variables), purpose=self.reply_purpose)
+
+
+def from_comment(call: CommentCommand) -> Request:
+    return Request(
+        call.number,
+        call.author,
+        str(call.comment.get("updated_at" if call.edited else "created_at") or ""),
+        call.comment_id,
+        pr_state.reply_purpose(call.comment_id),
+        call.edited,
+    )
+
+
+async def pin_for_merge(ctx: Context, seen: Gathered, request: Request, run_id: int) -> SweepRecord:
     """Write the run the merge chose into the gate's record (as `/use` would) before anything is merged."""
-    pin = Pin(run_id, call.comment_id, call.author, str(call.comment.get("created_at") or ""), had_primary=True)
+    pin = Pin(run_id, request.comment_id or 0, request.requester, request.asked_at, had_primary=True)
     status = await pr_state.own_comment(ctx, seen.pull["number"], pr_state.STATUS_PURPOSE)
     record = seen.record.pinned(pin)
     if status is not None:
@@ -281,38 +313,57 @@ async def pin_for_merge(ctx: Context, seen: Gathered, call: CommentCommand, run_
     return record
 
 
-async def already_merged(ctx: Context, seen: Gathered, notify: NotifyMerge, call: CommentCommand) -> list[Action]:
-    """A PR merged before this command ran (by an earlier delivery of it, or by anyone): the notice and the ingest
-    request are made sure of, nothing is merged."""
-    if seen.exists:
-        await notify(ctx, seen.pull, seen.record, after_merge=False)
-    return answered(call.comment_id, True, edited=call.edited)
-
-
 async def merge_requested(
     notify: NotifyMerge, record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand
 ) -> list[Action]:
     """A maintainer's `/merge` (the dispatcher checked who wrote it)."""
-    number = call.number
+    return await run_merge(notify, record_changed, ctx, from_comment(call))
+
+
+async def merge_pressed(
+    notify: NotifyMerge, record_changed: pr_state.RecordChanged, event: sansio.Event, ctx: Context
+) -> list[Action]:
+    """The `sweep-gate` check's "Merge" button: what `/merge` does, for a person GitHub confirms can write; anyone
+    else's press does nothing but a log line (GitHub shows the button to every reader)."""
+    data = event.data
+    check = data.get("check_run") or {}
+    if (data.get("requested_action") or {}).get("identifier") != check_buttons.MERGE:
+        return []
+    if not own_check_run(check, check_buttons.GATE_CHECK, ctx.bot_login):
+        return []
+    sha = check.get("head_sha")
+    number = ctx.pr_number or (await ctx.pr_of_head(sha) if isinstance(sha, str) else None)
+    sender = (data.get("sender") or {}).get("login") or ""
+    writer = await ctx.writer(sender) if number is not None and sender and sender != ctx.bot_login else False
+    logs.event("merge button pressed", by=sender, pr=number, writer=writer)
+    if number is None or writer is not True:
+        return []
+    asked_at = pr_state.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    request = Request(number, sender, asked_at, None, f"merge-button-{check.get('id')}")
+    return await run_merge(notify, record_changed, ctx, request)
+
+
+async def run_merge(
+    notify: NotifyMerge, record_changed: pr_state.RecordChanged, ctx: Context, request: Request
+) -> list[Action]:
+    """Check, then merge once; the answer as `request` wants it."""
+    number = request.number
     first, _ = await asyncio.gather(ctx.pull(number), ctx.comments(number))  # the record's comments read meanwhile
     async with base_branch_lock(ctx.repo, str(first["base"]["ref"])):
         error = ""
         for build in range(MAX_BUILDS):
             seen = await gather(ctx, number, again=build > 0)
             if seen.facts.merged:
-                return await already_merged(ctx, seen, notify, call)
+                return await already_merged(ctx, seen, notify, request)
             refusals = rules.merge_refusals(seen.facts, ctx.policy)
             reuse = rules.reused_run(seen.facts)
             if refusals or reuse is None:
-                variables = reply_variables(ctx, call, "refused", refusals=[shown_refusal(r) for r in refusals])
-                return [
-                    pr_state.reply_comment(ctx, number, call.comment_id, variables),
-                    *answered(call.comment_id, False, edited=call.edited),
-                ]
+                variables = reply_variables(ctx, request, "refused", refusals=[shown_refusal(r) for r in refusals])
+                return [request.reply(ctx, variables), *request.answered(False)]
             record = seen.record
             if reuse.pinned_by_merge:
-                record = await pin_for_merge(ctx, seen, call, reuse.run_id)
-            action = await merge_action(ctx, seen, call, reuse)
+                record = await pin_for_merge(ctx, seen, request, reuse.run_id)
+            action = await merge_action(ctx, seen, request, reuse)
             try:
                 result = await ctx.write_now(action)
             except gidgethub.BadRequest as exc:
@@ -321,19 +372,23 @@ async def merge_requested(
                 error = str(exc)[:200]
                 logs.event("merge refused by GitHub; building it again", logging.WARNING, pr=number, error=error)
                 continue
-            return await merged(
-                ctx, call, seen, record, reuse, str(result.data.get("sha") or ""), notify, record_changed
-            )
-        variables = reply_variables(ctx, call, "github_refused", error=error)
-        return [
-            pr_state.reply_comment(ctx, number, call.comment_id, variables),
-            *answered(call.comment_id, False, edited=call.edited),
-        ]
+            sha = str(result.data.get("sha") or "")
+            return await merged(ctx, request, seen, record, reuse, sha, notify, record_changed)
+        variables = reply_variables(ctx, request, "github_refused", error=error)
+        return [request.reply(ctx, variables), *request.answered(False)]
+
+
+async def already_merged(ctx: Context, seen: Gathered, notify: NotifyMerge, request: Request) -> list[Action]:
+    """A PR merged before this request ran (by an earlier delivery of it, or by anyone): the notice and the ingest
+    request are made sure of, nothing is merged."""
+    if seen.exists:
+        await notify(ctx, seen.pull, seen.record, after_merge=False)
+    return request.answered(True)
 
 
 async def merged(
     ctx: Context,
-    call: CommentCommand,
+    request: Request,
     seen: Gathered,
     record: SweepRecord,
     reuse: rules.Reuse,
@@ -342,20 +397,26 @@ async def merged(
     record_changed: pr_state.RecordChanged,
 ) -> list[Action]:
     """After the merge: the notice and the ingest request (once), the reply when the merge pinned the run."""
-    number = call.number
+    number = request.number
     pull = {**seen.pull, "state": "closed", "merged": True, "merge_commit_sha": sha or None}
     await notify(ctx, pull, record, after_merge=False)
     actions: list[Action] = []
     if reuse.pinned_by_merge:
         run_url = web(ctx.html_url, "actions", "runs", reuse.run_id)
-        variables = reply_variables(ctx, call, "merged", run={"id": reuse.run_id, "url": run_url}, sha=sha)
-        actions.append(pr_state.reply_comment(ctx, number, call.comment_id, variables))
+        variables = reply_variables(ctx, request, "merged", run={"id": reuse.run_id, "url": run_url}, sha=sha)
+        actions.append(request.reply(ctx, variables))
         actions.extend(await record_changed(ctx, number, record, seen.exists))
-    return [*actions, *answered(call.comment_id, True, edited=call.edited)]
+    return [*actions, *request.answered(True)]
 
 
 def feature(notify: NotifyMerge, record_changed: pr_state.RecordChanged) -> Feature:
     """The merge feature: `notify` is the reuse feature's merge notice, `record_changed` the gate's (both wired by
     handlers/registry.py)."""
+    router = routing.Router()
+
+    async def merge_button(event: sansio.Event, ctx: Context) -> list[Action]:
+        return await merge_pressed(notify, record_changed, event, ctx)
+
+    router.add(merge_button, "check_run", action="requested_action")
     route = CommandRoute(functools.partial(merge_requested, notify, record_changed), refusal=merge_refusal)
     return Feature(router, commands={"merge": route})
