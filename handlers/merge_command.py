@@ -23,18 +23,21 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gidgethub
+from gidgethub import sansio
 
 from bot.core import offload, routing
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment, MergePull, TreeChange
 from bot.effects.comments import PER_PAGE
+from bot.rules import check_buttons, pins
 from bot.rules import merge as rules
-from bot.rules import pins
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.links import Slashed, repo_api, web
+from bot.rules.pull_request import own_check_run
 from bot.rules.sweep_record import Pin, SweepRecord
 from bot.telemetry import logs
 from handlers import pr_state
@@ -44,7 +47,6 @@ MAX_BUILDS = 3  # a base that keeps moving: built again this often, then the rep
 SIGNOFF_CHECK = "signoff"  # the sign-off feature's check run on the PR's head
 REFUSED_STATUSES = (405, 409, 422)  # not mergeable / head moved / not a fast-forward: build again on what is now
 
-router = routing.Router()
 _base_branches: dict[tuple[str, str], asyncio.Lock] = {}
 
 NotifyMerge = Callable[..., Awaitable[object]]  # reuse_command.notify_merge(ctx, pull, record, *, after_merge)
@@ -55,11 +57,11 @@ def base_branch_lock(repo: str, base: str) -> asyncio.Lock:
     return _base_branches.setdefault((repo.casefold(), base), asyncio.Lock())
 
 
-def reply_variables(ctx: Context, call: CommentCommand, outcome: str, **more: Any) -> dict[str, Any]:
+def reply_variables(ctx: Context, request: Request | CommentCommand, outcome: str, **more: Any) -> dict[str, Any]:
     variables: dict[str, Any] = {
         "template": "merge_reply",
         "outcome": outcome,
-        "requester": call.author,
+        "requester": request.requester if isinstance(request, Request) else request.author,
         "refusals": [],
         "run": None,
         "sha": "",
@@ -138,11 +140,12 @@ async def resolved_changelog(
     ctx: Context, pull: Mapping[str, Any], base_sha: str, merge_base: str, touched: bool
 ) -> rules.Resolution | rules.Refusal:
     path = ctx.policy.paths.changelog
-    base = await ctx.file_at(path, base_sha) or b""
     if not touched:
-        return rules.Resolution(base)
-    head, before = await asyncio.gather(ctx.file_at(path, pull["head"]["sha"]), ctx.file_at(path, merge_base))
-    head, before = head or b"", before or b""
+        return rules.Resolution(await ctx.file_at(path, base_sha) or b"")
+    read = await asyncio.gather(
+        ctx.file_at(path, base_sha), ctx.file_at(path, pull["head"]["sha"]), ctx.file_at(path, merge_base)
+    )
+    base, head, before = (content or b"" for content in read)
     return await offload.run(
         rules.resolve_changelog,
         base,
@@ -166,32 +169,41 @@ class Gathered:
     record: SweepRecord
     exists: bool
     base_sha: str
+    base_tree: str
     checked_sha: str
     files: list[dict[str, Any]]
     resolution: rules.Resolution | rules.Refusal
     pinned_run: Mapping[str, Any] | None
+    modes: dict[str, str]
 
 
-async def gather(ctx: Context, number: int) -> Gathered:
-    """Read everything the checks and the merge need, as GitHub has it now."""
-    ctx.forget(("pull", number))
+async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
+    """Read everything the checks and the merge need, as GitHub has it now (`again`: after GitHub refused a
+    build, the PR is read anew)."""
+    if again:
+        ctx.forget(("pull", number))
     (record, exists), pull = await asyncio.gather(pr_state.load_record(ctx, number), ctx.pull(number))
     head_sha, base = pull["head"]["sha"], pull["base"]["ref"]
     fork = pr_state.pull_is_fork(ctx, pull)
-    checked_sha = head_sha
-    if not fork:  # a merge that lost its answer may have left the bot's commit on the branch: checked as before it
-        checked_sha = rules.prepared_for(await ctx.git_commit(head_sha), ctx.bot_login) or head_sha
-    base_sha, files, labels = await asyncio.gather(
-        base_head(ctx, base), ctx.pr_file_entries(number), pr_state.counted_label_names(ctx, pull, record)
+    # a merge that lost its answer may have left the bot's commit on a branch of the repository: it is checked as
+    # the head it names
+    base_sha, files, labels, head_commit = await asyncio.gather(
+        base_head(ctx, base),
+        ctx.pr_file_entries(number),
+        pr_state.counted_label_names(ctx, pull, record),
+        ctx.git_commit(head_sha) if not fork else pr_state.nothing(),
     )
-    merge_base = await ctx.merge_base(base_sha, head_sha)
+    checked_sha = (rules.prepared_for(head_commit, ctx.bot_login) if head_commit else None) or head_sha
+    merge_base, base_commit = await asyncio.gather(ctx.merge_base(base_sha, head_sha), ctx.git_commit(base_sha))
     path = ctx.policy.paths.changelog
     touched = any(f.get("filename") == path for f in files)
-    (verdict, candidates, pinned_run), conclusion, resolution, on_base = await asyncio.gather(
+    # the head's tree (each path's mode) is read now when a tree will be built: always for a fork's PR
+    (verdict, candidates, pinned_run), conclusion, resolution, on_base, modes = await asyncio.gather(
         choose_run(ctx, pull, record, labels),
         signoff_conclusion(ctx, checked_sha) if ctx.policy.merge.require_signoff else pr_state.nothing(),
         resolved_changelog(ctx, pull, base_sha, merge_base, touched),
         changed_since(ctx, merge_base, base_sha),
+        head_modes(ctx, head_sha) if fork or touched else pr_state.nothing(),
     )
     facts = rules.MergeFacts(
         state=str(pull.get("state")),
@@ -213,14 +225,16 @@ async def gather(ctx: Context, number: int) -> Gathered:
         record=record,
         exists=exists,
         base_sha=base_sha,
+        base_tree=str((base_commit.get("tree") or {}).get("sha") or ""),
         checked_sha=checked_sha,
         files=files,
         resolution=resolution,
         pinned_run=pinned_run,
+        modes=modes or {},
     )
 
 
-async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse: rules.Reuse) -> MergePull:
+async def merge_action(ctx: Context, seen: Gathered, request: Request, reuse: rules.Reuse) -> MergePull:
     pull, number = seen.pull, seen.pull["number"]
     fork = pr_state.pull_is_fork(ctx, pull)
     way = rules.merge_way(fork=fork)
@@ -235,17 +249,18 @@ async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse
             changelog = resolution.content.decode("utf-8")
     changes: list[TreeChange] = []
     if way == rules.GIT_DATA or changelog is not None:
-        modes = await head_modes(ctx, pull["head"]["sha"])
+        modes = seen.modes or await head_modes(ctx, pull["head"]["sha"])
         # the whole merge over the base's tree: the PR's files as at its head, the changelog resolved
         changes = [TreeChange(**c) for c in rules.tree_changes(seen.files, modes, path, changelog)]
     title = f"{pull.get('title') or 'Merge'} (#{number})"
-    message = f"Merged with /{ctx.policy.commands.merge} by @{call.author}; reuses sweep run {reuse.run_id}."
+    message = f"Merged with /{ctx.policy.commands.merge} by @{request.requester}; reuses sweep run {reuse.run_id}."
     return MergePull(
         number=number,
         head_sha=pull["head"]["sha"],
         head_ref=str(pull["head"]["ref"]),
         base=str(pull["base"]["ref"]),
         base_sha=seen.base_sha,
+        base_tree=seen.base_tree,
         way=way,
         method=ctx.policy.merge.method if way == rules.MERGE_API else "merge",
         changes=tuple(changes),
@@ -256,9 +271,39 @@ async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse
     )
 
 
-async def pin_for_merge(ctx: Context, seen: Gathered, call: CommentCommand, run_id: int) -> SweepRecord:
+@dataclass(frozen=True)
+class Request:
+    """Who asked for the merge and where the answer goes: a `/merge` comment (its reply and reactions), or the
+    `sweep-gate` check's "Merge" button (a reply of its own, per check run)."""
+
+    number: int
+    requester: str
+    asked_at: str
+    comment_id: int | None
+    reply_purpose: str
+    edited: bool = False
+
+    def answered(self, accepted: bool) -> list[Action]:
+        return answered(self.comment_id, accepted, edited=self.edited) if self.comment_id is not None else []
+
+    def reply(self, ctx: Context, variables: dict[str, Any]) -> Comment:
+        return replace(pr_state.reply_comment(ctx, self.number, 0, variables), purpose=self.reply_purpose)
+
+
+def from_comment(call: CommentCommand) -> Request:
+    return Request(
+        call.number,
+        call.author,
+        str(call.comment.get("updated_at" if call.edited else "created_at") or ""),
+        call.comment_id,
+        pr_state.reply_purpose(call.comment_id),
+        call.edited,
+    )
+
+
+async def pin_for_merge(ctx: Context, seen: Gathered, request: Request, run_id: int) -> SweepRecord:
     """Write the run the merge chose into the gate's record (as `/use` would) before anything is merged."""
-    pin = Pin(run_id, call.comment_id, call.author, str(call.comment.get("created_at") or ""), had_primary=True)
+    pin = Pin(run_id, request.comment_id or 0, request.requester, request.asked_at, had_primary=True)
     status = await pr_state.own_comment(ctx, seen.pull["number"], pr_state.STATUS_PURPOSE)
     record = seen.record.pinned(pin)
     if status is not None:
@@ -268,38 +313,57 @@ async def pin_for_merge(ctx: Context, seen: Gathered, call: CommentCommand, run_
     return record
 
 
-async def already_merged(ctx: Context, seen: Gathered, notify: NotifyMerge, call: CommentCommand) -> list[Action]:
-    """A PR merged before this command ran (by an earlier delivery of it, or by anyone): the notice and the ingest
-    request are made sure of, nothing is merged."""
-    if seen.exists:
-        await notify(ctx, seen.pull, seen.record, after_merge=False)
-    return answered(call.comment_id, True, edited=call.edited)
-
-
 async def merge_requested(
     notify: NotifyMerge, record_changed: pr_state.RecordChanged, ctx: Context, call: CommentCommand
 ) -> list[Action]:
     """A maintainer's `/merge` (the dispatcher checked who wrote it)."""
-    number = call.number
-    first = await ctx.pull(number)
+    return await run_merge(notify, record_changed, ctx, from_comment(call))
+
+
+async def merge_pressed(
+    notify: NotifyMerge, record_changed: pr_state.RecordChanged, event: sansio.Event, ctx: Context
+) -> list[Action]:
+    """The `sweep-gate` check's "Merge" button: what `/merge` does, for a person GitHub confirms can write; anyone
+    else's press does nothing but a log line (GitHub shows the button to every reader)."""
+    data = event.data
+    check = data.get("check_run") or {}
+    if (data.get("requested_action") or {}).get("identifier") != check_buttons.MERGE:
+        return []
+    if not own_check_run(check, check_buttons.GATE_CHECK, ctx.bot_login):
+        return []
+    sha = check.get("head_sha")
+    number = ctx.pr_number or (await ctx.pr_of_head(sha) if isinstance(sha, str) else None)
+    sender = (data.get("sender") or {}).get("login") or ""
+    writer = await ctx.writer(sender) if number is not None and sender and sender != ctx.bot_login else False
+    logs.event("merge button pressed", by=sender, pr=number, writer=writer)
+    if number is None or writer is not True:
+        return []
+    asked_at = pr_state.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    request = Request(number, sender, asked_at, None, f"merge-button-{check.get('id')}")
+    return await run_merge(notify, record_changed, ctx, request)
+
+
+async def run_merge(
+    notify: NotifyMerge, record_changed: pr_state.RecordChanged, ctx: Context, request: Request
+) -> list[Action]:
+    """Check, then merge once; the answer as `request` wants it."""
+    number = request.number
+    first, _ = await asyncio.gather(ctx.pull(number), ctx.comments(number))  # the record's comments read meanwhile
     async with base_branch_lock(ctx.repo, str(first["base"]["ref"])):
         error = ""
-        for _ in range(MAX_BUILDS):
-            seen = await gather(ctx, number)
+        for build in range(MAX_BUILDS):
+            seen = await gather(ctx, number, again=build > 0)
             if seen.facts.merged:
-                return await already_merged(ctx, seen, notify, call)
+                return await already_merged(ctx, seen, notify, request)
             refusals = rules.merge_refusals(seen.facts, ctx.policy)
             reuse = rules.reused_run(seen.facts)
             if refusals or reuse is None:
-                variables = reply_variables(ctx, call, "refused", refusals=[shown_refusal(r) for r in refusals])
-                return [
-                    pr_state.reply_comment(ctx, number, call.comment_id, variables),
-                    *answered(call.comment_id, False, edited=call.edited),
-                ]
+                variables = reply_variables(ctx, request, "refused", refusals=[shown_refusal(r) for r in refusals])
+                return [request.reply(ctx, variables), *request.answered(False)]
             record = seen.record
             if reuse.pinned_by_merge:
-                record = await pin_for_merge(ctx, seen, call, reuse.run_id)
-            action = await merge_action(ctx, seen, call, reuse)
+                record = await pin_for_merge(ctx, seen, request, reuse.run_id)
+            action = await merge_action(ctx, seen, request, reuse)
             try:
                 result = await ctx.write_now(action)
             except gidgethub.BadRequest as exc:
@@ -308,19 +372,23 @@ async def merge_requested(
                 error = str(exc)[:200]
                 logs.event("merge refused by GitHub; building it again", logging.WARNING, pr=number, error=error)
                 continue
-            return await merged(
-                ctx, call, seen, record, reuse, str(result.data.get("sha") or ""), notify, record_changed
-            )
-        variables = reply_variables(ctx, call, "github_refused", error=error)
-        return [
-            pr_state.reply_comment(ctx, number, call.comment_id, variables),
-            *answered(call.comment_id, False, edited=call.edited),
-        ]
+            sha = str(result.data.get("sha") or "")
+            return await merged(ctx, request, seen, record, reuse, sha, notify, record_changed)
+        variables = reply_variables(ctx, request, "github_refused", error=error)
+        return [request.reply(ctx, variables), *request.answered(False)]
+
+
+async def already_merged(ctx: Context, seen: Gathered, notify: NotifyMerge, request: Request) -> list[Action]:
+    """A PR merged before this request ran (by an earlier delivery of it, or by anyone): the notice and the ingest
+    request are made sure of, nothing is merged."""
+    if seen.exists:
+        await notify(ctx, seen.pull, seen.record, after_merge=False)
+    return request.answered(True)
 
 
 async def merged(
     ctx: Context,
-    call: CommentCommand,
+    request: Request,
     seen: Gathered,
     record: SweepRecord,
     reuse: rules.Reuse,
@@ -329,23 +397,26 @@ async def merged(
     record_changed: pr_state.RecordChanged,
 ) -> list[Action]:
     """After the merge: the notice and the ingest request (once), the reply when the merge pinned the run."""
-    number = call.number
-    ctx.forget(("pull", number))
-    pull = {**await ctx.pull(number), "merged": True}
-    if sha:
-        pull["merge_commit_sha"] = sha
+    number = request.number
+    pull = {**seen.pull, "state": "closed", "merged": True, "merge_commit_sha": sha or None}
     await notify(ctx, pull, record, after_merge=False)
     actions: list[Action] = []
     if reuse.pinned_by_merge:
         run_url = web(ctx.html_url, "actions", "runs", reuse.run_id)
-        variables = reply_variables(ctx, call, "merged", run={"id": reuse.run_id, "url": run_url}, sha=sha)
-        actions.append(pr_state.reply_comment(ctx, number, call.comment_id, variables))
+        variables = reply_variables(ctx, request, "merged", run={"id": reuse.run_id, "url": run_url}, sha=sha)
+        actions.append(request.reply(ctx, variables))
         actions.extend(await record_changed(ctx, number, record, seen.exists))
-    return [*actions, *answered(call.comment_id, True, edited=call.edited)]
+    return [*actions, *request.answered(True)]
 
 
 def feature(notify: NotifyMerge, record_changed: pr_state.RecordChanged) -> Feature:
     """The merge feature: `notify` is the reuse feature's merge notice, `record_changed` the gate's (both wired by
     handlers/registry.py)."""
+    router = routing.Router()
+
+    async def merge_button(event: sansio.Event, ctx: Context) -> list[Action]:
+        return await merge_pressed(notify, record_changed, event, ctx)
+
+    router.add(merge_button, "check_run", action="requested_action")
     route = CommandRoute(functools.partial(merge_requested, notify, record_changed), refusal=merge_refusal)
     return Feature(router, commands={"merge": route})

@@ -57,7 +57,7 @@ from handlers import pr_state
 
 PURPOSE = pr_state.STATUS_PURPOSE
 FORK_LABEL_PURPOSE = "fork-label-removed"
-CHECK_NAME = "sweep-gate"
+CHECK_NAME = check_buttons.GATE_CHECK
 SWEEP_CHECK = "sweep"  # the sweep's own result, on the commit it tested
 SWEEP_CHECK_CONCLUSIONS = frozenset(
     {"success", "failure", "cancelled", "neutral", "timed_out", "skipped", "action_required", "stale"}
@@ -898,6 +898,8 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         return await evaluate(ctx, number, record, exists, rewrite_check=True)
     sender = (data.get("sender") or {}).get("login") or ""
     identifier = (data.get("requested_action") or {}).get("identifier")
+    if identifier == check_buttons.MERGE:
+        return []  # the merge feature's button (handlers/merge_command.py)
     writer = await ctx.writer(sender) if sender and sender != ctx.bot_login else False
     state = await read_state(ctx, number, record, exists)
     decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)
@@ -929,6 +931,11 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         else:
             record = record.approve(Approval(primary.name, sender, state.pull["head"]["sha"], _now(), via="button"))
     logs.event("sweep-gate button pressed", button=identifier, by=sender, outcome=outcome, pr=number)
+    confirmed = record.confirmation is not None and record.confirmation.dispatch_id == decision.dispatch_id
+    if identifier == check_buttons.CONFIRM and writer is True and confirmed:
+        # the press was recorded, and its sweep perhaps not started (GitHub failed the dispatch, and this is the
+        # retry): decide again; the dispatch id starts it at most once
+        return await evaluate(ctx, number, record, exists)
     if outcome not in (check_buttons.RESTART, check_buttons.APPROVE_HEAD, check_buttons.CONFIRM_SWEEP):
         return []  # nothing visible: a non-writer's press, a stale button, or a press GitHub sent again
     return await evaluate(ctx, number, record, exists)

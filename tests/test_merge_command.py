@@ -40,23 +40,7 @@ RECIPE = "benchmarks/single_node/dsr1_fp8_mi355x.sh"
 
 def signed(github, sha: str, conclusion: str = "success") -> None:
     """The sign-off feature's `signoff` check on `sha`, completed."""
-    repo = github._repo(REPO)
-    check_id = 900_000 + len(repo.check_runs)
-    repo.check_runs[check_id] = {
-        "id": check_id,
-        "name": "signoff",
-        "head_sha": sha,
-        "status": "completed",
-        "conclusion": conclusion,
-        "started_at": "2026-01-01T00:00:00Z",
-        "completed_at": "2026-01-01T00:00:00Z",
-        "app": {"id": github.app_id, "slug": github.app_slug, "name": github.app_slug},
-        "output": {"title": "", "summary": ""},
-        "actions": [],
-        "pull_requests": [],
-        "external_id": "",
-        "check_suite": {"id": check_id},
-    }
+    github.add_check_run(REPO, "signoff", sha, conclusion)
 
 
 async def ready(repo, number: int, *, fork: bool = False, pin: bool = True, sign: bool = True):
@@ -303,3 +287,32 @@ async def test_a_base_that_moved_under_the_merge_is_built_again_never_forced(rep
     assert [r.status for r in patches] == [422, 200]
     assert all(r.json["force"] is False for r in patches)
     assert len(notices(repo, 52)) == 1 and len(ingests(repo)) == 1
+
+
+def gate_check(github, sha: str) -> dict:
+    (found,) = [c for c in github.check_runs(REPO, sha) if c["name"] == "sweep-gate"]
+    return found
+
+
+@pytest.mark.parametrize("who, merges", [("maintainer", True), ("partner", False)])
+async def test_the_merge_button_on_the_gate_check_merges_for_a_writer_only(repo, who, merges):
+    h, pr, run = await ready(repo, 53)
+    check = gate_check(repo, pr["head"]["sha"])
+    assert "merge" in [a["identifier"] for a in check["actions"]]  # offered: a run is pinned
+    payload = repo.check_run_payload(REPO, check["id"], "requested_action", sender=who, identifier="merge")
+    await h.deliver("check_run", payload)
+    await h.deliver("check_run", payload)  # GitHub sends the press again
+    assert repo.pull(REPO, 53)["merged"] is merges
+    assert len([r for r in repo.requests if r.method == "PUT" and r.path.endswith("/merge")]) == int(merges)
+    assert len(ingests(repo)) == int(merges)
+
+
+async def test_the_merge_button_answers_a_refusal_with_a_reply_of_its_own(repo):
+    h, pr, run = await ready(repo, 54, sign=False)
+    check = gate_check(repo, pr["head"]["sha"])
+    payload = repo.check_run_payload(REPO, check["id"], "requested_action", sender="maintainer", identifier="merge")
+    await h.deliver("check_run", payload)
+    assert repo.pull(REPO, 54)["merged"] is False
+    purpose = marker(f"merge-button-{check['id']}")
+    (answer,) = [c["body"] for c in repo.comments(REPO, 54) if c["body"].startswith(purpose + "\n")]
+    assert "**CODEOWNER:** the `signoff` check has not passed" in answer

@@ -4,6 +4,8 @@ the node-hours from past jobs, and `sweeps.confirm_over` with the check's "Confi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from conftest import REAL_DATA
 from harness import REPO, line_with
@@ -24,8 +26,10 @@ from test_sweep_gate import (  # noqa: F401  the fixtures this module's tests ta
     status,
 )
 
+from bot.core.config import default_policy, parse_repo_config
 from bot.rules import check_buttons as cb
 from bot.rules import sweep_cost as sc
+from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Dispatched, GateInput, decide
 from bot.rules.master_config import read_master_configs
 from bot.rules.sweep_record import Confirmation, SweepRecord
 from handlers import sweep_gate
@@ -393,23 +397,68 @@ async def test_without_readable_master_configs_the_size_is_unknown_and_holds_not
     assert "benchmark points are not known" in line_with(body, "**Sweep size:**")
 
 
-async def test_a_confirmation_is_kept_in_the_record_and_read_back_from_github(limited, make_harness):
-    """Pins: confirmed while a draft (nothing starts), the press lives in the status comment's record; marked
-    ready later, the gate reads it back from GitHub and starts the sweep without a new press."""
-    pr = with_configs(limited, 87, draft=True)
+async def test_a_confirmation_is_kept_in_the_record_when_github_turns_the_dispatch_away(limited, make_harness):
+    """Pins: GitHub turns the confirmed sweep's dispatch away for a while (429): the press is already in the status
+    comment's record, and the delivery's retry, reading it back from GitHub, starts the sweep once with no new
+    press (the button is gone by then: the record says this dispatch id is confirmed)."""
+    pr = with_configs(limited, 87)
     h = await make_harness()
     await label(h, 87, FAIL_FAST)
-    assert cb.CONFIRM in button_ids(limited, pr["head"]["sha"])
-    await press(h, pr["head"]["sha"], cb.CONFIRM)
-    assert runs(limited) == []
-    assert SweepRecord.parse(status(limited, 87)).confirmation.by == "maintainer"
+    limited.fail_next("POST", r"/dispatches$", 429, times=8, headers={"Retry-After": "0"})
     sweep_gate._key_costs.clear()  # nothing the process kept: only GitHub's copy counts
-    limited.update_pull(REPO, 87, draft=False)
-    await send(h, 87, "ready_for_review", sender="partner")
+    await press(h, pr["head"]["sha"], cb.CONFIRM, delivery="confirm-429")
+    assert (await h.journal_row("confirm-429")).attempts > 1, "the workers tried the press again"
     assert len(runs(limited)) == 1
+    assert SweepRecord.parse(status(limited, 87)).confirmation.by == "maintainer"
 
 
 def test_a_confirmation_survives_the_records_round_trip():
     record = SweepRecord().confirmed(Confirmation("sw-1-abc", "maintainer", "2026-12-07T06:00:00Z", "tok"))
     assert SweepRecord.parse(record.line()).confirmation == record.confirmation
     assert SweepRecord.parse(SweepRecord().line()).confirmation is None
+
+
+# ---- the gate's size condition, as a table --------------------------------------------------------------------
+
+HEAD = "1" * 40
+
+
+def gate_pr(**changes) -> GateInput:
+    labels = (AppliedLabel(FAIL_FAST, applied_by="maintainer", writer=True, head_sha=HEAD),)
+    pr = GateInput(
+        number=42,
+        head_sha=HEAD,
+        base_sha="b" * 40,
+        head_ref="recipe",
+        base_ref="main",
+        default_branch="main",
+        changelog=ChangelogOutcome(Changelog.VALID),
+        labels=labels,
+    )
+    return replace(pr, **changes)
+
+
+LIMIT_10 = parse_repo_config("sweeps:\n  confirm_over: 10\n")
+KEY = decide(gate_pr(), LIMIT_10).dispatch_id
+
+
+@pytest.mark.parametrize(
+    "policy, changes, code, starts",
+    [
+        (default_policy(), {"points": 10_000}, "no_limit", True),  # no limit set: today's behaviour
+        (LIMIT_10, {"points": None}, "unknown", True),  # a missing figure never holds a sweep
+        (LIMIT_10, {"points": 10}, "within", True),
+        (LIMIT_10, {"points": 11}, "awaiting", False),
+        (LIMIT_10, {"points": 11, "confirmed": KEY}, "confirmed", True),
+        (LIMIT_10, {"points": 11, "confirmed": "sw-42-an-older-state"}, "awaiting", False),
+        (LIMIT_10, {"points": 11, "labels": ()}, "over", False),  # nothing asked for: nothing to confirm
+        (LIMIT_10, {"points": 11, "draft": True}, "over", False),  # held by something else first
+        (LIMIT_10, {"points": 11, "pin": 7}, "over", False),  # a pin pauses sweeps (and offers Merge)
+        (LIMIT_10, {"points": 11, "dispatched": (Dispatched(KEY, 7, "in_progress"),)}, "confirmed", False),
+    ],
+)
+def test_the_size_condition(policy, changes, code, starts):
+    decision = decide(gate_pr(**changes), policy)
+    assert decision.condition("cost").reason_code == code
+    assert (decision.start is not None) == starts
+    assert (cb.CONFIRM in cb.offered(decision.conditions, open=True, is_fork=False)) == (code == "awaiting")

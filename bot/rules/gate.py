@@ -501,9 +501,10 @@ def _reuse_pin(pr: GateInput) -> Condition:
     return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 
-def _cost(pr: GateInput, labels_ok: bool | None, key: str, policy: Policy) -> Condition:
+def _cost(pr: GateInput, otherwise_runnable: bool, key: str, policy: Policy) -> Condition:
     """A sweep of more points than `sweeps.confirm_over` waits for a writer's confirmation of this dispatch id
-    (the check's button); unknown points never hold a sweep, and a run already started for the id is not held."""
+    (the check's button), asked for only once nothing else holds the sweep; unknown points never hold a sweep,
+    and a run already started for the id is not held."""
     limit = policy.sweeps.confirm_over
     params = _params(points=pr.points, limit=limit)
     if limit is None:
@@ -514,8 +515,8 @@ def _cost(pr: GateInput, labels_ok: bool | None, key: str, policy: Policy) -> Co
         return Condition("cost", True, "within", params)
     if pr.confirmed == key or any(run.key == key for run in pr.dispatched):
         return Condition("cost", True, "confirmed", params)
-    if labels_ok is not True:
-        return Condition("cost", None, "over", params)  # nothing asked for yet: nothing to confirm
+    if not otherwise_runnable:
+        return Condition("cost", None, "over", params)  # something else holds it first: nothing to confirm yet
     return Condition("cost", False, "awaiting", params)
 
 
@@ -606,7 +607,6 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         _skip_marker(pr, policy),
         _reuse_pin(pr),
     ]
-    gates.append(_cost(pr, gates[1].ok, key, policy))
     earlier = [run for run in pr.dispatched if run.key == key]
     runnable = (
         gates[0].ok is True
@@ -614,6 +614,8 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         and all(c.ok is not False for c in gates)
         and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates)
     )
+    gates.append(_cost(pr, runnable, key, policy))
+    runnable = runnable and gates[-1].ok is not False
     start = None
     if earlier:
         run = earlier[-1]
