@@ -26,7 +26,14 @@ def upstream() -> dict[str, str | None]:
 
 def aliased_rows(rows: int, keys: int) -> dict[str, str | None]:
     """One search-space row named `rows` times through an alias, in the one scenario row every key aliases."""
-    lines = ["base: &base", "  runner: mi355x", "  scenarios:", "    fixed-seq-len: &rows", "    - isl: 1", "      osl: 1"]
+    lines = [
+        "base: &base",
+        "  runner: mi355x",
+        "  scenarios:",
+        "    fixed-seq-len: &rows",
+        "    - isl: 1",
+        "      osl: 1",
+    ]
     lines += ["      search-space:", "      - &row {conc-start: 1, conc-end: 1048576}"]
     lines += ["      - *row"] * rows
     lines += [f"k{n}: {{runner: mi355x, scenarios: {{fixed-seq-len: *rows}}}}" for n in range(keys)]
