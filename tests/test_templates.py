@@ -969,6 +969,24 @@ SAMPLES["merge_reuse"] += [
     {**SAMPLES["merge_reuse"][0], "report": {k: v for k, v in report.items() if k not in ("run_id", "run_url")}}
     for report in SAMPLES["ingest_report"]
 ]
+# no results service (policy results.mode none): the merge notice for each outcome, a pin's staging and a merged
+# PR's ingest sections, and /stage-results refused
+_OFF = {"state": "off", "repository": "SemiAnalysisAI/InferenceX-app", "error": None}
+SAMPLES["merge_reuse"] += [
+    {**sample, "ingest": _OFF, "report": None}
+    for sample in SAMPLES["merge_reuse"]
+    if sample["report"] is None and not sample["after_merge"]
+]
+SAMPLES["reuse_reply"] += [
+    {
+        **sample,
+        "staging": {**sample["staging"], "state": "off"},
+        "ingest": ingest,
+    }
+    for sample in [next(s for s in SAMPLES["reuse_reply"] if s["staging"] is not None)]
+    for ingest in (None, _OFF)
+]
+SAMPLES["stage_reply"] += [{**SAMPLES["stage_reply"][0], "outcome": "no_results_service", "staging": None}]
 SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
