@@ -19,12 +19,14 @@ from test_reuse_command import (  # noqa: F401  the fixtures this module's tests
     reply_comment_of,
     results_service,
 )
-from test_sweep_gate import FAIL_FAST, english, label, open_pull, repo  # noqa: F401  the fixtures
+from test_run_comments import run_comment
+from test_sweep_gate import FAIL_FAST, english, label, open_pull, repo, runs, status  # noqa: F401  the fixtures
 
 from bot.core.config import parse_repo_config
 from bot.rules.policy import Policy
 
 NO_SERVICE = "results:\n  mode: none\n"
+VIEWER = "https://inferencex.semianalysis.com/"
 
 
 def no_results_service(github) -> None:
@@ -123,3 +125,20 @@ async def test_stage_results_without_a_results_service_is_refused_and_sends_noth
     c = await command(h, 83, "/stage-results 5")
     assert repo.repository_dispatches(RESULTS) == []
     assert "this repository has no results service" in english(reply_comment_of(repo, 83, c)["body"])
+
+
+@pytest.mark.parametrize("mode, linked", [("service", True), ("none", False)])
+async def test_a_passed_run_links_the_results_viewer_only_with_a_results_service(repo, make_harness, mode, linked):
+    """The viewer shows what the results service serves: with none, the status and the run's comment link no
+    viewer page (upstream's, by default, which would not know this repository's runs)."""
+    open_pull(repo, 84)
+    if mode == "none":
+        no_results_service(repo)
+    h = await make_harness()
+    await label(h, 84, FAIL_FAST)
+    (run,) = runs(repo)
+    repo.set_jobs(REPO, run["id"], [{"name": "bmk", "conclusion": "success"}])
+    await h.deliver("workflow_run", repo.workflow_run_payload(REPO, run["id"], "completed", conclusion="success"))
+    comment = run_comment(repo, 84, run["id"])["body"]
+    assert " passed on " in english(comment)
+    assert (VIEWER in comment) is linked and (VIEWER in status(repo, 84)) is linked
