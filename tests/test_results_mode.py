@@ -142,3 +142,24 @@ async def test_a_passed_run_links_the_results_viewer_only_with_a_results_service
     comment = run_comment(repo, 84, run["id"])["body"]
     assert " passed on " in english(comment)
     assert (VIEWER in comment) is linked and (VIEWER in status(repo, 84)) is linked
+
+
+@pytest.mark.parametrize(
+    "mode, english_text, chinese_text",
+    [
+        ("service", "It also asks the results service to stage the run.", "同时请求结果服务暂存（stage）这次运行。"),
+        (
+            "none",
+            "This repository has no results service, so nothing is staged or ingested.",
+            "这个仓库没有结果服务，因此不会暂存或导入任何结果。",
+        ),
+    ],
+)
+async def test_help_says_what_use_sends_here(repo, make_harness, mode, english_text, chinese_text):
+    open_pull(repo, 85)
+    if mode == "none":
+        no_results_service(repo)
+    h = await make_harness()
+    c = await command(h, 85, "/help", user="partner", association="CONTRIBUTOR")
+    body = reply_comment_of(repo, 85, c)["body"]
+    assert english_text in english(body) and chinese_text in chinese(body)

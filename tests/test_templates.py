@@ -72,6 +72,7 @@ HELP = {
     "commands": help_entries(DEFAULT_COMMANDS),
     "docs_url": f"{BLOB}/README.md",
     "problem": None,
+    "results_service": True,
 }
 PROBLEM_TEXTS = {
     "use-needs-run-id": "/use",
@@ -107,6 +108,7 @@ SAMPLES: dict[str, list[dict]] = {
     + [RENAMED_WELCOME],
     "help": [
         HELP,
+        {**HELP, "results_service": False},  # results.mode none
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
