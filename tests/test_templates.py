@@ -28,7 +28,7 @@ DEFAULT_LABELS = [
     {"name": "non-canary-full-sweep-enabled", "canary": False, "fail_fast": False, "recommended": False},
 ]
 DEFAULT_MODIFIERS = {"all_evals": "all-evals", "evals_only": "evals-only", "agentx_fast": "agentx-fast"}
-DEFAULT_COMMANDS = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+DEFAULT_COMMANDS = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "merge": "merge", "help": "help"}
 BLOB = "https://github.com/SemiAnalysisAI/InferenceX/blob/main"
 
 WELCOME = {
@@ -112,7 +112,7 @@ SAMPLES: dict[str, list[dict]] = {
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
-            "commands": help_entries({"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}),
+            "commands": help_entries({"use": "pin", "reuse": "reuse", "stage": "restage", "merge": "land", "help": "commands"}),
             "problem": {"text": "/pin", "key": "use-needs-run-id"},
         },
     ],
@@ -1401,18 +1401,19 @@ def test_help_lists_every_command_with_who_and_an_example():
     english, chinese = halves(TEMPLATES.render("help", **HELP))
     rows = [line for line in english.splitlines() if line.startswith("| `/")]
     assert [code_spans(row)[0].split()[0] for row in rows] == [f"/{name}" for name in DEFAULT_COMMANDS.values()]
-    for row in rows[:3]:
+    for row in rows[:4]:
         assert "write, maintain or admin" in row
-    assert "Anyone" in rows[3]
+    assert "Anyone" in rows[4]
     assert [row.split("|")[-2].strip() for row in rows] == [
         "`/use 1234567890`",
         "`/reuse-sweep-run 1234567890` or `/reuse-sweep-run`",
         "`/stage-results 1234567890`",
+        "`/merge`",
         "`/help`",
     ]
     zh_rows = [line for line in chinese.splitlines() if line.startswith("| `/")]
-    assert len(zh_rows) == 4 and "任何人" in zh_rows[3]
-    assert all("write、maintain 或 admin" in row for row in zh_rows[:3])
+    assert len(zh_rows) == 5 and "任何人" in zh_rows[4]
+    assert all("write、maintain 或 admin" in row for row in zh_rows[:4])
 
 
 def test_help_refuses_an_unknown_problem_key():
