@@ -742,9 +742,10 @@ KINDS: dict[type, Kind] = {
     # costs the results service a repeat, not hours of GPU nodes).
     act.RepositoryDispatch: Kind(Executor.repository_dispatch),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
-    # Several writes; each refused one (a moved base or head) leaves the PR unmerged and is built again by the
-    # caller. After a lost answer it is sent again only when GitHub shows the PR unmerged.
-    act.MergePull: Kind(Executor.merge_pull, Executor.find_merge, partial=True),
+    # Several writes: a refused one (a moved base or head) leaves the PR unmerged, and the caller builds it again
+    # from what GitHub shows then (a commit of the bot's already on the PR's branch included). After a lost answer
+    # it is sent again only when GitHub shows the PR unmerged.
+    act.MergePull: Kind(Executor.merge_pull, Executor.find_merge),
     act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
     # Sending again is safe: `review` first looks for the bot's review of that commit with that body.
     act.SuggestionReview: Kind(Executor.review, partial=True),
