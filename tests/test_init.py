@@ -35,6 +35,18 @@ jobs:
 FORK_WORKFLOW = SWEEP_WORKFLOW.replace(
     "      dispatch-id:", "      merge-sha: {required: true, type: string}\n      dispatch-id:"
 )
+CHECKLIST = """\
+# Review
+
+Fill this in when you approve.
+
+### Sign-off form
+```
+Reviewed and approved by a code owner:
+- [ ] Verified that this PR has passed PR validation (link the run)
+- [ ] The numbers look right
+```
+"""
 MASTER = "llama-h100-vllm:\n  runner: h100\n  model: llama\nqwen-b200-trt:\n  runner: b200\n"
 
 # A layout unlike upstream's: the changelog, configs and runners elsewhere and named otherwise, CODEOWNERS at the
@@ -42,7 +54,7 @@ MASTER = "llama-h100-vllm:\n  runner: h100\n  model: llama\nqwen-b200-trt:\n  ru
 OTHER = {
     "README.md": "# gpu-bench\n",
     "CODEOWNERS": "* @acme/perf\n",
-    ".github/review-checklist.md": "## Template\n- [ ] ok\n",
+    ".github/review-checklist.md": CHECKLIST,
     ".github/workflows/bench.yaml": SWEEP_WORKFLOW,
     ".github/workflows/fork-bench.yaml": FORK_WORKFLOW,
     ".github/workflows/lint.yml": "on: [push]\njobs: {}\n",
@@ -116,6 +128,10 @@ DEFAULTS = default_policy()
                     {"name": "bench-non-canary", "canary": False, "fail_fast": False, "recommended": False},
                 ],
                 "results.mode": "none",
+                # the template under its own heading, its own phrase, and only the verified item it holds
+                "checklist_heading": "### Sign-off form",
+                "signoff_phrase": "Reviewed and approved by a code owner",
+                "signoff.verified_items": [{"check": "sweep", "contains": "this PR has passed PR validation"}],
             },
         ),
         # --repo wins over the origin remote
@@ -142,6 +158,9 @@ DEFAULTS = default_policy()
                 "docs_url": DEFAULTS.docs_url,
                 "pr_link_prefix": DEFAULTS.pr_link_prefix,
                 "workflows": DEFAULTS.to_dict()["workflows"],
+                "checklist_heading": DEFAULTS.checklist_heading,
+                "signoff_phrase": DEFAULTS.signoff_phrase,
+                "signoff": DEFAULTS.to_dict()["signoff"],
             },
         ),
     ],
@@ -223,3 +242,12 @@ def test_the_listing_stops_at_its_cap_and_the_file_says_so(tmp_path, monkeypatch
     monkeypatch.setattr(init_config, "list_files", lambda root: (files, True))
     init_config.init_command(str(tmp_path))
     assert "more than 3 files" in written(tmp_path)
+
+
+def test_a_checklist_without_a_template_is_said_and_the_defaults_kept(tmp_path):
+    checkout(tmp_path, {"docs/checklist.md": "## Template\n- [ ] not in a fenced block\n"})
+    init_config.init_command(str(tmp_path))
+    text = written(tmp_path)
+    assert "# docs/checklist.md has no heading with a fenced block of checklist items under it" in text
+    policy = parse_repo_config(text)
+    assert policy.checklist_heading == DEFAULTS.checklist_heading and policy.signoff == DEFAULTS.signoff

@@ -21,6 +21,7 @@ import yaml
 
 from bot.core.config import REPO_CONFIG_PATH, ConfigError, default_policy, parse_repo_config
 from bot.rules import repository_layout
+from bot.rules.policy import Policy
 from bot.rules.repository_layout import Layout
 
 MAX_FILES = 50_000  # files listed; a larger checkout is listed this far and the output says so
@@ -97,7 +98,51 @@ def scalar(value: str | bool) -> str:
     return value if plain else json.dumps(value, ensure_ascii=False)
 
 
-def render(layout: Layout, repository: str | None, branch: str, *, truncated: bool = False) -> str:
+def checklist_lines(layout: Layout, read: repository_layout.Reader | None, defaults: Policy) -> list[str]:
+    """The sign-off's settings that the checklist's template decides: its heading, its phrase, the verified items."""
+    text = read(layout.checklist) if read is not None and layout.checklist else None
+    if text is None:
+        return []
+    verified = [item.contains for item in defaults.signoff.verified_items]
+    fit = repository_layout.checklist_fit(text, defaults.checklist_heading, defaults.signoff_phrase, verified)
+    lines = [""]
+    if fit.heading is None:
+        return lines + [
+            f"# {layout.checklist} has no heading with a fenced block of checklist items under it: a sign-off is",
+            f"# checked against that template. Add one (upstream's is under {defaults.checklist_heading!r}), or set",
+            "# checklist_heading to the heading yours is under.",
+        ]
+    lines.append(f"# the heading of the checklist's template: {fit.items} checklist items in a fenced block under it")
+    if fit.heading == defaults.checklist_heading:
+        lines.append(f"# checklist_heading: {scalar(fit.heading)}  (the default)")
+    else:
+        lines.append(f"checklist_heading: {scalar(fit.heading)}")
+    if fit.phrase is not None:
+        lines.append("# the words that make a comment a sign-off: the template's first line, not the default's")
+        lines.append(f"signoff_phrase: {scalar(fit.phrase)}")
+    if list(fit.verified_found) != verified:
+        lines.append("signoff:")
+        lines.append("  # the checklist items a check of the bot stands for, found by a phrase of the item; the")
+        lines.append("  # default phrases this checklist's items do not hold are left out")
+        kept = [item for item in defaults.signoff.verified_items if item.contains in fit.verified_found]
+        if not kept:
+            lines.append("  verified_items: []")
+        else:
+            lines.append("  verified_items:")
+            for item in kept:
+                lines.append(f"    - check: {scalar(item.check)}")
+                lines.append(f"      contains: {scalar(item.contains)}")
+    return lines
+
+
+def render(
+    layout: Layout,
+    repository: str | None,
+    branch: str,
+    *,
+    truncated: bool = False,
+    reader_of: repository_layout.Reader | None = None,
+) -> str:
     """The commented `.github/sweepbot.yml` for `layout` (of `repository` on GitHub, when known)."""
     defaults = default_policy()
     lines = [
@@ -168,6 +213,7 @@ def render(layout: Layout, repository: str | None, branch: str, *, truncated: bo
 
     if all(line.lstrip().startswith("#") for line in lines[paths_at + 1 :]):
         lines[paths_at] = "# paths:"
+    lines += checklist_lines(layout, reader_of, defaults)
     lines.append("")
     lines.append(
         "# where the welcome comment links for the benchmark's own documentation (upstream's README by default)"
@@ -251,7 +297,9 @@ def init_command(
         return 1
     files, truncated = list_files(root)
     layout = repository_layout.find_layout(files, reader(root))
-    text = render(layout, repository or origin_repository(root), default_branch(root), truncated=truncated)
+    text = render(
+        layout, repository or origin_repository(root), default_branch(root), truncated=truncated, reader_of=reader(root)
+    )
     try:
         parse_repo_config(text)
     except ConfigError as exc:  # a bug of this command, never the operator's: say so, write nothing

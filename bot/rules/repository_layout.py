@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from bot.rules import checklist as checklists
 from bot.rules import master_config
 
 Reader = Callable[[str], "str | None"]
@@ -153,6 +154,49 @@ def find_layout(paths: Iterable[str], read: Reader) -> Layout:
         readme=readme,
         notes={key: value for key, value in notes.items() if value},
     )
+
+
+MAX_HEADINGS = 50  # headings of the checklist tried as the template's (each try reads the file once)
+MAX_PHRASE = 200
+_HEADING = re.compile(r"#{1,6}[ \t]+\S[^\n]{0,200}")
+
+
+@dataclass(frozen=True)
+class ChecklistFit:
+    """How the review checklist fits the sign-off's settings: the heading its template is under (None: none found
+    with checklist items in a fenced block), the template's sign-off phrase when it lacks the one given, and which
+    of the given verified-item phrases its items hold."""
+
+    heading: str | None
+    items: int = 0
+    phrase: str | None = None
+    verified_found: tuple[str, ...] = ()
+
+
+def checklist_fit(text: str, heading: str, phrase: str, verified: Iterable[str]) -> ChecklistFit:
+    """The checklist `text` against the policy's `heading`, sign-off `phrase` and verified-item phrases."""
+    template = checklists.template_items(text, heading)
+    if isinstance(template, checklists.TemplateProblem):
+        headings = [line.strip() for line in text.splitlines() if _HEADING.fullmatch(line.strip())][:MAX_HEADINGS]
+        for other in headings:
+            template = checklists.template_items(text, other)
+            if not isinstance(template, checklists.TemplateProblem):
+                heading = other
+                break
+        else:
+            return ChecklistFit(heading=None)
+    assert not isinstance(template, checklists.TemplateProblem)
+    fields = [field.rstrip(":").strip() for field in template.fields]
+    own = None
+    if not any(phrase.casefold() in field.casefold() for field in fields):
+        own = next((field for field in fields if field and len(field) <= MAX_PHRASE), None)
+    # as the sign-off matches them (bot.rules.signoff): both normalised, ignoring case
+    found = tuple(
+        contains
+        for contains in verified
+        if any(checklists.normalise(contains).casefold() in item.normalised.casefold() for item in template.items)
+    )
+    return ChecklistFit(heading=heading, items=len(template.items), phrase=own, verified_found=found)
 
 
 def benchmark_patterns(layout: Layout) -> list[str]:
