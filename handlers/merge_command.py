@@ -138,11 +138,12 @@ async def resolved_changelog(
     ctx: Context, pull: Mapping[str, Any], base_sha: str, merge_base: str, touched: bool
 ) -> rules.Resolution | rules.Refusal:
     path = ctx.policy.paths.changelog
-    base = await ctx.file_at(path, base_sha) or b""
     if not touched:
-        return rules.Resolution(base)
-    head, before = await asyncio.gather(ctx.file_at(path, pull["head"]["sha"]), ctx.file_at(path, merge_base))
-    head, before = head or b"", before or b""
+        return rules.Resolution(await ctx.file_at(path, base_sha) or b"")
+    read = await asyncio.gather(
+        ctx.file_at(path, base_sha), ctx.file_at(path, pull["head"]["sha"]), ctx.file_at(path, merge_base)
+    )
+    base, head, before = (content or b"" for content in read)
     return await offload.run(
         rules.resolve_changelog,
         base,
@@ -166,32 +167,41 @@ class Gathered:
     record: SweepRecord
     exists: bool
     base_sha: str
+    base_tree: str
     checked_sha: str
     files: list[dict[str, Any]]
     resolution: rules.Resolution | rules.Refusal
     pinned_run: Mapping[str, Any] | None
+    modes: dict[str, str]
 
 
-async def gather(ctx: Context, number: int) -> Gathered:
-    """Read everything the checks and the merge need, as GitHub has it now."""
-    ctx.forget(("pull", number))
+async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
+    """Read everything the checks and the merge need, as GitHub has it now (`again`: after GitHub refused a
+    build, the PR is read anew)."""
+    if again:
+        ctx.forget(("pull", number))
     (record, exists), pull = await asyncio.gather(pr_state.load_record(ctx, number), ctx.pull(number))
     head_sha, base = pull["head"]["sha"], pull["base"]["ref"]
     fork = pr_state.pull_is_fork(ctx, pull)
-    checked_sha = head_sha
-    if not fork:  # a merge that lost its answer may have left the bot's commit on the branch: checked as before it
-        checked_sha = rules.prepared_for(await ctx.git_commit(head_sha), ctx.bot_login) or head_sha
-    base_sha, files, labels = await asyncio.gather(
-        base_head(ctx, base), ctx.pr_file_entries(number), pr_state.counted_label_names(ctx, pull, record)
+    # a merge that lost its answer may have left the bot's commit on a branch of the repository: it is checked as
+    # the head it names
+    base_sha, files, labels, head_commit = await asyncio.gather(
+        base_head(ctx, base),
+        ctx.pr_file_entries(number),
+        pr_state.counted_label_names(ctx, pull, record),
+        ctx.git_commit(head_sha) if not fork else pr_state.nothing(),
     )
-    merge_base = await ctx.merge_base(base_sha, head_sha)
+    checked_sha = (rules.prepared_for(head_commit, ctx.bot_login) if head_commit else None) or head_sha
+    merge_base, base_commit = await asyncio.gather(ctx.merge_base(base_sha, head_sha), ctx.git_commit(base_sha))
     path = ctx.policy.paths.changelog
     touched = any(f.get("filename") == path for f in files)
-    (verdict, candidates, pinned_run), conclusion, resolution, on_base = await asyncio.gather(
+    # the head's tree (each path's mode) is read now when a tree will be built: always for a fork's PR
+    (verdict, candidates, pinned_run), conclusion, resolution, on_base, modes = await asyncio.gather(
         choose_run(ctx, pull, record, labels),
         signoff_conclusion(ctx, checked_sha) if ctx.policy.merge.require_signoff else pr_state.nothing(),
         resolved_changelog(ctx, pull, base_sha, merge_base, touched),
         changed_since(ctx, merge_base, base_sha),
+        head_modes(ctx, head_sha) if fork or touched else pr_state.nothing(),
     )
     facts = rules.MergeFacts(
         state=str(pull.get("state")),
@@ -213,10 +223,12 @@ async def gather(ctx: Context, number: int) -> Gathered:
         record=record,
         exists=exists,
         base_sha=base_sha,
+        base_tree=str((base_commit.get("tree") or {}).get("sha") or ""),
         checked_sha=checked_sha,
         files=files,
         resolution=resolution,
         pinned_run=pinned_run,
+        modes=modes or {},
     )
 
 
@@ -235,7 +247,7 @@ async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse
             changelog = resolution.content.decode("utf-8")
     changes: list[TreeChange] = []
     if way == rules.GIT_DATA or changelog is not None:
-        modes = await head_modes(ctx, pull["head"]["sha"])
+        modes = seen.modes or await head_modes(ctx, pull["head"]["sha"])
         # the whole merge over the base's tree: the PR's files as at its head, the changelog resolved
         changes = [TreeChange(**c) for c in rules.tree_changes(seen.files, modes, path, changelog)]
     title = f"{pull.get('title') or 'Merge'} (#{number})"
@@ -246,6 +258,7 @@ async def merge_action(ctx: Context, seen: Gathered, call: CommentCommand, reuse
         head_ref=str(pull["head"]["ref"]),
         base=str(pull["base"]["ref"]),
         base_sha=seen.base_sha,
+        base_tree=seen.base_tree,
         way=way,
         method=ctx.policy.merge.method if way == rules.MERGE_API else "merge",
         changes=tuple(changes),
@@ -281,11 +294,11 @@ async def merge_requested(
 ) -> list[Action]:
     """A maintainer's `/merge` (the dispatcher checked who wrote it)."""
     number = call.number
-    first = await ctx.pull(number)
+    first, _ = await asyncio.gather(ctx.pull(number), ctx.comments(number))  # the record's comments read meanwhile
     async with base_branch_lock(ctx.repo, str(first["base"]["ref"])):
         error = ""
-        for _ in range(MAX_BUILDS):
-            seen = await gather(ctx, number)
+        for build in range(MAX_BUILDS):
+            seen = await gather(ctx, number, again=build > 0)
             if seen.facts.merged:
                 return await already_merged(ctx, seen, notify, call)
             refusals = rules.merge_refusals(seen.facts, ctx.policy)
@@ -330,10 +343,7 @@ async def merged(
 ) -> list[Action]:
     """After the merge: the notice and the ingest request (once), the reply when the merge pinned the run."""
     number = call.number
-    ctx.forget(("pull", number))
-    pull = {**await ctx.pull(number), "merged": True}
-    if sha:
-        pull["merge_commit_sha"] = sha
+    pull = {**seen.pull, "state": "closed", "merged": True, "merge_commit_sha": sha or None}
     await notify(ctx, pull, record, after_merge=False)
     actions: list[Action] = []
     if reuse.pinned_by_merge:

@@ -211,6 +211,7 @@ class MergePull:
     head_ref: str
     base: str
     base_sha: str
+    base_tree: str  # the tree of `base_sha`
     way: str
     method: str
     changes: tuple[TreeChange, ...]

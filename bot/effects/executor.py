@@ -483,10 +483,9 @@ class Executor:
         return Result("merged", action.number, {"sha": (answer or {}).get("sha") or ""})
 
     async def _merge_tree(self, action: act.MergePull) -> str:
-        commit = await self.gh.getitem(repo_api(self.ctx.repo, "git", "commits", action.base_sha))
         entries = [_tree_entry(change) for change in action.changes]
         tree = await self.gh.post(
-            repo_api(self.ctx.repo, "git", "trees"), data={"base_tree": commit["tree"]["sha"], "tree": entries}
+            repo_api(self.ctx.repo, "git", "trees"), data={"base_tree": action.base_tree, "tree": entries}
         )
         return str(tree["sha"])
 
