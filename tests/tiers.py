@@ -75,6 +75,9 @@ TESTS = {
     "test_trust.py::test_no_run_but_the_bots_dispatch_reaches_a_record_a_pin_or_a_sign_off": "live",
     "test_welcome.py::test_request_figures": "live",
     "test_welcome.py::test_the_welcomes_key_figures": "live",
+    "test_deploy.py::test_the_image_definition_is_hadolint_clean": "process",  # hadolint
+    "test_deploy.py::test_the_build_stage_has_what_the_wheel_needs": "process",  # pip wheel
+    "test_deploy.py::test_the_unit_passes_systemd_analyze_verify": "process",  # systemd-analyze verify
     "test_references.py": "rules",  # `git ls-files` only: it reads the tracked files
     "test_real_data.py": "rules",
     "test_bench_callbacks.py": "process",  # bench/callbacks.py measures each tree in a subprocess

@@ -1,4 +1,4 @@
-"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, setup, check-config."""
+"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, setup, check-config, init."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import gidgethub
 from aiohttp import ClientSession, web
 from gidgethub import sansio
 
-from bot.app import setup_page
+from bot.app import init_config, setup_page
 from bot.app.header_deadline import DeadlineSite
 from bot.app.runtime import Bot, default_router, live_github, log_secrets
 from bot.app.server import make_app
@@ -632,6 +632,20 @@ def _as_set(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def add_init_parser(sub: Any) -> None:
+    i = sub.add_parser(
+        "init",
+        help="write a commented .github/sweepbot.yml from what a checkout holds",
+        description="Look through a checkout of the benchmark repository (its changelog, master configs, runner"
+        " pools, CODEOWNERS, checklist and sweep workflows) and write CHECKOUT/.github/sweepbot.yml with what"
+        " was found, each key commented; the file passes check-config.",
+    )
+    i.add_argument("checkout", nargs="?", default=".", help="the checkout's directory (default: here)")
+    i.add_argument("--repo", metavar="OWNER/NAME", help="the repository on GitHub (default: the origin remote's)")
+    i.add_argument("--print", action="store_true", help="print the file instead of writing it")
+    i.add_argument("--force", action="store_true", help="replace an existing .github/sweepbot.yml")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -713,6 +727,7 @@ def parser() -> argparse.ArgumentParser:
     )
     c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
     c.add_argument("file")
+    add_init_parser(sub)
     return p
 
 
@@ -724,6 +739,8 @@ def main(argv: list[str] | None = None) -> int:
         return setup_command(args)
     if args.command == "check-config":
         return check_config(args.file)
+    if args.command == "init":
+        return init_config.init_command(args.checkout, repository=args.repo, to_stdout=args.print, force=args.force)
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
