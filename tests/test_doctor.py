@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from harness import free_port
 
 from bot.app import cli
 from bot.app.doctor import verify_credentials
@@ -55,7 +56,7 @@ async def test_a_correct_install_is_all_ticks(github, app_key):
     lines = out.splitlines()
     assert code == 0, out
     assert all(line.startswith("✅") for line in lines), out
-    assert len(lines) == 10, out  # credentials, permissions, events, the installation, config, 2 workflows,
+    assert len(lines) == 11, out  # credentials, permissions, events, the installation, 2 configs, 2 workflows,
     # the results repository, the webhook URL, the deliveries
     assert f"✅ {BENCH}: the results repository {RESULTS} is in installation 1 (acme) with contents: write" in out
     assert not [r for r in github.requests if r.method != "GET" and "access_tokens" not in r.path]  # read-only
@@ -262,7 +263,9 @@ async def test_with_the_flag_serve_listens_not_ready_and_refuses_webhooks(github
     from bot.telemetry.metrics import Metrics
 
     correct_install(github, app_key)
-    live = Settings(app_id="1", private_key=other_key, webhook_secrets=("s",), db_path=str(tmp_path / "j.db"))
+    live = Settings(
+        app_id="1", private_key=other_key, webhook_secrets=("s",), db_path=str(tmp_path / "j.db"), workers=0
+    )
     app = cli.live_github(live, Metrics())
     verdict = await verify_credentials(app)
     assert verdict.app is None
@@ -292,7 +295,7 @@ def test_live_serve_with_a_wrong_key_is_one_line_and_exit_2(tmp_path, other_key,
             "PRIVATE_KEY": other_key,
             "WEBHOOK_SECRET": "s",
             "GITHUB_API_URL": fake.url,
-            "PORT": "0",
+            "PORT": str(free_port()),
             "SWEEPBOT_DB": str(tmp_path / "j.db"),
         }
         done = subprocess.run(

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import gidgethub
 import httpx
+import yaml
 
 from bot.core.config import REPO_CONFIG_PATH, ConfigError, default_policy, load_app_yaml, parse_repo_config
 from bot.core.templates import Templates
@@ -165,7 +166,12 @@ class Doctor:
                 f"install it on the benchmark repository and the results repository: {install_url}",
             )
             return []
-        wanted = self.manifest.get("default_permissions") or {}
+        # what the App has that an installation has not accepted (what the App lacks is said above)
+        wanted = {
+            name: level
+            for name, level in (self.manifest.get("default_permissions") or {}).items()
+            if not missing_permissions({name: level}, found.get("permissions") or {})
+        }
         usable = []
         for one in installed:
             try:
@@ -203,18 +209,23 @@ class Doctor:
             self.say(False, f"{self.repo}: the App is not installed on it", f"install it there: {install_url}")
             return
         names = [self.repo] if self.repo else [name for one in installed for name in one.repos]
-        policies: dict[str, Policy] = {}
+        policies: dict[str, Policy | str] = {}
         for name in names:
             policies[name] = await self.config(name, covering[name.lower()])
-        results = {policy.results.repository.lower() for policy in policies.values()}
+        results = {(p if isinstance(p, str) else p.results.repository).lower() for p in policies.values()}
         for name, policy in policies.items():
             if name.lower() in results and self.repo is None:
                 continue  # a results repository: no sweep runs there
+            if isinstance(policy, str):
+                self.say(None, f"{name}: its workflows and results repository are checked once its config is valid")
+                continue
             one = covering[name.lower()]
             await self.workflows(name, one, policy)
             self.results(name, one, policy, covering, install_url)
 
-    async def config(self, name: str, one: Installed) -> Policy:
+    async def config(self, name: str, one: Installed) -> Policy | str:
+        """The repository's policy, or (its file invalid) the results repository the file names, else the
+        default's: what tells a results repository from a benchmark one."""
         gh = await self.app.client(one.id)
         repo = await gh.getitem(f"/repos/{name}")
         branch = repo.get("default_branch", "main")
@@ -235,9 +246,9 @@ class Doctor:
                 False,
                 f"{name}: {REPO_CONFIG_PATH} on {branch} is invalid: {'; '.join(shown)}",
                 f"correct it on {branch} (`sweepbot check-config FILE` checks a copy); until then the bot keeps the"
-                f" last valid policy, and the checks below use app.yaml's defaults",
+                f" last valid policy",
             )
-            return default_policy()
+            return _named_results(text) or default_policy().results.repository
         self.say(True, f"{name}: {REPO_CONFIG_PATH} on {branch} is valid")
         return policy
 
@@ -348,6 +359,16 @@ class Doctor:
 
 
 EXAMPLE_FILES = frozenset({"run-sweep.yml", "e2e-tests.yml", "signoff-judge.yml"})
+
+
+def _named_results(text: str) -> str | None:
+    """results.repository as an invalid config file names it, if it does."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    named = (data.get("results") or {}).get("repository") if isinstance(data, dict) else None
+    return named if isinstance(named, str) else None
 
 
 def _covers(one: Installed, repo: str) -> bool:
