@@ -60,6 +60,7 @@ async def test_a_correct_install_is_all_ticks(github, app_key):
     # the results repository, the webhook URL, the deliveries
     assert f"✅ {BENCH}: the results repository {RESULTS} is in installation 1 (acme) with contents: write" in out
     assert not [r for r in github.requests if r.method != "GET" and "access_tokens" not in r.path]  # read-only
+    assert github.count("GET", rf"^/repos/{BENCH}$") == 1  # its default branch, asked once
 
 
 def _drop(mapping: dict, key: str) -> dict:
@@ -97,6 +98,10 @@ def broken_config(fake) -> None:
 
 def broken_webhook(fake) -> None:
     fake.configure_app(hook_url="https://old.example.com/webhook")
+
+
+def broken_no_webhook(fake) -> None:
+    fake.configure_app(hook_url="")
 
 
 def broken_delivery(fake) -> None:
@@ -153,6 +158,11 @@ BROKEN = {
     "a webhook URL elsewhere": (
         broken_webhook,
         f"❌ webhook URL: GitHub sends deliveries to https://old.example.com/webhook, not to this server ({HOOK})",
+        f"   fix: set the Webhook URL on https://github.com/organizations/acme/settings/apps/sweepbot to {HOOK}",
+    ),
+    "no webhook URL at all": (
+        broken_no_webhook,
+        "❌ webhook URL: GitHub has none on record, so it sends the App no deliveries",
         f"   fix: set the Webhook URL on https://github.com/organizations/acme/settings/apps/sweepbot to {HOOK}",
     ),
     "a failed delivery": (

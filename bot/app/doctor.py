@@ -111,6 +111,7 @@ class Doctor:
         self.failed = 0
         self.manifest = load_app_yaml()["manifest"]
         self.templates = Templates()
+        self.branches: dict[str, str] = {}
 
     def say(self, ok: bool | None, what: str, fix: str = "") -> None:
         print(f"{MARKS[ok]} {what}", file=self.out)
@@ -223,12 +224,17 @@ class Doctor:
             await self.workflows(name, one, policy)
             self.results(name, one, policy, covering, install_url)
 
+    async def branch(self, gh: Any, name: str) -> str:
+        """The repository's default branch, asked once."""
+        if name not in self.branches:
+            self.branches[name] = (await gh.getitem(f"/repos/{name}")).get("default_branch", "main")
+        return self.branches[name]
+
     async def config(self, name: str, one: Installed) -> Policy | str:
         """The repository's policy, or (its file invalid) the results repository the file names, else the
         default's: what tells a results repository from a benchmark one."""
         gh = await self.app.client(one.id)
-        repo = await gh.getitem(f"/repos/{name}")
-        branch = repo.get("default_branch", "main")
+        branch = await self.branch(gh, name)
         file = await get_or_none(gh, f"/repos/{name}/contents/{REPO_CONFIG_PATH}?ref={branch}")
         if file is None:
             self.say(True, f"{name}: no {REPO_CONFIG_PATH} on {branch}: app.yaml's defaults apply")
@@ -254,7 +260,7 @@ class Doctor:
 
     async def workflows(self, name: str, one: Installed, policy: Policy) -> None:
         gh = await self.app.client(one.id)
-        branch = (await gh.getitem(f"/repos/{name}")).get("default_branch", "main")
+        branch = await self.branch(gh, name)
         wanted: list[tuple[str, str, Sequence[str]]] = [
             ("workflows.sweep", policy.workflows.sweep, DISPATCH_INPUTS),
             ("workflows.fork_sweep", policy.workflows.fork_sweep, FORK_INPUTS),
@@ -326,7 +332,13 @@ class Doctor:
         recorded = config.get("url")
         expected = self.url or os.environ.get("WEBHOOK_URL", "").strip()
         ours = expected_webhook(expected) if expected else ""
-        if not expected:
+        if not recorded:
+            self.say(
+                False,
+                "webhook URL: GitHub has none on record, so it sends the App no deliveries",
+                f"set the Webhook URL on {settings_url} to {ours or 'this server’s https://…/webhook'} and tick Active",
+            )
+        elif not expected:
             self.say(None, f"webhook URL: GitHub sends deliveries to {recorded}; not compared (--url or WEBHOOK_URL)")
         elif same_webhook(recorded, expected):
             self.say(True, f"webhook URL: GitHub sends deliveries to {recorded}, this server")
