@@ -254,14 +254,27 @@ async def test_credentials_github_refuses_stop_doctor_at_its_first_line(github, 
     assert len(lines) == 2 and lines[0].startswith(line) and lines[1].startswith("   fix: "), out
 
 
-async def test_serve_refuses_to_listen_with_credentials_github_refuses(github, app_key, other_key, tmp_path, capsys):
-    """Live `serve` with a key of another App: one line, exit 2, and the port never opened (the journal is not even
-    created: nothing can be acknowledged)."""
+@pytest.mark.parametrize("wrong", CREDENTIALS, ids=list(CREDENTIALS))
+async def test_serve_refuses_to_listen_with_credentials_github_refuses(
+    github, app_key, other_key, tmp_path, capsys, wrong
+):
+    """Live `serve` with each wrong credential: one line (the same words as doctor's), exit 2, and the port never
+    opened (the journal is not even created: nothing can be acknowledged)."""
     correct_install(github, app_key)
-    live = Settings(app_id="1", private_key=other_key, webhook_secrets=("s",), port=0, db_path=str(tmp_path / "j.db"))
+    changes, line = CREDENTIALS[wrong]
+    changes = {k: other_key if v == "other" else v for k, v in changes.items()}
+    live = Settings(
+        app_id=changes.get("app_id", "1"),
+        private_key=changes.get("private_key", app_key),
+        webhook_secrets=("s",),
+        port=0,
+        db_path=str(tmp_path / "j.db"),
+    )
     assert await cli.serve(live, io.StringIO()) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("sweepbot: cannot start live: GitHub refused App 1's JWT (401"), err
+    said = line.removeprefix("❌ credentials: ")
+    assert len(err) == 1 and err[0].startswith(f"sweepbot: cannot start live: {said}"), err
+    assert "; set " in err[0] or "; generate " in err[0]  # the fix follows
     assert not (tmp_path / "j.db").exists()
 
 

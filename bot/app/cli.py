@@ -22,13 +22,13 @@ from gidgethub import sansio
 
 from bot.app import setup_page
 from bot.app.doctor import doctor as run_doctor
-from bot.app.doctor import verify_credentials
+from bot.app.doctor import read_config, verify_credentials
 from bot.app.header_deadline import DeadlineSite
 from bot.app.runtime import Bot, default_router, live_github, log_secrets
 from bot.app.server import FULL_NAME, make_app
 from bot.app.webhook_signature import sign
 from bot.app.worker_process import WorkerProcess, WorkersUnavailable
-from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, parse_repo_config
+from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
@@ -605,9 +605,6 @@ def setup_command(args: argparse.Namespace) -> int:
     return asyncio.run(setup(options, args.host, args.port))
 
 
-CONFIG_HINTS = "_config_hint.en.j2"  # check-config speaks English, as the rest of the CLI
-
-
 def check_config(path: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
@@ -615,15 +612,12 @@ def check_config(path: str, out: TextIO | None = None) -> int:
     except OSError as exc:
         print(f"{path}: cannot read: {exc}", file=sys.stderr)
         return 2
-    try:
-        parse_repo_config(text)
-    except ConfigError as exc:
+    errors = read_config(text)
+    if isinstance(errors, list):
         print(f"{path}: invalid", file=out)
-        hints = Templates().environment.get_template(CONFIG_HINTS).module
-        for error in exc.errors:
+        for error, hint in errors:
             print(f"  - {error}", file=out)
-            if getattr(error, "hint", None):
-                hint = hints.hint(error)  # type: ignore[attr-defined]  # jinja2 sets a template's macros at run time
+            if hint:
                 print(f"    hint: {hint}", file=out)
         return 1
     print(f"{path}: valid", file=out)

@@ -32,7 +32,7 @@ from handlers.signoff import JUDGE_INPUTS
 
 DELIVERIES_LOOKED_AT = 100  # the newest webhook deliveries GitHub lists that doctor reads (one page)
 DELIVERIES_SHOWN = 5  # failed ones named; the rest counted
-CONFIG_HINTS = "_config_hint.en.j2"  # the config check's hints, as `sweepbot check-config` prints them
+CONFIG_HINTS = "_config_hint.en.j2"  # the config check's hints: the CLI speaks English
 EXAMPLE_WORKFLOWS = "examples/workflows/"
 MARKS = {True: "✅", False: "❌", None: "➖"}
 
@@ -44,6 +44,17 @@ class Verdict:
     app: dict[str, Any] | None
     problem: str = ""
     fix: str = ""
+
+
+def read_config(text: str | bytes, templates: Templates | None = None) -> Policy | list[tuple[str, str | None]]:
+    """A `.github/sweepbot.yml` through the config check (`sweepbot check-config`, the bot's own): the policy,
+    or each error with its hint in the CLI's words (None: no hint)."""
+    try:
+        return parse_repo_config(text)
+    except ConfigError as exc:
+        hints = (templates or Templates()).environment.get_template(CONFIG_HINTS).module
+        # jinja2 sets a template's macros at run time, which mypy cannot see
+        return [(str(e), hints.hint(e) if getattr(e, "hint", None) else None) for e in exc.errors]  # type: ignore[attr-defined]
 
 
 async def verify_credentials(app: GitHubApp) -> Verdict:
@@ -240,14 +251,9 @@ class Doctor:
             self.say(True, f"{name}: no {REPO_CONFIG_PATH} on {branch}: app.yaml's defaults apply")
             return default_policy()
         text = await _file_text(gh, name, file)
-        try:
-            policy = parse_repo_config(text)
-        except ConfigError as exc:
-            hints = self.templates.environment.get_template(CONFIG_HINTS).module
-            shown = []
-            for error in exc.errors:
-                hint = hints.hint(error) if getattr(error, "hint", None) else ""  # type: ignore[attr-defined]
-                shown.append(f"{error}" + (f" (hint: {hint})" if hint else ""))
+        policy = read_config(text, self.templates)
+        if isinstance(policy, list):
+            shown = [error + (f" (hint: {hint})" if hint else "") for error, hint in policy]
             self.say(
                 False,
                 f"{name}: {REPO_CONFIG_PATH} on {branch} is invalid: {'; '.join(shown)}",
