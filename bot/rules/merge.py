@@ -505,3 +505,54 @@ def _duplicates(base: bytes, entries: Sequence[AppendedEntry]) -> list[dict[str,
         if line is not None:
             found.append({"line": entry.line, "base_line": line})
     return found
+
+
+# -- the bot's own commit on a PR's branch ------------------------------------------------------------------------
+
+MERGE_OF_TRAILER = "Sweepbot-Merge-Of"  # its last line names the head the merge was checked on
+_TRAILER = re.compile(r"^" + MERGE_OF_TRAILER + r": ([0-9a-f]{40})\s*\Z", re.MULTILINE)
+
+
+def prepared_for(commit: Mapping[str, Any], bot_login: str) -> str | None:
+    """The head a commit of the bot's on a PR's branch was made to merge (its trailer), or None for any other
+    commit. A merge that lost its answer after moving the PR's branch is resumed from it: the checks stay those
+    of the head it names. Only a commit the bot authored (git's author name) whose first parent leads back to
+    that head counts; on a PR from the repository's own branches only writers can push anyway."""
+    if ((commit.get("author") or {}).get("name") or "") != bot_login:
+        return None
+    match = _TRAILER.search(str(commit.get("message") or "")[-200:])
+    parents = [p.get("sha") for p in commit.get("parents") or () if isinstance(p, Mapping)]
+    if match is None or len(parents) != 2:
+        return None
+    return match.group(1)
+
+
+def tree_changes(
+    files: Sequence[Mapping[str, Any]], modes: Mapping[str, str], changelog_path: str, changelog: str | None
+) -> list[dict[str, Any]]:
+    """What the merge writes over the base's tree: each file the PR changes as it is at the PR's head (GitHub's
+    `pulls/{n}/files` list gives each file's blob), a renamed file's old path deleted, and the changelog as
+    resolved (`changelog`, None: the PR leaves it alone). `modes`: the head tree's mode of each path (a script
+    stays executable, a submodule a submodule), 100644 where it is not known."""
+    changes: dict[str, dict[str, Any]] = {}
+    for entry in files:
+        path = str(entry.get("filename") or "")
+        if not path:
+            continue
+        previous = entry.get("previous_filename")
+        if entry.get("status") == "renamed" and isinstance(previous, str) and previous:
+            changes[previous] = {"path": previous, "mode": modes.get(previous, "100644"), "sha": None}
+        if entry.get("status") == "removed":
+            changes[path] = {"path": path, "mode": modes.get(path, "100644"), "sha": None}
+        else:
+            changes[path] = {"path": path, "mode": modes.get(path, "100644"), "sha": entry.get("sha")}
+    if changelog is not None:
+        changes[changelog_path] = {"path": changelog_path, "mode": "100644", "content": changelog}
+    return list(changes.values())
+
+
+def conflicting_files(changed_on_pr: Sequence[str], changed_on_base: Sequence[str], changelog_path: str) -> list[str]:
+    """Files changed both by the PR and on the base branch since the merge base, the changelog left out (its tail
+    is resolved): each needs the author's merge."""
+    on_base = set(changed_on_base)
+    return [path for path in changed_on_pr if path in on_base and path != changelog_path]

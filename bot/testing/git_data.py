@@ -78,6 +78,11 @@ class GitDataMixin(PullsMixin, ReposMixin):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._git: dict[str, GitStore] = {}  # lowercased full name -> its objects
+        self._merge_bases: dict[tuple[str, str], str] = {}  # (lowercased full name, head sha) -> merge base
+
+    def set_merge_base(self, full_name: str, head_sha: str, sha: str) -> None:
+        """`compare/{base}...{head_sha}` names `sha` as the merge base (a PR branched before the base moved on)."""
+        self._merge_bases[(full_name.lower(), head_sha)] = sha
 
     # ---- inspection -----------------------------------------------------------------------
 
@@ -576,6 +581,30 @@ class GitDataMixin(PullsMixin, ReposMixin):
         }
 
     # ---- routes of other mixins that know the objects made here ----------------------------
+
+    def _route_get_compare(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
+        """As the plain fake's, with what the objects here tell: the merge base set for the head, the status by
+        ancestry (`behind`/`identical`: the base holds the head) and the files that differ, when both sides'
+        files are known."""
+        status, answer = super()._route_get_compare(call, repo, ref)
+        base, _, head = ref.partition("...")
+        base_sha = self._branch_sha(repo, base) or base
+        head_sha = self._branch_sha(repo, head) or head
+        merge_base = self._merge_bases.get((repo.full_name.lower(), head_sha))
+        if merge_base is not None:
+            answer["merge_base_commit"] = {"sha": merge_base}
+        if head_sha == base_sha:
+            answer["status"] = "identical"
+        elif self._reaches(repo, base_sha, head_sha):
+            answer["status"] = "behind"
+        before, after = self._files_at(repo, base_sha), self._files_at(repo, head_sha)
+        if before is not None and after is not None:
+            answer["files"] = [
+                {"filename": path, "status": "modified" if path in before and path in after else "changed"}
+                for path in sorted(set(before) | set(after))
+                if before.get(path) != after.get(path)
+            ]
+        return status, answer
 
     def _route_get_git_commit(self, call: Call, repo: Repo, ref: str) -> tuple[int, Any]:
         """A commit made here, with its tree; any other the fake knows as PullsMixin shows it, with a tree."""
