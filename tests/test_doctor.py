@@ -243,6 +243,25 @@ CREDENTIALS = {
 }
 
 
+async def test_without_credentials_doctor_says_which_are_missing(capsys):
+    out = io.StringIO()
+    assert await cli.doctor(Settings(app_id="1"), None, None, out) == 1
+    assert out.getvalue().splitlines() == [
+        "❌ credentials: PRIVATE_KEY or PRIVATE_KEY_PATH is not set",
+        "   fix: set them in the environment or in .env (`sweepbot setup` writes them)",
+    ]
+    assert await cli.doctor(Settings(app_id="1"), "not a repo", None, out) == 2
+    assert capsys.readouterr().err.startswith("sweepbot: --repo 'not a repo': expected OWNER/NAME")
+
+
+async def test_a_refusal_that_is_not_the_keys_fault_says_what_github_said(github, app_key):
+    correct_install(github, app_key)
+    github.fail_next("GET", r"^/app$", 403, json={"message": "Resource not accessible by integration"})
+    code, out = await run(app_key)
+    assert code == 1
+    assert out.startswith("❌ credentials: GitHub answered GET /app with 403 Resource not accessible by integration")
+
+
 @pytest.mark.parametrize("wrong", CREDENTIALS, ids=list(CREDENTIALS))
 async def test_credentials_github_refuses_stop_doctor_at_its_first_line(github, app_key, other_key, wrong):
     correct_install(github, app_key)

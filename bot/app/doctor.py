@@ -83,6 +83,12 @@ async def verify_credentials(app: GitHubApp) -> Verdict:
                 f"GitHub knows no App {app_id} (404 {exc})",
                 "set APP_ID to the App ID on the App's settings page (GitHub Enterprise: set GITHUB_API_URL too)",
             )
+        if status != 401:  # a rate limit, an Enterprise server's policy: not the key's fault
+            return Verdict(
+                None,
+                f"GitHub answered GET /app with {status} {exc}",
+                "see GitHub's message; check GITHUB_API_URL, then try again",
+            )
         return Verdict(
             None,
             f"GitHub refused App {app_id}'s JWT ({status} {exc}): PRIVATE_KEY is not a key of App {app_id}",
