@@ -297,6 +297,22 @@ async def test_serve_refuses_to_listen_with_credentials_github_refuses(
     assert not (tmp_path / "j.db").exists()
 
 
+async def test_a_github_that_does_not_answer_at_start_does_not_stop_serve(github, app_key, tmp_path, capsys):
+    """No verdict is no refusal: GitHub down at start leaves serve starting as before (GitHub cannot deliver while
+    it is down), with the check made again later; doctor says it cannot reach GitHub."""
+    correct_install(github, app_key)
+    github.set_down(True)
+    live = Settings(
+        app_id="1", private_key=app_key, webhook_secrets=("s",), port=0, db_path=str(tmp_path / "j.db"), workers=0
+    )
+    out = io.StringIO()
+    assert await cli.serve(live, out, until_walked=True) == 0
+    assert "sweepbot live on http://127.0.0.1:" in out.getvalue() and "NOT READY" not in out.getvalue()
+    assert capsys.readouterr().err == ""
+    code, said = await run(app_key)
+    assert code == 1 and said.startswith("❌ credentials: cannot reach GitHub at https://api.github.com"), said
+
+
 async def test_with_the_flag_serve_listens_not_ready_and_refuses_webhooks(github, app_key, other_key, tmp_path):
     from aiohttp.test_utils import TestClient, TestServer
 

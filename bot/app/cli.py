@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import difflib
 import json
+import logging
 import os
 import signal
 import sys
@@ -118,15 +119,19 @@ async def _serve(
 
         recorder = Recorder(out)
     app, fake = build_github(settings, metrics, out, on_write=recorder)
-    unverified = None
+    unverified, recheck_needed = None, False
     if not sandbox:  # nothing listens before GitHub has accepted the App's credentials
         verdict = await verify_credentials(app)
-        if verdict.app is None:
+        if verdict.unreachable:  # no verdict: GitHub sends no deliveries it cannot take back, so serve and ask again
+            logs.event("credentials not verified: GitHub did not answer", logging.WARNING, error=verdict.problem)
+            recheck_needed = True
+        elif verdict.app is None:
             if not unready_on_bad_credentials:
                 print(f"sweepbot: cannot start live: {verdict.problem}; {verdict.fix}", file=sys.stderr)
                 await app.close()
                 return 2
             unverified = f"{verdict.problem}; {verdict.fix}"
+            recheck_needed = True
     try:
         bot = Bot(settings, app, apart=WorkerProcess(settings) if settings.worker_process and not sandbox else None)
     except JournalUnavailable as exc:  # a bad or unreachable database: said once, without its password
@@ -161,7 +166,7 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    recheck = asyncio.ensure_future(_verify_until_accepted(bot)) if unverified else None
+    recheck = asyncio.ensure_future(_verify_until_accepted(bot)) if recheck_needed else None
     url = f"http://{settings.host}:{_bound_port(runner, settings.port)}"
     logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
     try:
@@ -197,12 +202,18 @@ CREDENTIALS_RETRY = 30.0  # seconds between checks of credentials GitHub refused
 
 
 async def _verify_until_accepted(bot: Bot) -> None:
-    """Check the App's credentials again until GitHub accepts them; the server is then ready."""
-    while bot.unverified:
+    """Check the App's credentials again until GitHub accepts them; the server is then ready. While GitHub does not
+    answer the server stays as it is; credentials GitHub then refuses make it not ready (a log line says why)."""
+    while True:
         await asyncio.sleep(CREDENTIALS_RETRY)
         verdict = await verify_credentials(bot.app)
+        if verdict.unreachable:
+            continue
         bot.unverified = None if verdict.app is not None else f"{verdict.problem}; {verdict.fix}"
-        logs.event("credentials checked again", accepted=bot.unverified is None)
+        level = logging.INFO if bot.unverified is None else logging.ERROR
+        logs.event("credentials checked again", level, accepted=bot.unverified is None, problem=bot.unverified)
+        if bot.unverified is None:
+            return
 
 
 async def listen(runner: web.AppRunner, host: str, port: int, hint: str) -> web.BaseSite | None:

@@ -44,6 +44,7 @@ class Verdict:
     app: dict[str, Any] | None
     problem: str = ""
     fix: str = ""
+    unreachable: bool = False  # no verdict: GitHub did not answer (a transport error, a 5xx)
 
 
 def read_config(text: str | bytes, templates: Templates | None = None) -> Policy | list[tuple[str, str | None]]:
@@ -100,6 +101,7 @@ async def verify_credentials(app: GitHubApp) -> Verdict:
             None,
             f"cannot reach GitHub at {app.api_url} to verify the credentials ({type(exc).__name__}: {exc})",
             "check GITHUB_API_URL and this machine's network, then try again",
+            unreachable=True,
         )
     return Verdict(found if isinstance(found, dict) else {})
 
