@@ -296,8 +296,7 @@ class Doctor:
             if problems:
                 self.say(
                     False,
-                    f"{name}: {path} on {branch} would refuse the bot's dispatch: "
-                    + "; ".join(_input_problem(p) for p in problems),
+                    f"{name}: {path} on {branch} would refuse the bot's dispatch: {_input_problems(problems)}",
                     f"declare under on.workflow_dispatch.inputs exactly the inputs the bot sends ({', '.join(inputs)}),"
                     f" each `type: string`, as examples/workflows/ does",
                 )
@@ -416,15 +415,29 @@ def _settings_url(app: Mapping[str, Any]) -> str:
     return f"{base}/settings/apps/{slug}"
 
 
-def _input_problem(problem: InputProblem) -> str:
-    return {
-        "too_big": f"the file is over {problem.detail} bytes",
-        "not_yaml": f"it is not valid YAML ({problem.detail})",
-        "no_inputs": "it has no `on: workflow_dispatch`",
-        "undeclared": f"input `{problem.name}` is not declared",
-        "not_sent": f"input `{problem.name}` is required, and the bot does not send it",
-        "wrong_type": f"input `{problem.name}` is `type: {problem.detail}`, which cannot take the value the bot sends",
-    }[problem.code]
+def _input_problems(problems: Sequence[InputProblem]) -> str:
+    """The problems of one workflow's inputs, those of a kind together: `a`, `b` are not declared; ..."""
+    by_code: dict[str, list[InputProblem]] = {}
+    for problem in problems:
+        by_code.setdefault(problem.code, []).append(problem)
+    said = []
+    for code, same in by_code.items():
+        first, names = same[0], ", ".join(f"`{p.name}`" for p in same)
+        inputs = "input" if len(same) == 1 else "inputs"
+        said.append(
+            {
+                "too_big": f"the file is over {first.detail} bytes",
+                "not_yaml": f"it is not valid YAML ({first.detail})",
+                "no_inputs": "it has no `on: workflow_dispatch`",
+                "undeclared": f"{inputs} {names} {'is' if len(same) == 1 else 'are'} not declared",
+                "not_sent": f"{inputs} {names} {'is' if len(same) == 1 else 'are'} required, and the bot does not"
+                f" send {'it' if len(same) == 1 else 'them'}",
+                "wrong_type": "; ".join(
+                    f"input `{p.name}` is `type: {p.detail}`, which cannot take the value the bot sends" for p in same
+                ),
+            }[code]
+        )
+    return "; ".join(said)
 
 
 def _delivery(d: Mapping[str, Any]) -> str:
