@@ -59,6 +59,7 @@ async def test_a_correct_install_is_all_ticks(github, app_key):
     assert len(lines) == 11, out  # credentials, permissions, events, the installation, 2 configs, 2 workflows,
     # the results repository, the webhook URL, the deliveries
     assert f"✅ {BENCH}: the results repository {RESULTS} is in installation 1 (acme) with contents: write" in out
+    assert "(results.mode service)" in out
     assert not [r for r in github.requests if r.method != "GET" and "access_tokens" not in r.path]  # read-only
     assert github.count("GET", rf"^/repos/{BENCH}$") == 1  # its default branch, asked once
 
@@ -454,3 +455,12 @@ def test_failed_deliveries_newest_first_and_not_once_redelivered():
         {"guid": "b", "status_code": 502},
     ]
     assert [d["guid"] for d in failed_deliveries(log)] == ["b", "c"]
+
+
+async def test_with_no_results_service_doctor_says_which_mode_is_on_and_checks_no_results_repository(github, app_key):
+    correct_install(github, app_key)
+    github.set_file(BENCH, ".github/sweepbot.yml", CONFIG + "  mode: none\n")
+    code, out = await run(app_key)
+    assert code == 0, out
+    assert f"➖ {BENCH}: results.mode is none: no results service" in out
+    assert "the bot may send it repository_dispatch" not in out

@@ -307,6 +307,13 @@ class Doctor:
         self, name: str, one: Installed, policy: Policy, covering: Mapping[str, Installed], install_url: str
     ) -> None:
         target = policy.results.repository
+        if not policy.results.enabled:
+            self.say(
+                None,
+                f"{name}: results.mode is none: no results service; /use pins and reports, nothing is staged or"
+                " ingested",
+            )
+            return
         theirs = covering.get(target.lower())
         contents = (one.json.get("permissions") or {}).get("contents", "none")
         if theirs is None:
@@ -334,7 +341,7 @@ class Doctor:
             self.say(
                 True,
                 f"{name}: the results repository {target} is in {one.name} with contents: write: the bot may send"
-                f" it repository_dispatch",
+                f" it repository_dispatch (results.mode service)",
             )
 
     # -- the webhook -----------------------------------------------------------------------------------------
