@@ -432,7 +432,8 @@ def _error(e: ChangelogError) -> dict[str, Any]:
 def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
     if run is None:
         return None
-    links = viewer_links(ctx.policy.results.viewer, run.run_id) if run.finished else {}
+    # the viewer shows what the results service serves: with none (results.mode none), no links
+    links = viewer_links(ctx.policy.results.viewer, run.run_id) if run.finished and ctx.policy.results.enabled else {}
     return {
         "run_id": run.run_id,
         "dispatch_id": run.dispatch_id,
@@ -787,7 +788,8 @@ def run_comment_variables(
     run_id, conclusion = int(run["id"]), run.get("conclusion")
     attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
     summary = run_report.summarize_jobs(jobs)
-    links = viewer_links(ctx.policy.results.viewer, run_id) if conclusion == "success" else {}
+    shown = conclusion == "success" and ctx.policy.results.enabled  # no results service, no viewer (as _shown_run)
+    links = viewer_links(ctx.policy.results.viewer, run_id) if shown else {}
     return {
         "run_id": run_id,
         "attempt": attempt,

@@ -78,6 +78,7 @@ HELP = {
     "commands": help_entries(DEFAULT_COMMANDS),
     "docs_url": f"{BLOB}/README.md",
     "problem": None,
+    "results_service": True,
 }
 PROBLEM_TEXTS = {
     "use-needs-run-id": "/use",
@@ -113,6 +114,7 @@ SAMPLES: dict[str, list[dict]] = {
     + [RENAMED_WELCOME],
     "help": [
         HELP,
+        {**HELP, "results_service": False},  # results.mode none
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
@@ -1033,7 +1035,7 @@ MERGE_REFUSALS = [  # one of each refusal code (bot/rules/merge.py), with the pa
     {"code": "changelog-result-invalid", "fixer": "maintainer", "params": {}},
     {"code": "conflict", "fixer": "author", "params": {"files": ["benchmarks/a.sh", "configs/b.yaml"]}},
 ]
-MERGE_REPLY = {
+MERGE_REPLY: dict[str, Any] = {
     "requester": "maintainer",
     "refusals": [],
     "run": None,
@@ -1050,6 +1052,24 @@ SAMPLES["merge_reply"] = [
     {**MERGE_REPLY, "outcome": "unauthorized"},
     {**MERGE_REPLY, "outcome": "permission_unknown"},
 ]
+# no results service (policy results.mode none): the merge notice for each outcome, a pin's staging and a merged
+# PR's ingest sections, and /stage-results refused
+_OFF = {"state": "off", "repository": "SemiAnalysisAI/InferenceX-app", "error": None}
+SAMPLES["merge_reuse"] += [
+    {**sample, "ingest": _OFF, "report": None}
+    for sample in SAMPLES["merge_reuse"]
+    if sample["report"] is None and not sample["after_merge"]
+]
+SAMPLES["reuse_reply"] += [
+    {
+        **sample,
+        "staging": {**sample["staging"], "state": "off"},
+        "ingest": ingest,
+    }
+    for sample in [next(s for s in SAMPLES["reuse_reply"] if s["staging"] is not None)]
+    for ingest in (None, _OFF)
+]
+SAMPLES["stage_reply"] += [{**SAMPLES["stage_reply"][0], "outcome": "no_results_service", "staging": None}]
 SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()

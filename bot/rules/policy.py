@@ -112,6 +112,10 @@ class Workflows(_NameTable):
 
 
 class Results(_Frozen):
+    mode: Literal["service", "none"] = Field(
+        description="service: a results service stages and ingests pinned runs; none: there is none, so `/use` "
+        "pins and reports but no staging or ingest request is sent"
+    )
     repository: Text
     viewer: Text
     stage: Text
@@ -119,6 +123,12 @@ class Results(_Frozen):
     senders: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
         description="logins whose callbacks are accepted, besides the App"
     )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the bot sends the results service anything (staging at `/use`, ingest at merge): `mode` is
+        not "none". Every request to the service asks this first."""
+        return self.mode != "none"
 
 
 MergeMethod = Literal["squash", "merge", "rebase"]

@@ -87,6 +87,10 @@ class ActionsMixin(GitHubCore):
         repo.workflows[file] = workflow
         return self._workflow_json(repo, workflow)
 
+    def delete_workflow(self, full_name: str, file: str) -> None:
+        """`.github/workflows/<file>` is gone: dispatching it is 404 again."""
+        self._repo(full_name).workflows.pop(file, None)
+
     def add_run(
         self,
         full_name: str,
