@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, Protocol, TypedDict, Unpack
-
-import cachetools
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
@@ -31,7 +29,6 @@ from bot.rules.dispatched_runs import bot_run
 from bot.rules.gate import AppliedLabel
 from bot.rules.links import repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
-from bot.rules.master_config import MasterConfigs, keys_matching, pools_of, read_master_configs
 from bot.rules.policy import Policy
 from bot.rules.pull_request import (
     actor_of,
@@ -374,27 +371,6 @@ async def counted_label_names(ctx: Context, pull: Mapping[str, Any], record: Swe
 
 
 # -- the runner pools' queues ----------------------------------------------------------------------
-
-_master_configs: cachetools.LRUCache = cachetools.LRUCache(maxsize=64)  # (repo, paths, base SHA) -> MasterConfigs
-
-
-async def master_configs(ctx: Context, base_sha: str) -> MasterConfigs:
-    """The master configs at the base commit (authority files: never the PR's head); kept per commit."""
-    paths = ctx.policy.paths.master_configs
-    key = (ctx.repo, paths, base_sha)
-    if key not in _master_configs:
-        texts = await asyncio.gather(*(ctx.file_at(path, base_sha) for path in paths))
-        decoded = {p: None if t is None else t.decode("utf-8", errors="replace") for p, t in zip(paths, texts)}
-        _master_configs[key] = read_master_configs(decoded)
-    configs: MasterConfigs = _master_configs[key]
-    return configs
-
-
-async def sweep_pools(ctx: Context, base_sha: str, config_keys: Iterable[str]) -> tuple[str, ...]:
-    """The runner pools a sweep of `config_keys` (the appended entries' values, wildcards and all) runs on."""
-    configs = await master_configs(ctx, base_sha)
-    keys = [key for pattern in dict.fromkeys(config_keys) for key in keys_matching(pattern, configs.keys())]
-    return tuple(pools_of(keys, configs))
 
 
 def queue_entry(number: int, record: SweepRecord) -> tuple[str, Entry] | None:

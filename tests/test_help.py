@@ -61,17 +61,19 @@ def test_help_variables_show_the_problem_only_when_there_is_one():
         "commands": help_entries(NAMES),
         "docs_url": POLICY.docs_url,
         "problem": None,
+        "results_service": True,
     }
     wrong = help_variables(POLICY, "bob", parse("/use abc", NAMES))
     assert wrong["problem"] == {"text": "/use abc", "key": "run-id-not-numeric"}
 
 
 def test_help_entries_are_the_registry_in_order_with_the_configured_names():
-    names = {"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}
+    names = {"use": "pin", "reuse": "reuse", "stage": "restage", "merge": "land", "help": "commands"}
     assert help_entries(names) == [
         {"kind": "use", "name": "pin", "run_id": "required", "who": "maintainers", "help": "use"},
         {"kind": "reuse", "name": "reuse", "run_id": "optional", "who": "maintainers", "help": "reuse"},
         {"kind": "stage", "name": "restage", "run_id": "optional", "who": "maintainers", "help": "stage"},
+        {"kind": "merge", "name": "land", "run_id": "none", "who": "maintainers", "help": "merge"},
         {"kind": "help", "name": "commands", "run_id": "none", "who": "anyone", "help": "help"},
     ]
 
@@ -83,7 +85,12 @@ def render_help(
     monkeypatch.setattr(help_command, "COMMANDS", registry)
     entries = help_entries({spec.kind: spec.default_name for spec in registry})
     return Templates().render(
-        "help", requester="alice", commands=entries, docs_url="https://x.example/docs", problem=problem
+        "help",
+        requester="alice",
+        commands=entries,
+        docs_url="https://x.example/docs",
+        problem=problem,
+        results_service=True,
     )
 
 
@@ -96,6 +103,7 @@ def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(mon
         "| `/use <run_id>`",
         "| `/reuse-sweep-run [<run_id>]`",
         "| `/stage-results [<run_id>]`",
+        "| `/merge`",
         "| `/help`",
         "| `/info [<run_id>]`",
     ]
@@ -105,11 +113,11 @@ def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(mon
     )
     assert (
         "followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run`, `/stage-results`"
-        " and `/info` take one or none, and `/help` takes none."
+        " and `/info` take one or none, and `/merge` and `/help` take none."
     ) in english
     assert (
         "后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run`、`/stage-results` 和 `/info`"
-        " 可以带一个或不带，`/help` 不带参数。"
+        " 可以带一个或不带，`/merge` 和 `/help` 不带参数。"
     ) in chinese
     assert (
         "| `/info [<run_id>]` | 请求结果服务重新暂存这次运行；不带 run id 时暂存当前固定的 run。 | 任何人 |" in chinese
@@ -122,11 +130,11 @@ def test_the_argument_sentence_follows_the_registry_and_agrees_in_number(monkeyp
     english, chinese = text.split("\n## 中文\n")
     assert (
         "followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run` takes one or"
-        " none, and `/stage-results` and `/help` take none."
+        " none, and `/stage-results`, `/merge` and `/help` take none."
     ) in english
     assert (
         "后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run` 可以带一个或不带，"
-        "`/stage-results` 和 `/help` 不带参数。"
+        "`/stage-results`、`/merge` 和 `/help` 不带参数。"
     ) in chinese
     assert "| `/stage-results` |" in english and "| `/stage-results` |" in chinese
 
@@ -150,6 +158,7 @@ def test_a_registry_entry_the_templates_have_no_text_for_cannot_be_rendered(monk
             commands=help_entries({**NAMES, "deploy": "deploy"}),
             docs_url="https://x.example/docs",
             problem=None,
+            results_service=True,
         )
 
 
@@ -193,6 +202,7 @@ async def test_help_reply_lists_every_command_who_may_use_it_an_example_and_the_
         "`/use <run_id>`",
         "`/reuse-sweep-run [<run_id>]`",
         "`/stage-results [<run_id>]`",
+        "`/merge`",
         "`/help`",
     ]
     for row in rows:

@@ -52,6 +52,12 @@ AGREEMENT = [
     ("limits:\n  changelog_bytes: 0\n", False),
     ("limits:\n  changelog_bytes: true\n", False),
     ("sweeps:\n  triage_may_start: 1\n", False),
+    # the size limit in benchmark points: a positive whole number, or null (never asked)
+    ("sweeps:\n  confirm_over: 400\n", True),
+    ("sweeps:\n  confirm_over: null\n", True),
+    ("sweeps:\n  confirm_over: 0\n", False),
+    ("sweeps:\n  confirm_over: '400'\n", False),
+    ("sweeps:\n  confirm_over: 1.5\n", False),
 ]
 
 

@@ -28,7 +28,13 @@ DEFAULT_LABELS = [
     {"name": "non-canary-full-sweep-enabled", "canary": False, "fail_fast": False, "recommended": False},
 ]
 DEFAULT_MODIFIERS = {"all_evals": "all-evals", "evals_only": "evals-only", "agentx_fast": "agentx-fast"}
-DEFAULT_COMMANDS = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+DEFAULT_COMMANDS = {
+    "use": "use",
+    "reuse": "reuse-sweep-run",
+    "stage": "stage-results",
+    "merge": "merge",
+    "help": "help",
+}
 BLOB = "https://github.com/SemiAnalysisAI/InferenceX/blob/main"
 
 WELCOME = {
@@ -72,6 +78,7 @@ HELP = {
     "commands": help_entries(DEFAULT_COMMANDS),
     "docs_url": f"{BLOB}/README.md",
     "problem": None,
+    "results_service": True,
 }
 PROBLEM_TEXTS = {
     "use-needs-run-id": "/use",
@@ -107,10 +114,13 @@ SAMPLES: dict[str, list[dict]] = {
     + [RENAMED_WELCOME],
     "help": [
         HELP,
+        {**HELP, "results_service": False},  # results.mode none
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
-            "commands": help_entries({"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}),
+            "commands": help_entries(
+                {"use": "pin", "reuse": "reuse", "stage": "restage", "merge": "land", "help": "commands"}
+            ),
             "problem": {"text": "/pin", "key": "use-needs-run-id"},
         },
     ],
@@ -633,7 +643,7 @@ def _status_samples() -> list[dict]:
     """Status comment variables as the sweep gate builds them (handlers.sweep_gate.status_view over real gate
     decisions): every headline, a blocked fork with changelog problems, each failed dispatch, each pin
     withdrawal, and the check run's shorter form."""
-    from bot.core.config import default_policy
+    from bot.core.config import default_policy, parse_repo_config
     from bot.rules.changelog import check_append
     from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Condition, Dispatched, GateInput, decide
     from bot.rules.links import viewer_links
@@ -763,6 +773,35 @@ def _status_samples() -> list[dict]:
         for reason in WITHDRAWALS
         for by in ("maintainer", "")
     )
+    # what the sweep runs per runner pool (handlers.sweep_gate.shown_cost), with and without history, one point;
+    # then a sweep over the policy's limit (sweeps.confirm_over) waiting for a maintainer's confirmation
+    mi355x = {"pool": "mi355x", "points": 18, "config_keys": ["dsr1-fp4-mi355x-sglang", "dsr1-fp4-mi355x-atom"]}
+    multinode = {"pool": "b200-multinode", "points": 21, "config_keys": ["dsr1-fp4-b200-dynamo-trt"], "max_nodes": 9}
+    cost = {
+        "pools": [
+            {**mi355x, "max_nodes": 0, "node_hours": None, "lower_bound": False},
+            {**multinode, "node_hours": 37.5, "lower_bound": True},
+        ],
+        "more_pools": 0,
+        "more_points": 0,
+        "unmatched": ["dsr2-*", "no-such-key"],
+        "more_unmatched": 0,
+        "no_pool": ["dsr1-fp4-h100-vllm"],
+        "more_no_pool": 0,
+    }
+    one = {
+        "pools": [{**multinode, "points": 1, "node_hours": None, "lower_bound": False}],
+        "more_pools": 3,  # past the 20 pools given a line each (handlers.sweep_gate.SHOWN_POOLS)
+        "more_points": 140,
+        "unmatched": [f"dsr{n}-*" for n in range(10)],  # the first 10 of 15 (handlers.sweep_gate.SHOWN_KEYS)
+        "more_unmatched": 5,
+        "no_pool": [f"dsr1-fp4-h100-v{n}" for n in range(10)],
+        "more_no_pool": 1,
+    }
+    out += [view(dict(labelled, changelog=valid), cost=cost), view(dict(labelled, changelog=valid), cost=one)]
+    limited = parse_repo_config("sweeps:\n  confirm_over: 20\n")
+    over = decide(GateInput(**labelled, changelog=valid, points=39), limited)
+    out.append(status_view(over, None, head_sha=sha, author="partner", is_fork=False, g=g, cost=cost))
     return out
 
 
@@ -986,6 +1025,68 @@ SAMPLES["merge_reuse"] += [
     {**SAMPLES["merge_reuse"][0], "report": {k: v for k, v in report.items() if k not in ("run_id", "run_url")}}
     for report in SAMPLES["ingest_report"]
 ]
+MERGE_REFUSALS = [  # one of each refusal code (bot/rules/merge.py), with the params the handler keeps
+    {"code": "not-open", "fixer": "author", "params": {"state": "closed", "merged": False}},
+    {"code": "draft", "fixer": "author", "params": {}},
+    {"code": "wrong-base", "fixer": "author", "params": {"base": "release", "expected": "main"}},
+    {"code": "no-primary-label", "fixer": "maintainer", "params": {"primaries": ["full-sweep-fail-fast"]}},
+    {"code": "several-primary-labels", "fixer": "maintainer", "params": {"labels": ["a", "b"]}},
+    {"code": "reuse-blocked", "fixer": "maintainer", "params": {"labels": ["evals-only"]}},
+    {"code": "pin-not-eligible", "fixer": "maintainer", "params": {"verdict": {"code": "no-result-artifact"}}},
+    {"code": "no-eligible-run", "fixer": "maintainer", "params": {"others": []}},
+    {"code": "signoff-missing", "fixer": "codeowner", "params": {"conclusion": None}},
+    {
+        "code": "changelog-invalid",
+        "fixer": "author",
+        "params": {"reason": "errors", "error_count": 3, "error_count_is_lower_bound": False},
+    },
+    {
+        "code": "changelog-invalid",
+        "fixer": "author",
+        "params": {"reason": "no-entry", "error_count": 0, "error_count_is_lower_bound": False},
+    },
+    {"code": "changelog-not-append", "fixer": "author", "params": {}},
+    {"code": "changelog-duplicate", "fixer": "author", "params": {"duplicates": [{"line": 12, "base_line": 3}]}},
+    {"code": "pr-url-not-canonical", "fixer": "maintainer", "params": {"pr_url": "https://x/pull/1", "prefix": "p"}},
+    {"code": "changelog-base-unreadable", "fixer": "maintainer", "params": {"problem": "not a YAML list"}},
+    {"code": "changelog-result-invalid", "fixer": "maintainer", "params": {}},
+    {"code": "conflict", "fixer": "author", "params": {"files": ["benchmarks/a.sh", "configs/b.yaml"]}},
+]
+MERGE_REPLY: dict[str, Any] = {
+    "requester": "maintainer",
+    "refusals": [],
+    "run": None,
+    "sha": "",
+    "error": "",
+    "use_command": "/use",
+    "merge_command": "/merge",
+}
+SAMPLES["merge_reply"] = [
+    {**MERGE_REPLY, "outcome": "refused", "refusals": MERGE_REFUSALS},
+    {**MERGE_REPLY, "outcome": "refused", "refusals": MERGE_REFUSALS[1:2]},
+    {**MERGE_REPLY, "outcome": "merged", "run": {"id": 333, "url": "https://x/runs/333"}, "sha": "a" * 40},
+    {**MERGE_REPLY, "outcome": "github_refused", "error": "405: Required status check is expected"},
+    {**MERGE_REPLY, "outcome": "unauthorized"},
+    {**MERGE_REPLY, "outcome": "permission_unknown"},
+]
+# no results service (policy results.mode none): the merge notice for each outcome, a pin's staging and a merged
+# PR's ingest sections, and /stage-results refused
+_OFF = {"state": "off", "repository": "SemiAnalysisAI/InferenceX-app", "error": None}
+SAMPLES["merge_reuse"] += [
+    {**sample, "ingest": _OFF, "report": None}
+    for sample in SAMPLES["merge_reuse"]
+    if sample["report"] is None and not sample["after_merge"]
+]
+SAMPLES["reuse_reply"] += [
+    {
+        **sample,
+        "staging": {**sample["staging"], "state": "off"},
+        "ingest": ingest,
+    }
+    for sample in [next(s for s in SAMPLES["reuse_reply"] if s["staging"] is not None)]
+    for ingest in (None, _OFF)
+]
+SAMPLES["stage_reply"] += [{**SAMPLES["stage_reply"][0], "outcome": "no_results_service", "staging": None}]
 SAMPLES["run_comment"] = _run_comment_samples()
 
 
@@ -1480,18 +1581,19 @@ def test_help_lists_every_command_with_who_and_an_example():
     english, chinese = halves(TEMPLATES.render("help", **HELP))
     rows = [line for line in english.splitlines() if line.startswith("| `/")]
     assert [code_spans(row)[0].split()[0] for row in rows] == [f"/{name}" for name in DEFAULT_COMMANDS.values()]
-    for row in rows[:3]:
+    for row in rows[:4]:
         assert "write, maintain or admin" in row
-    assert "Anyone" in rows[3]
+    assert "Anyone" in rows[4]
     assert [row.split("|")[-2].strip() for row in rows] == [
         "`/use 1234567890`",
         "`/reuse-sweep-run 1234567890` or `/reuse-sweep-run`",
         "`/stage-results 1234567890`",
+        "`/merge`",
         "`/help`",
     ]
     zh_rows = [line for line in chinese.splitlines() if line.startswith("| `/")]
-    assert len(zh_rows) == 4 and "任何人" in zh_rows[3]
-    assert all("write、maintain 或 admin" in row for row in zh_rows[:3])
+    assert len(zh_rows) == 5 and "任何人" in zh_rows[4]
+    assert all("write、maintain 或 admin" in row for row in zh_rows[:4])
 
 
 def test_help_refuses_an_unknown_problem_key():
@@ -1590,10 +1692,10 @@ def test_issue_title_is_one_line_in_both_languages():
 
 def test_sweep_gate_button_words_are_one_line_in_both_languages_and_fit_github():
     """The `sweep-gate` check's buttons: label at most 20 characters, description at most 40."""
-    for button in ("sweep-again", "approve-head"):
+    for button in ("sweep-again", "approve-head", "merge"):
         for part, limit in (("label", 20), ("description", 40)):
             text = Templates().title("sweep_button", button=button, part=part)
             english, chinese = text.split(" / ")
             assert english and chinese and "\n" not in text and len(text) <= limit
     with pytest.raises(jinja2.UndefinedError):
-        Templates().title("sweep_button", button="merge", part="label")
+        Templates().title("sweep_button", button="deploy", part="label")

@@ -41,6 +41,7 @@ CONDITIONS = (
     "merge_commit",
     "skip_marker",
     "reuse_pin",
+    "cost",
     "dispatch",
 )
 
@@ -66,6 +67,8 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType(
         "merge_commit": frozenset({"same_repo", "not_yet", "present", "computing", "conflicts", "stale"}),
         "skip_marker": frozenset({"absent", "present"}),
         "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
+        # the sweep's size against `sweeps.confirm_over` (bot.rules.sweep_cost): only `awaiting` holds it
+        "cost": frozenset({"no_limit", "unknown", "within", "over", "awaiting", "confirmed"}),
         # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
         # dispatched is `running` until it completes, then `passed`, `run_failed` or `cancelled`.
         "dispatch": frozenset(
@@ -207,6 +210,10 @@ class GateInput:
     # for a new dispatch id even for a commit and label set that ran before; a redelivered press does not.
     restart: str | None = None
     dispatched: tuple[Dispatched, ...] = ()
+    # The benchmark points the sweep runs (bot.rules.sweep_cost; None: not known), and the dispatch id a writer
+    # confirmed a sweep over `sweeps.confirm_over` for (bot-recorded; a push or relabel makes a new id).
+    points: int | None = None
+    confirmed: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(self.labels))
@@ -495,6 +502,25 @@ def _reuse_pin(pr: GateInput) -> Condition:
     return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 
+def _cost(pr: GateInput, otherwise_runnable: bool, key: str, policy: Policy) -> Condition:
+    """A sweep of more points than `sweeps.confirm_over` waits for a writer's confirmation of this dispatch id
+    (the check's button), asked for only once nothing else holds the sweep; unknown points never hold a sweep,
+    and a run already started for the id is not held."""
+    limit = policy.sweeps.confirm_over
+    params = _params(points=pr.points, limit=limit)
+    if limit is None:
+        return Condition("cost", None, "no_limit", params)
+    if pr.points is None:
+        return Condition("cost", None, "unknown", params)
+    if pr.points <= limit:
+        return Condition("cost", True, "within", params)
+    if pr.confirmed == key or any(run.key == key for run in pr.dispatched):
+        return Condition("cost", True, "confirmed", params)
+    if not otherwise_runnable:
+        return Condition("cost", None, "over", params)  # something else holds it first: nothing to confirm yet
+    return Condition("cost", False, "awaiting", params)
+
+
 def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepStart:
     ((_, entry),) = labels.primaries
     flags = labels.modifier_keys
@@ -556,6 +582,7 @@ WAITING: frozenset[tuple[str, str]] = frozenset(
         ("dispatch", "starting"),
         ("dispatch", "retrying"),
         ("dispatch", "queued"),
+        ("cost", "awaiting"),
     }
 )
 
@@ -589,6 +616,8 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         and all(c.ok is not False for c in gates)
         and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates)
     )
+    gates.append(_cost(pr, runnable, key, policy))
+    runnable = runnable and gates[-1].ok is not False
     start = None
     if earlier:
         run = earlier[-1]

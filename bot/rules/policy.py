@@ -7,7 +7,7 @@ defaults are app.yaml's, merged in before validation (bot/core/config.py), so ev
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -100,6 +100,10 @@ class Labels(_Frozen):
 
 class Sweeps(_Frozen):
     triage_may_start: bool = Field(description="on the repository's own branches, triage labels count too")
+    confirm_over: Whole | None = Field(
+        description="benchmark points above which a sweep label alone does not start a sweep: a writer confirms"
+        " with the check's button (null: never asked)"
+    )
     concurrency: dict[Text, Whole] = Field(
         default_factory=dict,
         description="runner pool -> how many sweeps may run on it at once; a pool not named has no cap",
@@ -119,6 +123,10 @@ class Workflows(_NameTable):
 
 
 class Results(_Frozen):
+    mode: Literal["service", "none"] = Field(
+        description="service: a results service stages and ingests pinned runs; none: there is none, so `/use` "
+        "pins and reports but no staging or ingest request is sent"
+    )
     repository: Text
     viewer: Text
     stage: Text
@@ -126,6 +134,23 @@ class Results(_Frozen):
     senders: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
         description="logins whose callbacks are accepted, besides the App"
     )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the bot sends the results service anything (staging at `/use`, ingest at merge): `mode` is
+        not "none". Every request to the service asks this first."""
+        return self.mode != "none"
+
+
+MergeMethod = Literal["squash", "merge", "rebase"]
+
+
+class Merge(_Frozen):
+    method: MergeMethod = Field(
+        description="how the merge command merges a PR from this repository's own branches (a fork's PR is always "
+        "merged with a merge commit)"
+    )
+    require_signoff: bool = Field(description="the merge command waits for the `signoff` check to pass")
 
 
 class Limits(_Frozen):
@@ -139,6 +164,7 @@ class Commands(_NameTable):
     use: Text
     reuse: Text
     stage: Text
+    merge: Text
     help: Text
 
 
@@ -162,6 +188,7 @@ class Policy(_Frozen):
     board: Board
     workflows: Workflows
     results: Results
+    merge: Merge
     pr_link_prefix: Text
     limits: Limits
     skip_sweep_marker: Text

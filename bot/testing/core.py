@@ -278,6 +278,8 @@ class GitHubCore:
         elif app_route:
             if scheme != "bearer" or not jwt_has_issuer(token):
                 return 401, {"message": "A JSON web token could not be decoded"}, {}, False
+            if (refused := self._jwt_refusal(token)) is not None:
+                return *refused, {}, False
         else:
             actor = self._actor(token)
             if actor is None:
@@ -363,6 +365,12 @@ class GitHubCore:
     def _next_id(self) -> int:
         return next(self._ids)
 
+    def set_clock(self, moment: str) -> None:
+        """The clock's next stamp is `moment` (ISO 8601, UTC; not before the clock's start): a fake whose runs and
+        artifacts must look recent to a bot on the real clock (artifacts expire 90 days after their stamp)."""
+        when = dt.datetime.strptime(moment, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+        self._ticks = max(0, int((when - CLOCK_START).total_seconds()))
+
     def _stamp(self) -> str:
         """The internal clock: every call is one second after the previous one."""
         moment = CLOCK_START + dt.timedelta(seconds=self._ticks)
@@ -398,6 +406,7 @@ class GitHubCore:
             fork: bool = ...,
         ) -> dict[str, Any]: ...
         def _branch_sha(self, repo: Repo, branch: str) -> str | None: ...
+        def _jwt_refusal(self, token: str) -> tuple[int, dict[str, str]] | None: ...
         def comments(self, full_name: str, number: int) -> list[dict[str, Any]]: ...
         def _comment(self, repo: Repo, comment_id: int) -> Comment: ...
         def _new_item(self, repo: Repo, number: int | None, title: str, body: str, user: str) -> dict[str, Any]: ...
