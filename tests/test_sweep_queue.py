@@ -105,16 +105,20 @@ class Pools:
             return None
         return self.running.pop(index % len(self.running))
 
+    def take(self, step) -> None:
+        """One drawn step (`step_st`), not yet settled."""
+        if step[0] == "join":
+            self.join(step[1], step[2])
+        else:
+            self.finish(step[1])
+
 
 @settings(max_examples=300, deadline=None)
 @given(limits_st, st.lists(step_st, max_size=40))
 def test_a_pool_never_runs_more_than_its_cap_and_a_plan_carried_out_starts_nothing_more(limits, steps):
     pools = Pools(limits)
     for step in steps:
-        if step[0] == "join":
-            pools.join(step[1], step[2])
-        else:
-            pools.finish(step[1])
+        pools.take(step)
         pools.settle()
         assert all(used <= limits[p] for p, used in usage(limits, pools.running).items())
         assert plan(limits, pools.running, pools.waiting).start == ()  # a redelivery starts nothing more
@@ -140,10 +144,7 @@ def test_one_freed_slot_starts_one_sweep_the_first_in_line(limit, fronts, which)
 def test_order_kept_and_nobody_waits_forever(limits, steps):
     pools = Pools(limits)
     for step in steps:
-        if step[0] == "join":
-            pools.join(step[1], step[2])
-        else:
-            pools.finish(step[1])
+        pools.take(step)
         before = ordered(pools.waiting)
         started = set(pools.settle())
         # order: on a capped pool, no sweep that still waits was ahead of one that started
