@@ -403,6 +403,16 @@ SEMANTIC_CASES = [
     (autolabels("color=ed1c2"), ["autolabels[0].color: expected six hex digits, got 'ed1c2'"], "colour-five"),
     (autolabels("color=gggggg"), ["autolabels[0].color: expected six hex digits, got 'gggggg'"], "colour-not-hex"),
     (autolabels("color=ffffff0"), ["autolabels[0].color: expected six hex digits, got 'ffffff0'"], "colour-seven"),
+    # the board's label and title, as GitHub limits them
+    (f"board:\n  label: {L50}\n  title: {'t' * 256}\n", [], "board-at-the-limits"),
+    (
+        f"board:\n  label: {L51}\n  title: {'t' * 257}\n",
+        [
+            f"board.label: '{L51}' is longer than GitHub's 50 characters",
+            "board.title: longer than GitHub's 256 characters",
+        ],
+        "board-past-the-limits",
+    ),
 ]
 
 

@@ -424,6 +424,10 @@ def _rules_across_keys(policy: Policy) -> list[str]:
     errors += _login_list_errors("results.senders", policy.results.senders)
     errors += _login_list_errors("signoff.judge.senders", policy.signoff.judge.senders)
     errors += _owner_list_errors("signoff.sufficient_owners", policy.signoff.sufficient_owners)
+    if len(policy.board.label) > LABEL_NAME_LIMIT:
+        errors.append(f"board.label: {policy.board.label!r} is longer than GitHub's {LABEL_NAME_LIMIT} characters")
+    if len(policy.board.title) > ISSUE_TITLE_LIMIT:
+        errors.append(f"board.title: longer than GitHub's {ISSUE_TITLE_LIMIT} characters")
     return errors
 
 
@@ -461,6 +465,7 @@ def _owner_list_errors(path: str, owners: tuple[str, ...]) -> list[str]:
 
 # GitHub's limits for a label; a longer name or description is refused with a 422.
 LABEL_NAME_LIMIT = 50
+ISSUE_TITLE_LIMIT = 256
 LABEL_DESCRIPTION_LIMIT = 100
 
 
