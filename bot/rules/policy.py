@@ -7,7 +7,7 @@ defaults are app.yaml's, merged in before validation (bot/core/config.py), so ev
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -138,6 +138,30 @@ class AutoLabel(_Frozen):
     description: Text
 
 
+Action = Literal["off", "warn", "refuse"]
+
+
+class StaleBranch(_Frozen):
+    """The stale-branch guard (bot/rules/stale_branch.py): what a PR built on an old base would undo."""
+
+    submodules: Action = Field(description="a submodule pointer moved back or aside from the base's")
+    unverified_submodules: Literal["warn", "refuse"] = Field(
+        description="a moved submodule whose repository the App cannot read"
+    )
+    reverted_files: Action = Field(description="a changed file taken back to an older version of the base's")
+    revert_refused: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
+        description="gitignore-style patterns of files whose revert refuses the sweep even under `warn`"
+    )
+    history_depth: Annotated[int, Field(gt=0, le=10)] = Field(
+        description="how many older versions of a file's base history are compared (1 to 10)"
+    )
+    changelog_coverage: Action = Field(description="a changed master-config key no appended entry names")
+    stale_pin: bool = Field(description="a push after the pin that changes a benchmark file makes the pin stale")
+    pin_keeps: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
+        description="gitignore-style patterns of files a push may change without making the pin stale"
+    )
+
+
 class Policy(_Frozen):
     """One repository's policy in force."""
 
@@ -155,6 +179,7 @@ class Policy(_Frozen):
     skip_sweep_marker: Text
     commands: Commands
     autolabels: Annotated[tuple[AutoLabel, ...], BeforeValidator(_list_as_tuple)]
+    stale_branch: StaleBranch
 
     def to_dict(self) -> dict[str, Any]:
         """A plain copy with lists, as the YAML file holds it (for printing and comparing)."""
