@@ -51,6 +51,7 @@ from bot.rules.pins import blocking_labels
 from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules.run_summary import summary_tokens
+from bot.rules.stale_branch import Finding
 from bot.rules.sweep_record import Approval, Pin, Restart, RunRecord, SweepRecord, shows_status
 from bot.telemetry import logs
 from handlers import pr_state
@@ -205,6 +206,10 @@ class PRState:
     record: SweepRecord
     comment_exists: bool
     merge_parents: tuple[str, ...] | None = None  # of GitHub's merge commit, once it is computed (forks only)
+    # The stale-branch guard (handlers/pr_state.py): its findings once a sweep is asked for, else None; and the
+    # benchmark files pushed since the pinned run's commit.
+    stale_branch: tuple[Finding, ...] | None = None
+    pin_stale_files: tuple[str, ...] = ()
 
 
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
@@ -287,14 +292,21 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         )
         return labelling, facts, (merge[1] if merge is not None else None)
 
-    changelog, (labelling, held_facts, merge_parents), head_facts = await asyncio.gather(
-        check_changelog(ctx, pull, path) if touches else pr_state.nothing(),
+    # the stale-branch guard runs beside the rest once a sweep is asked for; its key coverage awaits the changelog
+    changelog_read = asyncio.ensure_future(check_changelog(ctx, pull, path) if touches else pr_state.nothing())
+    guarded = labelled and pull.get("state") == "open"
+    changelog, (labelling, held_facts, merge_parents), head_facts, found, pin_stale = await asyncio.gather(
+        changelog_read,
         labels_and_commits(),
         commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing(),
+        pr_state.stale_branch_findings(ctx, pull, changelog_read) if guarded else pr_state.nothing(),
+        pr_state.stale_pin_files(ctx, record, pull["head"]["sha"]),
     )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
-    return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents)
+    return PRState(
+        pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, found, pin_stale
+    )
 
 
 def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput:
@@ -324,6 +336,8 @@ def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput
         pin_blocked_by=blocking_labels(state.labelling.counted_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status, r.conclusion) for r in record.runs),
         mergeable=pull.get("mergeable") if isinstance(pull.get("mergeable"), bool) else None,
+        stale_branch=state.stale_branch,
+        pin_stale_files=state.pin_stale_files,
     )
 
 

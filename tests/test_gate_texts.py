@@ -20,6 +20,7 @@ from test_templates import CJK, URL, code_spans
 from bot.core.config import default_policy, policy_defaults
 from bot.core.processing import Context
 from bot.core.templates import Templates, code_span
+from bot.rules import stale_branch
 from bot.rules.commands import find_commands
 from bot.rules.gate import (
     CONDITIONS,
@@ -33,7 +34,6 @@ from bot.rules.gate import (
     decide,
     dispatch_id,
 )
-from bot.rules import stale_branch
 from bot.rules.policy import Policy
 from handlers import sweep_gate
 
@@ -148,7 +148,12 @@ def key_of(pr: GateInput) -> str:
 # The stale-branch guard's findings, from its own rules (bot.rules.stale_branch).
 SUB_BASE, SUB_HEAD = "ae3d6877" + "a" * 32, "545233a0" + "5" * 32
 ROLLBACK = stale_branch.submodule_finding(
-    "utils/srt-slurm", SUB_BASE, SUB_HEAD, "acme/srt-slurm", stale_branch.Compared("behind", 0, 8), POLICY,
+    "utils/srt-slurm",
+    SUB_BASE,
+    SUB_HEAD,
+    "acme/srt-slurm",
+    stale_branch.Compared("behind", 0, 8),
+    POLICY,
     stale_branch.LastMove("d00d" + "d" * 36, 1380),
 )
 UNVERIFIED = stale_branch.submodule_finding("utils/aiperf", SUB_BASE, SUB_HEAD, "acme/aiperf", None, POLICY)
@@ -157,10 +162,12 @@ FORWARD = stale_branch.submodule_finding(
 )
 REVERTED = stale_branch.reverted_finding("inferencex-e2e/launchers/run.sh", "f00d" + "f" * 36, POLICY, 1402)
 REVERTED_WARN = stale_branch.reverted_finding("inferencex-e2e/benchmarks/bench.py", "f00d" + "f" * 36, POLICY)
-UNCOVERED = stale_branch.Finding(stale_branch.UNCOVERED_KEY, stale_branch.REFUSE, "amd-master.yaml",
-                                 {"key": "dsr1-fp4-mi355x-sglang"})
-UNCHANGED = stale_branch.Finding(stale_branch.UNCHANGED_KEY, stale_branch.INFO, POLICY.paths.changelog,
-                                 {"key": "gptoss-*", "line": 12})
+UNCOVERED = stale_branch.Finding(
+    stale_branch.UNCOVERED_KEY, stale_branch.REFUSE, "amd-master.yaml", {"key": "dsr1-fp4-mi355x-sglang"}
+)
+UNCHANGED = stale_branch.Finding(
+    stale_branch.UNCHANGED_KEY, stale_branch.INFO, POLICY.paths.changelog, {"key": "gptoss-*", "line": 12}
+)
 
 # Real decisions: between them every (name, code) that decide() gives.
 CASES = {
@@ -563,8 +570,18 @@ def test_every_condition_has_a_title_in_both_languages():
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_upstream_rollback_names_the_path_both_commits_and_the_pr_that_moved_it(lang):
     line = render(condition("stale branch: submodule rolled back, key uncovered", "stale_branch"), lang)
-    for shown in ("`utils/srt-slurm`", "`ae3d687`", "`545233a`", "`d00dddd`", "#1380", "`acme/srt-slurm`",
-                  "`dsr1-fp4-mi355x-sglang`", "`inferencex-e2e/launchers/run.sh`", "`f00dfff`", "#1402"):
+    for shown in (
+        "`utils/srt-slurm`",
+        "`ae3d687`",
+        "`545233a`",
+        "`d00dddd`",
+        "#1380",
+        "`acme/srt-slurm`",
+        "`dsr1-fp4-mi355x-sglang`",
+        "`inferencex-e2e/launchers/run.sh`",
+        "`f00dfff`",
+        "#1402",
+    ):
         assert shown in line, shown
 
 

@@ -500,8 +500,12 @@ def _reuse_pin(pr: GateInput) -> Condition:
     if pr.primary_readded_after_pin:
         return Condition("reuse_pin", True, "forced", _params(run_id=pr.pin))
     if pr.pin_stale_files:  # pushed since: the pinned run tested other code; still no sweep without a maintainer
-        return Condition("reuse_pin", False, "stale", _params(run_id=pr.pin, files=pr.pin_stale_files[:5],
-                                                                 more=max(0, len(pr.pin_stale_files) - 5)))
+        return Condition(
+            "reuse_pin",
+            False,
+            "stale",
+            _params(run_id=pr.pin, files=pr.pin_stale_files[:5], more=max(0, len(pr.pin_stale_files) - 5)),
+        )
     return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
 
 

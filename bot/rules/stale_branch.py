@@ -226,7 +226,9 @@ def files_to_check(files: Iterable[str], policy: Policy) -> list[str]:
     return (listed + bench)[:FILES_CHECKED]
 
 
-def reverted_finding(path: str, replaced_by: str | None, policy: Policy, replaced_in: int | None = None) -> Finding | None:
+def reverted_finding(
+    path: str, replaced_by: str | None, policy: Policy, replaced_in: int | None = None
+) -> Finding | None:
     if replaced_by is None or policy.stale_branch.reverted_files == "off":
         return None
     guard = policy.stale_branch
@@ -317,7 +319,7 @@ def verdict(findings: Sequence[Finding] | None) -> tuple[bool | None, str, dict[
 
 
 @lru_cache(maxsize=256)
-def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec[Any]:
     return pathspec.PathSpec.from_lines("gitignore", patterns)
 
 
