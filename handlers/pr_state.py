@@ -415,13 +415,18 @@ async def _last_move(ctx: Context, bound: asyncio.Semaphore, path: str, base_sha
 
 
 async def _submodule(
-    ctx: Context, bound: asyncio.Semaphore, entry: Mapping[str, Any], repos: Mapping[str, str | None], base_sha: str
+    ctx: Context,
+    bound: asyncio.Semaphore,
+    entry: Mapping[str, Any],
+    repos: Mapping[str, str | None],
+    base_sha: str,
+    at_base: Any,
 ) -> stale_branch.Finding | None:
+    """`at_base`: the contents API's answer for the gitlink's path at the base (`type: submodule`, its commit)."""
     move = stale_branch.submodule_move(entry.get("patch"))
     if move is None:
         return None
     path = entry["filename"]
-    at_base = await _guarded(bound, repo_api(ctx.repo, "contents", Slashed(path), ref=base_sha), ctx)
     base = at_base["sha"] if isinstance(at_base, dict) and at_base.get("type") == "submodule" else move[0]
     head, repo = move[1], repos.get(path)
     compared: stale_branch.Compared | None = None
@@ -502,9 +507,19 @@ async def stale_branch_findings(
     async def submodules() -> list[stale_branch.Finding | None]:
         if not gitlinks or ctx.policy.stale_branch.submodules == "off":
             return []
-        text = await ctx.file_at(".gitmodules", base_sha)
+        text, *at_base = await asyncio.gather(
+            ctx.file_at(".gitmodules", base_sha),
+            *(
+                _guarded(bound, repo_api(ctx.repo, "contents", Slashed(e["filename"]), ref=base_sha), ctx)
+                for e in gitlinks
+            ),
+        )
         repos = stale_branch.gitmodules_repos(text.decode("utf-8", errors="replace") if text else None, ctx.repo)
-        return list(await asyncio.gather(*(_submodule(ctx, bound, e, repos, base_sha) for e in gitlinks)))
+        return list(
+            await asyncio.gather(
+                *(_submodule(ctx, bound, e, repos, base_sha, found) for e, found in zip(gitlinks, at_base, strict=True))
+            )
+        )
 
     moved, reverted, covered = await asyncio.gather(
         submodules(),

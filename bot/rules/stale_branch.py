@@ -216,11 +216,11 @@ def replaced_version(head_blob: str, history: Sequence[tuple[str, str | None]]) 
 
 def files_to_check(files: Iterable[str], policy: Policy) -> list[str]:
     """The changed files whose base history is read, at most FILES_CHECKED: the policy's listed paths first (a
-    revert there refuses), then the benchmark paths; none when the guard is off."""
+    revert there refuses), then the benchmark paths but the changelog; none when the guard is off."""
     guard = policy.stale_branch
     if guard.reverted_files == "off":
         return []
-    files = list(files)
+    files = [f for f in files if f != policy.paths.changelog]  # append-only, and judged by its own check
     listed = [f for f in files if _matches(f, guard.revert_refused)]
     bench = [f for f in files if f not in listed and _matches(f, policy.paths.benchmark)]
     return (listed + bench)[:FILES_CHECKED]
