@@ -370,7 +370,7 @@ async def gate_stage(
     a real PR's do not. `setup_first` runs before `setup` (a repository policy, say)."""
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
-    clear_guard_caches()
+    pr_state.forget_guard_reads()
 
     def both(fake: InMemoryGitHub) -> None:
         if setup_first is not None:
@@ -561,11 +561,6 @@ def guarded_pull(number: int, *, off: bool) -> Callable[[InMemoryGitHub], None]:
         fake.set_path_history(REPO, RECIPE, [(f"{n:x}" * 40, f"tp: {n}\n") for n in range(4, 0, -1)])
 
     return setup
-
-
-def clear_guard_caches() -> None:
-    for cache in (pr_state._submodule_compares, pr_state._reverts, pr_state._commit_prs, pr_state._files_between):
-        cache.clear()
 
 
 async def labeled_guards_off(key: str) -> Count:

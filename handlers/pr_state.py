@@ -384,6 +384,12 @@ _commit_prs: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, s
 _files_between: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, from, to) -> changed files
 
 
+def forget_guard_reads() -> None:
+    """Empty the guard's caches (the tests' and benchmarks' fake SHAs repeat from one PR to the next)."""
+    for cache in (_submodule_compares, _reverts, _commit_prs, _files_between):
+        cache.clear()
+
+
 async def _guarded(bound: asyncio.Semaphore, url: str, ctx: Context) -> Any:
     """GET `url`; None when GitHub will not show it (404, 403: the App cannot read that repository)."""
     async with bound:

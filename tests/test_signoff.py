@@ -492,3 +492,22 @@ async def test_one_verification_reads_twelve_things_and_writes_the_verdict_and_t
     assert sum(1 for path in reads if path.endswith("/timeline")) == 1
     assert sum(1 for path in reads if path.endswith("/events")) == 1
     assert [m for m, _ in work[-3:]] == ["POST", "GET", "POST"]  # the verdict; the check run looked for, created
+
+
+@pytest.mark.parametrize(
+    "changed, mark",
+    [([CHANGELOG], "✅"), ([CHANGELOG, "inferencex-e2e/recipes/mi355x.sh"], "⏳")],
+    ids=["changelog", "recipe"],
+)
+async def test_a_pin_made_stale_by_a_push_holds_the_reuse_check(owned, make_harness, changed, mark):
+    """A push after the pin that changes a benchmark file: the pinned run no longer tested the PR (the stale-branch
+    guard's `pin_is_stale`); a push of the changelog alone keeps the pin."""
+    h = await make_harness()
+    await ready(h, 71)
+    pinned_head = owned.pull(REPO, 71)["head"]["sha"]
+    push(owned, 71, "6" * 40)
+    owned.set_compare_files(REPO, pinned_head, "6" * 40, changed)
+    comment = await sign(h, 71, "amd-owner")
+    line = check_line(verdict(owned, 71, comment)["body"], "Reuse pin")
+    assert line.startswith(f"- {mark}"), line
+    assert ("the pin is stale" in line) == (mark == "⏳")  # a maintainer's to pin again, as any pin not eligible

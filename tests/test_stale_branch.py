@@ -16,7 +16,7 @@ from bot.rules.markers import marker
 from bot.rules.master_config import read_master_configs
 from bot.rules.sweep_record import Pin, SweepRecord
 from bot.testing.model import blob_sha
-from handlers import pr_state, registry, sweep_gate
+from handlers import registry, sweep_gate
 
 POLICY = default_policy()
 CHANGELOG = POLICY.paths.changelog
@@ -193,11 +193,8 @@ STATUS = marker("sweep-status")
 
 @pytest.fixture(autouse=True)
 def fresh_caches(monkeypatch):
-    """The guard's caches are keyed by SHAs, which the fake repeats from one test to the next."""
+    """No wait for a fork's merge commit (conftest empties the guard's caches, keyed by SHAs the fake repeats)."""
     monkeypatch.setattr(sweep_gate, "MERGE_SHA_WAIT", 0.0)
-    for cache in (pr_state._submodule_compares, pr_state._reverts, pr_state._commit_prs, pr_state._files_between):
-        cache.clear()
-    sweep_gate._changelog_checks.clear()
 
 
 @pytest.fixture

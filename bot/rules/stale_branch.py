@@ -288,6 +288,10 @@ def stale_pin_files(files_since_pin: Iterable[str], policy: Policy) -> tuple[str
     )
 
 
+# The verdict code of a pin `pin_is_stale` finds stale (the sign-off's reuse check says `pin_invalid` with it).
+STALE_PIN = "stale"
+
+
 def pin_is_stale(files_since_pin: Iterable[str], policy: Policy) -> bool:
     """A push after the pin changed a file a sweep depends on: the pinned run no longer stands for the PR (the
     status, the sign-off's pin check and a merge refuse it). `files_since_pin`: the files changed between the
