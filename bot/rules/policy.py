@@ -219,6 +219,10 @@ def policy_errors(error: ValidationError) -> list[str]:
             messages.append(f"{where}: unknown key")
         elif item["type"] == "missing":
             messages.append(f"{where}: required")
+        elif item["type"] == "literal_error":
+            messages.append(f"{where}: expected one of {item['ctx']['expected']}, got {item['input']!r}")
+        elif item["type"] == "less_than_equal":
+            messages.append(f"{where}: expected at most {item['ctx']['le']}, got {item['input']!r}")
         elif item["type"] == "greater_than":
             messages.append(f"{where}: expected {_EXPECTED[item['type']]}, got {item['input']!r}")
         elif item["type"] in _EXPECTED:

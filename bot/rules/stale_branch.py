@@ -322,6 +322,23 @@ def verdict(findings: Sequence[Finding] | None) -> tuple[bool | None, str, dict[
     return True, "clear", params
 
 
+def pattern_errors(policy: Policy) -> list[str]:
+    """The configuration check's errors for the guard's path patterns: each must be a gitignore pattern that can
+    match a file (not invalid, not a comment)."""
+    errors = []
+    for key in ("revert_refused", "pin_keeps"):
+        for i, pattern in enumerate(getattr(policy.stale_branch, key)):
+            where = f"stale_branch.{key}[{i}]"
+            if pattern.lstrip().startswith("#"):
+                errors.append(f"{where}: {pattern!r} is a comment in gitignore syntax and matches no file")
+                continue
+            try:
+                _spec((pattern,))
+            except ValueError as error:  # pathspec's pattern errors are ValueErrors
+                errors.append(f"{where}: {pattern!r} is not a gitignore pattern ({error})")
+    return errors
+
+
 @lru_cache(maxsize=256)
 def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec[Any]:
     return pathspec.PathSpec.from_lines("gitignore", patterns)
