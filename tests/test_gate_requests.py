@@ -208,3 +208,16 @@ def test_the_sequence_does_not_depend_on_which_of_two_requests_in_flight_was_ans
         )
         orders.append(count.sequence)
     assert orders[0] == orders[1] == "read PR → read commit, read file at commit"
+
+
+async def test_the_stale_branch_guard_costs_nothing_without_work_and_a_bounded_number_of_reads_with_it(app_key):
+    """bench/github_requests.py's guard table (README, "What the stale-branch guard costs"): a PR with nothing
+    to guard reads nothing more with the guards on than off; a PR that gives every guard work reads 13 more
+    (two file histories of a listing and four versions each, .gitmodules, the gitlink at the base, the submodule's
+    comparison), and writes the same."""
+    off, on, busy_off = [await scenario(app_key) for scenario in BENCH.GUARD_SCENARIOS]
+    plain = await BENCH.labeled(app_key)
+    assert (off.total, off.writes, off.sequence) == (plain.total, plain.writes, plain.sequence)
+    assert (busy_off.total, busy_off.writes) == (plain.total, plain.writes)
+    assert (on.total - busy_off.total, on.writes) == (13, plain.writes)
+    assert [BENCH.short_name(r) for r in on.requests].count("compare (submodule)") == 1
