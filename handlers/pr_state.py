@@ -495,7 +495,10 @@ async def _coverage(
     decoded = [text.decode("utf-8", errors="replace") if text is not None else None for text in texts]
     base = read_master_configs(dict(zip(paths, decoded[: len(paths)], strict=True)))
     head = read_master_configs(dict(zip(paths, decoded[len(paths) :], strict=True)))
-    return stale_branch.coverage_findings(base, head, entries, policy)
+    lines: dict[str, int] = {}
+    for text in decoded[len(paths) :]:
+        lines = {**stale_branch.key_lines(text), **lines}  # the first file's line of a key defined twice
+    return stale_branch.coverage_findings(base, head, entries, policy, lines)
 
 
 async def stale_branch_findings(

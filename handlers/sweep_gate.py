@@ -51,7 +51,7 @@ from bot.rules.pins import blocking_labels
 from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules.run_summary import summary_tokens
-from bot.rules.stale_branch import Finding
+from bot.rules.stale_branch import Finding, annotation
 from bot.rules.sweep_record import Approval, Pin, Restart, RunRecord, SweepRecord, shows_status
 from bot.telemetry import logs
 from handlers import pr_state
@@ -497,6 +497,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
     path = ctx.policy.paths.changelog
     errors = list(state.changelog.errors) if state.changelog is not None else []
     notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e))) for e in errors)
+    notes += stale_branch_notes(ctx, state)
     return CheckRun(
         head_sha=state.pull["head"]["sha"],
         name=CHECK_NAME,
@@ -508,6 +509,17 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
         buttons=buttons(ctx, state, decision),
         rewrite=rewrite,
     )
+
+
+def stale_branch_notes(ctx: Context, state: PRState) -> tuple[Annotation, ...]:
+    """The check run's note on each finding of the stale-branch guard, on its file and line."""
+    notes = []
+    for finding in state.stale_branch or ():
+        where = annotation(finding)
+        if where is not None:
+            path, line, level = where
+            notes.append(Annotation(path, line, ctx.render("stale_branch_annotation", f=finding.plain()), level))
+    return tuple(notes)
 
 
 def _with_dispatch(decision: Decision, code: str, **params: object) -> Decision:

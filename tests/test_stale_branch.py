@@ -344,11 +344,14 @@ async def test_a_recipe_taken_back_to_an_older_base_version_is_refused_with_the_
     assert gate_check(repo, pr["head"]["sha"])["conclusion"] == "failure"
 
 
+MI325X = "dsr1-fp8-mi325x-sglang"  # line 80 of upstream's amd-master.yaml
+
+
 @pytest.mark.parametrize(
     "keys, sweeps_started, said",
     [
-        (("dsr1-fp8-h200-sglang",), 0, f"config key `{KEY}`"),
-        (("dsr1-fp4-mi355x-*",), 1, None),
+        (("dsr1-fp8-h200-sglang",), 0, f"config key `{MI325X}`"),
+        (("dsr1-fp8-mi325x-*",), 1, None),
     ],
     ids=["uncovered", "wildcard"],
 )
@@ -357,18 +360,24 @@ async def test_a_changed_key_of_upstreams_master_config_must_be_in_the_changelog
 ):
     pr = open_pull(repo, 66, [AMD_MASTER], keys=keys)
     text = upstream_texts["amd-master.yaml"]
+    block = f"{MI325X}:\n  image: lmsysorg/sglang:v0.5.12-rocm700-mi30x\n"
+    assert text.splitlines().index(f"{MI325X}:") == 79 and block in text
     repo.set_file(REPO, AMD_MASTER, text, ref=pr["base"]["sha"])
-    repo.set_file(REPO, AMD_MASTER, changed_image(text), ref=pr["head"]["sha"])
+    repo.set_file(REPO, AMD_MASTER, text.replace(block, block.replace("v0.5.12", "v0.5.13")), ref=pr["head"]["sha"])
 
     await label(h, 66)
 
     assert len(sweeps(repo)) == sweeps_started
     body = status(repo, 66)
+    check = gate_check(repo, pr["head"]["sha"])
+    notes = [(n["path"], n["start_line"], n["annotation_level"]) for n in repo.check_annotations(REPO, check["id"])]
     if said:
         line = line_with(body, "**Stale branch:**")
         assert line.startswith("- ❌") and said in line and "no new changelog entry lists it" in line
+        # on the check run, on the key's line, and the entry naming another key on its own line (information)
+        assert (AMD_MASTER, 80, "failure") in notes and (CHANGELOG, 7, "notice") in notes
     else:
-        assert "❌" not in body
+        assert "❌" not in body and notes == []
 
 
 async def test_a_push_changing_a_recipe_after_the_pin_makes_it_stale_and_the_changelog_alone_does_not(repo, h):
@@ -391,3 +400,21 @@ async def test_a_push_changing_a_recipe_after_the_pin_makes_it_stale_and_the_cha
         assert line.startswith(f"- {mark} **Reuse pin:**"), line
     assert f"`{RECIPE}`" in line and "the pin is stale" in line
     assert len(sweeps(repo)) == 1  # a stale pin still starts no sweep by itself
+
+
+@pytest.mark.parametrize(
+    "text, lines",
+    [
+        ("a-1:\n  x: 1\nb:\n  y: 2\n", {"a-1": 1, "b": 3}),
+        ("# a comment\n'quoted': 1\na-1 : 2\n  nested: 3\nlast:", {"last": 5}),
+        (None, {}),
+    ],
+    ids=["keys", "only plain keys at the start of a line", "no file"],
+)
+def test_the_line_of_each_config_key(text, lines):
+    assert sb.key_lines(text) == lines
+
+
+def test_every_config_key_of_upstreams_master_configs_has_its_line(upstream_texts):
+    for text in upstream_texts.values():
+        assert set(sb.key_lines(text)) == set(read_master_configs({"f": text}).blocks)

@@ -239,13 +239,29 @@ def reverted_finding(
 # -- the changelog covers the change --------------------------------------------------------------------
 
 
+def key_lines(text: str | None) -> dict[str, int]:
+    """The line of each top-level key of a YAML mapping (`key:` at the start of a line), counted from 1: where
+    the check run marks a config key. Unquoted plain keys only; a key not found gets no line."""
+    found: dict[str, int] = {}
+    for number, line in enumerate((text or "").splitlines(), 1):
+        if line[:1].isalnum():
+            key, colon, _ = line.partition(":")
+            if colon and key == key.strip():
+                found.setdefault(key, number)
+    return found
+
+
 def coverage_findings(
-    base: MasterConfigs, head: MasterConfigs, entries: Iterable[tuple[int, Sequence[str]]], policy: Policy
+    base: MasterConfigs,
+    head: MasterConfigs,
+    entries: Iterable[tuple[int, Sequence[str]]],
+    policy: Policy,
+    lines: Mapping[str, int] | None = None,
 ) -> list[Finding]:
     """The master-config keys the PR changes (adds or changes: a removed key has no sweep) that no appended
     entry's `config-keys` covers, and each `config-keys` value that names no changed key.
 
-    `entries`: (line, config-keys) of each appended entry."""
+    `entries`: (line, config-keys) of each appended entry; `lines`: each key's line in its file at the head."""
     guard = policy.stale_branch
     if guard.changelog_coverage == "off":
         return []
@@ -254,7 +270,7 @@ def coverage_findings(
     patterns = [pattern for _, keys in entries for pattern in keys]
     severity = REFUSE if guard.changelog_coverage == "refuse" else WARN
     found = [
-        _finding(UNCOVERED_KEY, severity, head.sources.get(key, ""), key=key)
+        _finding(UNCOVERED_KEY, severity, head.sources.get(key, ""), key=key, line=(lines or {}).get(key))
         for key in changed
         if not covered(key, patterns)
     ]
@@ -263,6 +279,16 @@ def coverage_findings(
             if not keys_matching(pattern, changed):
                 found.append(_finding(UNCHANGED_KEY, INFO, policy.paths.changelog, key=pattern, line=line))
     return found
+
+
+def annotation(finding: Finding) -> tuple[str, int, str] | None:
+    """(path, line, level) of the check run's note on a finding: a config key on its line, a changelog entry on
+    its first line, a submodule or a file on its first line; None for a finding with no file in the PR."""
+    if not finding.path:
+        return None
+    level = {REFUSE: "failure", WARN: "warning", INFO: "notice"}[finding.severity]
+    line = finding.params.get("line")
+    return finding.path, line if isinstance(line, int) and line > 0 else 1, level
 
 
 def touches_master_configs(files: Iterable[str], policy: Policy) -> bool:
