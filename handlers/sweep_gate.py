@@ -300,12 +300,14 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         labels_and_commits(),
         commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing(),
         pr_state.stale_branch_findings(ctx, pull, changelog_read) if guarded else pr_state.nothing(),
-        pr_state.stale_pin_files(ctx, record, pull["head"]["sha"]),
+        pr_state.stale_pin_files(ctx, record, pull["head"]["sha"])
+        if pull.get("state") == "open"
+        else pr_state.nothing(),
     )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
     return PRState(
-        pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, found, pin_stale
+        pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, found, pin_stale or ()
     )
 
 
