@@ -463,12 +463,14 @@ def finished_sweep(fake: InMemoryGitHub, number: int) -> dict:
     """A successful sweep the bot dispatched for PR `number`'s head, with its results artifact, in the record of
     the bot's status comment (as the gate would have left it)."""
     pr = fake.pull(REPO, number)
+    fork = pr["head"]["repo"]["full_name"].lower() != REPO.lower()
+    workflow = "e2e-tests.yml" if fork else "run-sweep.yml"  # a fork's sweep runs the trusted workflow on main
     dispatch_id = f"sw-{number}-{1:012x}"
     run = fake.add_run(
         REPO,
-        "run-sweep.yml",
+        workflow,
         head_sha=pr["head"]["sha"],
-        head_branch=pr["head"]["ref"],
+        head_branch="main" if fork else pr["head"]["ref"],
         event="workflow_dispatch",
         conclusion="success",
         inputs={"dispatch-id": dispatch_id},
@@ -476,7 +478,7 @@ def finished_sweep(fake: InMemoryGitHub, number: int) -> dict:
     )
     fake.add_artifact(REPO, run["id"], "results_bmk_dsr1")
     record = SweepRecord().add_run(
-        RunRecord(dispatch_id, run["id"], pr["head"]["sha"], "run-sweep.yml", "completed", "success", run["html_url"])
+        RunRecord(dispatch_id, run["id"], pr["head"]["sha"], workflow, "completed", "success", run["html_url"])
     )
     fake.add_comment(
         REPO, number, f"{marker(pr_state.STATUS_PURPOSE)}\n{record.line()}\n", user=fake.bot_login, user_type="Bot"
@@ -590,6 +592,53 @@ GUARD_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
 ]
 
 
+async def merge_command(key: str, *, fork: bool = False, base_moved: bool = False) -> Count:
+    """`/merge` of a pinned, signed-off PR, from the command to GitHub showing it merged (the notice and the ingest
+    request included: they go out in the same delivery)."""
+    with fake_now():
+        async with gate_stage(key, gate_pull(40, fork=fork)) as h:
+            fake = h.github
+            fake.add_repo(RESULTS_SERVICE, installation_id=1)
+            fake.label_issue(REPO, 40, PRIMARY, actor="maintainer")
+            pr = fake.pull(REPO, 40)
+            fake.set_file(REPO, CHANGELOG, HISTORY, ref="main")
+            run = finished_sweep(fake, 40)
+            pin = fake.add_comment(REPO, 40, f"/use {run['id']}", user="maintainer", author_association="MEMBER")
+            await h.deliver("issue_comment", fake.issue_comment_payload(REPO, 40, pin))
+            fake.add_check_run(REPO, "signoff", pr["head"]["sha"], "success")
+            if base_moved:  # another PR's entry landed on main after this PR branched: the tail is resolved
+                fake.set_branch(REPO, "main", "b" * 40)
+                fake.set_file(
+                    REPO,
+                    CHANGELOG,
+                    HISTORY + TBD_ENTRY.replace(b"TBD", PREFIX.encode() + b"7").replace(b"New", b"Other"),
+                    ref="b" * 40,
+                )
+                fake.set_merge_base(REPO, pr["head"]["sha"], pr["base"]["sha"])
+            reset(h)
+            comment = fake.add_comment(REPO, 40, "/merge", user="maintainer", author_association="MEMBER")
+            await h.deliver("issue_comment", fake.issue_comment_payload(REPO, 40, comment))
+            assert fake.pull(REPO, 40)["merged"], "the bench's PR was not merged"
+            way = "a fork: merge commit, fast-forward" if fork else "same repository: merge API"
+            tail = ", the changelog's tail resolved on the branch" if base_moved else ""
+            return counted(h, f"`/merge` by a maintainer ({way}{tail})")
+
+
+async def merge_same_repo(key: str) -> Count:
+    return await merge_command(key)
+
+
+async def merge_tail_resolved(key: str) -> Count:
+    return await merge_command(key, base_moved=True)
+
+
+async def merge_fork(key: str) -> Count:
+    return await merge_command(key, fork=True)
+
+
+MERGE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [merge_same_repo, merge_tail_resolved, merge_fork]
+MERGE_LATENCY = 0.150  # seconds a request takes, for the merge's wall time: round trips times this
+
 GATE_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
     labeled,
     labeled_redelivered_new_id,
@@ -645,7 +694,6 @@ def main() -> None:
     print()
     print(table(asyncio.run(run(key, GATE_SCENARIOS))))
     print()
-    print()
     print("The stale-branch guard: `labeled` -> dispatch with the guards on and off (every feature, warm process):")
     print()
     print(table(asyncio.run(run(key, GUARD_SCENARIOS))))
@@ -654,6 +702,14 @@ def main() -> None:
         "Each gate scenario starts with the PR new to the process (the gate's caches of changelog verdicts and "
         "head commit messages emptied); the labels, pushes and runs before the counted delivery are not counted."
     )
+    print()
+    print(f"`/merge` to merged, every request {MERGE_LATENCY * 1000:.0f} ms late (wall time = round trips x that):")
+    print()
+    merges = asyncio.run(run(key, MERGE_SCENARIOS))
+    print(table(merges))
+    print()
+    for c in merges:
+        print(f"- {c.scenario}: {c.round_trips} round trips, about {c.round_trips * MERGE_LATENCY:.2f} s")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from handlers import (
     config_refresh,
     default_branch_changelog,
     help_command,
+    merge_command,
     pr_state,
     reuse_command,
     signoff,
@@ -54,6 +55,11 @@ FEATURES: dict[str, Feature] = {
         record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed),
         read_ahead=sweep_gate.read_ahead,
     ),
+    # A merge notifies as the reuse feature does at merge; a run it pins is recorded by the gate.
+    "merge": merge_command.feature(
+        notify=reuse_command.notify_merge,
+        record_changed=pr_state.in_turn(sweep_gate.record_changed, signoff.record_changed),
+    ),
     "signoff": Feature(signoff.router),
     "staging": Feature(staging.router),
     "sweep_gate": Feature(sweep_gate.router),
@@ -63,7 +69,7 @@ FEATURES: dict[str, Feature] = {
 # The pull-request workflow: the gate, reuse pins and sign-offs read each other's state; the changelog's own
 # checks (the default branch's, the one-click fixes) read the changelog. Framework tests and benches leave them
 # out (they count the welcome's and the autolabels' requests); their own tests ask for them.
-PR_WORKFLOW = ("sweep_gate", "reuse", "signoff", "default_branch_changelog", "changelog_suggestions")
+PR_WORKFLOW = ("sweep_gate", "reuse", "merge", "signoff", "default_branch_changelog", "changelog_suggestions")
 
 
 def router_of(*names: str) -> routing.Router:

@@ -58,7 +58,7 @@ from handlers import pr_state
 
 PURPOSE = pr_state.STATUS_PURPOSE
 FORK_LABEL_PURPOSE = "fork-label-removed"
-CHECK_NAME = "sweep-gate"
+CHECK_NAME = check_buttons.GATE_CHECK
 SWEEP_CHECK = "sweep"  # the sweep's own result, on the commit it tested
 SWEEP_CHECK_CONCLUSIONS = frozenset(
     {"success", "failure", "cancelled", "neutral", "timed_out", "skipped", "action_required", "stale"}
@@ -830,6 +830,8 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         return await evaluate(ctx, number, record, exists, rewrite_check=True)
     sender = (data.get("sender") or {}).get("login") or ""
     identifier = (data.get("requested_action") or {}).get("identifier")
+    if identifier == check_buttons.MERGE:
+        return []  # the merge feature's button (handlers/merge_command.py)
     writer = await ctx.writer(sender) if sender and sender != ctx.bot_login else False
     state = await read_state(ctx, number, record, exists)
     decision = decide(gate_input(state, ctx.default_branch, ctx.policy), ctx.policy)

@@ -58,6 +58,9 @@ SAME_REPO_READY = [c("labels", True, "valid"), c("fork_approval", None, "same_re
         ),
         ([c("labels", True, "valid"), c("fork_approval", True, "approved")], True, True, (cb.SWEEP_AGAIN,)),
         ([c("labels", None, "no_primary"), c("fork_approval", None, "awaiting_label")], True, True, ()),
+        ([*SAME_REPO_READY, c("reuse_pin", True, "pinned")], True, False, (cb.SWEEP_AGAIN, cb.MERGE)),
+        ([*SAME_REPO_READY, c("reuse_pin", True, "pinned")], False, False, ()),  # merged or closed: no merge
+        ([*SAME_REPO_READY, c("reuse_pin", None, "no_pin")], True, False, (cb.SWEEP_AGAIN,)),  # nothing to reuse
     ],
 )
 def test_which_buttons_are_offered(conditions, open_, fork, shown):
@@ -76,6 +79,10 @@ def test_which_buttons_are_offered(conditions, open_, fork, shown):
         (cb.APPROVE, True, (cb.SWEEP_AGAIN, cb.APPROVE), None, cb.APPROVE_HEAD),
         (cb.APPROVE, True, (cb.SWEEP_AGAIN,), None, cb.NOT_OFFERED),  # already approved
         (cb.APPROVE, False, (cb.APPROVE,), None, cb.NOT_A_WRITER),
+        (cb.MERGE, True, (cb.MERGE,), None, cb.MERGE_PR),
+        (cb.MERGE, True, (cb.MERGE,), "tok", cb.MERGE_PR),  # sent again: the merge itself does nothing twice
+        (cb.MERGE, False, (cb.MERGE,), None, cb.NOT_A_WRITER),
+        (cb.MERGE, True, (cb.SWEEP_AGAIN,), None, cb.NOT_OFFERED),
         ("merge-it", True, (cb.SWEEP_AGAIN,), None, cb.UNKNOWN),
         (None, True, (cb.SWEEP_AGAIN,), None, cb.UNKNOWN),
     ],

@@ -27,7 +27,7 @@ from bot.rules.commands import (
     parse,
 )
 
-NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "merge": "merge", "help": "help"}
 ALL = tuple(NAMES.values())
 FENCE = "```"
 
@@ -543,7 +543,7 @@ def test_is_new_command(bodies, expected):
 
 
 def test_the_registry_is_the_list_of_kinds_and_default_names():
-    assert KINDS == tuple(spec.kind for spec in COMMANDS) == ("use", "reuse", "stage", "help")
+    assert KINDS == tuple(spec.kind for spec in COMMANDS) == ("use", "reuse", "stage", "merge", "help")
     assert DEFAULT_NAMES == NAMES
     assert default_policy().commands.names() == DEFAULT_NAMES  # app.yaml names every command of the registry
 
@@ -587,22 +587,23 @@ NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case 
             {**NAMES, "reuse": "use"}, ["commands.reuse: 'use' is also the name of commands.use"], id="shared-name"
         ),
         pytest.param(
-            {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results"},
+            {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "merge": "merge"},
             ["commands.help: missing: every command needs a name"],
             id="missing-kind",
         ),
         pytest.param(
             {**NAMES, "deploy": "deploy"},
-            ["commands.deploy: unknown command; the commands are use, reuse, stage, help"],
+            ["commands.deploy: unknown command; the commands are use, reuse, stage, merge, help"],
             id="unknown-kind",
         ),
         pytest.param(
             {"use": "USE", "reuse": "help", "help": "help", "pin": "pin"},
             [
                 "commands.stage: missing: every command needs a name",
+                "commands.merge: missing: every command needs a name",
                 f"commands.use: 'USE' {NOT_A_WORD}",
                 "commands.help: 'help' is also the name of commands.reuse",
-                "commands.pin: unknown command; the commands are use, reuse, stage, help",
+                "commands.pin: unknown command; the commands are use, reuse, stage, merge, help",
             ],
             id="every-problem-at-once",
         ),
@@ -631,7 +632,7 @@ def test_a_name_the_check_refuses_the_grammar_refuses_too(name):
 # -- properties: what is quoted or fenced never runs (hypothesis) --------------------------------------
 
 
-NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+NAMES = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "merge": "merge", "help": "help"}
 # Bodies made of the characters that matter to the grammar, with real command lines mixed in.
 PIECES = st.sampled_from(
     [

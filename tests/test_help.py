@@ -67,11 +67,12 @@ def test_help_variables_show_the_problem_only_when_there_is_one():
 
 
 def test_help_entries_are_the_registry_in_order_with_the_configured_names():
-    names = {"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}
+    names = {"use": "pin", "reuse": "reuse", "stage": "restage", "merge": "land", "help": "commands"}
     assert help_entries(names) == [
         {"kind": "use", "name": "pin", "run_id": "required", "who": "maintainers", "help": "use"},
         {"kind": "reuse", "name": "reuse", "run_id": "optional", "who": "maintainers", "help": "reuse"},
         {"kind": "stage", "name": "restage", "run_id": "optional", "who": "maintainers", "help": "stage"},
+        {"kind": "merge", "name": "land", "run_id": "none", "who": "maintainers", "help": "merge"},
         {"kind": "help", "name": "commands", "run_id": "none", "who": "anyone", "help": "help"},
     ]
 
@@ -96,6 +97,7 @@ def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(mon
         "| `/use <run_id>`",
         "| `/reuse-sweep-run [<run_id>]`",
         "| `/stage-results [<run_id>]`",
+        "| `/merge`",
         "| `/help`",
         "| `/info [<run_id>]`",
     ]
@@ -105,11 +107,11 @@ def test_a_new_registry_entry_is_listed_with_its_usage_who_and_argument_rule(mon
     )
     assert (
         "followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run`, `/stage-results`"
-        " and `/info` take one or none, and `/help` takes none."
+        " and `/info` take one or none, and `/merge` and `/help` take none."
     ) in english
     assert (
         "后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run`、`/stage-results` 和 `/info`"
-        " 可以带一个或不带，`/help` 不带参数。"
+        " 可以带一个或不带，`/merge` 和 `/help` 不带参数。"
     ) in chinese
     assert (
         "| `/info [<run_id>]` | 请求结果服务重新暂存这次运行；不带 run id 时暂存当前固定的 run。 | 任何人 |" in chinese
@@ -122,11 +124,11 @@ def test_the_argument_sentence_follows_the_registry_and_agrees_in_number(monkeyp
     english, chinese = text.split("\n## 中文\n")
     assert (
         "followed by at most one argument: `/use` takes exactly one run id, `/reuse-sweep-run` takes one or"
-        " none, and `/stage-results` and `/help` take none."
+        " none, and `/stage-results`, `/merge` and `/help` take none."
     ) in english
     assert (
         "后面最多跟一个参数：`/use` 必须带且只能带一个 run id，`/reuse-sweep-run` 可以带一个或不带，"
-        "`/stage-results` 和 `/help` 不带参数。"
+        "`/stage-results`、`/merge` 和 `/help` 不带参数。"
     ) in chinese
     assert "| `/stage-results` |" in english and "| `/stage-results` |" in chinese
 
@@ -193,6 +195,7 @@ async def test_help_reply_lists_every_command_who_may_use_it_an_example_and_the_
         "`/use <run_id>`",
         "`/reuse-sweep-run [<run_id>]`",
         "`/stage-results [<run_id>]`",
+        "`/merge`",
         "`/help`",
     ]
     for row in rows:

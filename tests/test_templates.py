@@ -28,7 +28,13 @@ DEFAULT_LABELS = [
     {"name": "non-canary-full-sweep-enabled", "canary": False, "fail_fast": False, "recommended": False},
 ]
 DEFAULT_MODIFIERS = {"all_evals": "all-evals", "evals_only": "evals-only", "agentx_fast": "agentx-fast"}
-DEFAULT_COMMANDS = {"use": "use", "reuse": "reuse-sweep-run", "stage": "stage-results", "help": "help"}
+DEFAULT_COMMANDS = {
+    "use": "use",
+    "reuse": "reuse-sweep-run",
+    "stage": "stage-results",
+    "merge": "merge",
+    "help": "help",
+}
 BLOB = "https://github.com/SemiAnalysisAI/InferenceX/blob/main"
 
 WELCOME = {
@@ -110,7 +116,9 @@ SAMPLES: dict[str, list[dict]] = {
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
-            "commands": help_entries({"use": "pin", "reuse": "reuse", "stage": "restage", "help": "commands"}),
+            "commands": help_entries(
+                {"use": "pin", "reuse": "reuse", "stage": "restage", "merge": "land", "help": "commands"}
+            ),
             "problem": {"text": "/pin", "key": "use-needs-run-id"},
         },
     ],
@@ -969,6 +977,50 @@ SAMPLES["merge_reuse"] += [
     {**SAMPLES["merge_reuse"][0], "report": {k: v for k, v in report.items() if k not in ("run_id", "run_url")}}
     for report in SAMPLES["ingest_report"]
 ]
+MERGE_REFUSALS = [  # one of each refusal code (bot/rules/merge.py), with the params the handler keeps
+    {"code": "not-open", "fixer": "author", "params": {"state": "closed", "merged": False}},
+    {"code": "draft", "fixer": "author", "params": {}},
+    {"code": "wrong-base", "fixer": "author", "params": {"base": "release", "expected": "main"}},
+    {"code": "no-primary-label", "fixer": "maintainer", "params": {"primaries": ["full-sweep-fail-fast"]}},
+    {"code": "several-primary-labels", "fixer": "maintainer", "params": {"labels": ["a", "b"]}},
+    {"code": "reuse-blocked", "fixer": "maintainer", "params": {"labels": ["evals-only"]}},
+    {"code": "pin-not-eligible", "fixer": "maintainer", "params": {"verdict": {"code": "no-result-artifact"}}},
+    {"code": "no-eligible-run", "fixer": "maintainer", "params": {"others": []}},
+    {"code": "signoff-missing", "fixer": "codeowner", "params": {"conclusion": None}},
+    {
+        "code": "changelog-invalid",
+        "fixer": "author",
+        "params": {"reason": "errors", "error_count": 3, "error_count_is_lower_bound": False},
+    },
+    {
+        "code": "changelog-invalid",
+        "fixer": "author",
+        "params": {"reason": "no-entry", "error_count": 0, "error_count_is_lower_bound": False},
+    },
+    {"code": "changelog-not-append", "fixer": "author", "params": {}},
+    {"code": "changelog-duplicate", "fixer": "author", "params": {"duplicates": [{"line": 12, "base_line": 3}]}},
+    {"code": "pr-url-not-canonical", "fixer": "maintainer", "params": {"pr_url": "https://x/pull/1", "prefix": "p"}},
+    {"code": "changelog-base-unreadable", "fixer": "maintainer", "params": {"problem": "not a YAML list"}},
+    {"code": "changelog-result-invalid", "fixer": "maintainer", "params": {}},
+    {"code": "conflict", "fixer": "author", "params": {"files": ["benchmarks/a.sh", "configs/b.yaml"]}},
+]
+MERGE_REPLY = {
+    "requester": "maintainer",
+    "refusals": [],
+    "run": None,
+    "sha": "",
+    "error": "",
+    "use_command": "/use",
+    "merge_command": "/merge",
+}
+SAMPLES["merge_reply"] = [
+    {**MERGE_REPLY, "outcome": "refused", "refusals": MERGE_REFUSALS},
+    {**MERGE_REPLY, "outcome": "refused", "refusals": MERGE_REFUSALS[1:2]},
+    {**MERGE_REPLY, "outcome": "merged", "run": {"id": 333, "url": "https://x/runs/333"}, "sha": "a" * 40},
+    {**MERGE_REPLY, "outcome": "github_refused", "error": "405: Required status check is expected"},
+    {**MERGE_REPLY, "outcome": "unauthorized"},
+    {**MERGE_REPLY, "outcome": "permission_unknown"},
+]
 SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
@@ -1415,18 +1467,19 @@ def test_help_lists_every_command_with_who_and_an_example():
     english, chinese = halves(TEMPLATES.render("help", **HELP))
     rows = [line for line in english.splitlines() if line.startswith("| `/")]
     assert [code_spans(row)[0].split()[0] for row in rows] == [f"/{name}" for name in DEFAULT_COMMANDS.values()]
-    for row in rows[:3]:
+    for row in rows[:4]:
         assert "write, maintain or admin" in row
-    assert "Anyone" in rows[3]
+    assert "Anyone" in rows[4]
     assert [row.split("|")[-2].strip() for row in rows] == [
         "`/use 1234567890`",
         "`/reuse-sweep-run 1234567890` or `/reuse-sweep-run`",
         "`/stage-results 1234567890`",
+        "`/merge`",
         "`/help`",
     ]
     zh_rows = [line for line in chinese.splitlines() if line.startswith("| `/")]
-    assert len(zh_rows) == 4 and "任何人" in zh_rows[3]
-    assert all("write、maintain 或 admin" in row for row in zh_rows[:3])
+    assert len(zh_rows) == 5 and "任何人" in zh_rows[4]
+    assert all("write、maintain 或 admin" in row for row in zh_rows[:4])
 
 
 def test_help_refuses_an_unknown_problem_key():
@@ -1525,10 +1578,10 @@ def test_issue_title_is_one_line_in_both_languages():
 
 def test_sweep_gate_button_words_are_one_line_in_both_languages_and_fit_github():
     """The `sweep-gate` check's buttons: label at most 20 characters, description at most 40."""
-    for button in ("sweep-again", "approve-head"):
+    for button in ("sweep-again", "approve-head", "merge"):
         for part, limit in (("label", 20), ("description", 40)):
             text = Templates().title("sweep_button", button=button, part=part)
             english, chinese = text.split(" / ")
             assert english and chinese and "\n" not in text and len(text) <= limit
     with pytest.raises(jinja2.UndefinedError):
-        Templates().title("sweep_button", button="merge", part="label")
+        Templates().title("sweep_button", button="deploy", part="label")

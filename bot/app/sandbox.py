@@ -30,6 +30,10 @@ DEMO_SECRET = "sandbox-secret"
 DEMO_AUTHOR = "partner-dev"
 DEMO_MAINTAINER = "maintainer"
 DEMO_CONFIG = "inferencex-e2e/configs/amd-master.yaml"  # the upstream layout, matched by the default autolabels
+DEMO_CONFIG_CHANGE = (
+    "dsr1-fp8-mi355x-sglang:\n  runner: mi355x\n  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n"
+    "      search-space:\n      - { tp: 8, conc-start: 4, conc-end: 64 }\n"
+)
 RESULTS_REPO = default_policy().results.repository
 RESULTS_SENDER = "inferencex-results[bot]"  # the results service's account, trusted by the demo's policy
 TRANSCRIPT_PREFIX = "sweepbot-sandbox-transcript-"  # and a unique part, .md, in the temp directory
@@ -171,6 +175,8 @@ def demo_github(out: TextIO | None = None, *, on_write: Callable[[Any], None] | 
     changelog = DEMO_FILES["inferencex-e2e/perf-changelog.yaml"]
     fake.set_file(DEMO_REPO, "inferencex-e2e/perf-changelog.yaml", changelog, ref=pr["base"]["sha"])
     fake.set_file(DEMO_REPO, "inferencex-e2e/perf-changelog.yaml", changelog + DEMO_ENTRY, ref=pr["head"]["sha"])
+    # the AMD config as the PR changes it: what the merge writes onto the base branch
+    fake.set_file(DEMO_REPO, DEMO_CONFIG, DEMO_CONFIG_CHANGE, ref=pr["head"]["sha"])
     fake.update_pull(DEMO_REPO, 1, merge_commit_sha="5" * 40)
     add_sweep_workflows(fake, DEMO_REPO)
     return fake
@@ -374,9 +380,10 @@ def lifecycle() -> list[Step]:
 
         return act
 
-    def merged(fake: InMemoryGitHub) -> dict[str, Any]:
-        fake.update_pull(DEMO_REPO, 1, state="closed", merged=True)
-        return fake.pull_request_payload(DEMO_REPO, 1, "closed", sender=DEMO_MAINTAINER)
+    def merge(fake: InMemoryGitHub) -> dict[str, Any]:
+        body = f"/{default_policy().commands.merge}"
+        comment = fake.add_comment(DEMO_REPO, 1, body, user=DEMO_MAINTAINER, author_association="MEMBER")
+        return fake.issue_comment_payload(DEMO_REPO, 1, comment)
 
     def ingested(fake: InMemoryGitHub) -> dict[str, Any]:
         asked = results_request(fake, "ingest-results")  # what the bot asked at merge, echoed (if it asked)
@@ -409,7 +416,7 @@ def lifecycle() -> list[Step]:
         Step(f"{DEMO_MAINTAINER} pins the green run with /use: staging is asked for", "issue_comment", pinned),
         Step("the results service starts staging the run", "repository_dispatch", stage("started")),
         Step("the results service has staged the run", "repository_dispatch", stage("completed")),
-        Step(f"{DEMO_MAINTAINER} merges PR #1", "pull_request", merged),
+        Step(f"{DEMO_MAINTAINER} writes /merge: the bot merges PR #1 and asks for the ingest", "issue_comment", merge),
         Step("the results service has ingested the pinned run", "repository_dispatch", ingested),
     ]
 

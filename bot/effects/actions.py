@@ -186,6 +186,53 @@ class RepositoryDispatch:
 
 
 @dataclass(frozen=True)
+class TreeChange:
+    """One path the merge writes over the base's tree: a blob (or, mode 160000, a submodule's commit) by `sha`,
+    `content` written as a new blob (the resolved changelog), or, with neither, the path deleted."""
+
+    path: str
+    mode: str = "100644"
+    sha: str | None = None
+    content: str | None = None
+
+
+@dataclass(frozen=True)
+class MergePull:
+    """Merge PR `number`, whose head is `head_sha`, into branch `base` as it stood at `base_sha`, once.
+
+    `way` "git-data" (a fork's PR): a commit of `changes` over the base's tree whose parents are the base's head
+    and the PR's head, then a fast-forward of `base`. "merge-api": with `changes`, first the same tree as a commit
+    on the PR's branch `head_ref` (parents: the PR's head, then the base's), fast-forwarded; then GitHub's merge
+    API with `method`, pinned to the commit the branch then holds. A base or head that moved makes GitHub refuse
+    (422, 405, 409): nothing is forced, the caller builds it again."""
+
+    number: int
+    head_sha: str
+    head_ref: str
+    base: str
+    base_sha: str
+    base_tree: str  # the tree of `base_sha`
+    way: str
+    method: str
+    changes: tuple[TreeChange, ...]
+    title: str
+    message: str
+    checked_sha: str  # the head the checks judged: `head_sha`, or the head an earlier merge commit on the branch names
+    skip_marker: str  # put in the message of a commit on the PR's branch, so that no sweep starts for it
+
+    @property
+    def key(self) -> str:
+        return f"merge:{self.number}:{self.head_sha}:{self.base_sha}"
+
+    def describe(self) -> str:
+        paths = ", ".join(change.path for change in self.changes) or "no files rewritten"
+        return (
+            f"merge #{self.number} ({self.head_sha[:7]}) into {self.base} at {self.base_sha[:7]} by {self.way}"
+            f" ({self.method}): {paths}"
+        )
+
+
+@dataclass(frozen=True)
 class CancelRun:
     """Cancel workflow run `run_id` if it has not finished (a superseded sweep)."""
 
@@ -308,6 +355,7 @@ Action = (
     | DispatchWorkflow
     | RepositoryDispatch
     | CancelRun
+    | MergePull
     | CheckRun
     | SuggestionReview
 )

@@ -18,8 +18,9 @@ from bot.effects.comments import CREATED, PER_PAGE, CommentStore, find_bot_issue
 from bot.github.client import NOT_SENT_ERRORS, AmbiguousWrite, AuthenticationFailed, GitHubClient, get_or_none
 from bot.github.shared_reads import SharedReads
 from bot.rules.dispatched_runs import DISPATCH_EVENT, not_the_bots
-from bot.rules.links import repo_api
+from bot.rules.links import Slashed, repo_api
 from bot.rules.markers import fit, is_bots, purpose_of
+from bot.rules.merge import MERGE_OF_TRAILER
 from bot.telemetry import logs
 
 RECONCILE_DELAY = 1.0  # GitHub's lists can trail a write by a moment: look again after this
@@ -454,6 +455,77 @@ class Executor:
             return Result("cancelled" if run.get("conclusion") == "cancelled" else "finished", action.run_id)
         return None  # a cancel is safe to send again
 
+    # -- merges --------------------------------------------------------------------------------
+
+    async def merge_pull(self, action: act.MergePull) -> Result:
+        repo = self.ctx.repo
+        tree = await self._merge_tree(action) if action.changes or action.way == "git-data" else None
+        if action.way == "git-data":
+            commit = await self._commit(tree or "", [action.base_sha, action.head_sha], action.message)
+            # a fast-forward only: a base that moved meanwhile is refused (422), never overwritten
+            await self.gh.patch(
+                repo_api(repo, "git", "refs", "heads", Slashed(action.base)), data={"sha": commit, "force": False}
+            )
+            return Result("merged", action.number, {"sha": commit})
+        sha = action.head_sha
+        if tree is not None:  # the PR's branch first gets the base and the resolved changelog, marked not to sweep
+            sha = await self._commit(tree, [action.head_sha, action.base_sha], _prepared_message(action))
+            sha = await self._fast_forward_branch(action, sha, tree)
+        answer = await self.gh.put(
+            repo_api(repo, "pulls", action.number, "merge"),
+            data={
+                "sha": sha,
+                "merge_method": action.method,
+                "commit_title": action.title,
+                "commit_message": action.message,
+            },
+        )
+        return Result("merged", action.number, {"sha": (answer or {}).get("sha") or ""})
+
+    async def _merge_tree(self, action: act.MergePull) -> str:
+        entries = [_tree_entry(change) for change in action.changes]
+        tree = await self.gh.post(
+            repo_api(self.ctx.repo, "git", "trees"), data={"base_tree": action.base_tree, "tree": entries}
+        )
+        return str(tree["sha"])
+
+    async def _commit(self, tree: str, parents: list[str], message: str) -> str:
+        made = await self.gh.post(
+            repo_api(self.ctx.repo, "git", "commits"), data={"message": message, "tree": tree, "parents": parents}
+        )
+        return str(made["sha"])
+
+    async def _fast_forward_branch(self, action: act.MergePull, sha: str, tree: str) -> str:
+        """The commit the PR's branch holds for the merge: `sha`, fast-forwarded to."""
+        url = repo_api(self.ctx.repo, "git", "refs", "heads", Slashed(action.head_ref))
+        try:
+            await self.gh.patch(url, data={"sha": sha, "force": False})
+            return sha
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) != 422:
+                raise
+            # An earlier attempt whose answer was lost may have moved the branch to its own commit of the same
+            # tree and parents (commits differ by their time): that one is merged instead.
+            ref = await self.gh.getitem(repo_api(self.ctx.repo, "git", "ref", "heads", Slashed(action.head_ref)))
+            head = await self.gh.getitem(repo_api(self.ctx.repo, "git", "commits", ref["object"]["sha"]))
+            parents = [parent.get("sha") for parent in head.get("parents") or ()]
+            if parents != [action.head_sha, action.base_sha] or (head.get("tree") or {}).get("sha") != tree:
+                raise
+            return str(head["sha"])
+
+    async def find_merge(self, action: act.MergePull) -> Result | None:
+        """The PR merged already (by an earlier attempt whose answer was lost, or by anyone): GitHub says so, or
+        its base branch holds the PR's head."""
+        pull = await self.gh.getitem(repo_api(self.ctx.repo, "pulls", action.number))
+        if pull.get("merged"):
+            return Result("merged", action.number, {"sha": pull.get("merge_commit_sha") or ""})
+        compared = await self.gh.getitem(
+            repo_api(self.ctx.repo, "compare", f"{action.base}...{action.head_sha}", per_page=1)
+        )
+        if compared.get("status") in ("behind", "identical"):
+            return Result("merged", action.number, {"sha": ""})
+        return None
+
     # -- check runs ----------------------------------------------------------------------------
 
     async def _existing_check(self, action: act.CheckRun) -> tuple[int, str, bool] | None:
@@ -593,6 +665,22 @@ def _review_comment(comment: act.ReviewComment) -> dict[str, Any]:
     return out
 
 
+def _prepared_message(action: act.MergePull) -> str:
+    """The message of the bot's commit on a PR's branch: not swept, and naming the head the merge was checked on
+    (bot.rules.merge.prepared_for reads it back)."""
+    return (
+        f"Merge {action.base} into #{action.number} for its merge {action.skip_marker}\n\n"
+        f"{MERGE_OF_TRAILER}: {action.checked_sha}"
+    )
+
+
+def _tree_entry(change: act.TreeChange) -> dict[str, Any]:
+    kind = "commit" if change.mode == "160000" else "blob"
+    if change.content is not None:
+        return {"path": change.path, "mode": change.mode, "type": kind, "content": change.content}
+    return {"path": change.path, "mode": change.mode, "type": kind, "sha": change.sha}
+
+
 def refused(exc: BaseException) -> bool:
     """Whether a send that failed with `exc` surely did not happen: GitHub answered and refused it (a 4xx, a
     rate limit after its retries, credentials refused even fresh) or the request never left."""
@@ -653,6 +741,10 @@ KINDS: dict[type, Kind] = {
     # costs the results service a repeat, not hours of GPU nodes).
     act.RepositoryDispatch: Kind(Executor.repository_dispatch),
     act.CancelRun: Kind(Executor.cancel_run, Executor.find_cancelled),
+    # Several writes: a refused one (a moved base or head) leaves the PR unmerged, and the caller builds it again
+    # from what GitHub shows then (a commit of the bot's already on the PR's branch included). After a lost answer
+    # it is sent again only when GitHub shows the PR unmerged.
+    act.MergePull: Kind(Executor.merge_pull, Executor.find_merge),
     act.CheckRun: Kind(Executor.check_run, Executor.find_check, partial=True),
     # Sending again is safe: `review` first looks for the bot's review of that commit with that body.
     act.SuggestionReview: Kind(Executor.review, partial=True),

@@ -11,6 +11,8 @@ a log line.
 - "Approve this commit" (`approve-head`, forks only) does what a writer's primary label does: it approves the
   head commit of that moment for the primary label on the PR. Offered while that label approves an older head
   (or the bot does not know which).
+- "Merge" (`merge`) does what a maintainer's `/merge` does (handlers/merge_command.py runs it; its checks decide
+  whether anything is merged). Offered while a run is pinned and the PR is open.
 
 A press is named by the check run and the content it showed (its `external_id`, the bot's fingerprint of it):
 GitHub sending the same press again names the same token and starts nothing; after the bot rewrites the check
@@ -24,14 +26,16 @@ from typing import Any
 
 from bot.rules.fingerprint import digest
 
+GATE_CHECK = "sweep-gate"  # the check run that shows these buttons
 SWEEP_AGAIN = "sweep-again"
 APPROVE = "approve-head"
-BUTTONS = (SWEEP_AGAIN, APPROVE)  # the order they are shown in
+MERGE = "merge"
+BUTTONS = (SWEEP_AGAIN, APPROVE, MERGE)  # the order they are shown in
 # The fork approval codes for which the primary label on the PR approves no current head.
 UNAPPROVED = frozenset({"head_changed", "approval_unknown"})
 
 # What a press does
-RESTART, APPROVE_HEAD = "restart", "approve"
+RESTART, APPROVE_HEAD, MERGE_PR = "restart", "approve", "merge"
 NOT_A_WRITER, UNKNOWN, NOT_OFFERED, ALREADY_DONE = "not-a-writer", "unknown-button", "not-offered", "already-done"
 
 
@@ -47,13 +51,17 @@ def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[st
     approval = by_name.get("fork_approval")
     if is_fork and approval is not None and approval.reason_code in UNAPPROVED:
         shown.append(APPROVE)
+    pin = by_name.get("reuse_pin")
+    if pin is not None and pin.ok is True:  # a run is pinned: what a merge reuses
+        shown.append(MERGE)
     return tuple(shown)
 
 
 def press(
     identifier: Any, *, writer: bool | None, offered_now: Iterable[str], token: str, recorded_token: str | None
 ) -> str:
-    """What a press of `identifier` does: RESTART or APPROVE_HEAD, or why it does nothing (a log line)."""
+    """What a press of `identifier` does: RESTART, APPROVE_HEAD or MERGE_PR, or why it does nothing (a log
+    line)."""
     if identifier not in BUTTONS:
         return UNKNOWN
     if writer is not True:  # GitHub would not confirm write permission: the press counts for nothing
@@ -62,6 +70,8 @@ def press(
         return NOT_OFFERED  # pressed on a check that no longer shows it (the state moved on)
     if identifier == SWEEP_AGAIN:
         return ALREADY_DONE if token == recorded_token else RESTART
+    if identifier == MERGE:
+        return MERGE_PR  # a press sent again merges nothing twice: a merged PR is not merged again
     return APPROVE_HEAD
 
 

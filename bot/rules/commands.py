@@ -33,6 +33,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("use", "use", RUN_ID_REQUIRED, MAINTAINERS, "use"),
     CommandSpec("reuse", "reuse-sweep-run", RUN_ID_OPTIONAL, MAINTAINERS, "reuse"),
     CommandSpec("stage", "stage-results", RUN_ID_OPTIONAL, MAINTAINERS, "stage"),
+    CommandSpec("merge", "merge", NO_ARGUMENTS, MAINTAINERS, "merge"),
     CommandSpec("help", "help", NO_ARGUMENTS, ANYONE, "help"),
 )
 SPECS: dict[str, CommandSpec] = {spec.kind: spec for spec in COMMANDS}

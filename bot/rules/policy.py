@@ -117,6 +117,17 @@ class Results(_Frozen):
     )
 
 
+MergeMethod = Literal["squash", "merge", "rebase"]
+
+
+class Merge(_Frozen):
+    method: MergeMethod = Field(
+        description="how the merge command merges a PR from this repository's own branches (a fork's PR is always "
+        "merged with a merge commit)"
+    )
+    require_signoff: bool = Field(description="the merge command waits for the `signoff` check to pass")
+
+
 class Limits(_Frozen):
     changelog_bytes: Whole
     changelog_errors: Whole
@@ -128,6 +139,7 @@ class Commands(_NameTable):
     use: Text
     reuse: Text
     stage: Text
+    merge: Text
     help: Text
 
 
@@ -174,6 +186,7 @@ class Policy(_Frozen):
     sweeps: Sweeps
     workflows: Workflows
     results: Results
+    merge: Merge
     pr_link_prefix: Text
     limits: Limits
     skip_sweep_marker: Text

@@ -34,6 +34,32 @@ class ChecksMixin(GitHubCore):
         ("POST", R + "/check-runs/{id}/rerequest", "post_rerequest_check_run"),
     ]
 
+    def add_check_run(self, full_name: str, name: str, head_sha: str, conclusion: str) -> dict[str, Any]:
+        """A completed check run of the App's own on `head_sha` (what the bot wrote in an earlier delivery)."""
+        repo = self._repo(full_name)
+        check_id = self._next_id()
+        stamp = self._stamp()
+        run: dict[str, Any] = {
+            "id": check_id,
+            "name": name,
+            "head_sha": head_sha,
+            "external_id": "",
+            "details_url": None,
+            "url": f"{self.base_url}/repos/{repo.full_name}/check-runs/{check_id}",
+            "html_url": f"{repo.json['html_url']}/runs/{check_id}",
+            "status": "completed",
+            "conclusion": conclusion,
+            "started_at": stamp,
+            "completed_at": stamp,
+            "output": {"title": "", "summary": "", "text": None, "annotations_count": 0},
+            "check_suite": {"id": self._next_id()},
+            "app": {"id": self.app_id, "slug": self.app_slug, "name": self.app_slug},
+            "pull_requests": [],
+            "actions": [],
+        }
+        repo.check_runs[check_id] = run
+        return copy.deepcopy(run)
+
     def rerequest_check_run(self, full_name: str, check_id: int) -> dict[str, Any]:
         """What a person's "Re-run" of a check does to it: queued again, its conclusion cleared (GitHub then sends
         `check_run` `rerequested` to the App that made it; build it with check_run_payload)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bot.testing.actions import ActionsMixin
 from bot.testing.apps import AppsMixin
 from bot.testing.checks import ChecksMixin
+from bot.testing.git_data import GitDataMixin
 from bot.testing.issues import IssuesMixin
 from bot.testing.labels import LabelsMixin
 from bot.testing.manifests import ManifestsMixin
@@ -22,6 +23,7 @@ class InMemoryGitHub(
     ReactionsMixin,
     LabelsMixin,
     IssuesMixin,
+    GitDataMixin,
     PullsMixin,
     ReposMixin,
     ReviewsMixin,

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.testing.core import GitHubCore, R
-from bot.testing.model import NOT_FOUND, Call, Reply, Repo, check_body, fake_sha
+from bot.testing.model import NOT_FOUND, Call, Reply, Repo, blob_sha, check_body, fake_sha
 
 PULL_FIELDS = frozenset(
     {"title", "body", "state", "draft", "merged", "merged_at", "merge_commit_sha", "mergeable", "locked"}
@@ -248,8 +248,13 @@ class PullsMixin(GitHubCore):
         return 200, copy.deepcopy(self._item(repo, number, pull=True))
 
     def _route_list_pull_files(self, call: Call, repo: Repo, number: int) -> tuple[int, Any, dict[str, str]]:
-        self._item(repo, number, pull=True)
-        return self._paginate(call, copy.deepcopy(repo.pull_files[number]))
+        item = self._item(repo, number, pull=True)
+        entries = copy.deepcopy(repo.pull_files[number])
+        at_head = repo.files.get(item["head"]["sha"], {})
+        for entry in entries:  # as GitHub: `sha` is the file's blob at the head, where the fake knows the file
+            if entry.get("status") != "removed" and entry["filename"] in at_head:
+                entry["sha"] = blob_sha(at_head[entry["filename"]])
+        return self._paginate(call, entries)
 
     def _route_list_pull_commits(self, call: Call, repo: Repo, number: int) -> tuple[int, Any, dict[str, str]]:
         return self._paginate(call, copy.deepcopy(self._pull_commits(repo, number)))
