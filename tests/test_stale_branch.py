@@ -391,10 +391,12 @@ async def test_a_push_changing_a_recipe_after_the_pin_makes_it_stale_and_the_cha
     rest = "\n".join(line for line in rest.split("\n") if not line.startswith("<!-- sweepbot-record "))
     found["body"] = f"{head}\n{record.line()}\n{rest}"
 
-    for sha, changed, mark in (("7" * 40, [CHANGELOG], "✅"), ("8" * 40, [CHANGELOG, RECIPE], "❌")):
+    repo.set_file(REPO, RECIPE, "tp: 4\n", ref=pinned_head)
+    for sha, recipe, mark in (("7" * 40, "tp: 4\n", "✅"), ("8" * 40, "tp: 8\n", "❌")):
         repo.push_commit(REPO, 67, sha=sha, message="More")
-        repo.set_file(REPO, CHANGELOG, HISTORY + entry("dsr1-fp8-mi355x-sglang"), ref=sha)
-        repo.set_compare_files(REPO, pinned_head, sha, changed)
+        more = entry("dsr1-fp8-mi355x-sglang") + entry("dsr1-fp8-mi355x-sglang").replace(b"MI355X", b"More")
+        repo.set_file(REPO, CHANGELOG, HISTORY + more, ref=sha)  # the changelog changes on both pushes
+        repo.set_file(REPO, RECIPE, recipe, ref=sha)
         await h.deliver("pull_request", repo.pull_request_payload(REPO, 67, "synchronize", sender="partner"))
         line = line_with(status(repo, 67), "**Reuse pin:**")
         assert line.startswith(f"- {mark} **Reuse pin:**"), line

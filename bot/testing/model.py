@@ -161,7 +161,6 @@ class Repo:
     parents: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # commit sha -> parent shas (history)
     path_history: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # path -> commits, newest first
     submodules: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # ref -> path -> gitlink sha
-    compare_files: dict[tuple[str, str], list[str]] = dataclasses.field(default_factory=dict)  # (base, head) -> files
     next_number: int = 1
 
     @property

@@ -111,10 +111,6 @@ class ReposMixin(GitHubCore):
         repo = self._repo(full_name)
         repo.submodules.setdefault(ref or repo.json["default_branch"], {})[path.strip("/")] = sha
 
-    def set_compare_files(self, full_name: str, base: str, head: str, files: list[str]) -> None:
-        """The files `compare/base...head` lists as changed."""
-        self._repo(full_name).compare_files[(base, head)] = list(files)
-
     def set_permission(self, full_name: str, login: str, permission: str) -> None:
         if permission not in LEGACY_PERMISSION:
             raise ValueError(f"unknown permission {permission!r}")
@@ -202,15 +198,6 @@ class ReposMixin(GitHubCore):
             raise Reply(404, NOT_FOUND)
         if base in repo.parents or head in repo.parents:  # a history was given: compare walks it, as GitHub does
             return 200, self._compared(repo, base, head)
-        if (base, head) in repo.compare_files:
-            files = [{"filename": f, "status": "modified"} for f in repo.compare_files[(base, head)]]
-            return 200, {
-                "status": "ahead",
-                "merge_base_commit": {"sha": base},
-                "base_commit": {"sha": base},
-                "commits": [],
-                "files": files,
-            }
         return 200, {
             "status": "ahead",
             "merge_base_commit": {"sha": base},
@@ -247,7 +234,7 @@ class ReposMixin(GitHubCore):
             "merge_base_commit": {"sha": merge_base},
             "base_commit": {"sha": base},
             "commits": [{"sha": sha} for sha in reversed(ahead)],
-            "files": [{"filename": f, "status": "modified"} for f in repo.compare_files.get((base, head), [])],
+            "files": [],
         }
 
     def _route_list_commits(self, call: Call, repo: Repo) -> tuple[int, Any, dict[str, str]]:
