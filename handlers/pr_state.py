@@ -32,7 +32,7 @@ from bot.rules.dispatched_runs import bot_run
 from bot.rules.gate import AppliedLabel
 from bot.rules.links import Slashed, repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
-from bot.rules.master_config import MasterConfigs, read_master_configs
+from bot.rules.master_config import read_master_configs
 from bot.rules.policy import Policy
 from bot.rules.pull_request import (
     actor_of,
@@ -382,11 +382,13 @@ _submodule_compares: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # 
 _reverts: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, path, base, blob, depth) -> commit
 _commit_prs: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, sha) -> PR number or None
 _files_between: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, from, to) -> changed files
+_changed_keys: cachetools.LRUCache = cachetools.LRUCache(maxsize=256)  # (repo, base, head, paths) -> ChangedKeys
+_gitlinks: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, base, path, head) -> submodule facts
 
 
 def forget_guard_reads() -> None:
     """Empty the guard's caches (the tests' and benchmarks' fake SHAs repeat from one PR to the next)."""
-    for cache in (_submodule_compares, _reverts, _commit_prs, _files_between):
+    for cache in (_submodule_compares, _reverts, _commit_prs, _files_between, _changed_keys, _gitlinks):
         cache.clear()
 
 
@@ -420,18 +422,22 @@ async def _last_move(ctx: Context, bound: asyncio.Semaphore, path: str, base_sha
     return stale_branch.LastMove(sha, await _pr_of_commit(ctx, bound, sha))
 
 
-async def _submodule(
+SubmoduleFacts = tuple[str, str, str | None, "stale_branch.Compared | None", "stale_branch.LastMove | None"]
+
+
+async def _submodule_facts(
     ctx: Context,
     bound: asyncio.Semaphore,
     entry: Mapping[str, Any],
     repos: Mapping[str, str | None],
     base_sha: str,
     at_base: Any,
-) -> stale_branch.Finding | None:
-    """`at_base`: the contents API's answer for the gitlink's path at the base (`type: submodule`, its commit)."""
+) -> SubmoduleFacts:
+    """(the base's pointer, the PR's, the submodule's repository, their comparison there, the base commit that
+    last moved the pointer where it moved back). `at_base`: the contents API's answer for the gitlink's path at
+    the base (`type: submodule`, its commit)."""
     move = stale_branch.submodule_move(entry.get("patch"))
-    if move is None:
-        return None
+    assert move is not None  # only gitlinks are asked about
     path = entry["filename"]
     base = at_base["sha"] if isinstance(at_base, dict) and at_base.get("type") == "submodule" else move[0]
     head, repo = move[1], repos.get(path)
@@ -440,17 +446,53 @@ async def _submodule(
         key = (repo, base, head)
         if key not in _submodule_compares:
             found = await _guarded(bound, repo_api(repo, "compare", f"{base}...{head}", per_page=1), ctx)
-            _submodule_compares[key] = (
-                stale_branch.Compared(
-                    str(found.get("status")), int(found.get("ahead_by") or 0), int(found.get("behind_by") or 0)
-                )
-                if isinstance(found, dict) and found.get("status")
-                else None
+            if not (isinstance(found, dict) and found.get("status")):
+                return base, head, repo, None, None  # not kept: the App may be given the repository later
+            _submodule_compares[key] = stale_branch.Compared(
+                str(found["status"]), int(found.get("ahead_by") or 0), int(found.get("behind_by") or 0)
             )
         compared = _submodule_compares[key]
     moved_back = compared is not None and compared.status in ("behind", "diverged")
     last = await _last_move(ctx, bound, path, base_sha) if moved_back else None
-    return stale_branch.submodule_finding(path, base, head, repo, compared, ctx.policy, last)
+    return base, head, repo, compared, last
+
+
+async def _submodules(
+    ctx: Context, bound: asyncio.Semaphore, gitlinks: list[dict[str, Any]], base_sha: str
+) -> list[stale_branch.Finding | None]:
+    """The findings on the gitlinks the PR moves. What GitHub said of each is kept per (repository, base commit,
+    path, the PR's pointer): a later evaluation of the same commits reads nothing, a verified one at least."""
+
+    def key(entry: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
+        return ctx.repo, base_sha, entry["filename"], entry.get("patch")
+
+    missing = [e for e in gitlinks if key(e) not in _gitlinks]
+    if missing:
+        text, *at_base = await asyncio.gather(
+            ctx.file_at(".gitmodules", base_sha),
+            *(
+                _guarded(bound, repo_api(ctx.repo, "contents", Slashed(e["filename"]), ref=base_sha), ctx)
+                for e in missing
+            ),
+        )
+        repos = stale_branch.gitmodules_repos(text.decode("utf-8", errors="replace") if text else None, ctx.repo)
+        facts = await asyncio.gather(
+            *(
+                _submodule_facts(ctx, bound, e, repos, base_sha, found)
+                for e, found in zip(missing, at_base, strict=True)
+            )
+        )
+        for entry, fact in zip(missing, facts, strict=True):
+            if fact[3] is not None or fact[2] is None or fact[0] == fact[1]:  # an unread comparison is asked again
+                _gitlinks[key(entry)] = fact
+        known = {key(e): fact for e, fact in zip(missing, facts, strict=True)}
+    else:
+        known = {}
+    found = []
+    for entry in gitlinks:
+        base, head, repo, compared, last = known.get(key(entry)) or _gitlinks[key(entry)]
+        found.append(stale_branch.submodule_finding(entry["filename"], base, head, repo, compared, ctx.policy, last))
+    return found
 
 
 async def _reverted(
@@ -477,6 +519,28 @@ async def _reverted(
     return stale_branch.reverted_finding(path, replaced_by, ctx.policy, replaced_in)
 
 
+async def _changed_config_keys(ctx: Context, pull: Mapping[str, Any]) -> tuple[stale_branch.ChangedKey, ...]:
+    """The master-config keys the PR adds or changes, from the files at the merge base and the head (kept per
+    base and head commit: parsing upstream's files takes a while, and they are big)."""
+    base_sha, head_sha = pull["base"]["sha"], pull["head"]["sha"]
+    paths = ctx.policy.paths.master_configs
+    key = (ctx.repo, base_sha, head_sha, paths)
+    if key not in _changed_keys:
+        merge_base = await ctx.merge_base(base_sha, head_sha)
+        texts = await asyncio.gather(*(ctx.file_at(path, ref) for ref in (merge_base, head_sha) for path in paths))
+        decoded = [text.decode("utf-8", errors="replace") if text is not None else None for text in texts]
+        at_head = decoded[len(paths) :]
+        lines: dict[str, int] = {}
+        for text in at_head:
+            lines = {**stale_branch.key_lines(text), **lines}  # the first file's line of a key defined twice
+        _changed_keys[key] = stale_branch.changed_config_keys(
+            read_master_configs(dict(zip(paths, decoded[: len(paths)], strict=True))),
+            read_master_configs(dict(zip(paths, at_head, strict=True))),
+            lines,
+        )
+    return _changed_keys[key]
+
+
 async def _coverage(
     ctx: Context, pull: Mapping[str, Any], files: list[str], changelog: Awaitable[Any]
 ) -> list[stale_branch.Finding]:
@@ -486,19 +550,9 @@ async def _coverage(
     if result is None or not result.ok or not result.entries or policy.stale_branch.changelog_coverage == "off":
         return []
     entries = [(entry.line, entry.config_keys) for entry in result.entries]
-    if not stale_branch.touches_master_configs(files, policy):
-        return stale_branch.coverage_findings(MasterConfigs(), MasterConfigs(), entries, policy)
-    base_sha, head_sha = pull["base"]["sha"], pull["head"]["sha"]
-    merge_base = await ctx.merge_base(base_sha, head_sha)
-    paths = policy.paths.master_configs
-    texts = await asyncio.gather(*(ctx.file_at(path, ref) for ref in (merge_base, head_sha) for path in paths))
-    decoded = [text.decode("utf-8", errors="replace") if text is not None else None for text in texts]
-    base = read_master_configs(dict(zip(paths, decoded[: len(paths)], strict=True)))
-    head = read_master_configs(dict(zip(paths, decoded[len(paths) :], strict=True)))
-    lines: dict[str, int] = {}
-    for text in decoded[len(paths) :]:
-        lines = {**stale_branch.key_lines(text), **lines}  # the first file's line of a key defined twice
-    return stale_branch.coverage_findings(base, head, entries, policy, lines)
+    touched = stale_branch.touches_master_configs(files, policy)
+    changed = await _changed_config_keys(ctx, pull) if touched else ()
+    return stale_branch.coverage_findings(changed, entries, policy)
 
 
 async def stale_branch_findings(
@@ -511,31 +565,16 @@ async def stale_branch_findings(
     entries = await ctx.pr_file_entries(number)
     files = [entry["filename"] for entry in entries]
     gitlinks = [e for e in entries if stale_branch.submodule_move(e.get("patch"))][: stale_branch.SUBMODULES_CHECKED]
-    checked = set(stale_branch.files_to_check([e["filename"] for e in entries if e not in gitlinks], ctx.policy))
+    modified = [e["filename"] for e in entries if e not in gitlinks and e.get("status") == "modified"]
+    checked = set(stale_branch.files_to_check(modified, ctx.policy))
 
-    async def submodules() -> list[stale_branch.Finding | None]:
-        if not gitlinks or ctx.policy.stale_branch.submodules == "off":
-            return []
-        text, *at_base = await asyncio.gather(
-            ctx.file_at(".gitmodules", base_sha),
-            *(
-                _guarded(bound, repo_api(ctx.repo, "contents", Slashed(e["filename"]), ref=base_sha), ctx)
-                for e in gitlinks
-            ),
-        )
-        repos = stale_branch.gitmodules_repos(text.decode("utf-8", errors="replace") if text else None, ctx.repo)
-        return list(
-            await asyncio.gather(
-                *(_submodule(ctx, bound, e, repos, base_sha, found) for e, found in zip(gitlinks, at_base, strict=True))
-            )
-        )
-
+    off = not gitlinks or ctx.policy.stale_branch.submodules == "off"
     moved, reverted, covered = await asyncio.gather(
-        submodules(),
+        nothing() if off else _submodules(ctx, bound, gitlinks, base_sha),
         asyncio.gather(*(_reverted(ctx, bound, e, base_sha) for e in entries if e["filename"] in checked)),
         _coverage(ctx, pull, files, changelog),
     )
-    return tuple(f for f in [*moved, *reverted, *covered] if f is not None)
+    return tuple(f for f in [*(moved or ()), *reverted, *covered] if f is not None)
 
 
 async def files_since(ctx: Context, before: str, after: str) -> tuple[str, ...] | None:

@@ -158,14 +158,14 @@ def changed_image(text: str) -> str:
 def test_the_changelog_must_cover_every_changed_key_of_upstreams_master_configs(upstream_texts, entries, found):
     base = read_master_configs(upstream_texts)
     head = read_master_configs({**upstream_texts, "amd-master.yaml": changed_image(upstream_texts["amd-master.yaml"])})
-    findings = sb.coverage_findings(base, head, entries, POLICY)
+    findings = sb.coverage_findings(sb.changed_config_keys(base, head), entries, POLICY)
     assert [(f.kind, f.params["key"]) for f in findings] == found
     assert all(f.severity == (sb.REFUSE if f.kind == sb.UNCOVERED_KEY else sb.INFO) for f in findings)
 
 
 def test_an_unchanged_master_config_leaves_every_named_key_as_information(upstream_texts):
     same = read_master_configs(upstream_texts)
-    findings = sb.coverage_findings(same, same, [(3, (KEY,))], POLICY)
+    findings = sb.coverage_findings(sb.changed_config_keys(same, same), [(3, (KEY,))], POLICY)
     assert [(f.kind, f.severity, f.params["line"]) for f in findings] == [(sb.UNCHANGED_KEY, sb.INFO, 3)]
 
 
@@ -319,13 +319,26 @@ async def test_an_unreadable_submodule_is_could_not_verify_and_blocks_only_by_po
     assert body.index(line) < body.index("<details>")
 
 
-async def test_a_submodule_comparison_is_read_once_per_repository_base_and_head(repo, h):
-    with_submodule(repo, 64, IN_PR)
+@pytest.mark.parametrize("readable, again", [(True, 0), (False, 1)], ids=["verified", "unreadable"])
+async def test_a_submodule_comparison_is_read_once_per_repository_base_and_head(repo, h, readable, again):
+    """A verified comparison is kept (nor are .gitmodules and the gitlink read again); an unreadable one is asked
+    again, since the App may be installed on the submodule's repository meanwhile."""
+    with_submodule(repo, 64, IN_PR, readable=readable)
+
+    def reads() -> list[str]:
+        return [
+            r.path
+            for r in repo.requests
+            if r.path.startswith(f"/repos/{SRT_REPO}/") or "/contents/.gitmodules" in r.path or SRT in r.path
+        ]
+
     await label(h, 64)
-    compares = [r for r in repo.requests if r.path.startswith(f"/repos/{SRT_REPO}/compare/")]
-    await label(h, 64, "full-sweep-enabled")  # a second evaluation of the same heads
-    assert len(compares) == 1
-    assert [r for r in repo.requests if r.path.startswith(f"/repos/{SRT_REPO}/compare/")] == compares
+    first = reads()
+    assert sum(f"/repos/{SRT_REPO}/compare/" in path for path in first) == 1
+    repo.reset_requests()
+    await label(h, 64, "full-sweep-enabled")  # a second evaluation of the same commits
+    assert sum(f"/repos/{SRT_REPO}/compare/" in path for path in reads()) == again
+    assert (reads() == []) == readable
 
 
 async def test_a_recipe_taken_back_to_an_older_base_version_is_refused_with_the_commit_and_pr(repo, h):

@@ -251,32 +251,47 @@ def key_lines(text: str | None) -> dict[str, int]:
     return found
 
 
-def coverage_findings(
-    base: MasterConfigs,
-    head: MasterConfigs,
-    entries: Iterable[tuple[int, Sequence[str]]],
-    policy: Policy,
-    lines: Mapping[str, int] | None = None,
-) -> list[Finding]:
-    """The master-config keys the PR changes (adds or changes: a removed key has no sweep) that no appended
-    entry's `config-keys` covers, and each `config-keys` value that names no changed key.
+@dataclass(frozen=True)
+class ChangedKey:
+    """A master-config key whose block the PR adds or changes: its file, and its line there at the head."""
 
-    `entries`: (line, config-keys) of each appended entry; `lines`: each key's line in its file at the head."""
+    key: str
+    path: str
+    line: int | None = None
+
+
+def changed_config_keys(
+    base: MasterConfigs, head: MasterConfigs, lines: Mapping[str, int] | None = None
+) -> tuple[ChangedKey, ...]:
+    """The keys the head adds or changes (a removed key has no sweep), in the head's order; `lines`: each key's
+    line in its file at the head (`key_lines`)."""
+    return tuple(
+        ChangedKey(key, head.sources.get(key, ""), (lines or {}).get(key))
+        for key in changed_keys(base, head)
+        if key in head.blocks
+    )
+
+
+def coverage_findings(
+    changed: Sequence[ChangedKey], entries: Iterable[tuple[int, Sequence[str]]], policy: Policy
+) -> list[Finding]:
+    """Each changed master-config key that no appended entry's `config-keys` covers, and each `config-keys`
+    value that names no changed key. `entries`: (line, config-keys) of each appended entry."""
     guard = policy.stale_branch
     if guard.changelog_coverage == "off":
         return []
-    changed = [key for key in changed_keys(base, head) if key in head.blocks]
     entries = list(entries)
     patterns = [pattern for _, keys in entries for pattern in keys]
     severity = REFUSE if guard.changelog_coverage == "refuse" else WARN
     found = [
-        _finding(UNCOVERED_KEY, severity, head.sources.get(key, ""), key=key, line=(lines or {}).get(key))
-        for key in changed
-        if not covered(key, patterns)
+        _finding(UNCOVERED_KEY, severity, item.path, key=item.key, line=item.line)
+        for item in changed
+        if not covered(item.key, patterns)
     ]
+    changed_names = [item.key for item in changed]
     for line, keys in entries:
         for pattern in keys:
-            if not keys_matching(pattern, changed):
+            if not keys_matching(pattern, changed_names):
                 found.append(_finding(UNCHANGED_KEY, INFO, policy.paths.changelog, key=pattern, line=line))
     return found
 
