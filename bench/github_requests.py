@@ -585,10 +585,28 @@ async def labeled_guarded_off(key: str) -> Count:
         return counted(h, "labeled: the same PR, guards off")
 
 
+async def modifier_guarded(key: str, *, off: bool) -> Count:
+    async with gate_stage(key, guarded_pull(40, off=off)) as h:
+        await add_label(h, 40, PRIMARY)
+        reset(h)
+        await add_label(h, 40, "all-evals")
+        return counted(h, f"then a modifier added (the same commits evaluated again); guards {'off' if off else 'on'}")
+
+
+async def modifier_guarded_on(key: str) -> Count:
+    return await modifier_guarded(key, off=False)
+
+
+async def modifier_guarded_off(key: str) -> Count:
+    return await modifier_guarded(key, off=True)
+
+
 GUARD_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
     labeled_guards_off,
     labeled_guarded,
     labeled_guarded_off,
+    modifier_guarded_on,
+    modifier_guarded_off,
 ]
 
 

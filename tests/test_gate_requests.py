@@ -214,10 +214,12 @@ async def test_the_stale_branch_guard_costs_nothing_without_work_and_a_bounded_n
     """bench/github_requests.py's guard table (README, "What the stale-branch guard costs"): a PR with nothing
     to guard reads nothing more with the guards on than off; a PR that gives every guard work reads 13 more
     (two file histories of a listing and four versions each, .gitmodules, the gitlink at the base, the submodule's
-    comparison), and writes the same."""
-    off, on, busy_off = [await scenario(app_key) for scenario in BENCH.GUARD_SCENARIOS]
+    comparison), and writes the same; evaluated again on the same commits, nothing more than with the guards off."""
+    off, on, busy_off, again_on, again_off = [await scenario(app_key) for scenario in BENCH.GUARD_SCENARIOS]
     plain = await BENCH.labeled(app_key)
     assert (off.total, off.writes, off.sequence) == (plain.total, plain.writes, plain.sequence)
     assert (busy_off.total, busy_off.writes) == (plain.total, plain.writes)
     assert (on.total - busy_off.total, on.writes) == (13, plain.writes)
     assert [BENCH.short_name(r) for r in on.requests].count("compare (submodule)") == 1
+    # the same commits evaluated again (a modifier added): everything the guard read is kept
+    assert (again_on.total, again_on.sequence) == (again_off.total, again_off.sequence)
