@@ -370,6 +370,9 @@ async def gate_stage(
     a real PR's do not. `setup_first` runs before `setup` (a repository policy, say)."""
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
+    sweep_gate._key_costs.clear()  # the master configs cost per commit: read again, as by a new process
+    sweep_gate._job_history.clear()
+    sweep_gate._timed_runs.clear()
     pr_state.forget_guard_reads()
 
     def both(fake: InMemoryGitHub) -> None:

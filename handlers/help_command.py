@@ -40,6 +40,7 @@ class HelpVariables(TypedDict):
     commands: list[dict[str, str]]
     docs_url: str
     problem: Problem | None
+    results_service: bool  # policy results.enabled: the use and stage texts say what is sent
 
 
 def help_variables(policy: Policy, requester: str, command: Command) -> HelpVariables:
@@ -47,7 +48,11 @@ def help_variables(policy: Policy, requester: str, command: Command) -> HelpVari
     if command.problem is not None:
         problem = Problem(text=command.source.text, key=command.problem)
     return HelpVariables(
-        requester=requester, commands=help_entries(policy.commands.names()), docs_url=policy.docs_url, problem=problem
+        requester=requester,
+        commands=help_entries(policy.commands.names()),
+        docs_url=policy.docs_url,
+        problem=problem,
+        results_service=policy.results.enabled,
     )
 
 

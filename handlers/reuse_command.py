@@ -51,7 +51,7 @@ router = routing.Router()
 class IngestState(TypedDict):
     """The merge notice's (and a post-merge `/use` reply's) ingest section."""
 
-    state: str  # "requested" or "dispatch_failed"
+    state: str  # "requested", "dispatch_failed" or "off" (no results service: nothing was sent)
     repository: str
     error: str | None
 
@@ -324,7 +324,11 @@ async def stage(
 ) -> bool:
     """`/use <run_id>` asks the results service to stage the run; the reply says so, and is what the service
     updates (its id goes into the request). Sets `variables["staging"]`. Whether the reply was posted, and
-    `answer` (the command's reactions) with it, before the request: what the maintainer waits for goes first."""
+    `answer` (the command's reactions) with it, before the request: what the maintainer waits for goes first.
+    With no results service (policy `results.mode: none`) nothing is sent, and the reply says so."""
+    if not ctx.policy.results.enabled:
+        variables["staging"] = pr_state.staging_state("off", ctx.policy)
+        return False
     if not primary:
         variables["staging"] = pr_state.staging_state("needs_primary", ctx.policy)
         return False
@@ -408,7 +412,7 @@ def merge_notice(
 
 
 def ingest_state(state: str, policy: Policy, error: str | None = None) -> IngestState:
-    """The ingest section of `state`: "requested" or "dispatch_failed"."""
+    """The ingest section of `state`: "requested", "dispatch_failed" or "off"."""
     return IngestState(state=state, repository=policy.results.repository, error=error)
 
 
@@ -417,13 +421,20 @@ async def notify_merge(
 ) -> IngestState | None:
     """Judge the winning pin of the merged `pull` again, write the merge notice, and ask the results service to
     ingest the run when it still qualifies (once: see the module's docstring). The ingest section shown (None
-    when nothing is to be ingested)."""
+    when nothing is to be ingested). With no results service (policy `results.mode: none`) the notice says which
+    run the merge reuses and that nothing is sent, whatever the pin's outcome, and no request goes out."""
     number, pin = pull["number"], record.pin
     run: Mapping[str, Any] | None = None
     verdict: pins.Verdict | None = None
     if pin is not None:
         run, verdict = await pr_state.judge_pinned(ctx, pin.run_id, pull, record)
     outcome = merge_outcome(pin, verdict)
+    if not ctx.policy.results.enabled:
+        off = ingest_state("off", ctx.policy)
+        await ctx.write_now(
+            merge_notice(ctx, number, outcome, pin, run, verdict, off, after_merge=after_merge, record=record)
+        )
+        return off
     if outcome != "reused" or pin is None or run is None:  # a reused pin has its run
         await ctx.write_now(
             merge_notice(ctx, number, outcome, pin, run, verdict, None, after_merge=after_merge, record=record)
@@ -487,6 +498,12 @@ async def stage_requested(ctx: Context, call: CommentCommand) -> list[Action]:
     by default)."""
     number, command = call.number, call.given
     variables = stage_variables(ctx, call)
+    if not ctx.policy.results.enabled:  # no results service: nothing to stage to, nothing read
+        variables["outcome"] = "no_results_service"
+        return [
+            pr_state.reply_comment(ctx, number, call.comment_id, variables),
+            *answered(call.comment_id, False, edited=call.edited),
+        ]
     record, _ = await pr_state.load_record(ctx, number)
     run_id = command.run_id or (record.pin.run_id if record.pin else None)
     if run_id is None:

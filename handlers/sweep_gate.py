@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from bot.effects.actions import (
     RemoveLabel,
 )
 from bot.effects.comments import PER_PAGE
-from bot.rules import check_buttons, run_report
+from bot.rules import check_buttons, run_report, sweep_cost
 from bot.rules.changelog import ChangelogError, ChangelogResult, check_append, unfinished_check
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
@@ -52,7 +52,7 @@ from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules.run_summary import summary_tokens
 from bot.rules.stale_branch import Finding, annotation
-from bot.rules.sweep_record import Approval, Pin, Restart, RunRecord, SweepRecord, shows_status
+from bot.rules.sweep_record import Approval, Confirmation, Pin, Restart, RunRecord, SweepRecord, shows_status
 from bot.telemetry import logs
 from handlers import pr_state
 
@@ -76,6 +76,8 @@ PR_ACTIONS = (
 )
 RUN_ACTIONS = ("requested", "in_progress", "completed")
 CHECK_ACTIONS = ("requested_action", "rerequested")
+SHOWN_POOLS = 20  # runner pools given a line in the status; the rest are summed in one
+SHOWN_KEYS = 10  # config keys named in the status for matching no config, or naming no pool; the rest counted
 SHOWN_ERRORS = 20  # in the comment; the check run annotates every error the result keeps (policy limits)
 MERGE_SHA_WAIT = 2.0  # GitHub computes a PR's merge commit in the background after a push
 
@@ -83,6 +85,13 @@ router = routing.Router()
 # Both are keyed by commit SHAs, whose content never changes.
 _changelog_checks: cachetools.LRUCache = cachetools.LRUCache(maxsize=512)
 _commits: cachetools.LRUCache = cachetools.LRUCache(maxsize=2048)  # (repo, sha) -> (message, parents)
+# The cost of every config key at a commit: (repo, sha, paths) -> {key: KeyCost}; a few KB each.
+_key_costs: cachetools.LRUCache = cachetools.LRUCache(maxsize=64)
+# Durations of past sweep jobs (seconds, the newest last), by the words of their names: (repo, word) -> tuple. Fed
+# once per finished run the bot dispatched; a cache, not state: after a restart the estimate is "unknown" until
+# runs finish again, and nothing waits for it.
+_job_history: cachetools.LRUCache = cachetools.LRUCache(maxsize=4096)
+_timed_runs: cachetools.LRUCache = cachetools.LRUCache(maxsize=4096)  # (repo, run id, attempt) already counted
 
 
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
@@ -206,6 +215,7 @@ class PRState:
     record: SweepRecord
     comment_exists: bool
     merge_parents: tuple[str, ...] | None = None  # of GitHub's merge commit, once it is computed (forks only)
+    cost: sweep_cost.SweepCost | None = None  # what the appended entries' configs run (valid entries only)
     # The stale-branch guard (handlers/pr_state.py): its findings once a sweep is asked for, else None; and the
     # benchmark files pushed since the pinned run's commit.
     stale_branch: tuple[Finding, ...] | None = None
@@ -292,13 +302,16 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         )
         return labelling, facts, (merge[1] if merge is not None else None)
 
-    # the stale-branch guard runs beside the rest once a sweep is asked for; its key coverage awaits the changelog
+    # the master configs' costs are read beside the changelog check (per commit, once): a PR with a valid entry
+    # shows what its sweep runs, and no later round trip waits for them; the stale-branch guard runs beside the rest
+    # once a sweep is asked for, its key coverage awaiting the changelog
     changelog_read = asyncio.ensure_future(check_changelog(ctx, pull, path) if touches else pr_state.nothing())
     guarded = labelled and pull.get("state") == "open"
-    changelog, (labelling, held_facts, merge_parents), head_facts, found, pin_stale = await asyncio.gather(
+    changelog, (labelling, held_facts, merge_parents), head_facts, costs, found, pin_stale = await asyncio.gather(
         changelog_read,
         labels_and_commits(),
         commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing(),
+        key_costs(ctx, configs_ref(ctx, pull, files)) if touches else pr_state.nothing(),
         pr_state.stale_branch_findings(ctx, pull, changelog_read) if guarded else pr_state.nothing(),
         pr_state.stale_pin_files(ctx, record, pull["head"]["sha"])
         if pull.get("state") == "open"
@@ -306,9 +319,72 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
     )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
+    cost = None  # unknown: no valid entry, or no master config could be read (then no limit holds the sweep)
+    if changelog is not None and changelog.has_entry and costs:
+        cost = cost_of(ctx, changelog, costs)
     return PRState(
-        pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, found, pin_stale or ()
+        pull,
+        fork,
+        touches,
+        changelog,
+        labelling,
+        names,
+        message,
+        record,
+        exists,
+        merge_parents,
+        cost,
+        found,
+        pin_stale or (),
     )
+
+
+async def key_costs(ctx: Context, ref: str) -> dict[str, sweep_cost.KeyCost]:
+    """Every config key's cost in the master configs at `ref` (a commit SHA, whose content never changes)."""
+    paths = ctx.policy.paths.master_configs
+    key = (ctx.repo, ref, paths)
+    if key not in _key_costs:
+        blobs = await asyncio.gather(*(ctx.file_at(path, ref) for path in paths))
+        texts = {
+            path: None if b is None else b.decode("utf-8", "replace") for path, b in zip(paths, blobs, strict=True)
+        }
+        size = sum(len(b) for b in blobs if b is not None)
+        try:  # the upstream files parse in a fifth of a second: in the worker process, as the changelog check
+            _key_costs[key] = await offload.run(sweep_cost.costs_of_files, texts, size=size)
+        except offload.OffloadFailed:
+            return {}
+    return _key_costs[key]
+
+
+def configs_ref(ctx: Context, pull: Mapping[str, Any], files: Sequence[str]) -> str:
+    """The commit whose master configs count the points: the base commit's, shared by every PR on it, unless the
+    PR changes one of them; then the head's, because they say what the sweep runs (a PR adding a key would
+    otherwise count nothing for it and pass under the limit). The figures are shown and compared with the
+    policy's limit; they grant nothing, so the head's file is no authority here."""
+    changes_configs = any(path in files for path in ctx.policy.paths.master_configs)
+    return str(pull["head"]["sha"] if changes_configs else pull["base"]["sha"])
+
+
+def cost_of(ctx: Context, changelog: ChangelogResult, costs: Mapping[str, sweep_cost.KeyCost]) -> sweep_cost.SweepCost:
+    """The points per runner pool of the configs the appended entries name, with node-hours from history."""
+    named = [sweep_cost.Named(e.config_keys, e.scenario_type) for e in changelog.entries]
+    return sweep_cost.sweep_cost(named, costs, history_of(ctx.repo, costs))
+
+
+def history_of(repo: str, keys: Iterable[str]) -> dict[str, tuple[float, ...]]:
+    return {key: _job_history[(repo, key)] for key in keys if (repo, key) in _job_history}
+
+
+def remember_jobs(repo: str, run: Mapping[str, Any], jobs: Sequence[Mapping[str, Any]]) -> None:
+    """Keep the durations of a finished run's successful jobs, once per run attempt, under each word of their
+    names that could be a config key (bot.rules.sweep_cost.key_of_job matches whole words)."""
+    seen = (repo, run.get("id"), run.get("run_attempt"))
+    if seen in _timed_runs:
+        return
+    _timed_runs[seen] = True
+    for word, seconds in sweep_cost.durations_by_word(jobs).items():
+        kept = _job_history.get((repo, word), ())
+        _job_history[(repo, word)] = (*kept, *seconds)[-sweep_cost.MAX_HISTORY :]
 
 
 def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput:
@@ -340,6 +416,8 @@ def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput
         mergeable=pull.get("mergeable") if isinstance(pull.get("mergeable"), bool) else None,
         stale_branch=state.stale_branch,
         pin_stale_files=state.pin_stale_files,
+        points=state.cost.points if state.cost is not None else None,
+        confirmed=record.confirmation.dispatch_id if record.confirmation is not None else None,
     )
 
 
@@ -382,7 +460,8 @@ def _error(e: ChangelogError) -> dict[str, Any]:
 def _shown_run(ctx: Context, run: RunRecord | None) -> dict[str, Any] | None:
     if run is None:
         return None
-    links = viewer_links(ctx.policy.results.viewer, run.run_id) if run.finished else {}
+    # the viewer shows what the results service serves: with none (results.mode none), no links
+    links = viewer_links(ctx.policy.results.viewer, run.run_id) if run.finished and ctx.policy.results.enabled else {}
     return {
         "run_id": run.run_id,
         "dispatch_id": run.dispatch_id,
@@ -432,7 +511,33 @@ def status_variables(
         unlisted_at_least=bool(state.changelog is not None and state.changelog.error_count_is_lower_bound),
         pin_withdrawn=None if record.withdrawn is None else dict(vars(record.withdrawn)),
         for_check=for_check,
+        cost=shown_cost(state.cost),
     )
+
+
+def shown_cost(cost: sweep_cost.SweepCost | None) -> dict[str, Any] | None:
+    """The cost as templates/sweep_status.* show it."""
+    if cost is None:
+        return None
+    return {
+        "pools": [
+            {
+                "pool": p.pool,
+                "points": p.points,
+                "config_keys": list(p.keys),
+                "max_nodes": p.max_nodes,
+                "node_hours": p.node_hours,
+                "lower_bound": p.lower_bound,
+            }
+            for p in cost.pools[:SHOWN_POOLS]
+        ],
+        "more_pools": max(0, len(cost.pools) - SHOWN_POOLS),
+        "more_points": sum(p.points for p in cost.pools[SHOWN_POOLS:]),
+        "unmatched": list(cost.unmatched[:SHOWN_KEYS]),
+        "more_unmatched": max(0, len(cost.unmatched) - SHOWN_KEYS),
+        "no_pool": list(cost.no_pool[:SHOWN_KEYS]),
+        "more_no_pool": max(0, len(cost.no_pool) - SHOWN_KEYS),
+    }
 
 
 def status_view(
@@ -448,6 +553,7 @@ def status_view(
     unlisted_at_least: bool = False,
     pin_withdrawn: dict[str, Any] | None = None,
     for_check: bool = False,
+    cost: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """What templates/sweep_status.* render, from the decision and plain values (the tests build it too)."""
     code, said = headline(decision)
@@ -467,6 +573,7 @@ def status_view(
         "unlisted_at_least": unlisted_at_least,
         "run": run,
         "pin_withdrawn": pin_withdrawn,  # the last pin withdrawn, until a new pin
+        "cost": cost,  # what the sweep runs, per runner pool (shown_cost)
     }
 
 
@@ -721,7 +828,8 @@ def run_comment_variables(
     run_id, conclusion = int(run["id"]), run.get("conclusion")
     attempt = run.get("run_attempt") if isinstance(run.get("run_attempt"), int) else 1
     summary = run_report.summarize_jobs(jobs)
-    links = viewer_links(ctx.policy.results.viewer, run_id) if conclusion == "success" else {}
+    shown = conclusion == "success" and ctx.policy.results.enabled  # no results service, no viewer (as _shown_run)
+    links = viewer_links(ctx.policy.results.viewer, run_id) if shown else {}
     return {
         "run_id": run_id,
         "attempt": attempt,
@@ -751,7 +859,8 @@ def run_comment_variables(
 async def run_comment(
     ctx: Context, number: int, run: Mapping[str, Any], entry: RunRecord, record: SweepRecord
 ) -> Comment | None:
-    """The comment on a finished run (bot/rules/run_report.py), or None while it runs or when it is not wanted."""
+    """The comment on a finished run (bot/rules/run_report.py), or None while it runs or when it is not wanted.
+    The jobs read for it also feed the history of job durations (node-hours): read once, for both."""
     if run.get("status") != "completed":
         return None
     latest = record.latest
@@ -759,6 +868,7 @@ async def run_comment(
     if not run_report.wants_comment(run.get("conclusion"), superseded=superseded):
         return None
     author, jobs = await asyncio.gather(pr_author(ctx, number), run_jobs(ctx, int(run["id"])))
+    remember_jobs(ctx.repo, run, jobs)
     variables = run_comment_variables(ctx, run, entry, jobs, author)
     return Comment(number, run_report.purpose(int(run["id"])), ctx.render("run_comment", **variables))
 
@@ -851,6 +961,8 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     )
     if outcome == check_buttons.RESTART:
         record = record.restarted(Restart(token, sender, _now()))
+    elif outcome == check_buttons.CONFIRM_SWEEP:
+        record = record.confirmed(Confirmation(decision.dispatch_id, sender, _now(), token))
     elif outcome == check_buttons.APPROVE_HEAD:
         primary = next(
             (label for label in state.labelling.labels if label.writer is True and is_primary(label.name, ctx.policy)),
@@ -861,7 +973,12 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
         else:
             record = record.approve(Approval(primary.name, sender, state.pull["head"]["sha"], _now(), via="button"))
     logs.event("sweep-gate button pressed", button=identifier, by=sender, outcome=outcome, pr=number)
-    if outcome not in (check_buttons.RESTART, check_buttons.APPROVE_HEAD):
+    confirmed = record.confirmation is not None and record.confirmation.dispatch_id == decision.dispatch_id
+    if identifier == check_buttons.CONFIRM and writer is True and confirmed:
+        # the press was recorded, and its sweep perhaps not started (GitHub failed the dispatch, and this is the
+        # retry): decide again; the dispatch id starts it at most once
+        return await evaluate(ctx, number, record, exists)
+    if outcome not in (check_buttons.RESTART, check_buttons.APPROVE_HEAD, check_buttons.CONFIRM_SWEEP):
         return []  # nothing visible: a non-writer's press, a stale button, or a press GitHub sent again
     return await evaluate(ctx, number, record, exists)
 

@@ -22,6 +22,9 @@ def fresh_commit_caches():
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
     pr_state.forget_guard_reads()
+    sweep_gate._key_costs.clear()  # and the master configs' costs and the job history, per process
+    sweep_gate._job_history.clear()
+    sweep_gate._timed_runs.clear()
     yield
 
 

@@ -9,7 +9,7 @@ from dataclasses import FrozenInstanceError, dataclass, field, replace
 import pytest
 from gate_reference import expected
 
-from bot.core.config import default_policy, policy_defaults
+from bot.core.config import default_policy, parse_repo_config, policy_defaults
 from bot.effects.actions import DispatchWorkflow
 from bot.rules.gate import (
     ACTIVE_STATUSES,
@@ -252,6 +252,11 @@ def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
     for pr in extra:
         for c in decide(pr, POLICY).conditions:
             seen.setdefault(c.name, set()).add(c.reason_code)
+    limited = parse_repo_config("sweeps:\n  confirm_over: 10\n")  # the sweep's size against a limit
+    for pr in (make_pr(), make_pr(points=10), make_pr(points=11, labels=()), make_pr(points=11)):
+        for c in decide(pr, limited).conditions:
+            seen.setdefault(c.name, set()).add(c.reason_code)
+    seen["cost"].add(decide(make_pr(points=11, confirmed=current), limited).condition("cost").reason_code)
     assert seen == {name: set(codes) - SET_BY_HANDLER.get(name, frozenset()) for name, codes in REASONS.items()}
 
 

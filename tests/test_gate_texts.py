@@ -17,7 +17,7 @@ import pytest
 from gidgethub import sansio
 from test_templates import CJK, URL, code_spans
 
-from bot.core.config import default_policy, policy_defaults
+from bot.core.config import default_policy, parse_repo_config, policy_defaults
 from bot.core.processing import Context
 from bot.core.templates import Templates, code_span
 from bot.rules import stale_branch
@@ -216,6 +216,16 @@ CASES = {
     "stale branch: moved forward, an entry names an unchanged key": make_pr(stale_branch=(FORWARD, UNCHANGED)),
 }
 DECISIONS = {name: decide(pr, POLICY) for name, pr in CASES.items()}
+# The sweep's size against a limit (`sweeps.confirm_over`), under a policy that sets one.
+LIMITED = parse_repo_config("sweeps:\n  confirm_over: 100\n")
+COST_CASES = {
+    "cost unknown": make_pr(points=None),
+    "cost within": make_pr(points=100),
+    "cost over, no label": make_pr(points=101, labels=()),
+    "cost awaiting": make_pr(points=101),
+    "cost confirmed": make_pr(points=101, confirmed=key_of(make_pr())),
+}
+DECISIONS.update({name: decide(pr, LIMITED) for name, pr in COST_CASES.items()})
 
 # Set by the handler when GitHub refuses or keeps failing the dispatch.
 ID = dispatch_id(42, HEAD, [FAIL_FAST])
@@ -556,6 +566,7 @@ def test_every_condition_has_a_title_in_both_languages():
         "Skip marker",
         "Reuse pin",
         "Stale branch",
+        "Sweep size",
         "Sweep run",
     ]
     for lang, found in titles.items():

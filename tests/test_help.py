@@ -61,6 +61,7 @@ def test_help_variables_show_the_problem_only_when_there_is_one():
         "commands": help_entries(NAMES),
         "docs_url": POLICY.docs_url,
         "problem": None,
+        "results_service": True,
     }
     wrong = help_variables(POLICY, "bob", parse("/use abc", NAMES))
     assert wrong["problem"] == {"text": "/use abc", "key": "run-id-not-numeric"}
@@ -84,7 +85,12 @@ def render_help(
     monkeypatch.setattr(help_command, "COMMANDS", registry)
     entries = help_entries({spec.kind: spec.default_name for spec in registry})
     return Templates().render(
-        "help", requester="alice", commands=entries, docs_url="https://x.example/docs", problem=problem
+        "help",
+        requester="alice",
+        commands=entries,
+        docs_url="https://x.example/docs",
+        problem=problem,
+        results_service=True,
     )
 
 
@@ -152,6 +158,7 @@ def test_a_registry_entry_the_templates_have_no_text_for_cannot_be_rendered(monk
             commands=help_entries({**NAMES, "deploy": "deploy"}),
             docs_url="https://x.example/docs",
             problem=None,
+            results_service=True,
         )
 
 

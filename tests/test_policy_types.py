@@ -55,6 +55,12 @@ AGREEMENT = [
     ("stale_branch:\n  submodules: warn\n", True),
     ("stale_branch:\n  submodules: block\n", False),
     ("stale_branch:\n  history_depth: 11\n", False),
+    # the size limit in benchmark points: a positive whole number, or null (never asked)
+    ("sweeps:\n  confirm_over: 400\n", True),
+    ("sweeps:\n  confirm_over: null\n", True),
+    ("sweeps:\n  confirm_over: 0\n", False),
+    ("sweeps:\n  confirm_over: '400'\n", False),
+    ("sweeps:\n  confirm_over: 1.5\n", False),
 ]
 
 

@@ -78,6 +78,7 @@ HELP = {
     "commands": help_entries(DEFAULT_COMMANDS),
     "docs_url": f"{BLOB}/README.md",
     "problem": None,
+    "results_service": True,
 }
 PROBLEM_TEXTS = {
     "use-needs-run-id": "/use",
@@ -113,6 +114,7 @@ SAMPLES: dict[str, list[dict]] = {
     + [RENAMED_WELCOME],
     "help": [
         HELP,
+        {**HELP, "results_service": False},  # results.mode none
         *({**HELP, "problem": {"text": text, "key": key}} for key, text in PROBLEM_TEXTS.items()),
         {
             **HELP,
@@ -641,7 +643,7 @@ def _status_samples() -> list[dict]:
     """Status comment variables as the sweep gate builds them (handlers.sweep_gate.status_view over real gate
     decisions): every headline, a blocked fork with changelog problems, each failed dispatch, each pin
     withdrawal, and the check run's shorter form."""
-    from bot.core.config import default_policy
+    from bot.core.config import default_policy, parse_repo_config
     from bot.rules.changelog import check_append
     from bot.rules.gate import AppliedLabel, Changelog, ChangelogOutcome, Condition, Dispatched, GateInput, decide
     from bot.rules.links import viewer_links
@@ -754,6 +756,35 @@ def _status_samples() -> list[dict]:
         for reason in WITHDRAWALS
         for by in ("maintainer", "")
     )
+    # what the sweep runs per runner pool (handlers.sweep_gate.shown_cost), with and without history, one point;
+    # then a sweep over the policy's limit (sweeps.confirm_over) waiting for a maintainer's confirmation
+    mi355x = {"pool": "mi355x", "points": 18, "config_keys": ["dsr1-fp4-mi355x-sglang", "dsr1-fp4-mi355x-atom"]}
+    multinode = {"pool": "b200-multinode", "points": 21, "config_keys": ["dsr1-fp4-b200-dynamo-trt"], "max_nodes": 9}
+    cost = {
+        "pools": [
+            {**mi355x, "max_nodes": 0, "node_hours": None, "lower_bound": False},
+            {**multinode, "node_hours": 37.5, "lower_bound": True},
+        ],
+        "more_pools": 0,
+        "more_points": 0,
+        "unmatched": ["dsr2-*", "no-such-key"],
+        "more_unmatched": 0,
+        "no_pool": ["dsr1-fp4-h100-vllm"],
+        "more_no_pool": 0,
+    }
+    one = {
+        "pools": [{**multinode, "points": 1, "node_hours": None, "lower_bound": False}],
+        "more_pools": 3,  # past the 20 pools given a line each (handlers.sweep_gate.SHOWN_POOLS)
+        "more_points": 140,
+        "unmatched": [f"dsr{n}-*" for n in range(10)],  # the first 10 of 15 (handlers.sweep_gate.SHOWN_KEYS)
+        "more_unmatched": 5,
+        "no_pool": [f"dsr1-fp4-h100-v{n}" for n in range(10)],
+        "more_no_pool": 1,
+    }
+    out += [view(dict(labelled, changelog=valid), cost=cost), view(dict(labelled, changelog=valid), cost=one)]
+    limited = parse_repo_config("sweeps:\n  confirm_over: 20\n")
+    over = decide(GateInput(**labelled, changelog=valid, points=39), limited)
+    out.append(status_view(over, None, head_sha=sha, author="partner", is_fork=False, g=g, cost=cost))
     return out
 
 
@@ -1004,7 +1035,7 @@ MERGE_REFUSALS = [  # one of each refusal code (bot/rules/merge.py), with the pa
     {"code": "changelog-result-invalid", "fixer": "maintainer", "params": {}},
     {"code": "conflict", "fixer": "author", "params": {"files": ["benchmarks/a.sh", "configs/b.yaml"]}},
 ]
-MERGE_REPLY = {
+MERGE_REPLY: dict[str, Any] = {
     "requester": "maintainer",
     "refusals": [],
     "run": None,
@@ -1021,6 +1052,24 @@ SAMPLES["merge_reply"] = [
     {**MERGE_REPLY, "outcome": "unauthorized"},
     {**MERGE_REPLY, "outcome": "permission_unknown"},
 ]
+# no results service (policy results.mode none): the merge notice for each outcome, a pin's staging and a merged
+# PR's ingest sections, and /stage-results refused
+_OFF = {"state": "off", "repository": "SemiAnalysisAI/InferenceX-app", "error": None}
+SAMPLES["merge_reuse"] += [
+    {**sample, "ingest": _OFF, "report": None}
+    for sample in SAMPLES["merge_reuse"]
+    if sample["report"] is None and not sample["after_merge"]
+]
+SAMPLES["reuse_reply"] += [
+    {
+        **sample,
+        "staging": {**sample["staging"], "state": "off"},
+        "ingest": ingest,
+    }
+    for sample in [next(s for s in SAMPLES["reuse_reply"] if s["staging"] is not None)]
+    for ingest in (None, _OFF)
+]
+SAMPLES["stage_reply"] += [{**SAMPLES["stage_reply"][0], "outcome": "no_results_service", "staging": None}]
 SAMPLES["run_comment"] = _run_comment_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()

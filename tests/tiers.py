@@ -55,6 +55,7 @@ TESTS = {
     "test_config.py::test_the_sweepbot_command_exits_2_on_a_bad_setting": "live",
     "test_sandbox.py::test_a_port_in_use_is_one_clear_line_and_exit_2": "live",
     "test_sandbox.py::test_with_no_workers_nothing_is_walked_and_no_transcript_begun": "live",
+    "test_doctor.py::test_live_serve_with_a_wrong_key_is_one_line_and_exit_2": "process",  # serve, the fake apart
     "test_offload.py": "process",  # bot/core/offload.py's worker process
     "test_changelog.py::test_the_worker_process_runs_the_check_by_reference": "process",
     "test_docs.py::test_the_site_builds_strictly_and_offline": "process",  # mkdocs build
@@ -75,6 +76,9 @@ TESTS = {
     "test_trust.py::test_no_run_but_the_bots_dispatch_reaches_a_record_a_pin_or_a_sign_off": "live",
     "test_welcome.py::test_request_figures": "live",
     "test_welcome.py::test_the_welcomes_key_figures": "live",
+    "test_deploy.py::test_the_image_definition_is_hadolint_clean": "process",  # hadolint
+    "test_deploy.py::test_the_build_stage_has_what_the_wheel_needs": "process",  # pip wheel
+    "test_deploy.py::test_the_unit_passes_systemd_analyze_verify": "process",  # systemd-analyze verify
     "test_references.py": "rules",  # `git ls-files` only: it reads the tracked files
     "test_real_data.py": "rules",
     "test_bench_callbacks.py": "process",  # bench/callbacks.py measures each tree in a subprocess

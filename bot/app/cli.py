@@ -1,4 +1,4 @@
-"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, setup, check-config."""
+"""The `sweepbot` command: serve, receive, deliveries, redeliver, manifest, setup, check-config, init, doctor."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import difflib
 import json
+import logging
 import os
 import signal
 import sys
@@ -20,13 +21,15 @@ import gidgethub
 from aiohttp import ClientSession, web
 from gidgethub import sansio
 
-from bot.app import setup_page
+from bot.app import init_config, setup_page
+from bot.app.doctor import doctor as run_doctor
+from bot.app.doctor import read_config, verify_credentials
 from bot.app.header_deadline import DeadlineSite
 from bot.app.runtime import Bot, default_router, live_github, log_secrets
-from bot.app.server import make_app
+from bot.app.server import FULL_NAME, make_app
 from bot.app.webhook_signature import sign
 from bot.app.worker_process import WorkerProcess, WorkersUnavailable
-from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings, parse_repo_config
+from bot.core.config import DEFAULT_DB, ENV_SETTINGS, ConfigError, Settings
 from bot.core.processing import Processor
 from bot.core.repo_config import RepoConfigs
 from bot.core.templates import Templates
@@ -58,7 +61,12 @@ SANDBOX_JOURNAL_PREFIX = "sweepbot-sandbox-journal-"  # the sandbox's journal fo
 
 
 async def serve(
-    settings: Settings, out: TextIO | None = None, *, transcript: Path | None = None, until_walked: bool = False
+    settings: Settings,
+    out: TextIO | None = None,
+    *,
+    transcript: Path | None = None,
+    until_walked: bool = False,
+    unready_on_bad_credentials: bool = False,
 ) -> int:
     """The webhook server until SIGTERM or SIGINT. In the sandbox it first walks a PR's whole lifecycle through
     its own webhook and writes every text in full to `transcript` (default: a new file in the temp directory);
@@ -66,9 +74,19 @@ async def serve(
 
     The sandbox journals its deliveries in a folder of its own in the temp directory, removed at exit, unless
     SWEEPBOT_DB names a journal: never in live mode's default (./sweepbot.db), where `sweepbot deliveries` would
-    list them."""
+    list them.
+
+    Live, the App's credentials are verified (a JWT signed, GET /app) before the port is opened: refused, they are
+    one line and exit 2, or with `unready_on_bad_credentials` the server listens, not ready, answering webhooks
+    503 and checking them again every CREDENTIALS_RETRY seconds."""
     if wants_live(settings) or settings.db_path != DEFAULT_DB:
-        return await _serve(settings, out, transcript=transcript, until_walked=until_walked)
+        return await _serve(
+            settings,
+            out,
+            transcript=transcript,
+            until_walked=until_walked,
+            unready_on_bad_credentials=unready_on_bad_credentials,
+        )
     with tempfile.TemporaryDirectory(prefix=SANDBOX_JOURNAL_PREFIX, ignore_cleanup_errors=True) as folder:
         own = dataclasses.replace(settings, db_path=str(Path(folder) / "journal.db"))
         return await _serve(own, out, transcript=transcript, until_walked=until_walked, journal_removed=True)
@@ -81,6 +99,7 @@ async def _serve(
     transcript: Path | None,
     until_walked: bool,
     journal_removed: bool = False,
+    unready_on_bad_credentials: bool = False,
 ) -> int:
     out = out or sys.stdout
     sandbox = not wants_live(settings)
@@ -100,12 +119,26 @@ async def _serve(
 
         recorder = Recorder(out)
     app, fake = build_github(settings, metrics, out, on_write=recorder)
+    unverified, recheck_needed = None, False
+    if not sandbox:  # nothing listens before GitHub has accepted the App's credentials
+        verdict = await verify_credentials(app)
+        if verdict.unreachable:  # no verdict: GitHub sends no deliveries it cannot take back, so serve and ask again
+            logs.event("credentials not verified: GitHub did not answer", logging.WARNING, error=verdict.problem)
+            recheck_needed = True
+        elif verdict.app is None:
+            if not unready_on_bad_credentials:
+                print(f"sweepbot: cannot start live: {verdict.problem}; {verdict.fix}", file=sys.stderr)
+                await app.close()
+                return 2
+            unverified = f"{verdict.problem}; {verdict.fix}"
+            recheck_needed = True
     try:
         bot = Bot(settings, app, apart=WorkerProcess(settings) if settings.worker_process and not sandbox else None)
     except JournalUnavailable as exc:  # a bad or unreachable database: said once, without its password
         print(f"sweepbot: {exc}", file=sys.stderr)
         await app.close()
         return 2
+    bot.unverified = unverified
     runner = web.AppRunner(make_app(bot), access_log=None, shutdown_timeout=5)
     await runner.setup()
     # listen before any worker starts: a port in use leaves nothing running behind it
@@ -133,6 +166,7 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    recheck = asyncio.ensure_future(_verify_until_accepted(bot)) if recheck_needed else None
     url = f"http://{settings.host}:{_bound_port(runner, settings.port)}"
     logs.event("listening", url=url, mode="sandbox" if sandbox else "live", workers=settings.workers)
     try:
@@ -142,6 +176,8 @@ async def _serve(
             if recorder.transcript is not None:
                 print(f"sweepbot sandbox: every text in full: {transcript}.", file=out)
             print(f"sweepbot sandbox: still serving {url}/webhook; Ctrl-C stops.", file=out)
+        elif unverified:
+            print(f"sweepbot live on {url}/webhook, NOT READY: {unverified}", file=out)
         else:
             print(f"sweepbot live on {url}/webhook (App {settings.app_id}, GitHub API {settings.api_url})", file=out)
         out.flush()
@@ -150,6 +186,9 @@ async def _serve(
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        if recheck is not None:
+            recheck.cancel()
+            await asyncio.gather(recheck, return_exceptions=True)
         print("sweepbot: stopping intake, draining in-flight work", file=out)
         await site.stop()
         await bot.stop()
@@ -157,6 +196,24 @@ async def _serve(
         if recorder is not None and recorder.transcript is not None:
             recorder.transcript.close()
     return 0
+
+
+CREDENTIALS_RETRY = 30.0  # seconds between checks of credentials GitHub refused (serve --unready-on-bad-credentials)
+
+
+async def _verify_until_accepted(bot: Bot) -> None:
+    """Check the App's credentials again until GitHub accepts them; the server is then ready. While GitHub does not
+    answer the server stays as it is; credentials GitHub then refuses make it not ready (a log line says why)."""
+    while True:
+        await asyncio.sleep(CREDENTIALS_RETRY)
+        verdict = await verify_credentials(bot.app)
+        if verdict.unreachable:
+            continue
+        bot.unverified = None if verdict.app is not None else f"{verdict.problem}; {verdict.fix}"
+        level = logging.INFO if bot.unverified is None else logging.ERROR
+        logs.event("credentials checked again", level, accepted=bot.unverified is None, problem=bot.unverified)
+        if bot.unverified is None:
+            return
 
 
 async def listen(runner: web.AppRunner, host: str, port: int, hint: str) -> web.BaseSite | None:
@@ -559,9 +616,6 @@ def setup_command(args: argparse.Namespace) -> int:
     return asyncio.run(setup(options, args.host, args.port))
 
 
-CONFIG_HINTS = "_config_hint.en.j2"  # check-config speaks English, as the rest of the CLI
-
-
 def check_config(path: str, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
@@ -569,19 +623,37 @@ def check_config(path: str, out: TextIO | None = None) -> int:
     except OSError as exc:
         print(f"{path}: cannot read: {exc}", file=sys.stderr)
         return 2
-    try:
-        parse_repo_config(text)
-    except ConfigError as exc:
+    errors = read_config(text)
+    if isinstance(errors, list):
         print(f"{path}: invalid", file=out)
-        hints = Templates().environment.get_template(CONFIG_HINTS).module
-        for error in exc.errors:
+        for error, hint in errors:
             print(f"  - {error}", file=out)
-            if getattr(error, "hint", None):
-                hint = hints.hint(error)  # type: ignore[attr-defined]  # jinja2 sets a template's macros at run time
+            if hint:
                 print(f"    hint: {hint}", file=out)
         return 1
     print(f"{path}: valid", file=out)
     return 0
+
+
+# -- doctor ----------------------------------------------------------------------------------------
+
+
+async def doctor(settings: Settings, repo: str | None, url: str | None, out: TextIO | None = None) -> int:
+    """`sweepbot doctor`: every check of the install against GitHub, read-only; 1 when one fails."""
+    out = out or sys.stdout
+    if repo is not None and not FULL_NAME.fullmatch(repo):
+        print(f"sweepbot: --repo {repo!r}: expected OWNER/NAME, e.g. acme/InferenceX", file=sys.stderr)
+        return 2
+    missing = [problem for problem in settings.live_problems() if not problem.startswith("WEBHOOK_SECRET")]
+    if missing:
+        print(f"❌ credentials: {'; '.join(missing)}", file=out)
+        print("   fix: set them in the environment or in .env (`sweepbot setup` writes them)", file=out)
+        return 1
+    app = live_github(settings, Metrics())
+    try:
+        return await run_doctor(app, out, repo=repo, url=url)
+    finally:
+        await app.close()
 
 
 # `serve --help`'s environment: one short line for each variable Settings.from_env reads. The variables of
@@ -632,15 +704,37 @@ def _as_set(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def add_init_parser(sub: Any) -> None:
+    i = sub.add_parser(
+        "init",
+        help="write a commented .github/sweepbot.yml from what a checkout holds",
+        description="Look through a checkout of the benchmark repository (its changelog, master configs, runner"
+        " pools, CODEOWNERS, checklist and sweep workflows) and write CHECKOUT/.github/sweepbot.yml with what"
+        " was found, each key commented; the file passes check-config.",
+    )
+    i.add_argument("checkout", nargs="?", default=".", help="the checkout's directory (default: here)")
+    i.add_argument("--repo", metavar="OWNER/NAME", help="the repository on GitHub (default: the origin remote's)")
+    i.add_argument("--print", action="store_true", help="print the file instead of writing it")
+    i.add_argument("--force", action="store_true", help="replace an existing .github/sweepbot.yml")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="sweepbot", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    sub.add_parser(
+    sv = sub.add_parser(
         "serve",
         help="run the webhook server (sandbox without credentials)",
-        description="Run the webhook server: live with APP_ID and the App's key, else the sandbox.",
+        description="Run the webhook server: live with APP_ID and the App's key, else the sandbox. Live, GitHub"
+        " must accept the App's credentials (GET /app) before the server listens, else one line and exit 2.",
         epilog=environment_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sv.add_argument(
+        "--unready-on-bad-credentials",
+        action="store_true",
+        help="for orchestrators that restart on exit: credentials GitHub refuses leave the server listening,"
+        " /readyz not ready with the reason and webhooks answered 503, checked again every"
+        f" {CREDENTIALS_RETRY:g} s",
     )
     r = sub.add_parser("receive", help="run one delivery through the handlers")
     r.add_argument("-e", "--event", required=True, help="the X-GitHub-Event name, e.g. pull_request")
@@ -713,6 +807,22 @@ def parser() -> argparse.ArgumentParser:
     )
     c = sub.add_parser("check-config", help="validate a .github/sweepbot.yml")
     c.add_argument("file")
+    add_init_parser(sub)
+    dr = sub.add_parser(
+        "doctor",
+        help="check the install against GitHub, read-only: one line per check, exit 1 when one fails",
+        description="Check, read-only, what the bot needs from GitHub: the App's credentials, its permissions and"
+        " events against app.yaml's manifest, its installations and their repositories, each repository's"
+        " .github/sweepbot.yml, the workflows the bot dispatches and their inputs, the results repository's"
+        " dispatch permission, the webhook URL on record and recent failed deliveries. Reads APP_ID,"
+        " PRIVATE_KEY and GITHUB_API_URL as serve does.",
+    )
+    dr.add_argument("--repo", metavar="OWNER/NAME", help="only this benchmark repository (and its results repository)")
+    dr.add_argument(
+        "--url",
+        metavar="URL",
+        help="this server's webhook URL or address, compared with GitHub's (default: WEBHOOK_URL, as setup writes)",
+    )
     return p
 
 
@@ -724,6 +834,8 @@ def main(argv: list[str] | None = None) -> int:
         return setup_command(args)
     if args.command == "check-config":
         return check_config(args.file)
+    if args.command == "init":
+        return init_config.init_command(args.checkout, repository=args.repo, to_stdout=args.print, force=args.force)
     try:
         settings = Settings.from_env()
     except ConfigError as exc:
@@ -732,7 +844,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     logs.setup(settings.logging_level())
     if args.command == "serve":
-        return asyncio.run(serve(settings))
+        return asyncio.run(serve(settings, unready_on_bad_credentials=args.unready_on_bad_credentials))
+    if args.command == "doctor":
+        return asyncio.run(doctor(settings, args.repo, args.url))
     if args.command == "receive":
         return asyncio.run(receive(settings, args.event, args.payload, args.dry_run))
     if args.command == "deliveries":

@@ -99,6 +99,8 @@ class Bot:
         self.workers: Scheduler | None = None
         self._loop: WorkerLoop | None = None
         self._stopped = False
+        # why GitHub refused the App's credentials at start (serve --unready-on-bad-credentials); None: accepted
+        self.unverified: str | None = None
 
     async def start(self) -> int:
         """Start the workers (here, on their thread, or in their process); returns how many deliveries they
@@ -276,6 +278,8 @@ class Bot:
             report["ok"] = False
         if report["journal"] != "writable":
             report["ok"] = False
+        if self.unverified:
+            report["ok"], report["credentials"] = False, f"refused by GitHub: {self.unverified}"
         return report
 
     async def health(self) -> dict[str, Any]:

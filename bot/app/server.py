@@ -200,6 +200,8 @@ def _unauthorized(request: web.Request, bot: Bot, *, read: bool) -> web.Response
 
 async def webhook(request: web.Request) -> web.Response:
     bot: Bot = request.app[BOT_KEY]
+    if bot.unverified:  # GitHub refused the App's credentials (serve --unready-on-bad-credentials): nothing taken
+        return _refused_unread(503, "not ready: GitHub refused the App's credentials")
     # what can be refused from the headers alone is refused before a byte of the body is read
     if not SIGNATURE_FORM.fullmatch(request.headers.get("X-Hub-Signature-256", "")):
         return _unauthorized(request, bot, read=False)

@@ -710,6 +710,11 @@ class GitHubApp:
             budget=self.budget,
         )
 
+    def signed_jwt(self) -> str:
+        """The App's JWT, signed now with its key: raises (ValueError, TypeError or PyJWT's errors) when the key
+        cannot sign, before any request is made."""
+        return gidgethub.apps.get_jwt(app_id=self.app_id, private_key=self._private_key)
+
     async def bot_login(self) -> str:
         """The login of the App's bot user, e.g. `sweepbot[bot]`: looked up once, however many ask at start."""
         if self._bot_login is None or (self._bot_login.done() and self._bot_login.exception() is not None):

@@ -13,6 +13,10 @@ a log line.
   (or the bot does not know which).
 - "Merge" (`merge`) does what a maintainer's `/merge` does (handlers/merge_command.py runs it; its checks decide
   whether anything is merged). Offered while a run is pinned and the PR is open.
+- "Confirm sweep" (`confirm-sweep`) lets a sweep of more points than `sweeps.confirm_over` start: recorded in
+  the status comment's record for the PR's current dispatch id only (a push or relabel needs a new press).
+  Offered while the `cost` condition waits for it, which it does only when nothing else holds the sweep: so at
+  most three buttons show at once, GitHub's limit (a pin, which offers "Merge", pauses sweeps).
 
 A press is named by the check run and the content it showed (its `external_id`, the bot's fingerprint of it):
 GitHub sending the same press again names the same token and starts nothing; after the bot rewrites the check
@@ -30,12 +34,13 @@ GATE_CHECK = "sweep-gate"  # the check run that shows these buttons
 SWEEP_AGAIN = "sweep-again"
 APPROVE = "approve-head"
 MERGE = "merge"
-BUTTONS = (SWEEP_AGAIN, APPROVE, MERGE)  # the order they are shown in
+CONFIRM = "confirm-sweep"
+BUTTONS = (SWEEP_AGAIN, APPROVE, MERGE, CONFIRM)  # the order they are shown in
 # The fork approval codes for which the primary label on the PR approves no current head.
 UNAPPROVED = frozenset({"head_changed", "approval_unknown"})
 
 # What a press does
-RESTART, APPROVE_HEAD, MERGE_PR = "restart", "approve", "merge"
+RESTART, APPROVE_HEAD, MERGE_PR, CONFIRM_SWEEP = "restart", "approve", "merge", "confirm"
 NOT_A_WRITER, UNKNOWN, NOT_OFFERED, ALREADY_DONE = "not-a-writer", "unknown-button", "not-offered", "already-done"
 
 
@@ -54,14 +59,17 @@ def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[st
     pin = by_name.get("reuse_pin")
     if pin is not None and pin.ok is True:  # a run is pinned: what a merge reuses
         shown.append(MERGE)
+    cost = by_name.get("cost")
+    if cost is not None and cost.reason_code == "awaiting":
+        shown.append(CONFIRM)
     return tuple(shown)
 
 
 def press(
     identifier: Any, *, writer: bool | None, offered_now: Iterable[str], token: str, recorded_token: str | None
 ) -> str:
-    """What a press of `identifier` does: RESTART, APPROVE_HEAD or MERGE_PR, or why it does nothing (a log
-    line)."""
+    """What a press of `identifier` does: RESTART, APPROVE_HEAD, MERGE_PR or CONFIRM_SWEEP, or why it does
+    nothing (a log line)."""
     if identifier not in BUTTONS:
         return UNKNOWN
     if writer is not True:  # GitHub would not confirm write permission: the press counts for nothing
@@ -72,6 +80,8 @@ def press(
         return ALREADY_DONE if token == recorded_token else RESTART
     if identifier == MERGE:
         return MERGE_PR  # a press sent again merges nothing twice: a merged PR is not merged again
+    if identifier == CONFIRM:
+        return CONFIRM_SWEEP
     return APPROVE_HEAD
 
 

@@ -44,6 +44,7 @@ CONDITIONS = (
     "skip_marker",
     "reuse_pin",
     "stale_branch",
+    "cost",
     "dispatch",
 )
 
@@ -70,6 +71,8 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType(
         "skip_marker": frozenset({"absent", "present"}),
         "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked", "stale"}),
         "stale_branch": frozenset(STALE_BRANCH_CODES),
+        # the sweep's size against `sweeps.confirm_over` (bot.rules.sweep_cost): only `awaiting` holds it
+        "cost": frozenset({"no_limit", "unknown", "within", "over", "awaiting", "confirmed"}),
         # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
         # dispatched is `running` until it completes, then `passed`, `run_failed` or `cancelled`.
         "dispatch": frozenset(
@@ -214,6 +217,10 @@ class GateInput:
     # and the files a push after the pin changed that make the pin stale.
     stale_branch: tuple[Finding, ...] | None = None
     pin_stale_files: tuple[str, ...] = ()
+    # The benchmark points the sweep runs (bot.rules.sweep_cost; None: not known), and the dispatch id a writer
+    # confirmed a sweep over `sweeps.confirm_over` for (bot-recorded; a push or relabel makes a new id).
+    points: int | None = None
+    confirmed: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "labels", tuple(self.labels))
@@ -514,6 +521,25 @@ def _stale_branch(pr: GateInput) -> Condition:
     return Condition("stale_branch", ok, code, _params(**params))
 
 
+def _cost(pr: GateInput, otherwise_runnable: bool, key: str, policy: Policy) -> Condition:
+    """A sweep of more points than `sweeps.confirm_over` waits for a writer's confirmation of this dispatch id
+    (the check's button), asked for only once nothing else holds the sweep; unknown points never hold a sweep,
+    and a run already started for the id is not held."""
+    limit = policy.sweeps.confirm_over
+    params = _params(points=pr.points, limit=limit)
+    if limit is None:
+        return Condition("cost", None, "no_limit", params)
+    if pr.points is None:
+        return Condition("cost", None, "unknown", params)
+    if pr.points <= limit:
+        return Condition("cost", True, "within", params)
+    if pr.confirmed == key or any(run.key == key for run in pr.dispatched):
+        return Condition("cost", True, "confirmed", params)
+    if not otherwise_runnable:
+        return Condition("cost", None, "over", params)  # something else holds it first: nothing to confirm yet
+    return Condition("cost", False, "awaiting", params)
+
+
 def _request(pr: GateInput, labels: _Labels, policy: Policy, key: str) -> SweepStart:
     ((_, entry),) = labels.primaries
     flags = labels.modifier_keys
@@ -574,6 +600,7 @@ WAITING: frozenset[tuple[str, str]] = frozenset(
         ("dispatch", "running"),
         ("dispatch", "starting"),
         ("dispatch", "retrying"),
+        ("cost", "awaiting"),
     }
 )
 
@@ -608,6 +635,8 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         and all(c.ok is not False for c in gates)
         and not any((c.name, c.reason_code) in HOLDING | PAUSING for c in gates)
     )
+    gates.append(_cost(pr, runnable, key, policy))
+    runnable = runnable and gates[-1].ok is not False
     start = None
     if earlier:
         run = earlier[-1]

@@ -100,6 +100,10 @@ class Labels(_Frozen):
 
 class Sweeps(_Frozen):
     triage_may_start: bool = Field(description="on the repository's own branches, triage labels count too")
+    confirm_over: Whole | None = Field(
+        description="benchmark points above which a sweep label alone does not start a sweep: a writer confirms"
+        " with the check's button (null: never asked)"
+    )
 
 
 class Workflows(_NameTable):
@@ -108,6 +112,10 @@ class Workflows(_NameTable):
 
 
 class Results(_Frozen):
+    mode: Literal["service", "none"] = Field(
+        description="service: a results service stages and ingests pinned runs; none: there is none, so `/use` "
+        "pins and reports but no staging or ingest request is sent"
+    )
     repository: Text
     viewer: Text
     stage: Text
@@ -115,6 +123,12 @@ class Results(_Frozen):
     senders: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
         description="logins whose callbacks are accepted, besides the App"
     )
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the bot sends the results service anything (staging at `/use`, ingest at merge): `mode` is
+        not "none". Every request to the service asks this first."""
+        return self.mode != "none"
 
 
 MergeMethod = Literal["squash", "merge", "rebase"]

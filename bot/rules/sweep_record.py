@@ -47,6 +47,18 @@ class Restart:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """A writer pressed "Confirm sweep" for a sweep over `sweeps.confirm_over`: it holds for `dispatch_id` only
+    (the PR's head, labels and label generation at the press), so a push or relabel asks for a new one; `token`
+    names the press, as a restart's does."""
+
+    dispatch_id: str
+    by: str
+    at: str
+    token: str = ""
+
+
+@dataclass(frozen=True)
 class RunRecord:
     dispatch_id: str
     run_id: int
@@ -90,6 +102,7 @@ class SweepRecord:
     pin: Pin | None = None
     restart: Restart | None = None
     withdrawn: Withdrawal | None = None  # the last pin withdrawn, while no pin has replaced it
+    confirmation: Confirmation | None = None  # the last "Confirm sweep" press
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -146,9 +159,20 @@ class SweepRecord:
                     int(gone["run_id"]), int(gone["comment_id"]), str(gone["reason"]), str(gone.get("by") or "")
                 )
             )
+            confirmed = data.get("confirmation")
+            confirmed = (
+                None
+                if confirmed is None
+                else Confirmation(
+                    str(confirmed["dispatch_id"]),
+                    str(confirmed["by"]),
+                    str(confirmed["at"]),
+                    str(confirmed.get("token") or ""),
+                )
+            )
         except (ValueError, TypeError, KeyError, AttributeError):
             return cls()  # a record the bot cannot read approves nothing and names no run
-        return cls(approvals, runs, pin, restart, gone)
+        return cls(approvals, runs, pin, restart, gone, confirmed)
 
     def approval(self, label: str) -> Approval | None:
         return next((a for a in self.approvals if a.label.casefold() == label.casefold()), None)
@@ -210,6 +234,9 @@ class SweepRecord:
     def restarted(self, restart: Restart) -> SweepRecord:
         return replace(self, restart=restart)
 
+    def confirmed(self, confirmation: Confirmation) -> SweepRecord:
+        return replace(self, confirmation=confirmation)
+
     def update_run(self, run_id: int, **changes: Any) -> SweepRecord:
         return replace(self, runs=tuple(replace(r, **changes) if r.run_id == run_id else r for r in self.runs))
 
@@ -228,6 +255,8 @@ class SweepRecord:
             data["restart"] = self.restart.__dict__
         if self.withdrawn is not None:
             data["withdrawn"] = self.withdrawn.__dict__
+        if self.confirmation is not None:
+            data["confirmation"] = self.confirmation.__dict__
         return hidden_record(RECORD, data)
 
     def written_into(self, body: str | None) -> str:

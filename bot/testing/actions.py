@@ -87,6 +87,10 @@ class ActionsMixin(GitHubCore):
         repo.workflows[file] = workflow
         return self._workflow_json(repo, workflow)
 
+    def delete_workflow(self, full_name: str, file: str) -> None:
+        """`.github/workflows/<file>` is gone: dispatching it is 404 again."""
+        self._repo(full_name).workflows.pop(file, None)
+
     def add_run(
         self,
         full_name: str,
@@ -157,8 +161,9 @@ class ActionsMixin(GitHubCore):
         return copy.deepcopy(artifact)
 
     def set_jobs(self, full_name: str, run_id: int, jobs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """The jobs of the run's current attempt, each {"name", "conclusion"} (and optionally "status"); ids,
-        URLs and times are filled in. Replaces the jobs of that attempt."""
+        """The jobs of the run's current attempt, each {"name", "conclusion"} (and optionally "status", and
+        "started_at"/"completed_at" to give a job its duration); ids, URLs and other times are filled in. Replaces
+        the jobs of that attempt."""
         repo = self._repo(full_name)
         run = self._run(repo, run_id)
         attempt = run["run_attempt"]
@@ -169,7 +174,9 @@ class ActionsMixin(GitHubCore):
             if conclusion is not None and conclusion not in CONCLUSIONS:
                 raise ValueError(f"not a job conclusion GitHub has: {conclusion!r}")
             status = given.get("status") or ("completed" if conclusion is not None else "queued")
-            made.append(self._new_job(repo, run, str(given["name"]), status, conclusion))
+            job = self._new_job(repo, run, str(given["name"]), status, conclusion)
+            job.update({key: given[key] for key in ("started_at", "completed_at") if key in given})
+            made.append(job)
         repo.jobs[run_id] = kept + made
         return copy.deepcopy(made)
 

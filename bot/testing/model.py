@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import jwt
+import yaml
 
 RATE_LIMIT = 5000
 CLOCK_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -131,6 +132,20 @@ class Workflow:
     name: str
     inputs: dict[str, dict[str, Any]]  # input name -> {"required": bool, "default": ...}
     run_name: str | None  # a `run-name:` template: `${{ inputs.NAME }}` is replaced
+
+    def file_text(self) -> str:
+        """The workflow's file in .github/workflows on the default branch, as far as the registration says: its
+        name, run-name and `on.workflow_dispatch.inputs` (each input a string unless its spec gives a type)."""
+        inputs = {
+            name: {"description": name, "required": bool(spec.get("required", False))}
+            | {"type": spec.get("type", "string")}
+            | ({"default": spec["default"]} if "default" in spec else {})
+            | ({"options": list(spec["options"])} if "options" in spec else {})
+            for name, spec in self.inputs.items()
+        }
+        document: dict[str, Any] = {"name": self.name} | ({"run-name": self.run_name} if self.run_name else {})
+        document |= {"on": {"workflow_dispatch": {"inputs": inputs}}, "jobs": {"run": {"runs-on": "ubuntu-latest"}}}
+        return yaml.safe_dump(document, sort_keys=False)
 
 
 @dataclasses.dataclass

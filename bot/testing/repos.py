@@ -34,6 +34,7 @@ LEGACY_PERMISSION = {
 EVENT_TYPE_MAX = 100
 CLIENT_PAYLOAD_MAX_KEYS = 10
 DISPATCH_DOC = "repos/repos#create-a-repository-dispatch-event"
+WORKFLOWS_DIR = ".github/workflows/"
 
 
 class ReposMixin(GitHubCore):
@@ -171,6 +172,10 @@ class ReposMixin(GitHubCore):
                 "html_url": None,
             }
         data = repo.files.get(ref, {}).get(path.strip("/"))
+        workflow = repo.workflows.get(path.strip("/").removeprefix(WORKFLOWS_DIR))
+        if data is None and workflow is not None and path.strip("/").startswith(WORKFLOWS_DIR):
+            if ref == repo.json["default_branch"]:  # a registered workflow is a file on the default branch
+                data = workflow.file_text().encode()
         if data is None:
             raise Reply(404, NOT_FOUND)
         big = len(data) > CONTENTS_MAX  # GitHub then sends no content: the blob API has it

@@ -62,6 +62,7 @@ CALLS = frozenset(
         "add_token",
         "set_branch",
         "add_workflow",
+        "delete_workflow",
         "add_run",
         "start_run",
         "complete_run",
@@ -110,6 +111,12 @@ CALLS = frozenset(
         "create_app_from_manifest",
         "age_manifest_codes",
         "manifest_apps",
+        # the App's settings, installations and webhook log
+        "set_app_key",
+        "configure_app",
+        "set_installation",
+        "move_repo",
+        "add_hook_delivery",
     }
 )
 SERVER_CALLS = frozenset({"set_latency", "clear_latency", "state"})
