@@ -549,10 +549,10 @@ async def _coverage(
     result = await changelog
     if result is None or not result.ok or not result.entries or policy.stale_branch.changelog_coverage == "off":
         return []
+    if not stale_branch.touches_master_configs(files, policy):
+        return []  # no key changed: nothing to cover, and every named key reruns a config (a recipe's change, say)
     entries = [(entry.line, entry.config_keys) for entry in result.entries]
-    touched = stale_branch.touches_master_configs(files, policy)
-    changed = await _changed_config_keys(ctx, pull) if touched else ()
-    return stale_branch.coverage_findings(changed, entries, policy)
+    return stale_branch.coverage_findings(await _changed_config_keys(ctx, pull), entries, policy)
 
 
 async def stale_branch_findings(

@@ -274,6 +274,7 @@ async def test_the_upstream_srt_slurm_rollback_is_refused_naming_path_commits_an
     assert line.startswith("- ❌ **Stale branch:**")
     for shown in (f"`{SRT}`", "`ae3d687`", "`545233a`", "8 commits older", f"`{SRT_REPO}`", "`b0a1b0a`", "PR #160"):
         assert shown in line, shown
+    assert "names no config key" not in line  # no master config changed: the entry's keys are not judged
     assert gate_check(repo, pr["head"]["sha"])["conclusion"] == "failure"
 
 
