@@ -29,6 +29,7 @@ FIXTURES = {
     "postgres_url": "process",  # tests/postgres.py: initdb and pg_ctl
     "postgres_db": "process",
     "test_crash_midwrite.py::fake": "process",  # bot.testing.server.FakeGitHubProcess
+    "test_merge_crash.py::fake": "process",
     "test_fake_server.py::fake": "process",
     "test_replicas_process.py::fake": "process",
     "test_worker_process.py::fake": "process",

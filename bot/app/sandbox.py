@@ -22,7 +22,7 @@ from bot.rules.gate import DISPATCH_INPUTS, FORK_INPUTS
 from bot.rules.markers import purpose_of
 from bot.telemetry.metrics import Metrics
 from bot.testing import InMemoryGitHub
-from bot.testing.model import CLOCK_START, RecordedRequest
+from bot.testing.model import RecordedRequest
 
 DEMO_REPO = "demo-org/InferenceX"
 DEMO_FORK = "partner-dev/InferenceX"
@@ -184,10 +184,8 @@ def demo_github(out: TextIO | None = None, *, on_write: Callable[[Any], None] | 
 
 def clock_from_today(fake: InMemoryGitHub) -> None:
     """The fake's clock (one second per stamp) starts at midnight UTC today instead of 2026-01-01, so the
-    artifacts of the demo's run are not expired by the bot's real clock (they expire after 90 days). The fake has
-    no public setter for it: its tick counter is set."""
-    today = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    fake._ticks = max(0, int((today - CLOCK_START).total_seconds()))
+    artifacts of the demo's run are not expired by the bot's real clock (they expire after 90 days)."""
+    fake.set_clock(dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT00:00:00Z"))
 
 
 def demo_signoff(fake: InMemoryGitHub) -> dict[str, Any]:

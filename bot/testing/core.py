@@ -365,6 +365,12 @@ class GitHubCore:
     def _next_id(self) -> int:
         return next(self._ids)
 
+    def set_clock(self, moment: str) -> None:
+        """The clock's next stamp is `moment` (ISO 8601, UTC; not before the clock's start): a fake whose runs and
+        artifacts must look recent to a bot on the real clock (artifacts expire 90 days after their stamp)."""
+        when = dt.datetime.strptime(moment, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.UTC)
+        self._ticks = max(0, int((when - CLOCK_START).total_seconds()))
+
     def _stamp(self) -> str:
         """The internal clock: every call is one second after the previous one."""
         moment = CLOCK_START + dt.timedelta(seconds=self._ticks)

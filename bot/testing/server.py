@@ -73,6 +73,9 @@ CALLS = frozenset(
         "set_jobs",
         "rerun_failed_jobs",
         "rerequest_check_run",
+        "add_check_run",
+        "set_clock",
+        "set_merge_base",
         # reading
         "has_repo",
         "comments",
