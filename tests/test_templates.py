@@ -1016,6 +1016,7 @@ MERGE_REFUSALS = [  # one of each refusal code (bot/rules/merge.py), with the pa
     {"code": "several-primary-labels", "fixer": "maintainer", "params": {"labels": ["a", "b"]}},
     {"code": "reuse-blocked", "fixer": "maintainer", "params": {"labels": ["evals-only"]}},
     {"code": "pin-not-eligible", "fixer": "maintainer", "params": {"verdict": {"code": "no-result-artifact"}}},
+    {"code": "pin-stale", "fixer": "maintainer", "params": {"files": ["benchmarks/a.sh"]}},
     {"code": "no-eligible-run", "fixer": "maintainer", "params": {"others": []}},
     {"code": "signoff-missing", "fixer": "codeowner", "params": {"conclusion": None}},
     {
