@@ -63,7 +63,10 @@ NAMES = [  # (method, path regex, short name) for the Markdown table
     ("GET", r"/issues/\d+/events$", "list label events"),
     ("GET", r"/labels/[^/]+$", "look up label"),
     ("POST", r"/labels$", "create label"),
+    ("GET", rf"^/repos/(?!{REPO}/)[^/]+/[^/]+/compare/[^/]+$", "compare (submodule)"),
     ("GET", r"/compare/[^/]+$", "compare (merge base)"),
+    ("GET", r"/commits$", "list commits of a path"),
+    ("GET", r"/commits/[^/]+/pulls$", "PRs of a commit"),
     ("GET", r"/contents/.+$", "read file at commit"),  # after sweepbot.yml: the changelog at a SHA
     ("GET", r"/git/blobs/[^/]+$", "read blob"),
     ("GET", r"/git/commits/[^/]+$", "read commit"),
@@ -359,15 +362,25 @@ def gate_pull(
 
 
 @contextlib.asynccontextmanager
-async def gate_stage(key: str, setup: Callable[[InMemoryGitHub], None]) -> AsyncIterator[Harness]:
+async def gate_stage(
+    key: str, setup: Callable[[InMemoryGitHub], None], setup_first: Callable[[InMemoryGitHub], None] | None = None
+) -> AsyncIterator[Harness]:
     """`stage` with every feature. The gate's per-process caches of changelog verdicts and head messages (keyed
-    by SHA) are emptied first: the fake's SHAs repeat from one scenario to the next, a real PR's do not."""
+    by SHA), and the stale-branch guard's, are emptied first: the fake's SHAs repeat from one scenario to the next,
+    a real PR's do not. `setup_first` runs before `setup` (a repository policy, say)."""
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
     sweep_gate._key_costs.clear()  # the master configs cost per commit: read again, as by a new process
     sweep_gate._job_history.clear()
     sweep_gate._timed_runs.clear()
-    async with stage(key, setup=setup, features=registry.router) as h:
+    pr_state.forget_guard_reads()
+
+    def both(fake: InMemoryGitHub) -> None:
+        if setup_first is not None:
+            setup_first(fake)
+        setup(fake)
+
+    async with stage(key, setup=both, features=registry.router) as h:
         yield h
 
 
@@ -503,6 +516,103 @@ async def _use_pins_and_stages(key: str) -> Count:
         return counted(h, "`/use <run>` by a maintainer: pinned, staged, replied")
 
 
+# ---- the stale-branch guard: labeled -> dispatch with the guards on and off ----------------------------------
+
+GUARDS_OFF = (
+    "stale_branch:\n  submodules: 'off'\n  reverted_files: 'off'\n  changelog_coverage: 'off'\n  stale_pin: false\n"
+)
+SRT, SRT_REPO = "utils/srt-slurm", "acme/srt-slurm"
+SRT_BASE, SRT_HEAD = "ae3d6877" + "1" * 32, "f00d" + "2" * 36  # the PR moves the submodule forward
+AMD_MASTER = "inferencex-e2e/configs/amd-master.yaml"
+RECIPE = "inferencex-e2e/recipes/dsr1-fp4-mi355x-sglang.sh"
+GUARDED_ENTRY = ENTRY.replace(b"dsr1-fp8-mi355x-sglang", b"dsr1-fp4-mi355x-*")
+
+
+def guarded_pull(number: int, *, off: bool) -> Callable[[InMemoryGitHub], None]:
+    """A PR that gives every guard work and passes them all: it moves `utils/srt-slurm` forward, changes a key of
+    upstream's amd-master.yaml that its changelog entry covers with a wildcard, and changes a recipe with a base
+    history of four commits; `off`: the repository's policy turns the guards off."""
+    base_setup = gate_pull(number, entry=GUARDED_ENTRY, files=(CHANGELOG, AMD_MASTER, RECIPE))
+
+    def setup(fake: InMemoryGitHub) -> None:
+        if off:
+            fake.set_file(REPO, ".github/sweepbot.yml", GUARDS_OFF)
+        base_setup(fake)
+        pr = fake.pull(REPO, number)
+        base, head = pr["base"]["sha"], pr["head"]["sha"]
+        fake.pull_files(REPO, number).append(
+            {
+                "filename": SRT,
+                "status": "modified",
+                "sha": SRT_HEAD,
+                "additions": 1,
+                "deletions": 1,
+                "changes": 2,
+                "patch": f"@@ -1 +1 @@\n-Subproject commit {SRT_BASE}\n+Subproject commit {SRT_HEAD}",
+            }
+        )
+        fake.add_repo(SRT_REPO, installation_id=None)
+        fake.add_history(SRT_REPO, [SRT_BASE, SRT_HEAD])
+        fake.set_file(
+            REPO,
+            ".gitmodules",
+            f'[submodule "{SRT}"]\n\tpath = {SRT}\n\turl = https://github.com/{SRT_REPO}.git\n',
+            ref=base,
+        )
+        fake.set_submodule(REPO, SRT, SRT_BASE, ref=base)
+        amd = (ROOT / "tests" / "data" / "inferencex" / "amd-master.yaml").read_text(encoding="utf-8")
+        fake.set_file(REPO, AMD_MASTER, amd, ref=base)
+        fake.set_file(REPO, AMD_MASTER, amd.replace("v0.5.12-rocm700-mi35x", "v0.5.13-rocm700-mi35x", 1), ref=head)
+        fake.set_path_history(REPO, RECIPE, [(f"{n:x}" * 40, f"tp: {n}\n") for n in range(4, 0, -1)])
+
+    return setup
+
+
+async def labeled_guards_off(key: str) -> Count:
+    async with gate_stage(
+        key, gate_pull(40), setup_first=lambda fake: fake.set_file(REPO, ".github/sweepbot.yml", GUARDS_OFF)
+    ) as h:
+        await add_label(h, 40, PRIMARY)
+        return counted(h, "labeled (as above), the guards off")
+
+
+async def labeled_guarded(key: str) -> Count:
+    async with gate_stage(key, guarded_pull(40, off=False)) as h:
+        await add_label(h, 40, PRIMARY)
+        return counted(h, "labeled: a submodule moved forward, a master-config key and a recipe changed; guards on")
+
+
+async def labeled_guarded_off(key: str) -> Count:
+    async with gate_stage(key, guarded_pull(40, off=True)) as h:
+        await add_label(h, 40, PRIMARY)
+        return counted(h, "labeled: the same PR, guards off")
+
+
+async def modifier_guarded(key: str, *, off: bool) -> Count:
+    async with gate_stage(key, guarded_pull(40, off=off)) as h:
+        await add_label(h, 40, PRIMARY)
+        reset(h)
+        await add_label(h, 40, "all-evals")
+        return counted(h, f"then a modifier added (the same commits evaluated again); guards {'off' if off else 'on'}")
+
+
+async def modifier_guarded_on(key: str) -> Count:
+    return await modifier_guarded(key, off=False)
+
+
+async def modifier_guarded_off(key: str) -> Count:
+    return await modifier_guarded(key, off=True)
+
+
+GUARD_SCENARIOS: list[Callable[[str], Awaitable[Count]]] = [
+    labeled_guards_off,
+    labeled_guarded,
+    labeled_guarded_off,
+    modifier_guarded_on,
+    modifier_guarded_off,
+]
+
+
 async def merge_command(key: str, *, fork: bool = False, base_moved: bool = False) -> Count:
     """`/merge` of a pinned, signed-off PR, from the command to GitHub showing it merged (the notice and the ingest
     request included: they go out in the same delivery)."""
@@ -604,6 +714,10 @@ def main() -> None:
     print("GitHub requests per sweep-gate scenario (every feature, warm process):")
     print()
     print(table(asyncio.run(run(key, GATE_SCENARIOS))))
+    print()
+    print("The stale-branch guard: `labeled` -> dispatch with the guards on and off (every feature, warm process):")
+    print()
+    print(table(asyncio.run(run(key, GUARD_SCENARIOS))))
     print()
     print(
         "Each gate scenario starts with the PR new to the process (the gate's caches of changelog verdicts and "

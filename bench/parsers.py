@@ -617,6 +617,38 @@ def codeowners_owners_of(text_and_path: tuple[str, str]) -> Callable[[], Any]:
     return lambda: owners.owners_of(path)
 
 
+def gitmodules_repos(text: str) -> Callable[[], Any]:
+    from bot.rules import stale_branch
+
+    return lambda: stale_branch.gitmodules_repos(text, "acme/InferenceX")
+
+
+def key_lines(text: str) -> Callable[[], Any]:
+    from bot.rules import stale_branch
+
+    return lambda: stale_branch.key_lines(text)
+
+
+def unclosed_sections(size: int) -> str:
+    """`.gitmodules` of one line of `[submodule "` openers, never closed."""
+    return fill('[submodule "', size)
+
+
+def submodule_sections(size: int) -> str:
+    """`.gitmodules` of as many whole sections as fit, each with a path and an ssh url."""
+    return fill('[submodule "a"]\n\tpath = a/b\n\turl = git@github.com:acme/b.git\n', size)
+
+
+def colon_free_keys(size: int) -> str:
+    """A master config of one long line that starts like a key and never reaches its colon."""
+    return "a" * size
+
+
+def top_level_keys(size: int) -> str:
+    """A master config of as many one-line top-level keys as fit."""
+    return fill("dsr1-fp4-mi355x-sglang-x:\n", size)
+
+
 def run_summarize(run: dict[str, str]) -> Callable[[], Any]:
     from bot.rules import run_summary
 
@@ -700,6 +732,20 @@ CASES: list[Case] = [
         codeowners_owners_of,
         FILE,
     ),
+    Case(
+        "stale_branch.gitmodules_repos",
+        'one line of `[submodule "` x N',
+        lambda s: unclosed_sections(s.c),
+        gitmodules_repos,
+        FILE,
+    ),
+    Case(
+        "stale_branch.gitmodules_repos", "2 MB of sections", lambda s: submodule_sections(s.c), gitmodules_repos, FILE
+    ),
+    Case(
+        "stale_branch.key_lines", "one 4 MB line without a colon", lambda s: colon_free_keys(2 * s.c), key_lines, FILE
+    ),
+    Case("stale_branch.key_lines", "4 MB of top-level keys", lambda s: top_level_keys(2 * s.c), key_lines, FILE),
     Case("run_summary.summarize", "title of `model=` x N/6", lambda s: model_tokens(s.n), run_summarize, COMMENT),
     Case("run_summary.summarize", "title of `model=a ` x N/8", lambda s: repeated_summary(s.n), run_summarize, COMMENT),
 ]

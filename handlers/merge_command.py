@@ -198,12 +198,13 @@ async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
     path = ctx.policy.paths.changelog
     touched = any(f.get("filename") == path for f in files)
     # the head's tree (each path's mode) is read now when a tree will be built: always for a fork's PR
-    (verdict, candidates, pinned_run), conclusion, resolution, on_base, modes = await asyncio.gather(
+    (verdict, candidates, pinned_run), conclusion, resolution, on_base, modes, stale = await asyncio.gather(
         choose_run(ctx, pull, record, labels),
         signoff_conclusion(ctx, checked_sha) if ctx.policy.merge.require_signoff else pr_state.nothing(),
         resolved_changelog(ctx, pull, base_sha, merge_base, touched),
         changed_since(ctx, merge_base, base_sha),
         head_modes(ctx, head_sha) if fork or touched else pr_state.nothing(),
+        pr_state.stale_pin_files(ctx, record, checked_sha),
     )
     facts = rules.MergeFacts(
         state=str(pull.get("state")),
@@ -218,6 +219,7 @@ async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
         signoff_conclusion=conclusion,
         changelog=resolution,
         conflicts=tuple(rules.conflicting_files([str(f.get("filename")) for f in files], on_base, path)),
+        stale_pin=tuple(stale),
     )
     return Gathered(
         facts=facts,

@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NotRequired, Protocol, TypedDict, Unpack
+
+import cachetools
+import gidgethub
 
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
 from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
-from bot.rules import pins
+from bot.rules import pins, stale_branch
 from bot.rules.dispatched_runs import bot_run
 from bot.rules.gate import AppliedLabel
-from bot.rules.links import repo_api
+from bot.rules.links import Slashed, repo_api
 from bot.rules.markers import hidden_record, is_bots, purpose_of, read_hidden_record
+from bot.rules.master_config import read_master_configs
 from bot.rules.policy import Policy
 from bot.rules.pull_request import (
     actor_of,
@@ -368,6 +372,234 @@ async def counted_label_names(ctx: Context, pull: Mapping[str, Any], record: Swe
     sweep = set().union(*sweep_label_names(ctx.policy))
     others = [name for name in label_names(pull) if label_key(name) not in sweep]
     return others + (await counted_labels(ctx, pull, record)).counted_names
+
+
+# -- the stale-branch guard's reads (bot/rules/stale_branch.py) -------------------------------------
+# What a PR built on an old base would undo, read for the gate (and, for the pin, the sign-off and the merge).
+# Bounded: at most SUBMODULES_CHECKED comparisons (and two reads each where one refuses), FILES_CHECKED base
+# histories of 1 + history_depth + 1 reads each, the master configs at two commits, and one comparison for the
+# pin. Everything is keyed by commit SHAs, whose content never changes, and kept across deliveries.
+GUARD_READS_IN_FLIGHT = 4
+_submodule_compares: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, base, head) -> Compared
+_reverts: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, path, base, blob, depth) -> commit
+_commit_prs: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, sha) -> PR number or None
+_files_between: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, from, to) -> changed files
+_changed_keys: cachetools.LRUCache = cachetools.LRUCache(maxsize=256)  # (repo, base, head, paths) -> ChangedKeys
+_gitlinks: cachetools.LRUCache = cachetools.LRUCache(maxsize=1024)  # (repo, base, path, head) -> submodule facts
+
+
+def forget_guard_reads() -> None:
+    """Empty the guard's caches (the tests' and benchmarks' fake SHAs repeat from one PR to the next)."""
+    for cache in (_submodule_compares, _reverts, _commit_prs, _files_between, _changed_keys, _gitlinks):
+        cache.clear()
+
+
+async def _guarded(bound: asyncio.Semaphore, url: str, ctx: Context) -> Any:
+    """GET `url`; None when GitHub will not show it (404, 403: the App cannot read that repository)."""
+    async with bound:
+        try:
+            return await ctx.gh.getitem(url)
+        except gidgethub.BadRequest as exc:
+            if int(exc.status_code) in (403, 404, 422):
+                return None
+            raise
+
+
+async def _pr_of_commit(ctx: Context, bound: asyncio.Semaphore, sha: str) -> int | None:
+    """The PR GitHub says brought `sha` to the base (a merged one first), or None."""
+    key = (ctx.repo, sha)
+    if key not in _commit_prs:
+        found = await _guarded(bound, repo_api(ctx.repo, "commits", sha, "pulls"), ctx)
+        prs = [p for p in found or () if isinstance(p, dict) and isinstance(p.get("number"), int)]
+        merged = [p for p in prs if p.get("merged_at") or p.get("merge_commit_sha") == sha]
+        _commit_prs[key] = (merged or prs)[0]["number"] if prs else None
+    return _commit_prs[key]
+
+
+async def _last_move(ctx: Context, bound: asyncio.Semaphore, path: str, base_sha: str) -> stale_branch.LastMove | None:
+    history = await _guarded(bound, repo_api(ctx.repo, "commits", sha=base_sha, path=path, per_page=1), ctx)
+    if not history or not isinstance(history[0], dict) or not history[0].get("sha"):
+        return None
+    sha = history[0]["sha"]
+    return stale_branch.LastMove(sha, await _pr_of_commit(ctx, bound, sha))
+
+
+SubmoduleFacts = tuple[str, str, str | None, "stale_branch.Compared | None", "stale_branch.LastMove | None"]
+
+
+async def _submodule_facts(
+    ctx: Context,
+    bound: asyncio.Semaphore,
+    entry: Mapping[str, Any],
+    repos: Mapping[str, str | None],
+    base_sha: str,
+    at_base: Any,
+) -> SubmoduleFacts:
+    """(the base's pointer, the PR's, the submodule's repository, their comparison there, the base commit that
+    last moved the pointer where it moved back). `at_base`: the contents API's answer for the gitlink's path at
+    the base (`type: submodule`, its commit)."""
+    move = stale_branch.submodule_move(entry.get("patch"))
+    assert move is not None  # only gitlinks are asked about
+    path = entry["filename"]
+    base = at_base["sha"] if isinstance(at_base, dict) and at_base.get("type") == "submodule" else move[0]
+    head, repo = move[1], repos.get(path)
+    compared: stale_branch.Compared | None = None
+    if repo is not None and base != head:
+        key = (repo, base, head)
+        if key not in _submodule_compares:
+            found = await _guarded(bound, repo_api(repo, "compare", f"{base}...{head}", per_page=1), ctx)
+            if not (isinstance(found, dict) and found.get("status")):
+                return base, head, repo, None, None  # not kept: the App may be given the repository later
+            _submodule_compares[key] = stale_branch.Compared(
+                str(found["status"]), int(found.get("ahead_by") or 0), int(found.get("behind_by") or 0)
+            )
+        compared = _submodule_compares[key]
+    moved_back = compared is not None and compared.status in ("behind", "diverged")
+    last = await _last_move(ctx, bound, path, base_sha) if moved_back else None
+    return base, head, repo, compared, last
+
+
+async def _submodules(
+    ctx: Context, bound: asyncio.Semaphore, gitlinks: list[dict[str, Any]], base_sha: str
+) -> list[stale_branch.Finding | None]:
+    """The findings on the gitlinks the PR moves. What GitHub said of each is kept per (repository, base commit,
+    path, the PR's pointer): a later evaluation of the same commits reads nothing, a verified one at least."""
+
+    def key(entry: Mapping[str, Any]) -> tuple[str, str, str, str | None]:
+        return ctx.repo, base_sha, entry["filename"], entry.get("patch")
+
+    missing = [e for e in gitlinks if key(e) not in _gitlinks]
+    if missing:
+        text, *at_base = await asyncio.gather(
+            ctx.file_at(".gitmodules", base_sha),
+            *(
+                _guarded(bound, repo_api(ctx.repo, "contents", Slashed(e["filename"]), ref=base_sha), ctx)
+                for e in missing
+            ),
+        )
+        repos = stale_branch.gitmodules_repos(text.decode("utf-8", errors="replace") if text else None, ctx.repo)
+        facts = await asyncio.gather(
+            *(
+                _submodule_facts(ctx, bound, e, repos, base_sha, found)
+                for e, found in zip(missing, at_base, strict=True)
+            )
+        )
+        for entry, fact in zip(missing, facts, strict=True):
+            if fact[3] is not None or fact[2] is None or fact[0] == fact[1]:  # an unread comparison is asked again
+                _gitlinks[key(entry)] = fact
+        known = {key(e): fact for e, fact in zip(missing, facts, strict=True)}
+    else:
+        known = {}
+    found = []
+    for entry in gitlinks:
+        base, head, repo, compared, last = known.get(key(entry)) or _gitlinks[key(entry)]
+        found.append(stale_branch.submodule_finding(entry["filename"], base, head, repo, compared, ctx.policy, last))
+    return found
+
+
+async def _reverted(
+    ctx: Context, bound: asyncio.Semaphore, entry: Mapping[str, Any], base_sha: str
+) -> stale_branch.Finding | None:
+    path, blob = entry["filename"], entry.get("sha")
+    if entry.get("status") != "modified" or not isinstance(blob, str):
+        return None
+    depth = ctx.policy.stale_branch.history_depth
+    key = (ctx.repo, path, base_sha, blob, depth)
+    if key not in _reverts:
+        listed = await _guarded(bound, repo_api(ctx.repo, "commits", sha=base_sha, path=path, per_page=depth + 1), ctx)
+        commits = [c["sha"] for c in listed or () if isinstance(c, dict) and isinstance(c.get("sha"), str)]
+        versions = await asyncio.gather(
+            *(_guarded(bound, repo_api(ctx.repo, "contents", Slashed(path), ref=sha), ctx) for sha in commits)
+        )
+        history = [
+            (sha, item.get("sha") if isinstance(item, dict) else None)
+            for sha, item in zip(commits, versions, strict=True)
+        ]
+        replaced = stale_branch.replaced_version(blob, history)
+        _reverts[key] = (replaced, await _pr_of_commit(ctx, bound, replaced) if replaced else None)
+    replaced_by, replaced_in = _reverts[key]
+    return stale_branch.reverted_finding(path, replaced_by, ctx.policy, replaced_in)
+
+
+async def _changed_config_keys(ctx: Context, pull: Mapping[str, Any]) -> tuple[stale_branch.ChangedKey, ...]:
+    """The master-config keys the PR adds or changes, from the files at the merge base and the head (kept per
+    base and head commit: parsing upstream's files takes a while, and they are big)."""
+    base_sha, head_sha = pull["base"]["sha"], pull["head"]["sha"]
+    paths = ctx.policy.paths.master_configs
+    key = (ctx.repo, base_sha, head_sha, paths)
+    if key not in _changed_keys:
+        merge_base = await ctx.merge_base(base_sha, head_sha)
+        texts = await asyncio.gather(*(ctx.file_at(path, ref) for ref in (merge_base, head_sha) for path in paths))
+        decoded = [text.decode("utf-8", errors="replace") if text is not None else None for text in texts]
+        at_head = decoded[len(paths) :]
+        lines: dict[str, int] = {}
+        for text in at_head:
+            lines = {**stale_branch.key_lines(text), **lines}  # the first file's line of a key defined twice
+        _changed_keys[key] = stale_branch.changed_config_keys(
+            read_master_configs(dict(zip(paths, decoded[: len(paths)], strict=True))),
+            read_master_configs(dict(zip(paths, at_head, strict=True))),
+            lines,
+        )
+    return _changed_keys[key]
+
+
+async def _coverage(
+    ctx: Context, pull: Mapping[str, Any], files: list[str], changelog: Awaitable[Any]
+) -> list[stale_branch.Finding]:
+    """The changed master-config keys against the appended entries' `config-keys` (once the changelog is valid)."""
+    policy = ctx.policy
+    result = await changelog
+    if result is None or not result.ok or not result.entries or policy.stale_branch.changelog_coverage == "off":
+        return []
+    if not stale_branch.touches_master_configs(files, policy):
+        return []  # no key changed: nothing to cover, and every named key reruns a config (a recipe's change, say)
+    entries = [(entry.line, entry.config_keys) for entry in result.entries]
+    return stale_branch.coverage_findings(await _changed_config_keys(ctx, pull), entries, policy)
+
+
+async def stale_branch_findings(
+    ctx: Context, pull: Mapping[str, Any], changelog: Awaitable[Any]
+) -> tuple[stale_branch.Finding, ...]:
+    """Every finding of the stale-branch guard on the PR (`changelog`: the gate's check of the changelog, awaited
+    once it is needed). Reads .gitmodules and the histories from the base branch only; never the PR's code."""
+    number, base_sha = pull["number"], pull["base"]["sha"]
+    bound = asyncio.Semaphore(GUARD_READS_IN_FLIGHT)
+    entries = await ctx.pr_file_entries(number)
+    files = [entry["filename"] for entry in entries]
+    gitlinks = [e for e in entries if stale_branch.submodule_move(e.get("patch"))][: stale_branch.SUBMODULES_CHECKED]
+    modified = [e["filename"] for e in entries if e not in gitlinks and e.get("status") == "modified"]
+    checked = set(stale_branch.files_to_check(modified, ctx.policy))
+
+    off = not gitlinks or ctx.policy.stale_branch.submodules == "off"
+    moved, reverted, covered = await asyncio.gather(
+        nothing() if off else _submodules(ctx, bound, gitlinks, base_sha),
+        asyncio.gather(*(_reverted(ctx, bound, e, base_sha) for e in entries if e["filename"] in checked)),
+        _coverage(ctx, pull, files, changelog),
+    )
+    return tuple(f for f in [*(moved or ()), *reverted, *covered] if f is not None)
+
+
+async def files_since(ctx: Context, before: str, after: str) -> tuple[str, ...] | None:
+    """The files changed between two commits of the repository (GitHub's comparison; None if it will not say)."""
+    key = (ctx.repo, before, after)
+    if key not in _files_between:
+        found = await get_or_none(ctx.gh, repo_api(ctx.repo, "compare", f"{before}...{after}"))
+        if not isinstance(found, dict):
+            return None
+        _files_between[key] = tuple(f["filename"] for f in found.get("files") or () if isinstance(f, dict))
+    return _files_between[key]
+
+
+async def stale_pin_files(ctx: Context, record: SweepRecord, head_sha: str) -> tuple[str, ...]:
+    """The benchmark files pushed since the pinned run's commit (bot.rules.stale_branch.stale_pin_files): empty
+    while the pin still stands for the PR, or there is no pin, or the pinned run is not one of the record's."""
+    if record.pin is None or not ctx.policy.stale_branch.stale_pin:
+        return ()
+    run = record.run(record.pin.run_id)
+    if run is None or not run.head_sha or run.head_sha == head_sha:
+        return ()
+    files = await files_since(ctx, run.head_sha, head_sha)
+    return stale_branch.stale_pin_files(files or (), ctx.policy)
 
 
 # -- the runner pools' queues ----------------------------------------------------------------------

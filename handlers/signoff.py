@@ -14,6 +14,7 @@ only a failing check of its own is a FAIL, whose first line says what is to chan
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -34,6 +35,7 @@ from bot.rules.fingerprint import digest
 from bot.rules.links import Slashed, repo_api, web
 from bot.rules.markers import hidden_record, is_bots, marker, purpose_of, read_hidden_record, sender_login, sent_by
 from bot.rules.pull_request import label_names, own_check_run
+from bot.rules.stale_branch import STALE_PIN
 from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
 from bot.telemetry import logs
 from handlers import pr_state
@@ -230,7 +232,12 @@ async def sweep_and_reuse(
     asked = shows_status(ctx.policy.paths.changelog in files, labels, ctx.policy, exists or bool(record.runs))
     pinned, code = None, None
     if record.pin is not None:
-        run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
+        (run, verdict), stale = await asyncio.gather(
+            pr_state.judge_pinned(ctx, record.pin.run_id, pull, record),
+            pr_state.stale_pin_files(ctx, record, pull["head"]["sha"]),
+        )
+        if verdict.ok and stale:  # pushed since: the pinned run no longer tested the PR's benchmark files
+            verdict = dataclasses.replace(verdict, ok=False, code=STALE_PIN)
         code = verdict.code
         entry = pr_state.recorded_run(ctx, run, record) if run is not None else None
         if verdict.ok and run is not None and entry is not None:

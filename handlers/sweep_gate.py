@@ -52,6 +52,7 @@ from bot.rules.pins import blocking_labels
 from bot.rules.policy import Policy
 from bot.rules.pull_request import carries_primary, is_fork, is_primary, label_names, own_check_run, primary_names
 from bot.rules.run_summary import summary_tokens
+from bot.rules.stale_branch import Finding, annotation
 from bot.rules.sweep_queue import Entry, ordered, plan
 from bot.rules.sweep_record import (
     Approval,
@@ -233,6 +234,10 @@ class PRState:
     comment_exists: bool
     merge_parents: tuple[str, ...] | None = None  # of GitHub's merge commit, once it is computed (forks only)
     cost: sweep_cost.SweepCost | None = None  # what the appended entries' configs run (valid entries only)
+    # The stale-branch guard (handlers/pr_state.py): its findings once a sweep is asked for, else None; and the
+    # benchmark files pushed since the pinned run's commit.
+    stale_branch: tuple[Finding, ...] | None = None
+    pin_stale_files: tuple[str, ...] = ()
 
 
 async def read_pull(ctx: Context, number: int) -> dict[str, Any]:
@@ -316,19 +321,40 @@ async def read_state(ctx: Context, number: int, record: SweepRecord, exists: boo
         return labelling, facts, (merge[1] if merge is not None else None)
 
     # the master configs' costs are read beside the changelog check (per commit, once): a PR with a valid entry
-    # shows what its sweep runs, and no later round trip waits for them
-    changelog, (labelling, held_facts, merge_parents), head_facts, costs = await asyncio.gather(
-        check_changelog(ctx, pull, path) if touches else pr_state.nothing(),
+    # shows what its sweep runs, and no later round trip waits for them; the stale-branch guard runs beside the rest
+    # once a sweep is asked for, its key coverage awaiting the changelog
+    changelog_read = asyncio.ensure_future(check_changelog(ctx, pull, path) if touches else pr_state.nothing())
+    guarded = labelled and pull.get("state") == "open"
+    changelog, (labelling, held_facts, merge_parents), head_facts, costs, found, pin_stale = await asyncio.gather(
+        changelog_read,
         labels_and_commits(),
         commit_facts(ctx, pull["head"]["sha"]) if labelled else pr_state.nothing(),
         key_costs(ctx, configs_ref(ctx, pull, files)) if touches else pr_state.nothing(),
+        pr_state.stale_branch_findings(ctx, pull, changelog_read) if guarded else pr_state.nothing(),
+        pr_state.stale_pin_files(ctx, record, pull["head"]["sha"])
+        if pull.get("state") == "open"
+        else pr_state.nothing(),
     )
     facts = head_facts or held_facts
     message = facts[0] if facts is not None else ""
     cost = None  # unknown: no valid entry, or no master config could be read (then no limit holds the sweep)
     if changelog is not None and changelog.has_entry and costs:
         cost = cost_of(ctx, changelog, costs)
-    return PRState(pull, fork, touches, changelog, labelling, names, message, record, exists, merge_parents, cost)
+    return PRState(
+        pull,
+        fork,
+        touches,
+        changelog,
+        labelling,
+        names,
+        message,
+        record,
+        exists,
+        merge_parents,
+        cost,
+        found,
+        pin_stale or (),
+    )
 
 
 async def key_costs(ctx: Context, ref: str) -> dict[str, sweep_cost.KeyCost]:
@@ -406,6 +432,8 @@ def gate_input(state: PRState, default_branch: str, policy: Policy) -> GateInput
         pin_blocked_by=blocking_labels(state.labelling.counted_names, policy) if record.pin else (),
         dispatched=tuple(Dispatched(r.dispatch_id, r.run_id, r.status, r.conclusion) for r in record.runs),
         mergeable=pull.get("mergeable") if isinstance(pull.get("mergeable"), bool) else None,
+        stale_branch=state.stale_branch,
+        pin_stale_files=state.pin_stale_files,
         points=state.cost.points if state.cost is not None else None,
         confirmed=record.confirmation.dispatch_id if record.confirmation is not None else None,
     )
@@ -597,6 +625,7 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
     path = ctx.policy.paths.changelog
     errors = list(state.changelog.errors) if state.changelog is not None else []
     notes = tuple(Annotation(path, e.line, ctx.render("changelog_annotation", e=_error(e))) for e in errors)
+    notes += stale_branch_notes(ctx, state)
     return CheckRun(
         head_sha=state.pull["head"]["sha"],
         name=CHECK_NAME,
@@ -608,6 +637,17 @@ def check_run(ctx: Context, state: PRState, decision: Decision, text: str, *, re
         buttons=buttons(ctx, state, decision),
         rewrite=rewrite,
     )
+
+
+def stale_branch_notes(ctx: Context, state: PRState) -> tuple[Annotation, ...]:
+    """The check run's note on each finding of the stale-branch guard, on its file and line."""
+    notes = []
+    for finding in state.stale_branch or ():
+        where = annotation(finding)
+        if where is not None:
+            path, line, level = where
+            notes.append(Annotation(path, line, ctx.render("stale_branch_annotation", f=finding.plain()), level))
+    return tuple(notes)
 
 
 def _with_dispatch(decision: Decision, code: str, **params: object) -> Decision:

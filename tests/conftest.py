@@ -17,10 +17,11 @@ hypothesis.settings.load_profile("sweepbot")
 def fresh_commit_caches():
     """The gate keeps what it read per commit SHA (on GitHub a SHA names one content for ever); the fake's SHAs
     are made from a PR's number, so two tests' PR 60 share them: each test starts with empty caches."""
-    from handlers import sweep_gate
+    from handlers import pr_state, sweep_gate
 
     sweep_gate._changelog_checks.clear()
     sweep_gate._commits.clear()
+    pr_state.forget_guard_reads()
     sweep_gate._key_costs.clear()  # and the master configs' costs and the job history, per process
     sweep_gate._job_history.clear()
     sweep_gate._timed_runs.clear()

@@ -129,6 +129,18 @@ NOT_A_WORD = "is not a command word: a lower-case ASCII letter, then lower-case 
         ("paths:\n  changelgo: x\n", ["paths.changelgo: unknown key"]),
         ("paths: just-a-string\n", ["paths: expected a mapping, got a string"]),
         ("paths:\n  benchmark: inferencex-e2e/\n", ["paths.benchmark: expected a list, got a string"]),
+        (
+            "stale_branch:\n  pin_keeps: ['*.md', '!']\n  revert_refused: ['# recipes']\n",
+            [
+                "stale_branch.revert_refused[0]: '# recipes' is a comment in gitignore syntax and matches no file",
+                "stale_branch.pin_keeps[1]: '!' is not a gitignore pattern (Invalid git pattern: '!')",
+            ],
+        ),
+        (
+            "stale_branch:\n  reverted_files: block\n",
+            ["stale_branch.reverted_files: expected one of 'off', 'warn' or 'refuse', got 'block'"],
+        ),
+        ("stale_branch:\n  history_depth: 11\n", ["stale_branch.history_depth: expected at most 10, got 11"]),
         ("paths:\n  changelog: ''\n", ["paths.changelog: expected a non-empty string, got a string"]),
         ("paths:\n  changelog: 12\n", ["paths.changelog: expected a non-empty string, got a number"]),
         (

@@ -33,6 +33,7 @@ from bot.rules.gate import (
     mark,
 )
 from bot.rules.policy import Policy
+from bot.rules.stale_branch import INFO, REFUSE, WARN, Finding
 
 POLICY = default_policy()
 PRIMARIES = [p.name for p in POLICY.labels.primary]  # fail-fast, enabled, non-canary
@@ -233,6 +234,10 @@ def test_every_reason_code_is_reachable_and_every_code_given_is_declared(grid):
         fork_pr(labels=(AppliedLabel(FAIL_FAST, "maintainer", None, HEAD),)),
         make_pr(pin=5, pin_blocked_by=("evals-only",)),
         fork_pr(mergeable=False),
+        make_pr(pin=5, pin_stale_files=("inferencex-e2e/recipes/a.sh",)),
+        make_pr(stale_branch=()),
+        make_pr(stale_branch=(finding(REFUSE),)),
+        make_pr(stale_branch=(finding(WARN), finding(INFO))),
     ]
     current = decide(make_pr(), POLICY).dispatch_id
     extra += [
@@ -709,6 +714,45 @@ def test_a_pin_stops_a_new_push_from_sweeping_and_re_adding_the_primary_forces_o
 
 
 # -- the dispatch id -------------------------------------------------------------------------------
+
+
+def finding(severity: str) -> Finding:
+    return Finding("reverted_file", severity, "inferencex-e2e/recipes/a.sh", {"replaced_by": "f" * 40})
+
+
+@pytest.mark.parametrize(
+    "found, ok, code, starts",
+    [
+        (None, None, "not_checked", True),
+        ((), True, "clear", True),
+        ((finding(INFO),), True, "clear", True),
+        ((finding(WARN), finding(INFO)), True, "warnings", True),
+        ((finding(INFO), finding(REFUSE), finding(WARN)), False, "found", False),
+    ],
+    ids=["not checked", "clear", "information", "a warning", "a refusal"],
+)
+def test_the_stale_branch_guard_refuses_only_what_it_must(found, ok, code, starts):
+    decision = decide(make_pr(stale_branch=found), POLICY)
+    condition = decision.condition("stale_branch")
+    assert (condition.ok, condition.reason_code, decision.start is not None) == (ok, code, starts)
+    if found:  # refusals first, then warnings, then information
+        assert [f["severity"] for f in condition.params["findings"]] == sorted(
+            (f.severity for f in found), key=[REFUSE, WARN, INFO].index
+        )
+
+
+def test_a_stale_pin_holds_the_sweep_and_is_the_maintainers_to_fix_while_re_adding_the_primary_sweeps():
+    stale = make_pr(pin=5, pin_stale_files=("inferencex-e2e/recipes/a.sh",))
+    decision = decide(stale, POLICY)
+    pin = decision.condition("reuse_pin")
+    assert (pin.ok, pin.reason_code, pin.params["files"], decision.start) == (
+        False,
+        "stale",
+        ("inferencex-e2e/recipes/a.sh",),
+        None,
+    )
+    forced = decide(replace(stale, primary_readded_after_pin=True), POLICY)
+    assert forced.condition("reuse_pin").reason_code == "forced" and forced.start is not None
 
 
 def test_the_dispatch_id_is_stable_short_and_fits_a_comment_marker():

@@ -213,3 +213,20 @@ def test_the_sequence_does_not_depend_on_which_of_two_requests_in_flight_was_ans
         )
         orders.append(count.sequence)
     assert orders[0] == orders[1] == "read PR → read commit, read file at commit"
+
+
+async def test_the_stale_branch_guard_costs_nothing_without_work_and_a_bounded_number_of_reads_with_it(app_key):
+    """bench/github_requests.py's guard table (README, "What the stale-branch guard costs"): a PR with nothing
+    to guard reads nothing more with the guards on than off; a PR that gives every guard work reads 11 more (the
+    recipe's base history: a listing and four versions; the master config's: a listing, empty; .gitmodules and
+    the gitlink at the base; the submodule's comparison; the two master configs at the merge base, those at the
+    head being the sweep cost's reads too), and writes the same; evaluated again on the same commits, nothing more
+    than with the guards off."""
+    off, on, busy_off, again_on, again_off = [await scenario(app_key) for scenario in BENCH.GUARD_SCENARIOS]
+    plain = await BENCH.labeled(app_key)
+    assert (off.total, off.writes, off.sequence) == (plain.total, plain.writes, plain.sequence)
+    assert (busy_off.total, busy_off.writes) == (plain.total, plain.writes)
+    assert (on.total - busy_off.total, on.writes) == (11, plain.writes)
+    assert [BENCH.short_name(r) for r in on.requests].count("compare (submodule)") == 1
+    # the same commits evaluated again (a modifier added): everything the guard read is kept
+    assert (again_on.total, again_on.sequence) == (again_off.total, again_off.sequence)

@@ -20,6 +20,7 @@ from test_templates import CJK, URL, code_spans
 from bot.core.config import default_policy, parse_repo_config, policy_defaults
 from bot.core.processing import Context
 from bot.core.templates import Templates, code_span
+from bot.rules import stale_branch
 from bot.rules.commands import find_commands
 from bot.rules.gate import (
     CONDITIONS,
@@ -146,6 +147,30 @@ def key_of(pr: GateInput) -> str:
     return decide(pr, POLICY).dispatch_id
 
 
+# The stale-branch guard's findings, from its own rules (bot.rules.stale_branch).
+SUB_BASE, SUB_HEAD = "ae3d6877" + "a" * 32, "545233a0" + "5" * 32
+ROLLBACK = stale_branch.submodule_finding(
+    "utils/srt-slurm",
+    SUB_BASE,
+    SUB_HEAD,
+    "acme/srt-slurm",
+    stale_branch.Compared("behind", 0, 8),
+    POLICY,
+    stale_branch.LastMove("d00d" + "d" * 36, 1380),
+)
+UNVERIFIED = stale_branch.submodule_finding("utils/aiperf", SUB_BASE, SUB_HEAD, "acme/aiperf", None, POLICY)
+FORWARD = stale_branch.submodule_finding(
+    "utils/srt-slurm", SUB_HEAD, SUB_BASE, "acme/srt-slurm", stale_branch.Compared("ahead", 8, 0), POLICY
+)
+REVERTED = stale_branch.reverted_finding("inferencex-e2e/launchers/run.sh", "f00d" + "f" * 36, POLICY, 1402)
+REVERTED_WARN = stale_branch.reverted_finding("inferencex-e2e/benchmarks/bench.py", "f00d" + "f" * 36, POLICY)
+UNCOVERED = stale_branch.Finding(
+    stale_branch.UNCOVERED_KEY, stale_branch.REFUSE, "amd-master.yaml", {"key": "dsr1-fp4-mi355x-sglang"}
+)
+UNCHANGED = stale_branch.Finding(
+    stale_branch.UNCHANGED_KEY, stale_branch.INFO, POLICY.paths.changelog, {"key": "gptoss-*", "line": 12}
+)
+
 # Real decisions: between them every (name, code) that decide() gives.
 CASES = {
     "same-repo, starting": make_pr(),
@@ -187,6 +212,10 @@ CASES = {
     "run failed": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "completed", "failure"),)),
     "run cancelled": make_pr(dispatched=(Dispatched(key_of(make_pr()), RUN, "completed", "cancelled"),)),
     "fork, conflicts": fork_pr(mergeable=False),
+    "pinned, stale": make_pr(pin=PIN, pin_stale_files=("inferencex-e2e/recipes/mi355x.sh",)),
+    "stale branch: submodule rolled back, key uncovered": make_pr(stale_branch=(ROLLBACK, UNCOVERED, REVERTED)),
+    "stale branch: a reverted file, a moved submodule unverified": make_pr(stale_branch=(REVERTED_WARN, UNVERIFIED)),
+    "stale branch: moved forward, an entry names an unchanged key": make_pr(stale_branch=(FORWARD, UNCHANGED)),
 }
 DECISIONS = {name: decide(pr, POLICY) for name, pr in CASES.items()}
 # The sweep's size against a limit (`sweeps.confirm_over`), under a policy that sets one.
@@ -559,6 +588,7 @@ def test_every_condition_has_a_title_in_both_languages():
         "Merge commit",
         "Skip marker",
         "Reuse pin",
+        "Stale branch",
         "Sweep size",
         "Sweep run",
     ]
@@ -569,6 +599,24 @@ def test_every_condition_has_a_title_in_both_languages():
             assert bool(CJK.search(title)) == (lang == "zh"), title
         with pytest.raises(jinja2.UndefinedError, match="no title for bogus"):
             TITLE[lang].render(name="bogus")
+
+
+@pytest.mark.parametrize("lang", LANGUAGES)
+def test_the_upstream_rollback_names_the_path_both_commits_and_the_pr_that_moved_it(lang):
+    line = render(condition("stale branch: submodule rolled back, key uncovered", "stale_branch"), lang)
+    for shown in (
+        "`utils/srt-slurm`",
+        "`ae3d687`",
+        "`545233a`",
+        "`d00dddd`",
+        "#1380",
+        "`acme/srt-slurm`",
+        "`dsr1-fp4-mi355x-sglang`",
+        "`inferencex-e2e/launchers/run.sh`",
+        "`f00dfff`",
+        "#1402",
+    ):
+        assert shown in line, shown
 
 
 def test_the_sha_is_cut_to_seven_characters():

@@ -1051,3 +1051,41 @@ async def test_run_jobs_list_latest_or_all_and_rerun_failed_jobs_queues_the_next
     assert err.value.status_code == 403
     with pytest.raises(ValueError):
         github.set_jobs(REPO, run["id"], [{"name": "x", "conclusion": "green"}])
+
+
+# ---- histories, submodules (the stale-branch guard's reads) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "base, head, status, ahead_by, behind_by",
+    [
+        ("c3", "c1", "behind", 0, 2),
+        ("c1", "c3", "ahead", 2, 0),
+        ("c3", "s2", "diverged", 2, 2),
+        ("c2", "c2", "identical", 0, 0),
+    ],
+)
+async def test_compare_walks_a_given_history_as_github_does(github, gh, base, head, status, ahead_by, behind_by):
+    github.add_repo("org/sub")
+    sha = {name: hashlib.sha1(name.encode()).hexdigest() for name in ("c1", "c2", "c3", "s1", "s2")}
+    github.add_history("org/sub", [sha["c1"], sha["c2"], sha["c3"]])
+    github.add_history("org/sub", [sha["s1"], sha["s2"]], parent=sha["c1"])
+    found = await gh.getitem(f"/repos/org/sub/compare/{sha[base]}...{sha[head]}")
+    assert (found["status"], found["ahead_by"], found["behind_by"]) == (status, ahead_by, behind_by)
+    with pytest.raises(gidgethub.BadRequest) as raised:  # a commit the repository does not have
+        await gh.getitem(f"/repos/org/sub/compare/{sha['c1']}...{'0' * 40}")
+    assert raised.value.status_code == 404
+
+
+async def test_the_history_of_a_path_and_a_gitlink_read_like_githubs(github, gh):
+    github.set_path_history(REPO, "recipes/a.sh", [("2" * 40, "tp: 8\n"), ("1" * 40, "tp: 4\n")])
+    github.set_submodule(REPO, "utils/srt-slurm", "a" * 40, ref="b" * 40)
+    listed = await gh.getitem(f"/repos/{REPO}/commits?path=recipes/a.sh&sha={'b' * 40}&per_page=1")
+    assert [c["sha"] for c in listed] == ["2" * 40]
+    older = await gh.getitem(f"/repos/{REPO}/contents/recipes/a.sh?ref={'1' * 40}")
+    assert base64.b64decode(older["content"]) == b"tp: 4\n"
+    link = await gh.getitem(f"/repos/{REPO}/contents/utils/srt-slurm?ref={'b' * 40}")
+    assert (link["type"], link["sha"]) == ("submodule", "a" * 40)
+    with pytest.raises(gidgethub.BadRequest) as raised:  # not a submodule on another commit
+        await gh.getitem(f"/repos/{REPO}/contents/utils/srt-slurm?ref={'c' * 40}")
+    assert raised.value.status_code == 404

@@ -316,3 +316,23 @@ async def test_the_merge_button_answers_a_refusal_with_a_reply_of_its_own(repo):
     purpose = marker(f"merge-button-{check['id']}")
     (answer,) = [c["body"] for c in repo.comments(REPO, 54) if c["body"].startswith(purpose + "\n")]
     assert "**CODEOWNER:** the `signoff` check has not passed" in answer
+
+
+@pytest.mark.parametrize(
+    "pushed, stale",
+    [("inferencex-e2e/configs/amd-master.yaml", True), ("docs/notes.md", False)],
+    ids=["a-benchmark-file", "docs-only"],
+)
+async def test_a_push_after_the_pin_that_changes_what_was_swept_is_refused_as_a_stale_pin(repo, pushed, stale):
+    h, pr, run = await ready(repo, 55)
+    old = pr["head"]["sha"]
+    repo.push_commit(REPO, 55, sha="5" * 40, message="Tune it")
+    for path, content in repo.files_at(REPO, old).items():
+        repo.set_file(REPO, path, content, ref="5" * 40)
+    repo.set_file(REPO, pushed, b"changed after the sweep\n", ref="5" * 40)
+    repo._repo(REPO).pull_files[55].append({"filename": pushed})
+    signed(repo, "5" * 40)
+    c = await command(h, 55, "/merge")
+    assert repo.pull(REPO, 55)["merged"] is not stale
+    if stale:
+        assert f"pushes after the pinned run changed `{pushed}`" in reply(repo, 55, c)

@@ -32,6 +32,7 @@ from bot.rules.merge import (
     NO_PRIMARY_LABEL,
     NOT_OPEN,
     PIN_NOT_ELIGIBLE,
+    PIN_STALE,
     PR_URL_NOT_CANONICAL,
     REFUSAL_CODES,
     REUSE_BLOCKED,
@@ -420,6 +421,7 @@ GOOD = MergeFacts(
     signoff_conclusion="success",
     changelog=RESOLVED,
     conflicts=(),
+    stale_pin=(),
 )
 
 MERGE_CASES = [
@@ -453,6 +455,12 @@ MERGE_CASES = [
         [(REUSE_BLOCKED, MAINTAINER), (NO_ELIGIBLE_RUN, MAINTAINER)],
     ),
     ("pin-artifacts-expired", {"pin": EXPIRED}, [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
+    ("pin-stale-after-a-push", {"stale_pin": ("benchmarks/a.sh",)}, [(PIN_STALE, MAINTAINER)]),
+    (
+        "an-invalid-pin-is-named-once-not-stale-too",
+        {"pin": EXPIRED, "stale_pin": ("a",)},
+        [(PIN_NOT_ELIGIBLE, MAINTAINER)],
+    ),
     ("pin-run-not-found", {"pin": Verdict(False, "not-found", {"run_id": 9})}, [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
     ("pin-blocked-by-a-label-that-no-longer-counts", {"pin": LABEL_BLOCKED}, [(PIN_NOT_ELIGIBLE, MAINTAINER)]),
     (

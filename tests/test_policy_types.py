@@ -52,6 +52,9 @@ AGREEMENT = [
     ("limits:\n  changelog_bytes: 0\n", False),
     ("limits:\n  changelog_bytes: true\n", False),
     ("sweeps:\n  triage_may_start: 1\n", False),
+    ("stale_branch:\n  submodules: warn\n", True),
+    ("stale_branch:\n  submodules: block\n", False),
+    ("stale_branch:\n  history_depth: 11\n", False),
     # the size limit in benchmark points: a positive whole number, or null (never asked)
     ("sweeps:\n  confirm_over: 400\n", True),
     ("sweeps:\n  confirm_over: null\n", True),

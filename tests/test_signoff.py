@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from harness import REPO
 from test_reuse_command import command, fake_clock, finished_run  # noqa: F401
-from test_sweep_gate import CHANGELOG, english, make_harness, no_merge_wait, open_pull, push, repo  # noqa: F401
+from test_sweep_gate import CHANGELOG, ENTRY, english, make_harness, no_merge_wait, open_pull, push, repo  # noqa: F401
 
 from bot.rules.markers import read_hidden_record
 
@@ -492,3 +492,19 @@ async def test_one_verification_reads_twelve_things_and_writes_the_verdict_and_t
     assert sum(1 for path in reads if path.endswith("/timeline")) == 1
     assert sum(1 for path in reads if path.endswith("/events")) == 1
     assert [m for m, _ in work[-3:]] == ["POST", "GET", "POST"]  # the verdict; the check run looked for, created
+
+
+@pytest.mark.parametrize("recipe, mark", [("tp: 4\n", "✅"), ("tp: 8\n", "⏳")], ids=["changelog", "recipe"])
+async def test_a_pin_made_stale_by_a_push_holds_the_reuse_check(owned, make_harness, recipe, mark):
+    """A push after the pin that changes a benchmark file: the pinned run no longer tested the PR (the stale-branch
+    guard's `pin_is_stale`); a push of the changelog alone keeps the pin."""
+    h = await make_harness()
+    await ready(h, 71)
+    pinned_head = owned.pull(REPO, 71)["head"]["sha"]
+    owned.set_file(REPO, "inferencex-e2e/recipes/mi355x.sh", "tp: 4\n", ref=pinned_head)
+    push(owned, 71, "6" * 40, entry=ENTRY + ENTRY.replace(b"New", b"More"))  # the changelog changes either way
+    owned.set_file(REPO, "inferencex-e2e/recipes/mi355x.sh", recipe, ref="6" * 40)
+    comment = await sign(h, 71, "amd-owner")
+    line = check_line(verdict(owned, 71, comment)["body"], "Reuse pin")
+    assert line.startswith(f"- {mark}"), line
+    assert ("the pin is stale" in line) == (mark == "⏳")  # a maintainer's to pin again, as any pin not eligible

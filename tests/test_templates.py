@@ -1033,6 +1033,7 @@ MERGE_REFUSALS = [  # one of each refusal code (bot/rules/merge.py), with the pa
     {"code": "several-primary-labels", "fixer": "maintainer", "params": {"labels": ["a", "b"]}},
     {"code": "reuse-blocked", "fixer": "maintainer", "params": {"labels": ["evals-only"]}},
     {"code": "pin-not-eligible", "fixer": "maintainer", "params": {"verdict": {"code": "no-result-artifact"}}},
+    {"code": "pin-stale", "fixer": "maintainer", "params": {"files": ["benchmarks/a.sh"]}},
     {"code": "no-eligible-run", "fixer": "maintainer", "params": {"others": []}},
     {"code": "signoff-missing", "fixer": "codeowner", "params": {"conclusion": None}},
     {
@@ -1173,6 +1174,40 @@ SAMPLES["board"] = _board_samples()
 SAMPLES["sweep_status"] = _status_samples()
 SAMPLES["changelog_annotation"] = _annotation_samples()
 SAMPLES["signoff_verdict"] = _signoff_samples()
+
+
+def _stale_branch_samples() -> list[dict]:
+    """One note per kind of the stale-branch guard's findings, built by its rules (bot/rules/stale_branch.py)."""
+    from bot.core.config import default_policy
+    from bot.rules import stale_branch as sb
+
+    policy = default_policy()
+    on_base, in_pr = "ae3d6877" + "1" * 32, "545233a0" + "2" * 32
+    found = [
+        sb.submodule_finding(
+            "utils/srt-slurm",
+            on_base,
+            in_pr,
+            "acme/srt-slurm",
+            sb.Compared("behind", 0, 8),
+            policy,
+            sb.LastMove("b" * 40, 1380),
+        ),
+        sb.submodule_finding(
+            "utils/srt-slurm", on_base, in_pr, "acme/srt-slurm", sb.Compared("diverged", 1, 2), policy
+        ),
+        sb.submodule_finding("utils/srt-slurm", in_pr, on_base, "acme/srt-slurm", sb.Compared("ahead", 1, 0), policy),
+        sb.submodule_finding("utils/aiperf", on_base, in_pr, None, None, policy),
+        sb.reverted_finding("inferencex-e2e/recipes/a.sh", "c" * 40, policy, 1402),
+        sb.Finding(
+            sb.UNCOVERED_KEY, sb.REFUSE, "inferencex-e2e/configs/amd-master.yaml", {"key": "dsr1-fp4", "line": 1}
+        ),
+        sb.Finding(sb.UNCHANGED_KEY, sb.INFO, policy.paths.changelog, {"key": "gptoss-*", "line": 12}),
+    ]
+    return [{"f": f.plain()} for f in found if f is not None]
+
+
+SAMPLES["stale_branch_annotation"] = _stale_branch_samples()
 
 
 def _suggestion_samples() -> list[dict]:

@@ -415,6 +415,7 @@ def _keys_at(defaults: dict[str, Any], path: str) -> list[str]:
 def _rules_across_keys(policy: Policy) -> list[str]:
     """Rules across keys, each error naming its key path; every error is listed at once."""
     from bot.rules.commands import command_name_errors  # here, not at the top: this file's imports are not this check's
+    from bot.rules.stale_branch import pattern_errors as stale_branch_pattern_errors
 
     labels = policy.labels
     errors = _sweep_label_errors(labels)
@@ -424,6 +425,7 @@ def _rules_across_keys(policy: Policy) -> list[str]:
     errors += _login_list_errors("results.senders", policy.results.senders)
     errors += _login_list_errors("signoff.judge.senders", policy.signoff.judge.senders)
     errors += _owner_list_errors("signoff.sufficient_owners", policy.signoff.sufficient_owners)
+    errors += stale_branch_pattern_errors(policy)
     if len(policy.board.label) > LABEL_NAME_LIMIT:
         errors.append(f"board.label: {policy.board.label!r} is longer than GitHub's {LABEL_NAME_LIMIT} characters")
     if len(policy.board.title) > ISSUE_TITLE_LIMIT:

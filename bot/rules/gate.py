@@ -31,6 +31,8 @@ from typing import Any
 from bot.rules.fingerprint import digest
 from bot.rules.policy import Policy, PrimaryLabel
 from bot.rules.pull_request import label_key
+from bot.rules.stale_branch import CODES as STALE_BRANCH_CODES
+from bot.rules.stale_branch import Finding, verdict
 
 # The order the status comment shows them in.
 CONDITIONS = (
@@ -41,6 +43,7 @@ CONDITIONS = (
     "merge_commit",
     "skip_marker",
     "reuse_pin",
+    "stale_branch",
     "cost",
     "dispatch",
 )
@@ -66,7 +69,8 @@ REASONS: Mapping[str, frozenset[str]] = MappingProxyType(
         ),
         "merge_commit": frozenset({"same_repo", "not_yet", "present", "computing", "conflicts", "stale"}),
         "skip_marker": frozenset({"absent", "present"}),
-        "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked"}),
+        "reuse_pin": frozenset({"no_pin", "pinned", "forced", "blocked", "stale"}),
+        "stale_branch": frozenset(STALE_BRANCH_CODES),
         # the sweep's size against `sweeps.confirm_over` (bot.rules.sweep_cost): only `awaiting` holds it
         "cost": frozenset({"no_limit", "unknown", "within", "over", "awaiting", "confirmed"}),
         # `failed` and `retrying` are set by the handler when GitHub refuses or keeps failing the dispatch. A run
@@ -210,6 +214,10 @@ class GateInput:
     # for a new dispatch id even for a commit and label set that ran before; a redelivered press does not.
     restart: str | None = None
     dispatched: tuple[Dispatched, ...] = ()
+    # The stale-branch guard (bot.rules.stale_branch): its findings, None when not checked (no sweep asked for);
+    # and the files a push after the pin changed that make the pin stale.
+    stale_branch: tuple[Finding, ...] | None = None
+    pin_stale_files: tuple[str, ...] = ()
     # The benchmark points the sweep runs (bot.rules.sweep_cost; None: not known), and the dispatch id a writer
     # confirmed a sweep over `sweeps.confirm_over` for (bot-recorded; a push or relabel makes a new id).
     points: int | None = None
@@ -499,7 +507,19 @@ def _reuse_pin(pr: GateInput) -> Condition:
         return Condition("reuse_pin", None, "blocked", _params(run_id=pr.pin, labels=tuple(pr.pin_blocked_by)))
     if pr.primary_readded_after_pin:
         return Condition("reuse_pin", True, "forced", _params(run_id=pr.pin))
+    if pr.pin_stale_files:  # pushed since: the pinned run tested other code; still no sweep without a maintainer
+        return Condition(
+            "reuse_pin",
+            False,
+            "stale",
+            _params(run_id=pr.pin, files=pr.pin_stale_files[:5], more=max(0, len(pr.pin_stale_files) - 5)),
+        )
     return Condition("reuse_pin", True, "pinned", _params(run_id=pr.pin))
+
+
+def _stale_branch(pr: GateInput) -> Condition:
+    ok, code, params = verdict(pr.stale_branch)
+    return Condition("stale_branch", ok, code, _params(**params))
 
 
 def _cost(pr: GateInput, otherwise_runnable: bool, key: str, policy: Policy) -> Condition:
@@ -608,6 +628,7 @@ def decide(pr: GateInput, policy: Policy) -> Decision:
         _merge_commit(pr, labels),
         _skip_marker(pr, policy),
         _reuse_pin(pr),
+        _stale_branch(pr),
     ]
     earlier = [run for run in pr.dispatched if run.key == key]
     runnable = (

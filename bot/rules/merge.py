@@ -59,6 +59,7 @@ NO_PRIMARY_LABEL = "no-primary-label"  # no primary sweep label counts; params: 
 SEVERAL_PRIMARY_LABELS = "several-primary-labels"  # params: labels (those that count, as spelt on the PR)
 REUSE_BLOCKED = "reuse-blocked"  # a modifier that blocks reuse counts; params: labels
 PIN_NOT_ELIGIBLE = "pin-not-eligible"  # the pinned run fails the pin rules; params: verdict (code, params)
+PIN_STALE = "pin-stale"  # a push after the pinned run changed files a sweep depends on; params: files
 NO_ELIGIBLE_RUN = "no-eligible-run"  # no pin, and no run of the record is eligible; params: others
 SIGNOFF_MISSING = "signoff-missing"  # params: conclusion (the `signoff` check's, None: none on the head)
 CHANGELOG_INVALID = "changelog-invalid"  # the PR's appended text breaks the rules; params: errors, error_count...
@@ -77,6 +78,7 @@ REFUSAL_CODES: tuple[str, ...] = (
     SEVERAL_PRIMARY_LABELS,
     REUSE_BLOCKED,
     PIN_NOT_ELIGIBLE,
+    PIN_STALE,
     NO_ELIGIBLE_RUN,
     SIGNOFF_MISSING,
     CHANGELOG_INVALID,
@@ -95,6 +97,7 @@ FIXERS: Mapping[str, Fixer] = {
     SEVERAL_PRIMARY_LABELS: MAINTAINER,
     REUSE_BLOCKED: MAINTAINER,
     PIN_NOT_ELIGIBLE: MAINTAINER,
+    PIN_STALE: MAINTAINER,
     NO_ELIGIBLE_RUN: MAINTAINER,
     SIGNOFF_MISSING: CODEOWNER,
     CHANGELOG_INVALID: AUTHOR,
@@ -171,6 +174,8 @@ class MergeFacts:
     conflicts: the files changed both on the PR and on the base branch since the merge base, the changelog left
         out (its tail is resolved): the bot cannot merge a file both sides changed, so each is the author's to
         resolve on their branch.
+    stale_pin: the files a sweep depends on that pushes after the pinned run changed (handlers.pr_state
+        stale_pin_files; empty when the pin still stands for the PR): the pinned run no longer tested this code.
     """
 
     state: str
@@ -185,6 +190,7 @@ class MergeFacts:
     signoff_conclusion: str | None
     changelog: Resolution | Refusal
     conflicts: tuple[str, ...]
+    stale_pin: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -229,6 +235,8 @@ def merge_refusals(facts: MergeFacts, policy: Policy) -> list[Refusal]:
     if facts.pin is not None:
         if not facts.pin.ok and not (blocking and facts.pin.code == BLOCKED_BY_LABEL):
             found.append(refusal(PIN_NOT_ELIGIBLE, verdict={"code": facts.pin.code, "params": dict(facts.pin.params)}))
+        elif facts.stale_pin:
+            found.append(refusal(PIN_STALE, files=facts.stale_pin))
     elif facts.candidates.run is None:
         blocked_only = blocking and any(v.code == BLOCKED_BY_LABEL for _, v in facts.candidates.others)
         if not blocked_only:

@@ -175,6 +175,30 @@ class AutoLabel(_Frozen):
     description: Text
 
 
+Action = Literal["off", "warn", "refuse"]
+
+
+class StaleBranch(_Frozen):
+    """The stale-branch guard (bot/rules/stale_branch.py): what a PR built on an old base would undo."""
+
+    submodules: Action = Field(description="a submodule pointer moved back or aside from the base's")
+    unverified_submodules: Literal["warn", "refuse"] = Field(
+        description="a moved submodule whose repository the App cannot read"
+    )
+    reverted_files: Action = Field(description="a changed file taken back to an older version of the base's")
+    revert_refused: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
+        description="gitignore-style patterns of files whose revert refuses the sweep even under `warn`"
+    )
+    history_depth: Annotated[int, Field(gt=0, le=10)] = Field(
+        description="how many older versions of a file's base history are compared (1 to 10)"
+    )
+    changelog_coverage: Action = Field(description="a changed master-config key no appended entry names")
+    stale_pin: bool = Field(description="a push after the pin that changes a benchmark file makes the pin stale")
+    pin_keeps: Annotated[tuple[Text, ...], BeforeValidator(_list_as_tuple)] = Field(
+        description="gitignore-style patterns of files a push may change without making the pin stale"
+    )
+
+
 class Policy(_Frozen):
     """One repository's policy in force."""
 
@@ -194,6 +218,7 @@ class Policy(_Frozen):
     skip_sweep_marker: Text
     commands: Commands
     autolabels: Annotated[tuple[AutoLabel, ...], BeforeValidator(_list_as_tuple)]
+    stale_branch: StaleBranch
 
     def to_dict(self) -> dict[str, Any]:
         """A plain copy with lists, as the YAML file holds it (for printing and comparing)."""
@@ -233,6 +258,10 @@ def policy_errors(error: ValidationError) -> list[str]:
             messages.append(f"{where}: unknown key")
         elif item["type"] == "missing":
             messages.append(f"{where}: required")
+        elif item["type"] == "literal_error":
+            messages.append(f"{where}: expected one of {item['ctx']['expected']}, got {item['input']!r}")
+        elif item["type"] == "less_than_equal":
+            messages.append(f"{where}: expected at most {item['ctx']['le']}, got {item['input']!r}")
         elif item["type"] == "greater_than":
             messages.append(f"{where}: expected {_EXPECTED[item['type']]}, got {item['input']!r}")
         elif item["type"] in _EXPECTED:

@@ -173,6 +173,9 @@ class Repo:
     reviews: dict[int, tuple[int, dict[str, Any]]] = dataclasses.field(default_factory=dict)  # id -> (PR, review)
     review_comments: dict[int, dict[str, Any]] = dataclasses.field(default_factory=dict)  # id -> comment
     dispatches: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # repository_dispatch bodies
+    parents: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # commit sha -> parent shas (history)
+    path_history: dict[str, list[str]] = dataclasses.field(default_factory=dict)  # path -> commits, newest first
+    submodules: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)  # ref -> path -> gitlink sha
     next_number: int = 1
 
     @property

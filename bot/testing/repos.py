@@ -43,6 +43,7 @@ class ReposMixin(GitHubCore):
         ("GET", R + "/contents/{path}", "get_contents"),
         ("GET", R + "/git/blobs/{ref}", "get_blob"),
         ("GET", R + "/compare/{ref}", "get_compare"),
+        ("GET", R + "/commits", "list_commits"),
         ("GET", R + "/collaborators/{user}/permission", "get_permission"),
         ("POST", R + "/dispatches", "post_repository_dispatch"),
     ]
@@ -88,6 +89,28 @@ class ReposMixin(GitHubCore):
     def delete_file(self, full_name: str, path: str, *, ref: str | None = None) -> None:
         repo = self._repo(full_name)
         repo.files.get(ref or repo.json["default_branch"], {}).pop(path.lstrip("/"), None)
+
+    def add_history(self, full_name: str, shas: list[str], *, parent: str | None = None) -> None:
+        """Commits `shas` (oldest first) made one on another, the first on `parent` (or a root): compare and the
+        commits listing walk them. A branch is a second call with `parent` an earlier commit."""
+        repo = self._repo(full_name)
+        for sha in shas:
+            repo.parents[sha] = [parent] if parent else []
+            parent = sha
+
+    def set_path_history(self, full_name: str, path: str, versions: list[tuple[str, str | bytes | None]]) -> None:
+        """The commits that changed `path`, newest first, each with the file's content after it (None: deleted):
+        `commits?path=` lists them and the contents API reads the file at each."""
+        repo = self._repo(full_name)
+        repo.path_history[path.lstrip("/")] = [sha for sha, _ in versions]
+        for sha, content in versions:
+            if content is not None:
+                self.set_file(full_name, path, content, ref=sha)
+
+    def set_submodule(self, full_name: str, path: str, sha: str, *, ref: str | None = None) -> None:
+        """A gitlink at `path` on `ref` pointing at commit `sha`: the contents API answers `type: submodule`."""
+        repo = self._repo(full_name)
+        repo.submodules.setdefault(ref or repo.json["default_branch"], {})[path.strip("/")] = sha
 
     def set_permission(self, full_name: str, login: str, permission: str) -> None:
         if permission not in LEGACY_PERMISSION:
@@ -137,6 +160,17 @@ class ReposMixin(GitHubCore):
 
     def _route_get_contents(self, call: Call, repo: Repo, path: str) -> tuple[int, Any]:
         ref = call.query.get("ref") or repo.json["default_branch"]
+        gitlink = repo.submodules.get(ref, {}).get(path.strip("/"))
+        if gitlink is not None:  # GitHub's answer for a submodule: its commit, no content
+            return 200, {
+                "type": "submodule",
+                "name": path.rsplit("/", 1)[-1],
+                "path": path.strip("/"),
+                "sha": gitlink,
+                "size": 0,
+                "submodule_git_url": None,
+                "html_url": None,
+            }
         data = repo.files.get(ref, {}).get(path.strip("/"))
         workflow = repo.workflows.get(path.strip("/").removeprefix(WORKFLOWS_DIR))
         if data is None and workflow is not None and path.strip("/").startswith(WORKFLOWS_DIR):
@@ -167,6 +201,8 @@ class ReposMixin(GitHubCore):
         base, dots, head = ref.partition("...")
         if not dots or not base or not head:
             raise Reply(404, NOT_FOUND)
+        if base in repo.parents or head in repo.parents:  # a history was given: compare walks it, as GitHub does
+            return 200, self._compared(repo, base, head)
         return 200, {
             "status": "ahead",
             "merge_base_commit": {"sha": base},
@@ -174,6 +210,53 @@ class ReposMixin(GitHubCore):
             "commits": [],
             "files": [],
         }
+
+    def _ancestors(self, repo: Repo, sha: str) -> list[str]:
+        """`sha` and every commit it descends from, nearest first."""
+        seen: list[str] = []
+        todo = [sha]
+        while todo:
+            current = todo.pop(0)
+            if current in seen:
+                continue
+            seen.append(current)
+            todo += repo.parents.get(current, [])
+        return seen
+
+    def _compared(self, repo: Repo, base: str, head: str) -> dict[str, Any]:
+        if base not in repo.parents or head not in repo.parents:
+            raise Reply(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
+        of_base, of_head = self._ancestors(repo, base), self._ancestors(repo, head)
+        merge_base = next((sha for sha in of_head if sha in of_base), base)
+        ahead = [sha for sha in of_head if sha not in of_base]
+        behind = [sha for sha in of_base if sha not in of_head]
+        status = "identical" if base == head else "behind" if not ahead else "ahead" if not behind else "diverged"
+        return {
+            "status": status,
+            "ahead_by": len(ahead),
+            "behind_by": len(behind),
+            "total_commits": len(ahead),
+            "merge_base_commit": {"sha": merge_base},
+            "base_commit": {"sha": base},
+            "commits": [{"sha": sha} for sha in reversed(ahead)],
+            "files": [],
+        }
+
+    def _route_list_commits(self, call: Call, repo: Repo) -> tuple[int, Any, dict[str, str]]:
+        """`commits?sha=&path=`: the commits reachable from `sha` (default branch by default), newest first; with
+        `path`, only those that changed it (set_path_history)."""
+        start = call.query.get("sha") or self._branch_sha(repo, repo.json["default_branch"]) or ""
+        path = (call.query.get("path") or "").strip("/")
+        if path:
+            reachable = set(self._ancestors(repo, start)) if start in repo.parents else None
+            shas = [sha for sha in repo.path_history.get(path, []) if reachable is None or sha in reachable]
+        else:
+            shas = self._ancestors(repo, start) if start in repo.parents else []
+        items = [
+            {"sha": sha, "commit": {"message": ""}, "parents": [{"sha": p} for p in repo.parents.get(sha, [])]}
+            for sha in shas
+        ]
+        return self._paginate(call, items)
 
     def _route_get_permission(self, call: Call, repo: Repo, user: str) -> tuple[int, Any]:
         role = repo.permissions.get(user.lower())
