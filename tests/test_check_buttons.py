@@ -232,3 +232,14 @@ async def test_others_checks_are_left_alone(repo, make_harness):
     for payload in (renamed, other_app):
         await h.deliver("check_run", payload)
     assert len(runs(repo)) == 1
+
+
+def test_never_more_buttons_than_github_takes():
+    every = [
+        c("labels", True, "valid"),
+        c("dispatch", None, "queued"),
+        c("fork_approval", False, "head_changed"),
+        c("reuse_pin", True, "forced"),
+        c("cost", None, "awaiting"),
+    ]
+    assert len(cb.offered(every, open=True, is_fork=True)) == cb.MAX_BUTTONS == 3

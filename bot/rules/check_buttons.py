@@ -48,6 +48,9 @@ MOVE_TO_FRONT = "front"
 NOT_A_WRITER, UNKNOWN, NOT_OFFERED, ALREADY_DONE = "not-a-writer", "unknown-button", "not-offered", "already-done"
 
 
+MAX_BUTTONS = 3  # GitHub's limit on a check run's `actions`
+
+
 def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[str, ...]:
     """The buttons for a gate decision's conditions (each with `.name`, `.ok`, `.reason_code`)."""
     if not open:
@@ -69,7 +72,9 @@ def offered(conditions: Iterable[Any], *, open: bool, is_fork: bool) -> tuple[st
     cost = by_name.get("cost")
     if cost is not None and cost.reason_code == "awaiting":
         shown.append(CONFIRM)
-    return tuple(shown)
+    # GitHub refuses a check run with more than three buttons; no state of a PR offers more today, and should one
+    # come to, the check is still written, with the first three
+    return tuple(shown[:MAX_BUTTONS])
 
 
 def press(
