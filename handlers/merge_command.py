@@ -256,6 +256,8 @@ async def merge_action(ctx: Context, seen: Gathered, request: Request, reuse: ru
         changes = [TreeChange(**c) for c in rules.tree_changes(seen.files, modes, path, changelog)]
     title = f"{pull.get('title') or 'Merge'} (#{number})"
     message = f"Merged with /{ctx.policy.commands.merge} by @{request.requester}; reuses sweep run {reuse.run_id}."
+    if way == rules.GIT_DATA:  # the merge commit is the whole message: its first line names the PR, as GitHub's does
+        message = f"{title}\n\n{message}"
     return MergePull(
         number=number,
         head_sha=pull["head"]["sha"],

@@ -142,6 +142,7 @@ async def test_a_fork_pr_is_merged_through_a_merge_commit_and_a_fast_forward(rep
     assert main[CHANGELOG] == HISTORY + ENTRY.replace(b"XXX", f"{PREFIX}42".encode())
     head = repo.git_commit(REPO, repo._repo(REPO).branches["main"])
     assert [p["sha"] for p in head["parents"]] == [before, pr["head"]["sha"]]
+    assert head["message"].startswith("MI355X recipe (#42)\n\nMerged with /merge by @maintainer")
     assert len(notices(repo, 42)) == 1 and len(ingests(repo)) == 1
 
 
