@@ -29,7 +29,7 @@ from typing import Any
 import gidgethub
 from gidgethub import sansio
 
-from bot.core import offload, routing
+from bot.core import offload, routing, turns
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment, MergePull, TreeChange
 from bot.effects.comments import PER_PAGE
@@ -47,14 +47,13 @@ MAX_BUILDS = 3  # a base that keeps moving: built again this often, then the rep
 SIGNOFF_CHECK = "signoff"  # the sign-off feature's check run on the PR's head
 REFUSED_STATUSES = (405, 409, 422)  # not mergeable / head moved / not a fast-forward: build again on what is now
 
-_base_branches: dict[tuple[str, str], asyncio.Lock] = {}
 
 NotifyMerge = Callable[..., Awaitable[object]]  # reuse_command.notify_merge(ctx, pull, record, *, after_merge)
 
 
 def base_branch_lock(repo: str, base: str) -> asyncio.Lock:
-    """The turn of one base branch: asyncio's lock wakes its waiters in the order they asked."""
-    return _base_branches.setdefault((repo.casefold(), base), asyncio.Lock())
+    """The turn of one base branch in this process: its merges one at a time, in the order asked."""
+    return turns.turn(("merge", repo.casefold(), base))
 
 
 def reply_variables(ctx: Context, request: Request | CommentCommand, outcome: str, **more: Any) -> dict[str, Any]:

@@ -625,6 +625,7 @@ class QueueView:
     ago (its record not written yet) frees its slot here too."""
 
     known: dict[int, SweepRecord] = field(default_factory=dict)
+    records: dict[int, SweepRecord] = field(default_factory=dict)  # every record `entries` read or knew
     pulls: list[dict] | None = None
     verify: bool = False
     finished: dict[int, bool] = field(default_factory=dict)  # run id -> GitHub says it completed
@@ -647,6 +648,7 @@ class QueueView:
         unread = [n for n in numbers if n not in self.known]
         records = await asyncio.gather(*(load_record(ctx, n) for n in unread))
         found = {**dict(zip(unread, (r for r, _ in records))), **self.known}
+        self.records.update(found)
         places = {number: queue_entry(number, found[number]) for number in numbers}
         if self.verify:
             await self._verify(ctx, [found[n] for n, place in places.items() if place and place[0] == "running"])

@@ -12,7 +12,7 @@ from typing import Any
 import cachetools
 from gidgethub import sansio
 
-from bot.core import offload, routing
+from bot.core import offload, routing, turns
 from bot.core.processing import Context
 from bot.delivery import lanes
 from bot.delivery.failures import TRANSIENT, NeedsAPerson, NotListedYet, classify
@@ -108,6 +108,10 @@ _timed_runs: cachetools.LRUCache = cachetools.LRUCache(maxsize=4096)  # (repo, r
 _evaluating: cachetools.LRUCache = cachetools.LRUCache(maxsize=4096)
 # kept per processor (its repositories' configs stand for it: one per running bot), so a new bot starts with none
 _started: weakref.WeakKeyDictionary[Any, cachetools.TTLCache] = weakref.WeakKeyDictionary()
+# per processor too: (repo, PR) -> (its queue entry, the decision) of a sweep this process decided to start on a
+# capped pool, until its record shows the dispatch (a record is written at the end of its delivery)
+_starting: weakref.WeakKeyDictionary[Any, cachetools.TTLCache] = weakref.WeakKeyDictionary()
+STARTING_SECONDS = 120  # longest a decided start holds its slots without its record saying what became of it
 
 
 # -- rules (plain data in, decisions out) ----------------------------------------------------------
@@ -683,8 +687,18 @@ async def take_turn(
         since = state.labelling.primary_applied_at if queued is None else None
         mine = Queued(pools, since or _now())
     number = state.pull["number"]
-    running, waiting = await (view or pr_state.QueueView()).entries(ctx, leave_out=number)
-    turn = plan(limits, running, [*waiting, Entry(number, mine.pools, mine.since, mine.priority)])
+    view = view or pr_state.QueueView()
+    # one queue decision at a time in this process, counting the sweeps it decided to start whose records do not
+    # say so yet: two lanes deciding at once would each see the other's slot free
+    async with turns.turn(("queue", ctx.repo.casefold())):
+        running, waiting = await view.entries(ctx, leave_out=number)
+        running += starting_elsewhere(ctx, view, number, running, waiting)
+        turn = plan(limits, running, [*waiting, Entry(number, mine.pools, mine.since, mine.priority)])
+        if number in turn.start:
+            _starting_by(ctx)[(ctx.repo.casefold(), number)] = (
+                Entry(number, mine.pools, mine.since, mine.priority),
+                decision,
+            )
     record = record.queue(mine)
     if number in turn.start:
         return decision, record
@@ -700,6 +714,35 @@ async def take_turn(
         limit=place.limit,
     )
     return dataclasses.replace(queued_decision, start=None), record
+
+
+def starting_elsewhere(
+    ctx: Context, view: pr_state.QueueView, number: int, running: list[Entry], waiting: list[Entry]
+) -> list[Entry]:
+    """The sweeps this process decided to start (another lane, a moment ago) that their PRs' records do not show
+    yet: each holds its pools' slots until its record shows the dispatch, or for STARTING_SECONDS."""
+    placed = {e.number for e in running} | {e.number for e in waiting} | {number}
+    found: list[Entry] = []
+    for (repo, other), (entry, decided) in list(_starting_by(ctx).items()):
+        if repo != ctx.repo.casefold() or other in placed:
+            continue
+        written = view.records.get(other)
+        if written is not None and written.by_dispatch(decided.dispatch_id) is not None:
+            continue  # its record says what became of it
+        found.append(entry)
+    return found
+
+
+def not_starting(ctx: Context, number: int) -> None:
+    """PR `number`'s sweep, decided to start, was not dispatched here: its slot is free again."""
+    _starting_by(ctx).pop((ctx.repo.casefold(), number), None)
+
+
+def _starting_by(ctx: Context) -> cachetools.TTLCache:
+    found = _starting.get(ctx.configs)
+    if found is None:
+        found = _starting[ctx.configs] = cachetools.TTLCache(maxsize=4096, ttl=STARTING_SECONDS)
+    return found
 
 
 async def start_next(
@@ -825,6 +868,8 @@ async def _evaluate(
             record = record.update_run(run_id, status="completed", conclusion=conclusion)
             cancelled.append(run_id)
     decision, record = await take_turn(ctx, state, decision, record, view)
+    if decision.start is not None and not may_start:
+        not_starting(ctx, number)
     if decision.start is not None and may_start:
         start = DispatchWorkflow(**vars(decision.start))
         started = (ctx.repo.casefold(), start.dispatch_id)
@@ -839,6 +884,8 @@ async def _evaluate(
                 code = "unknown"
             else:
                 code = "retrying" if classify(exc) == TRANSIENT and not ctx.last_try else "failed"
+            if code != "unknown":
+                not_starting(ctx, number)
             failed = _with_dispatch(decision, code, dispatch_id=start.dispatch_id, error=str(exc)[:300])
             await _report(ctx, status_comment(ctx, state, record, status_text(ctx, state, failed, record)))
             raise

@@ -274,7 +274,7 @@ async def test_two_merges_at_once_go_in_turn_the_second_built_on_the_first(repo)
     assert len(ingests(repo)) == 2
 
 
-def test_the_base_branch_turn_is_one_lock_per_repository_and_branch():
+async def test_the_base_branch_turn_is_one_lock_per_repository_and_branch():
     assert merge_command.base_branch_lock("o/r", "main") is merge_command.base_branch_lock("O/R", "main")
     assert merge_command.base_branch_lock("o/r", "main") is not merge_command.base_branch_lock("o/r", "dev")
 

@@ -210,3 +210,22 @@ async def test_two_slots_freed_at_once_start_the_next_two_each_once(repo, make_h
 
     assert len(run_of(repo, 93)) == 1 and len(run_of(repo, 94)) == 1 and run_of(repo, 95) == []
     assert "position 1 on `mi355x`. " in headline(repo, 95)
+
+
+async def test_regression_two_prs_labelled_at_once_on_a_pool_of_one_start_one_sweep(pool_of_one, make_harness):
+    """Regression: each PR's gate decided in its own lane from the other's record, which neither had written yet,
+    so both started and the pool ran two sweeps over its cap of one. A process now takes the pool's turn one
+    decision at a time, and counts a sweep it just started before that PR's record says so."""
+    github = pool_of_one
+    opened(github, 61, 62, 63)
+    h = await make_harness()
+    for number in (61, 62, 63):
+        github.label_issue(REPO, number, FAIL_FAST, actor="maintainer")
+    for number in (61, 62, 63):  # all posted before any is handled: three lanes decide at once
+        payload = github.pull_request_payload(REPO, number, "labeled", sender="maintainer", label=FAIL_FAST)
+        assert (await h.post("pull_request", payload)).status == 202
+    await h.idle()
+    assert len(runs(github)) == 1
+    started = [n for n in (61, 62, 63) if run_of(github, n)]
+    waiting = [n for n in (61, 62, 63) if n not in started]
+    assert all("Queued: position" in headline(github, n) for n in waiting), [headline(github, n) for n in waiting]
