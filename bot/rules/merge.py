@@ -17,7 +17,7 @@ What the merge does, as upstream's maintainers do it by hand (InferenceX `utils/
   else touched; an entry already on the base is a duplicate and refused, and so is a PR whose change to the
   file is not a pure append.
 - The write (`merge_way`): a PR from this repository's own branches gets its branch updated and GitHub's merge
-  API pinned to its head (`DEFAULT_MERGE_METHOD`); a fork's PR, whose branch the App cannot push to, is merged
+  API pinned to its head (the policy's `merge.method`); a fork's PR, whose branch the App cannot push to, is merged
   through the Git Data API (a commit whose parents are the base head and the PR head, then a fast-forward-only
   update of the base branch), which GitHub shows as the PR merged.
 """
@@ -70,25 +70,7 @@ CHANGELOG_BASE_UNREADABLE = "changelog-base-unreadable"  # the base's file is no
 CHANGELOG_RESULT_INVALID = "changelog-result-invalid"  # the resolved file fails the rules; params: errors...
 CONFLICT = "conflict"  # files changed on both sides since the merge base; params: files
 
-REFUSAL_CODES: tuple[str, ...] = (
-    NOT_OPEN,
-    DRAFT,
-    WRONG_BASE,
-    NO_PRIMARY_LABEL,
-    SEVERAL_PRIMARY_LABELS,
-    REUSE_BLOCKED,
-    PIN_NOT_ELIGIBLE,
-    PIN_STALE,
-    NO_ELIGIBLE_RUN,
-    SIGNOFF_MISSING,
-    CHANGELOG_INVALID,
-    CHANGELOG_NOT_APPEND,
-    CHANGELOG_DUPLICATE,
-    PR_URL_NOT_CANONICAL,
-    CHANGELOG_BASE_UNREADABLE,
-    CHANGELOG_RESULT_INVALID,
-    CONFLICT,
-)
+# Who can fix each refusal, in the order merge_refusals reports them (REFUSAL_CODES).
 FIXERS: Mapping[str, Fixer] = {
     NOT_OPEN: AUTHOR,
     DRAFT: AUTHOR,
@@ -108,23 +90,12 @@ FIXERS: Mapping[str, Fixer] = {
     CHANGELOG_RESULT_INVALID: MAINTAINER,
     CONFLICT: AUTHOR,
 }
-CHANGELOG_CODES: frozenset[str] = frozenset(
-    {
-        CHANGELOG_INVALID,
-        CHANGELOG_NOT_APPEND,
-        CHANGELOG_DUPLICATE,
-        PR_URL_NOT_CANONICAL,
-        CHANGELOG_BASE_UNREADABLE,
-        CHANGELOG_RESULT_INVALID,
-    }
-)
+REFUSAL_CODES: tuple[str, ...] = tuple(FIXERS)
 
 SIGNOFF_PASSED = "success"  # the `signoff` check's conclusion that lets a PR merge
 
 # -- how the merge is written ---------------------------------------------------------------------------------
 
-MERGE_METHODS: tuple[str, ...] = ("merge", "squash", "rebase")  # GitHub's merge API `merge_method`
-DEFAULT_MERGE_METHOD = "squash"
 MERGE_API = "merge-api"  # update the PR's branch, then PUT pulls/{n}/merge with the head's `sha`
 GIT_DATA = "git-data"  # blobs, a tree on the base's tree, a commit of base head + PR head, a fast-forward
 
