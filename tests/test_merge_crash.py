@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from harness import free_port, post_webhook, process_health
+from harness import free_port, post_webhook, process_health, wait_until_blocking
 from test_crash_midwrite import SECRET, start_bot
 
 from bot.app.sandbox import add_sweep_workflows
@@ -82,12 +82,8 @@ def test_sigkill_after_the_ref_update_resumes_to_one_notice_and_one_ingest(tmp_p
     first = start_bot(tmp_path, fake, app_key, port, run=1, http_timeout=http_timeout)
     try:
         assert post_webhook(port, "issue_comment", "merge-7", payload, SECRET) == 202
-        deadline = time.monotonic() + 60
-        while not fake.pull(REPO, 7)["merged"] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        # GitHub moved main: the PR shows merged; the bot waits for the answer (a refusal would be its reply)
-        replies = [c["body"] for c in fake.comments(REPO, 7) if "sweepbot:reply" in c["body"]]
-        assert fake.pull(REPO, 7)["merged"], replies
+        # GitHub moved main: the PR shows merged; the bot waits for the answer (a refusal would be a reply instead)
+        wait_until_blocking(lambda: fake.pull(REPO, 7)["merged"], "GitHub shows the PR merged")
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(10)
@@ -95,14 +91,11 @@ def test_sigkill_after_the_ref_update_resumes_to_one_notice_and_one_ingest(tmp_p
     fake.clear_latency()
     second = start_bot(tmp_path, fake, app_key, port, run=2, http_timeout=http_timeout)
     try:
-        deadline = time.monotonic() + 60
-        while process_health(port)["backlog"] and time.monotonic() < deadline:
-            time.sleep(0.2)
+        drained = lambda: process_health(port)["backlog"] == 0  # noqa: E731
+        wait_until_blocking(drained, "the resumed /merge delivery finished")
         closed = fake.pull_request_payload(REPO, 7, "closed", sender="sweepbot[bot]")
         assert post_webhook(port, "pull_request", "closed-7", closed, SECRET) == 202
-        deadline = time.monotonic() + 60
-        while process_health(port)["backlog"] and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until_blocking(drained, "the closed delivery finished")
         report = process_health(port)
         assert report["backlog"] == 0 and report["failed"] == 0, report
     finally:
