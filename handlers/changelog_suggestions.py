@@ -9,11 +9,11 @@ from gidgethub import sansio
 from bot.core import offload, routing
 from bot.core.processing import Context
 from bot.effects.actions import Action, ReviewComment, SuggestionReview
-from bot.rules.changelog import ChangelogError, check_append
-from bot.rules.changelog.limits import policy_limits
+from bot.rules.changelog import ChangelogError
 from bot.rules.changelog.suggestions import MAX_SUGGESTIONS, Suggestion, suggestions
 from bot.rules.fingerprint import digest
 from bot.rules.markers import hidden_record
+from handlers import pr_state
 
 PURPOSE = "changelog-suggestions"
 RECORD = "suggestions"  # the review body's hidden line: what it suggests, so that another set is a new review
@@ -44,23 +44,15 @@ def review_comment(ctx: Context, path: str, fix: Suggestion, error: ChangelogErr
 
 async def _fixes(ctx: Context, pull: dict[str, Any], path: str) -> tuple[list[Suggestion], dict[int, ChangelogError]]:
     """The one-click fixes of the PR's change to the changelog, from the file at the merge base and at the head."""
-    base_sha, head_sha, number = pull["base"]["sha"], pull["head"]["sha"], pull["number"]
-    prefix = ctx.policy.pr_link_prefix
-    base = await ctx.file_at(path, await ctx.merge_base(base_sha, head_sha))
-    head = await ctx.file_at(path, head_sha) or b""
-    try:  # a big file is checked in the worker process (bot/core/offload.py)
-        result = await offload.run(
-            check_append,
-            base,
-            head,
-            pr_number=number,
-            canonical_prefix=prefix,
-            limits=policy_limits(ctx.policy.limits),
-            size=len(head) + len(base or b""),
-        )
+    try:
+        result = await pr_state.changelog_change(ctx, pull, path)
     except offload.OffloadFailed:
         return [], {}  # nothing was checked: nothing to suggest
-    found = suggestions(result.errors, head, pr_number=number, canonical_prefix=prefix, limit=len(result.errors))
+    head = await ctx.file_at(path, pull["head"]["sha"]) or b""  # read for the check already: no request
+    prefix = ctx.policy.pr_link_prefix
+    found = suggestions(
+        result.errors, head, pr_number=pull["number"], canonical_prefix=prefix, limit=len(result.errors)
+    )
     return found, {e.line: e for e in result.errors}
 
 

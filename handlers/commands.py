@@ -85,6 +85,11 @@ class CommentCommand:
         return self.edited and is_new_command(self.before, self.command)
 
     @property
+    def given_at(self) -> str:
+        """When the comment's command was given: its edit's time for an edit (a new command), else its creation's."""
+        return str(self.comment.get("updated_at" if self.edited else "created_at") or "")
+
+    @property
     def by_author(self) -> bool:
         return self.action != "edited" or self.editor.casefold() == self.author.casefold()
 

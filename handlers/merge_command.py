@@ -23,7 +23,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import gidgethub
@@ -38,13 +38,13 @@ from bot.rules import merge as rules
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.links import Slashed, repo_api, web
 from bot.rules.pull_request import own_check_run
+from bot.rules.signoff import CHECK_NAME
 from bot.rules.sweep_record import Pin, SweepRecord
 from bot.telemetry import logs
 from handlers import pr_state
 from handlers.commands import PERMISSION_UNKNOWN, UNAUTHORIZED, CommandRoute, CommentCommand, Feature, answered
 
 MAX_BUILDS = 3  # a base that keeps moving: built again this often, then the reply says GitHub refused
-SIGNOFF_CHECK = "signoff"  # the sign-off feature's check run on the PR's head
 REFUSED_STATUSES = (405, 409, 422)  # not mergeable / head moved / not a fast-forward: build again on what is now
 
 
@@ -56,11 +56,11 @@ def base_branch_lock(repo: str, base: str) -> asyncio.Lock:
     return turns.turn(("merge", repo.casefold(), base))
 
 
-def reply_variables(ctx: Context, request: Request | CommentCommand, outcome: str, **more: Any) -> dict[str, Any]:
+def reply_variables(ctx: Context, request: Request, outcome: str, **more: Any) -> dict[str, Any]:
     variables: dict[str, Any] = {
         "template": "merge_reply",
         "outcome": outcome,
-        "requester": request.requester if isinstance(request, Request) else request.author,
+        "requester": request.requester,
         "refusals": [],
         "run": None,
         "sha": "",
@@ -75,7 +75,7 @@ def reply_variables(ctx: Context, request: Request | CommentCommand, outcome: st
 def merge_refusal(ctx: Context, call: CommentCommand, outcome: str) -> dict[str, Any]:
     """The reply's variables for a `/merge` its author may not run (the dispatcher's refusal)."""
     assert outcome in (UNAUTHORIZED, PERMISSION_UNKNOWN)
-    return reply_variables(ctx, call, outcome)
+    return reply_variables(ctx, from_comment(call), outcome)
 
 
 def shown_refusal(refusal: rules.Refusal) -> dict[str, Any]:
@@ -86,10 +86,9 @@ def shown_refusal(refusal: rules.Refusal) -> dict[str, Any]:
 
 async def signoff_conclusion(ctx: Context, sha: str) -> str | None:
     """The conclusion of the bot's `signoff` check on `sha`, None while it has none or it runs."""
-    url = repo_api(ctx.repo, "commits", sha, "check-runs", check_name=SIGNOFF_CHECK, filter="latest", per_page=PER_PAGE)
+    url = repo_api(ctx.repo, "commits", sha, "check-runs", check_name=CHECK_NAME, filter="latest", per_page=PER_PAGE)
     async for run in ctx.gh.getiter(url, iterable_key="check_runs"):
-        slug = (run.get("app") or {}).get("slug")
-        if run.get("name") == SIGNOFF_CHECK and (slug is None or f"{slug}[bot]" == ctx.bot_login):
+        if own_check_run(run, CHECK_NAME, ctx.bot_login):
             return run.get("conclusion") if run.get("status") == "completed" else None
     return None
 
@@ -115,24 +114,12 @@ async def head_modes(ctx: Context, sha: str) -> dict[str, str]:
 
 async def choose_run(
     ctx: Context, pull: Mapping[str, Any], record: SweepRecord, labels: list[str]
-) -> tuple[pins.Verdict | None, pins.Selection, Mapping[str, Any] | None]:
-    """(the pin's verdict or None, the newest eligible run when nothing is pinned, the pinned run)."""
-    none = pins.Selection(None, None, ())
+) -> tuple[pins.Verdict | None, pins.Selection]:
+    """(the pin's verdict, or None; the newest eligible run when nothing is pinned)."""
     if record.pin is not None:
-        run, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
-        return verdict, none, run
-    runs = [run for run, _ in await pr_state.candidate_runs(ctx, record)]
-    artifacts = {run["id"]: await pr_state.run_artifacts(ctx, run["id"]) for run in runs}
-    chosen = pins.newest_eligible(
-        runs,
-        dispatched_run_ids={run["id"] for run in runs},
-        fork=pr_state.pull_is_fork(ctx, pull),
-        artifacts_of=artifacts,
-        labels=labels,
-        policy=ctx.policy,
-        now=pr_state.utcnow(),
-    )
-    return None, chosen, None
+        _, verdict = await pr_state.judge_pinned(ctx, record.pin.run_id, pull, record)
+        return verdict, pins.Selection(None, None, ())
+    return None, await pr_state.newest_eligible_run(ctx, pull, record, labels)
 
 
 async def resolved_changelog(
@@ -157,11 +144,9 @@ async def resolved_changelog(
     )
 
 
+@dataclass(frozen=True)
 class Gathered:
     """What one build of the merge read: the facts the rules judge, and what the write needs."""
-
-    def __init__(self, **values: Any):
-        self.__dict__.update(values)
 
     facts: rules.MergeFacts
     pull: Mapping[str, Any]
@@ -171,9 +156,9 @@ class Gathered:
     base_tree: str
     checked_sha: str
     files: list[dict[str, Any]]
+    touched: bool  # the PR changes the changelog
     resolution: rules.Resolution | rules.Refusal
-    pinned_run: Mapping[str, Any] | None
-    modes: dict[str, str]
+    modes: dict[str, str]  # read when a tree will be built: for a fork's PR, or one that changes the changelog
 
 
 async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
@@ -197,7 +182,7 @@ async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
     path = ctx.policy.paths.changelog
     touched = any(f.get("filename") == path for f in files)
     # the head's tree (each path's mode) is read now when a tree will be built: always for a fork's PR
-    (verdict, candidates, pinned_run), conclusion, resolution, on_base, modes, stale = await asyncio.gather(
+    (verdict, candidates), conclusion, resolution, on_base, modes, stale = await asyncio.gather(
         choose_run(ctx, pull, record, labels),
         signoff_conclusion(ctx, checked_sha) if ctx.policy.merge.require_signoff else pr_state.nothing(),
         resolved_changelog(ctx, pull, base_sha, merge_base, touched),
@@ -229,8 +214,8 @@ async def gather(ctx: Context, number: int, *, again: bool = False) -> Gathered:
         base_tree=str((base_commit.get("tree") or {}).get("sha") or ""),
         checked_sha=checked_sha,
         files=files,
+        touched=touched,
         resolution=resolution,
-        pinned_run=pinned_run,
         modes=modes or {},
     )
 
@@ -242,17 +227,15 @@ async def merge_action(ctx: Context, seen: Gathered, request: Request, reuse: ru
     path = ctx.policy.paths.changelog
     resolution = seen.resolution
     assert isinstance(resolution, rules.Resolution)
-    touched = any(f.get("filename") == path for f in seen.files)
     changelog: str | None = None
-    if touched:
+    if seen.touched:
         head = await ctx.file_at(path, pull["head"]["sha"]) or b""
         if way == rules.GIT_DATA or resolution.content != head:
             changelog = resolution.content.decode("utf-8")
     changes: list[TreeChange] = []
     if way == rules.GIT_DATA or changelog is not None:
-        modes = seen.modes or await head_modes(ctx, pull["head"]["sha"])
         # the whole merge over the base's tree: the PR's files as at its head, the changelog resolved
-        changes = [TreeChange(**c) for c in rules.tree_changes(seen.files, modes, path, changelog)]
+        changes = [TreeChange(**c) for c in rules.tree_changes(seen.files, seen.modes, path, changelog)]
     title = f"{pull.get('title') or 'Merge'} (#{number})"
     message = f"Merged with /{ctx.policy.commands.merge} by @{request.requester}; reuses sweep run {reuse.run_id}."
     if way == rules.GIT_DATA:  # the merge commit is the whole message: its first line names the PR, as GitHub's does
@@ -290,14 +273,14 @@ class Request:
         return answered(self.comment_id, accepted, edited=self.edited) if self.comment_id is not None else []
 
     def reply(self, ctx: Context, variables: dict[str, Any]) -> Comment:
-        return replace(pr_state.reply_comment(ctx, self.number, 0, variables), purpose=self.reply_purpose)
+        return pr_state.reply_comment(ctx, self.number, self.comment_id, variables, purpose=self.reply_purpose)
 
 
 def from_comment(call: CommentCommand) -> Request:
     return Request(
         call.number,
         call.author,
-        str(call.comment.get("updated_at" if call.edited else "created_at") or ""),
+        call.given_at,
         call.comment_id,
         pr_state.reply_purpose(call.comment_id),
         call.edited,
@@ -334,8 +317,7 @@ async def merge_pressed(
         return []
     if not own_check_run(check, check_buttons.GATE_CHECK, ctx.bot_login):
         return []
-    sha = check.get("head_sha")
-    number = ctx.pr_number or (await ctx.pr_of_head(sha) if isinstance(sha, str) else None)
+    number = await pr_state.pr_of_check(ctx, check)
     sender = (data.get("sender") or {}).get("login") or ""
     writer = await ctx.writer(sender) if number is not None and sender and sender != ctx.bot_login else False
     logs.event("merge button pressed", by=sender, pr=number, writer=writer)

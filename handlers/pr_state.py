@@ -23,11 +23,14 @@ from typing import Any, NotRequired, Protocol, TypedDict, Unpack
 import cachetools
 import gidgethub
 
+from bot.core import offload
 from bot.core.processing import Context
 from bot.effects.actions import Action, Comment
 from bot.effects.comments import PER_PAGE
 from bot.github.client import get_or_none
 from bot.rules import pins, stale_branch
+from bot.rules.changelog import ChangelogResult, check_append
+from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import bot_run
 from bot.rules.gate import AppliedLabel
 from bot.rules.links import Slashed, repo_api
@@ -125,12 +128,18 @@ def reply_purpose(comment_id: int) -> str:
     return f"reply-{comment_id}"
 
 
-def reply_comment(ctx: Context, number: int, comment_id: int, variables: dict[str, Any]) -> Comment:
+def reply_comment(
+    ctx: Context, number: int, comment_id: int | None, variables: dict[str, Any], *, purpose: str | None = None
+) -> Comment:
     """The reply, with the variables it was rendered from (and which template) kept in it: a staging callback
-    re-renders it. `variables["template"]` names the kind; reuse_reply when absent."""
+    re-renders it. `variables["template"]` names the kind; reuse_reply when absent. The reply to comment
+    `comment_id`, or of `purpose` when it answers no comment (a check run's button)."""
     shown = {k: v for k, v in variables.items() if k != "template"}
     body = hidden_record(REPLY_RECORD, variables) + "\n" + ctx.render(variables.get("template", "reuse_reply"), **shown)
-    return Comment(number, reply_purpose(comment_id), body)
+    if purpose is None:
+        assert comment_id is not None, "a reply answers a comment or names its purpose"
+        purpose = reply_purpose(comment_id)
+    return Comment(number, purpose, body)
 
 
 def reply_record(body: str | None) -> dict[str, Any] | None:
@@ -238,6 +247,53 @@ async def candidate_runs(ctx: Context, record: SweepRecord) -> list[tuple[dict, 
         if run is not None and known is not None:
             found.append((run, known))
     return found
+
+
+async def changelog_change(ctx: Context, pull: Mapping[str, Any], path: str) -> ChangelogResult:
+    """The PR's change to the changelog, checked from the file at the merge base and at the head; a big file in
+    the worker process, so that no input holds this loop (bot/core/offload.py: `OffloadFailed` when it could not
+    be checked)."""
+    base_sha, head_sha = pull["base"]["sha"], pull["head"]["sha"]
+    # the head's bytes are read while the merge base is asked for; the base's need its answer
+    merge_base, head = await asyncio.gather(ctx.merge_base(base_sha, head_sha), ctx.file_at(path, head_sha))
+    base = await ctx.file_at(path, merge_base)
+    head = head or b""
+    return await offload.run(
+        check_append,
+        base,
+        head,
+        pr_number=pull["number"],
+        canonical_prefix=ctx.policy.pr_link_prefix,
+        limits=policy_limits(ctx.policy.limits),
+        size=len(head) + len(base or b""),
+    )
+
+
+async def newest_eligible_run(
+    ctx: Context, pull: Mapping[str, Any], record: SweepRecord, labels: list[str]
+) -> pins.Selection:
+    """The newest run of the record that may be reused with no pin (a bare `/reuse-sweep-run`, a `/merge` with
+    nothing pinned), and every other run with its verdict."""
+    runs = [run for run, _ in await candidate_runs(ctx, record)]
+    artifacts = {run["id"]: await run_artifacts(ctx, run["id"]) for run in runs}
+    return pins.newest_eligible(
+        runs,
+        dispatched_run_ids={run["id"] for run in runs},
+        fork=pull_is_fork(ctx, pull),
+        artifacts_of=artifacts,
+        labels=labels,
+        policy=ctx.policy,
+        now=utcnow(),
+    )
+
+
+async def pr_of_check(ctx: Context, check: Mapping[str, Any]) -> int | None:
+    """The open PR whose head is the check's commit: named by the payload for a same-repository PR; a fork's
+    check names none, so GitHub is asked."""
+    if ctx.pr_number is not None:
+        return ctx.pr_number
+    sha = check.get("head_sha")
+    return await ctx.pr_of_head(sha) if isinstance(sha, str) else None
 
 
 def pull_is_fork(ctx: Context, pull: Mapping[str, Any]) -> bool:

@@ -153,17 +153,7 @@ async def choose(
         run, verdict = await pr_state.judge_pinned(ctx, command.run_id, pull, record, named)
         return ("accepted" if verdict.ok else "refused"), run, verdict, []
     labels = await pr_state.counted_label_names(ctx, pull, record)
-    runs = [run for run, _ in await pr_state.candidate_runs(ctx, record)]
-    artifacts = {run["id"]: await pr_state.run_artifacts(ctx, run["id"]) for run in runs}
-    chosen = pins.newest_eligible(
-        runs,
-        dispatched_run_ids={run["id"] for run in runs},
-        fork=pr_state.pull_is_fork(ctx, pull),
-        artifacts_of=artifacts,
-        labels=labels,
-        policy=ctx.policy,
-        now=pr_state.utcnow(),
-    )
+    chosen = await pr_state.newest_eligible_run(ctx, pull, record, labels)
     others = [OtherRun(id=run["id"], code=verdict.code) for run, verdict in chosen.others]
     if chosen.run is None:
         return "no_eligible_run", None, None, others
@@ -213,7 +203,7 @@ async def pin_requested(
         # the withdrawal recorded first, then the reply and its 👎, then the rest of what the gate calls for
         return [a for a in gate if records_the_pin(a)] + answer + [a for a in gate if not records_the_pin(a)]
     later: list[Action] = []
-    pin = Pin(run["id"], call.comment_id, requester, command_time(call), had_primary=primary)
+    pin = Pin(run["id"], call.comment_id, requester, call.given_at, had_primary=primary)
     wins = record.pin is None or record.pin.created_at <= pin.created_at  # else a newer pin already won
     status = await pr_state.own_comment(ctx, number, pr_state.STATUS_PURPOSE) if wins else None
     reading = asyncio.ensure_future(read_ahead(ctx, number, record.pinned(pin), exists)) if status else None
@@ -255,17 +245,12 @@ def records_the_pin(action: Action) -> bool:
     return isinstance(action, Comment) and action.purpose == pr_state.STATUS_PURPOSE
 
 
-def command_time(call: CommentCommand) -> str:
-    """When the comment's command was given: its edit's time for an edit (a new command), else its creation's."""
-    return str(call.comment.get("updated_at" if call.edited else "created_at") or "")
-
-
 def holds(pin: Pin | None, call: CommentCommand) -> bool:
     """Whether `pin` is the one `call`'s comment holds, and what `call` delivers is not older than it (a late
     delivery of an edit made before the pin changes nothing); a deletion always counts."""
     if pin is None or pin.comment_id != call.comment_id:
         return False
-    at = command_time(call)
+    at = call.given_at
     return call.action == "deleted" or not at or pin.created_at <= at
 
 

@@ -40,7 +40,7 @@ from bot.rules.sweep_record import RunRecord, SweepRecord, shows_status
 from bot.telemetry import logs
 from handlers import pr_state
 
-CHECK_NAME = "signoff"
+CHECK_NAME = rules.CHECK_NAME
 RECORD = "signoff"  # the verdict's hidden line: <!-- sweepbot-signoff {...} -->
 # the record's keys that the text does not show: the groups and those the signer covers feed `settle`
 RECORD_ONLY = ("signoff", "signed_at", "groups", "covers")

@@ -28,7 +28,7 @@ from bot.effects.actions import (
 )
 from bot.effects.comments import PER_PAGE
 from bot.rules import check_buttons, run_report, sweep_cost
-from bot.rules.changelog import ChangelogError, ChangelogResult, check_append, unfinished_check
+from bot.rules.changelog import ChangelogError, ChangelogResult, unfinished_check
 from bot.rules.changelog.limits import policy_limits
 from bot.rules.dispatched_runs import not_the_bots
 from bot.rules.gate import (
@@ -262,22 +262,10 @@ async def check_changelog(ctx: Context, pull: Mapping[str, Any], path: str) -> C
     prefix = ctx.policy.pr_link_prefix
     key = (ctx.repo, path, base_sha, head_sha, number, prefix, policy_limits(ctx.policy.limits))
     if key not in _changelog_checks:
-        # the head's bytes are read while the merge base is asked for; the base's need its answer
-        merge_base, head = await asyncio.gather(ctx.merge_base(base_sha, head_sha), ctx.file_at(path, head_sha))
-        base = await ctx.file_at(path, merge_base)
-        head = head or b""
-        try:  # a big file is checked in the worker process: no input holds this loop (bot/core/offload.py)
-            result = await offload.run(
-                check_append,
-                base,
-                head,
-                pr_number=number,
-                canonical_prefix=prefix,
-                limits=policy_limits(ctx.policy.limits),
-                size=len(head) + len(base or b""),
-            )
+        try:
+            result = await pr_state.changelog_change(ctx, pull, path)
         except offload.OffloadFailed:
-            result = unfinished_check(len(head))
+            result = unfinished_check(len(await ctx.file_at(path, head_sha) or b""))
         # kept per head: only what is shown (the result holds at most limits.changelog_errors errors)
         _changelog_checks[key] = result
     return _changelog_checks[key]
@@ -1128,15 +1116,6 @@ async def sweep_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     return actions + (await start_next(ctx, number, view.known.get(number, record), view) if freed else [])
 
 
-async def pr_of_check(ctx: Context, check: Mapping[str, Any]) -> int | None:
-    """The open PR whose head is the check's commit: named by the payload for a same-repository PR; a fork's
-    check names none, so GitHub is asked."""
-    if ctx.pr_number is not None:
-        return ctx.pr_number
-    sha = check.get("head_sha")
-    return await ctx.pr_of_head(sha) if isinstance(sha, str) else None
-
-
 def _now() -> str:
     return pr_state.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -1148,7 +1127,7 @@ async def check_run_changed(event: sansio.Event, ctx: Context) -> list[Action]:
     check = data.get("check_run") or {}
     if not own_check_run(check, CHECK_NAME, ctx.bot_login):  # others' checks, and the sign-off's, are not ours
         return []
-    number = await pr_of_check(ctx, check)
+    number = await pr_state.pr_of_check(ctx, check)
     if number is None:
         logs.event("check run event ignored: no open PR has its head", check=check.get("id"))
         return []

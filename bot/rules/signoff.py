@@ -19,6 +19,7 @@ from bot.rules.policy import VerifiedItem
 # Where a sign-off lives, as the verdict's purpose names it: `signoff-comment-12`, `signoff-review-34`, ...
 SOURCES = {"issue_comment": "comment", "pull_request_review": "review", "pull_request_review_comment": "review-comment"}
 PURPOSE_PREFIX = "signoff-"
+CHECK_NAME = "signoff"  # the check run on a PR's head that says whether its sign-offs pass
 CHECKS = ("codeowner", "groups", "sweep", "reuse", "checklist")  # the checks the bot decides, in display order
 # A sign-off's own checks: while they pass, a current sign-off covers the owner groups its signer owns. The others
 # are the PR's (its sweep, its pin) or the sign-offs' together (the owner groups).
