@@ -8,15 +8,15 @@ from __future__ import annotations
 import pytest
 from conftest import REAL_DATA
 from harness import REPO, line_with
+from test_sweep_gate import no_merge_wait, repo  # noqa: F401  the fixtures this module's tests take
 
-from bot.app.sandbox import add_sweep_workflows
 from bot.core.config import default_policy, parse_repo_config
 from bot.rules import stale_branch as sb
 from bot.rules.markers import marker
 from bot.rules.master_config import read_master_configs
 from bot.rules.sweep_record import Pin, SweepRecord
 from bot.testing.model import blob_sha
-from handlers import registry, sweep_gate
+from handlers import registry
 
 POLICY = default_policy()
 CHANGELOG = POLICY.paths.changelog
@@ -189,20 +189,6 @@ def test_pin_is_stale(files, stale):
 # -- the gate against the fake GitHub ---------------------------------------------------------------------
 
 STATUS = marker("sweep-status")
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches(monkeypatch):
-    """No wait for a fork's merge commit (conftest empties the guard's caches, keyed by SHAs the fake repeats)."""
-    monkeypatch.setattr(sweep_gate, "MERGE_SHA_WAIT", 0.0)
-
-
-@pytest.fixture
-def repo(github):
-    github.add_repo(REPO, default_branch="main", installation_id=1)
-    github.set_permission(REPO, "maintainer", "write")
-    add_sweep_workflows(github, REPO)
-    return github
 
 
 @pytest.fixture
